@@ -1,0 +1,29 @@
+// `npm test`: the whole suite on SQLite, then — when TEST_DATABASE_URL names PostgreSQL —
+// the same suite again on PostgreSQL. Extra arguments select test files.
+import { spawnSync } from 'node:child_process';
+import { globSync } from 'node:fs';
+
+const pgUrl = process.env.TEST_DATABASE_URL ?? '';
+const selected = process.argv.slice(2);
+const files = selected.length > 0 ? selected : globSync('{src,test}/**/*.test.ts').sort();
+
+function run(label: string, databaseUrl: string | undefined): boolean {
+  process.stdout.write(`\n=== tests on ${label} (${files.length} files) ===\n`);
+  const env = { ...process.env };
+  delete env.TEST_DATABASE_URL;
+  if (databaseUrl) env.TEST_DATABASE_URL = databaseUrl;
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], { stdio: 'inherit', env });
+  return result.status === 0;
+}
+
+let ok = run('SQLite', undefined);
+if (pgUrl) {
+  if (!/^postgres(ql)?:\/\//.test(pgUrl)) {
+    process.stderr.write(`TEST_DATABASE_URL must be a postgres:// URL (got "${pgUrl}")\n`);
+    process.exit(2);
+  }
+  ok = run('PostgreSQL', pgUrl) && ok;
+} else {
+  process.stdout.write('\n(TEST_DATABASE_URL not set: PostgreSQL pass skipped; CI sets it)\n');
+}
+process.exit(ok ? 0 : 1);

@@ -1,0 +1,161 @@
+// Environment → typed, frozen Config (SPEC §1). The only module that reads process.env;
+// every other module receives the Config it needs.
+import ipaddr from 'ipaddr.js';
+import { parseDuration, parseDurationList } from './shared/durations.ts';
+
+export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+
+export interface Config {
+  port: number;
+  host: string;
+  database: DatabaseConfig;
+  /** Bootstrap API keys (admin scope). Never logged. */
+  apiKeys: readonly string[];
+  paystackSecretKey: string;
+  stripeWebhookSecret: string;
+  /** CIDRs exempt from the outbound-webhook private-address rule, as `[address, prefix]` text. */
+  webhookAllowPrivateCidrs: readonly string[];
+  /** Delays in ms before each webhook retry after the first attempt. */
+  webhookRetryScheduleMs: readonly number[];
+  webhookTimeoutMs: number;
+  /** Delays in ms, from a dunning case's opening, of each reminder step. */
+  dunningScheduleMs: readonly number[];
+  dunningFinalAction: 'cancel' | 'unpaid';
+  subscriptionIncompleteTtlMs: number;
+  renewalGraceMs: number;
+  workerPollIntervalMs: number;
+  /** Requests per window per API key; 0 disables rate limiting. */
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  redisUrl: string | undefined;
+  logLevel: LogLevel;
+  metricsPort: number | undefined;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A configuration value that cannot be used; `message` is the one line printed at start. */
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`${variable} ${message}`);
+    this.name = 'ConfigError';
+    this.variable = variable;
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function read(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? fallback : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: string, min: number, max: number): number {
+  const text = read(env, name, fallback);
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min || value > max) {
+    throw new ConfigError(name, `must be an integer from ${min} to ${max} (got "${text}")`);
+  }
+  return value;
+}
+
+function duration(env: Env, name: string, fallback: string, minMs = 1): number {
+  const text = read(env, name, fallback);
+  const ms = parseDuration(text);
+  if (ms === undefined || ms < minMs) {
+    throw new ConfigError(name, `must be a duration such as 250ms, 5s, 5m, 2h or 3d (got "${text}")`);
+  }
+  return ms;
+}
+
+function durationList(env: Env, name: string, fallback: string): number[] {
+  const text = read(env, name, fallback);
+  const list = parseDurationList(text);
+  if (list === undefined) {
+    throw new ConfigError(name, `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`);
+  }
+  return list;
+}
+
+function csv(env: Env, name: string): string[] {
+  return read(env, name, '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+function databaseConfig(env: Env): DatabaseConfig {
+  const url = read(env, 'DATABASE_URL', 'sqlite:./data/billing.db');
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    try {
+      new URL(url);
+    } catch {
+      throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+    return { kind: 'postgres', url };
+  }
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path === '') throw new ConfigError('DATABASE_URL', 'needs a path after sqlite: (or sqlite::memory:)');
+    return { kind: 'sqlite', path };
+  }
+  throw new ConfigError('DATABASE_URL', 'must start with sqlite:, postgres:// or postgresql://');
+}
+
+/**
+ * Reads and validates every variable of SPEC §1 from `env` (default `process.env`).
+ * Returns a frozen Config. Throws ConfigError naming the first bad variable.
+ */
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const logLevel = read(env, 'LOG_LEVEL', 'info');
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got "${logLevel}")`);
+  }
+  const finalAction = read(env, 'DUNNING_FINAL_ACTION', 'cancel');
+  if (finalAction !== 'cancel' && finalAction !== 'unpaid') {
+    throw new ConfigError('DUNNING_FINAL_ACTION', `must be cancel or unpaid (got "${finalAction}")`);
+  }
+  const cidrs = csv(env, 'WEBHOOK_ALLOW_PRIVATE_CIDRS');
+  for (const cidr of cidrs) {
+    try {
+      ipaddr.parseCIDR(cidr);
+    } catch {
+      throw new ConfigError('WEBHOOK_ALLOW_PRIVATE_CIDRS', `has an invalid CIDR "${cidr}"`);
+    }
+  }
+  const redisUrl = read(env, 'REDIS_URL', '');
+  if (redisUrl !== '' && !/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL', 'must be a redis:// or rediss:// URL');
+  }
+  const apiKeys = csv(env, 'API_KEYS');
+  if (apiKeys.some((key) => key.length < 16)) {
+    throw new ConfigError('API_KEYS', 'must hold keys of at least 16 characters each');
+  }
+  const metricsPort = read(env, 'METRICS_PORT', '');
+
+  return Object.freeze({
+    port: integer(env, 'PORT', '3000', 0, 65535),
+    host: read(env, 'HOST', '127.0.0.1'),
+    database: databaseConfig(env),
+    apiKeys: Object.freeze(apiKeys),
+    paystackSecretKey: read(env, 'PAYSTACK_SECRET_KEY', ''),
+    stripeWebhookSecret: read(env, 'STRIPE_WEBHOOK_SECRET', ''),
+    webhookAllowPrivateCidrs: Object.freeze(cidrs),
+    webhookRetryScheduleMs: Object.freeze(
+      durationList(env, 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,14h,20h,24h'),
+    ),
+    webhookTimeoutMs: duration(env, 'WEBHOOK_TIMEOUT', '10s'),
+    dunningScheduleMs: Object.freeze(durationList(env, 'DUNNING_SCHEDULE', '1d,3d,7d,14d')),
+    dunningFinalAction: finalAction,
+    subscriptionIncompleteTtlMs: duration(env, 'SUBSCRIPTION_INCOMPLETE_TTL', '23h'),
+    renewalGraceMs: duration(env, 'RENEWAL_GRACE', '1h', 0),
+    workerPollIntervalMs: duration(env, 'WORKER_POLL_INTERVAL', '1s'),
+    rateLimitMax: integer(env, 'RATE_LIMIT_MAX', '100', 0, 1_000_000_000),
+    rateLimitWindowMs: duration(env, 'RATE_LIMIT_WINDOW', '1s'),
+    redisUrl: redisUrl === '' ? undefined : redisUrl,
+    logLevel: logLevel as LogLevel,
+    metricsPort: metricsPort === '' ? undefined : integer(env, 'METRICS_PORT', '', 1, 65535),
+  });
+}

@@ -1,0 +1,93 @@
+// Opens the database named by DATABASE_URL: SQLite through `node:sqlite`, or PostgreSQL
+// through `pg`. Both sit behind one Kysely<Database>, so services have one query layer.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConfig } from '../config.ts';
+import type { Database } from './database.ts';
+import { adaptNodeSqlite } from './sqlite-adapter.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** PostgreSQL schema the tables live in (`public` unless a search path was given); undefined on SQLite. */
+  schema: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** PostgreSQL only: the schema to use as search_path (tests give each test its own). */
+  schema?: string;
+  /** PostgreSQL only: pool size (default 10). */
+  poolSize?: number;
+}
+
+const PG_INT8 = 20;
+const PG_TIMESTAMP = 1114;
+const PG_TIMESTAMPTZ = 1184;
+
+/** Row values as the API shows them: int8 as numbers (minor units fit in 2^53), times as ISO 8601 UTC. */
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === PG_INT8) return (value: string) => Number(value);
+    if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) {
+      return (value: string) => new Date(oid === PG_TIMESTAMP ? `${value}Z` : value).toISOString();
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format
+    return pg.types.getTypeParser(oid, format as any);
+  },
+};
+
+/**
+ * SqliteDialect whose transactions start with BEGIN IMMEDIATE: every transaction here
+ * writes, and taking the write lock up front lets busy_timeout queue a second process
+ * (e.g. the CLI beside the server) instead of failing with SQLITE_BUSY on upgrade.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection: DatabaseConnection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
+}
+
+function openSqlite(path: string): DatabaseHandle {
+  const inMemory = path === ':memory:';
+  if (!inMemory) mkdirSync(dirname(path), { recursive: true });
+  const database = new DatabaseSync(path);
+  // WAL lets readers run beside the writer; FULL makes every acknowledged commit durable.
+  if (!inMemory) database.exec('PRAGMA journal_mode = WAL');
+  database.exec('PRAGMA synchronous = FULL');
+  database.exec('PRAGMA foreign_keys = ON');
+  database.exec('PRAGMA busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }) });
+  return { db, dialect: 'sqlite', schema: undefined, close: () => db.destroy() };
+}
+
+function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
+  const schema = options.schema ?? 'public';
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types: pgTypes,
+    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', schema, close: () => db.destroy() };
+}
+
+/**
+ * Opens the configured database. SQLite: WAL, synchronous=FULL, foreign keys, 5 s busy
+ * timeout; the file's directory is created. PostgreSQL: a `pg` pool. Does not migrate.
+ */
+export function openDatabase(config: DatabaseConfig, options: ConnectOptions = {}): DatabaseHandle {
+  return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, options);
+}

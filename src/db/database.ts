@@ -1,0 +1,12 @@
+// The whole schema as Kysely sees it: one entry per table, each typed in its module.
+import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
+import type { CustomersTable } from '../modules/customers/customers.table.ts';
+import type { EventsTable } from '../modules/events/events.table.ts';
+import type { RowCountsTable } from './counts.table.ts';
+
+export interface Database {
+  api_keys: ApiKeysTable;
+  customers: CustomersTable;
+  events: EventsTable;
+  row_counts: RowCountsTable;
+}

@@ -1,0 +1,25 @@
+// Versioned migrations, applied in order at start and by `billing migrate`. On PostgreSQL
+// Kysely's Migrator holds an advisory lock, so instances starting together migrate once.
+import { type Migration, Migrator } from 'kysely/migration';
+import type { DatabaseHandle } from './connect.ts';
+import * as foundation from './migrations/0001_foundation.ts';
+
+/** Every migration, in order. A new one is a new file plus a line here. */
+const MIGRATIONS: Record<string, Migration> = {
+  '0001_foundation': foundation,
+};
+
+/**
+ * Applies every pending migration. Returns the names applied (empty when up to date).
+ * Throws the migration's own error when one fails; nothing after it runs.
+ */
+export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
+  const migrator = new Migrator({
+    db: handle.db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    migrationTableSchema: handle.schema,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

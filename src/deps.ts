@@ -1,0 +1,53 @@
+// createDeps(config): everything a request or job needs, as one plain object.
+import type { Kysely } from 'kysely';
+import type { Config } from './config.ts';
+import { type DatabaseHandle, openDatabase } from './db/connect.ts';
+import type { Database } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { hashKey } from './modules/api-keys/api-keys.keys.ts';
+import { KeyUsageRecorder } from './modules/api-keys/key-usage.ts';
+import { type Clock, systemClock } from './shared/clock.ts';
+
+export interface Deps {
+  config: Readonly<Config>;
+  db: Kysely<Database>;
+  database: DatabaseHandle;
+  clock: Clock;
+  /** SHA-256 hashes of the bootstrap keys from API_KEYS. */
+  bootstrapKeyHashes: ReadonlySet<string>;
+  keyUsage: KeyUsageRecorder;
+  /** Flushes pending writes and closes the database. */
+  close(): Promise<void>;
+}
+
+export interface DepsOptions {
+  clock?: Clock;
+  /** PostgreSQL schema to use (tests). */
+  schema?: string;
+  /** Run pending migrations before returning (default true). */
+  migrate?: boolean;
+}
+
+/** Opens and (by default) migrates the database, and wires the shared services. */
+export async function createDeps(config: Readonly<Config>, options: DepsOptions = {}): Promise<Deps> {
+  const database = openDatabase(config.database, { schema: options.schema });
+  try {
+    if (options.migrate !== false) await migrateToLatest(database);
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const keyUsage = new KeyUsageRecorder(database.db);
+  return {
+    config,
+    db: database.db,
+    database,
+    clock: options.clock ?? systemClock,
+    bootstrapKeyHashes: new Set(config.apiKeys.map(hashKey)),
+    keyUsage,
+    async close() {
+      await keyUsage.flush().catch(() => {});
+      await database.close();
+    },
+  };
+}

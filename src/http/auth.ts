@@ -1,0 +1,53 @@
+// Authentication and scopes (SPEC §2): `Authorization: Bearer <key>` or `x-api-key: <key>`;
+// never a key in the query string. Runs on onRequest, before the body is read.
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { authenticateKey } from '../modules/api-keys/api-keys.service.ts';
+import { AppError, UNAUTHORIZED_BODY } from './errors.ts';
+import type { Scope } from './route.ts';
+
+const SCOPE_RANK = { read: 1, write: 2, admin: 3 } as const;
+const MAX_KEY_LENGTH = 200;
+
+/** The key a request presents, or undefined. Both headers are accepted; Bearer is case-insensitive. */
+export function presentedKey(request: FastifyRequest): string | undefined {
+  const authorization = request.headers.authorization;
+  if (typeof authorization === 'string') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (match) return match[1];
+  }
+  const header = request.headers['x-api-key'];
+  if (typeof header === 'string' && header.trim() !== '') return header.trim();
+  return undefined;
+}
+
+/** The scope a route requires: its `config.scope`, else read for GET/HEAD and write otherwise. */
+export function requiredScope(request: FastifyRequest): Scope {
+  const configured = request.routeOptions.config.scope;
+  if (configured) return configured;
+  return request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write';
+}
+
+/**
+ * onRequest hook: answers 401 (exact seed body) without a usable key and 403
+ * `permission_error` when the key's scope is too small; sets `request.principal`.
+ */
+export function authenticate(deps: Deps): onRequestAsyncHookHandler {
+  return async function authenticateRequest(request: FastifyRequest, reply: FastifyReply) {
+    const scope = requiredScope(request);
+    if (scope === 'public') return;
+    const key = presentedKey(request);
+    const principal =
+      key && key.length <= MAX_KEY_LENGTH
+        ? await authenticateKey(deps.db, deps.clock, deps.bootstrapKeyHashes, key)
+        : undefined;
+    if (!principal) {
+      return reply.code(401).send(UNAUTHORIZED_BODY);
+    }
+    if (SCOPE_RANK[principal.scope] < SCOPE_RANK[scope]) {
+      throw new AppError('permission_error', `this API key has the ${principal.scope} scope; this request needs ${scope}`, 403);
+    }
+    request.principal = principal;
+    if (principal.id.startsWith('key_')) deps.keyUsage.record(principal.id, deps.clock.now().toISOString());
+  };
+}

@@ -1,0 +1,129 @@
+// Errors are a closed set of codes (the seed's and SPEC §2's), rendered in ONE place.
+// Services throw AppError; this module alone turns any error into a response body.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { validationMessage } from './validation-messages.ts';
+
+export const ERROR_CODES = [
+  'validation_error',
+  'authentication_error',
+  'permission_error',
+  'not_found',
+  'conflict',
+  'idempotency_error',
+  'invalid_state',
+  'rate_limit_error',
+  'internal_error',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** A failure the client can act on: `status` is the HTTP status, `code` one of ERROR_CODES. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, message: string, status: number, details: unknown = null) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = status;
+    this.details = details;
+  }
+}
+
+/** 404 `not_found` naming the missing resource, e.g. `customer cus_… not found`. */
+export class NotFoundError extends AppError {
+  constructor(resource: string, id: string) {
+    super('not_found', `${resource} ${id} not found`, 404);
+  }
+}
+
+/** A request-validation failure (400, SPEC §2 two-shape body). `field` is the offending field, if any. */
+export class ValidationError extends AppError {
+  readonly field: string | undefined;
+  constructor(message: string, field?: string) {
+    super('validation_error', message, 400);
+    this.field = field;
+  }
+}
+
+/** The 401 body, exactly as the seed gives it. */
+export const UNAUTHORIZED_BODY = Object.freeze({
+  code: 'authentication_error',
+  message: 'unauthorized',
+  details: null,
+});
+
+/**
+ * The SPEC §2 400 body: the envelope and the problem-details shape at once, so clients
+ * of either keep working. `errors` lists each offending field with the reason.
+ */
+export function validationBody(message: string, errors: { name: string; reason: string }[]) {
+  return {
+    code: 'validation_error',
+    message,
+    details: null,
+    status: 400,
+    title: 'Bad Request',
+    detail: message,
+    errors,
+  };
+}
+
+function envelope(code: ErrorCode, message: string, details: unknown = null) {
+  return { code, message, details };
+}
+
+/** Maps Fastify's own client errors (body parsing, limits) to our codes. */
+function fromFastifyError(error: FastifyError): { status: number; body: object } | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, body: envelope('validation_error', 'request body must not exceed 1 MiB') };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, body: envelope('validation_error', 'request body must be JSON (Content-Type: application/json)') };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, body: validationBody('Content-Length does not match the body', []) };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, body: validationBody('request body is not valid JSON', []) };
+  }
+  if (error.validation) {
+    const { message, field } = validationMessage(error.validation, error.validationContext);
+    return { status: 400, body: validationBody(message, field === undefined ? [] : [{ name: field, reason: message }]) };
+  }
+  return undefined;
+}
+
+/** The response for any thrown error: status and body. Unknown errors become a bare 500. */
+export function errorResponse(error: unknown): { status: number; body: object } {
+  if (error instanceof ValidationError) {
+    const errors = error.field === undefined ? [] : [{ name: error.field, reason: error.message }];
+    return { status: 400, body: validationBody(error.message, errors) };
+  }
+  if (error instanceof AppError) {
+    return { status: error.status, body: envelope(error.code, error.message, error.details) };
+  }
+  const fastifyError = error as FastifyError;
+  const mapped = fromFastifyError(fastifyError);
+  if (mapped) return mapped;
+  const status = fastifyError?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // Any other client error Fastify raised: keep its status, never its internal text.
+    return { status, body: status === 400 ? validationBody('malformed request', []) : envelope('validation_error', 'malformed request') };
+  }
+  return { status: 500, body: envelope('internal_error', 'internal server error') };
+}
+
+/** Installs the one error handler and the 404 handler for unknown routes (SPEC §2). */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const { status, body } = errorResponse(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    return reply.code(status).type('application/json; charset=utf-8').send(body);
+  });
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    return reply
+      .code(404)
+      .send(envelope('not_found', `no route for ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`));
+  });
+}

@@ -1,0 +1,38 @@
+// A route is a schema plus a few lines (ARCHITECTURE "Style" 3). `defineRoute` keeps the
+// handler's request types while letting app.ts hold every route in one plain list.
+import type {
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteOptions,
+} from 'fastify';
+
+/** Who may call a route: nobody-in-particular, or an API key with at least this scope. */
+export type Scope = 'public' | 'read' | 'write' | 'admin';
+
+/** The caller behind a request's API key. */
+export interface Principal {
+  /** `key_…` for stored keys, `bootstrap_<hash prefix>` for keys from API_KEYS. */
+  id: string;
+  scope: Exclude<Scope, 'public'>;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Required scope; omitted means `read` for GET and `write` otherwise. */
+    scope?: Scope;
+  }
+  interface FastifyRequest {
+    principal: Principal | undefined;
+  }
+}
+
+export type Route = RouteOptions;
+
+/** Declares one route with typed `Body`/`Querystring`/`Params`; returns it untyped for the list. */
+export function defineRoute<G extends RouteGenericInterface>(
+  options: RouteOptions<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, G>,
+): Route {
+  return options as unknown as Route;
+}

@@ -1,0 +1,107 @@
+// Schema pieces every route shares: error bodies, metadata, timestamps, ids. Routes use
+// these so that validation, serialization and /openapi.json come from one definition.
+
+/** Error envelope (SPEC §2). */
+export const errorSchema = {
+  $id: 'Error',
+  type: 'object',
+  description: 'Error envelope: branch on the HTTP status, then on `code`.',
+  required: ['code', 'message', 'details'],
+  properties: {
+    code: {
+      type: 'string',
+      enum: [
+        'validation_error',
+        'authentication_error',
+        'permission_error',
+        'not_found',
+        'conflict',
+        'idempotency_error',
+        'invalid_state',
+        'rate_limit_error',
+        'internal_error',
+      ],
+    },
+    message: { type: 'string' },
+    details: {},
+  },
+} as const;
+
+/** The 400 body: the envelope plus the problem-details shape (SPEC §2). */
+export const validationErrorSchema = {
+  $id: 'ValidationError',
+  type: 'object',
+  description: 'Request-validation failure: both the envelope and the problem-details shape.',
+  required: ['code', 'message', 'details', 'status', 'title', 'detail', 'errors'],
+  properties: {
+    code: { type: 'string', const: 'validation_error' },
+    message: { type: 'string' },
+    details: { type: 'null' },
+    status: { type: 'integer', const: 400 },
+    title: { type: 'string', const: 'Bad Request' },
+    detail: { type: 'string' },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'reason'],
+        properties: { name: { type: 'string' }, reason: { type: 'string' } },
+      },
+    },
+  },
+} as const;
+
+export const SHARED_SCHEMAS = [errorSchema, validationErrorSchema];
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed request or invalid field',
+  401: 'Missing or invalid API key',
+  403: 'The API key lacks the scope',
+  404: 'No such resource',
+  409: 'Conflicts with the current state',
+  413: 'Body over 1 MiB',
+  415: 'Body is not JSON',
+  422: 'Valid request, invalid for the resource state',
+  429: 'Rate limited',
+};
+
+/** Response schemas for the given error statuses, for a route's `schema.response`. */
+export function errorResponses(...statuses: number[]): Record<number, object> {
+  const responses: Record<number, object> = {};
+  for (const status of statuses) {
+    responses[status] = {
+      description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+      ...(status === 400 ? { $ref: 'ValidationError#' } : { $ref: 'Error#' }),
+    };
+  }
+  return responses;
+}
+
+/** ISO 8601 UTC timestamp with milliseconds. */
+export const timestamp = { type: 'string', format: 'date-time' } as const;
+export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+
+/** Metadata: string→string, ≤ 50 keys, keys ≤ 40 chars, values ≤ 500 chars (SPEC §2). */
+export const metadataSchema = {
+  type: 'object',
+  description: 'Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters.',
+  maxProperties: 50,
+  propertyNames: { minLength: 1, maxLength: 40 },
+  additionalProperties: { type: 'string', maxLength: 500 },
+} as const;
+
+/** The metadata as responses carry it (no limits needed to serialize). */
+export const metadataOut = {
+  type: 'object',
+  additionalProperties: { type: 'string' },
+} as const;
+
+/** Path parameter `{id}` — any string; malformed ids are answered 404 by the service. */
+export const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', maxLength: 64 } },
+} as const;
+
+/** Security requirement for routes that need an API key (either header). */
+export const API_KEY_SECURITY: { [scheme: string]: string[] }[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];

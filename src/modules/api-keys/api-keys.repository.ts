@@ -1,0 +1,46 @@
+// SQL for api_keys. No HTTP, no rules.
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { ListParams } from '../../http/lists.ts';
+import { pageOf } from '../../http/lists.ts';
+import type { ApiKeyRow, ApiKeysTable } from './api-keys.table.ts';
+
+export async function insertApiKey(db: Kysely<Database>, row: ApiKeysTable): Promise<void> {
+  await db.insertInto('api_keys').values(row).execute();
+}
+
+export async function findApiKey(db: Kysely<Database>, id: string): Promise<ApiKeyRow | undefined> {
+  return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The key with this hash if it is neither revoked nor expired at `now` (ISO 8601). */
+export async function findUsableKeyByHash(
+  db: Kysely<Database>,
+  keyHash: string,
+  now: string,
+): Promise<Pick<ApiKeyRow, 'id' | 'scope'> | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'scope'])
+    .where('key_hash', '=', keyHash)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .executeTakeFirst();
+}
+
+export async function listApiKeys(db: Kysely<Database>, params: ListParams): Promise<{ rows: ApiKeyRow[]; total: number }> {
+  const rows = await pageOf(db.selectFrom('api_keys').selectAll(), params).execute();
+  const { total } = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .executeTakeFirstOrThrow();
+  return { rows, total: Number(total) };
+}
+
+export async function updateApiKey(
+  db: Kysely<Database>,
+  id: string,
+  changes: Partial<Pick<ApiKeysTable, 'revoked_at' | 'expires_at'>>,
+): Promise<void> {
+  await db.updateTable('api_keys').set(changes).where('id', '=', id).execute();
+}

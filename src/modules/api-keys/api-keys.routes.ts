@@ -1,0 +1,126 @@
+// /api/api-keys: create (key shown once), list, get, revoke, rotate. Admin scope only.
+import type { Deps } from '../../deps.ts';
+import { listQuerySchema, type ListQueryInput, pageSchema, parseListParams } from '../../http/lists.ts';
+import { defineRoute, type Route } from '../../http/route.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, nullableTimestamp, timestamp } from '../../http/schemas.ts';
+import { ValidationError } from '../../http/errors.ts';
+import { parseDuration } from '../../shared/durations.ts';
+import * as service from './api-keys.service.ts';
+
+const apiKeySchema = {
+  type: 'object',
+  required: ['id', 'name', 'scope', 'prefix', 'last4', 'created_at', 'expires_at', 'revoked_at', 'last_used_at'],
+  properties: {
+    id: { type: 'string', examples: ['key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
+    name: { type: 'string' },
+    scope: { type: 'string', enum: ['read', 'write', 'admin'] },
+    prefix: { type: 'string', description: 'First characters of the key, to recognise it.' },
+    last4: { type: 'string', description: 'Last four characters of the key.' },
+    created_at: timestamp,
+    expires_at: nullableTimestamp,
+    revoked_at: nullableTimestamp,
+    last_used_at: { ...nullableTimestamp, description: 'Recorded in batches; may lag by a few seconds.' },
+  },
+} as const;
+
+const createdKeySchema = {
+  ...apiKeySchema,
+  required: [...apiKeySchema.required, 'key'],
+  properties: { ...apiKeySchema.properties, key: { type: 'string', description: 'The secret key. Shown only now.' } },
+} as const;
+
+const tags = ['API keys'];
+const common = { tags, security: API_KEY_SECURITY };
+
+/** Routes of the API-keys module (SPEC §3, admin scope). */
+export function apiKeyRoutes(deps: Deps): Route[] {
+  const { db, clock } = deps;
+  return [
+    defineRoute<{ Body: { name: string; scope?: service.KeyScope; expires_at?: string | null } }>({
+      method: 'POST',
+      url: '/api/api-keys',
+      config: { scope: 'admin' },
+      schema: {
+        ...common,
+        summary: 'Create an API key',
+        body: {
+          type: 'object',
+          required: ['name'],
+          additionalProperties: false,
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 100 },
+            scope: { type: 'string', enum: ['read', 'write', 'admin'], default: 'write' },
+            expires_at: nullableTimestamp,
+          },
+        },
+        response: { 201: createdKeySchema, ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request, reply) => {
+        const { name, scope = 'write', expires_at } = request.body;
+        return reply.code(201).send(await service.createApiKey(db, clock, { name, scope, expiresAt: expires_at }));
+      },
+    }),
+    defineRoute<{ Querystring: ListQueryInput }>({
+      method: 'GET',
+      url: '/api/api-keys',
+      config: { scope: 'admin' },
+      schema: {
+        ...common,
+        summary: 'List API keys',
+        querystring: listQuerySchema(['created_at']),
+        response: { 200: pageSchema(apiKeySchema), ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request) => service.listApiKeys(db, parseListParams(request.query)),
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'GET',
+      url: '/api/api-keys/:id',
+      config: { scope: 'admin' },
+      schema: {
+        ...common,
+        summary: 'Get an API key',
+        params: idParams,
+        response: { 200: apiKeySchema, ...errorResponses(401, 403, 404) },
+      },
+      handler: async (request) => service.getApiKey(db, request.params.id),
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'DELETE',
+      url: '/api/api-keys/:id',
+      config: { scope: 'admin' },
+      schema: {
+        ...common,
+        summary: 'Revoke an API key',
+        description: 'The key stops working at once. The record stays, with `revoked_at`.',
+        params: idParams,
+        response: { 200: apiKeySchema, ...errorResponses(401, 403, 404) },
+      },
+      handler: async (request) => service.revokeApiKey(db, clock, request.params.id),
+    }),
+    defineRoute<{ Params: { id: string }; Body: { grace?: string } | undefined }>({
+      method: 'POST',
+      url: '/api/api-keys/:id/rotate',
+      config: { scope: 'admin' },
+      schema: {
+        ...common,
+        summary: 'Rotate an API key',
+        description: 'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
+        params: idParams,
+        body: {
+          type: ['object', 'null'],
+          additionalProperties: false,
+          properties: { grace: { type: 'string', description: 'Duration such as 30m, 24h or 7d.', examples: ['24h'] } },
+        },
+        response: { 201: createdKeySchema, ...errorResponses(400, 401, 403, 404, 422) },
+      },
+      handler: async (request, reply) => {
+        const graceText = request.body?.grace;
+        const graceMs = graceText === undefined ? service.DEFAULT_ROTATION_GRACE_MS : parseDuration(graceText);
+        if (graceMs === undefined || graceMs > service.MAX_ROTATION_GRACE_MS) {
+          throw new ValidationError('grace must be a duration from 0s to 7d, such as 30m or 24h', 'grace');
+        }
+        return reply.code(201).send(await service.rotateApiKey(db, clock, request.params.id, graceMs));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,142 @@
+// API keys: create, list, revoke, rotate, and resolving a presented key to a Principal.
+// Keys are stored only as SHA-256 hashes (SPEC §2); the secret is returned once, at creation.
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { AppError, NotFoundError } from '../../http/errors.ts';
+import type { ListParams, Page } from '../../http/lists.ts';
+import { pageEnvelope } from '../../http/lists.ts';
+import type { Principal } from '../../http/route.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { generateKey, hashKey, keyHints } from './api-keys.keys.ts';
+import * as repo from './api-keys.repository.ts';
+import type { ApiKeyRow } from './api-keys.table.ts';
+
+export type KeyScope = ApiKeyRow['scope'];
+
+/** An API key as the API shows it: never the secret, never its hash. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  scope: KeyScope;
+  prefix: string;
+  last4: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
+/** Default and longest overlap during which a rotated key keeps working (SPEC §3). */
+export const DEFAULT_ROTATION_GRACE_MS = 24 * 3_600_000;
+export const MAX_ROTATION_GRACE_MS = 7 * 86_400_000;
+
+export function toApiKeyView(row: ApiKeyRow): ApiKeyView {
+  return {
+    id: row.id,
+    name: row.name,
+    scope: row.scope,
+    prefix: row.prefix,
+    last4: row.last4,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    revoked_at: row.revoked_at,
+    last_used_at: row.last_used_at,
+  };
+}
+
+/**
+ * Creates a key. `expiresAt` (ISO 8601) must lie in the future. Returns the stored view
+ * plus the secret `key`, which is not kept and cannot be shown again.
+ * Throws 400 `validation_error` for an expiry in the past.
+ */
+export async function createApiKey(
+  db: Kysely<Database>,
+  clock: Clock,
+  input: { name: string; scope: KeyScope; expiresAt?: string | null },
+): Promise<ApiKeyView & { key: string }> {
+  const now = clock.now();
+  let expiresAt: string | null = null;
+  if (input.expiresAt) {
+    const at = new Date(input.expiresAt);
+    if (at.getTime() <= now.getTime()) {
+      throw new AppError('validation_error', 'expires_at must be in the future', 400);
+    }
+    expiresAt = at.toISOString();
+  }
+  const key = generateKey();
+  const row: ApiKeyRow = {
+    id: newId('apiKey'),
+    name: input.name,
+    scope: input.scope,
+    key_hash: hashKey(key),
+    ...keyHints(key),
+    created_at: now.toISOString(),
+    expires_at: expiresAt,
+    revoked_at: null,
+    last_used_at: null,
+  };
+  await repo.insertApiKey(db, row);
+  return { ...toApiKeyView(row), key };
+}
+
+/** One key by id. Throws 404 `not_found` for unknown or malformed ids. */
+export async function getApiKey(db: Kysely<Database>, id: string): Promise<ApiKeyView> {
+  const row = isIdOf('apiKey', id) ? await repo.findApiKey(db, id) : undefined;
+  if (!row) throw new NotFoundError('api key', id);
+  return toApiKeyView(row);
+}
+
+/** A page of keys, revoked ones included (they show `revoked_at`). */
+export async function listApiKeys(db: Kysely<Database>, params: ListParams): Promise<Page<ApiKeyView>> {
+  const { rows, total } = await repo.listApiKeys(db, params);
+  return pageEnvelope(rows.map(toApiKeyView), total, params);
+}
+
+/** Revokes a key at once; revoking twice keeps the first time. Throws 404 for unknown ids. */
+export async function revokeApiKey(db: Kysely<Database>, clock: Clock, id: string): Promise<ApiKeyView> {
+  const key = await getApiKey(db, id);
+  if (key.revoked_at) return key;
+  const revokedAt = clock.now().toISOString();
+  await repo.updateApiKey(db, id, { revoked_at: revokedAt });
+  return { ...key, revoked_at: revokedAt };
+}
+
+/**
+ * Issues a new key with the same name and scope, and lets the old one keep working for
+ * `graceMs` (0 – 7 days; it never extends an earlier expiry). Returns the new key once.
+ * Throws 404 for unknown ids, 422 `invalid_state` for a revoked or expired key.
+ */
+export async function rotateApiKey(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+  graceMs: number,
+): Promise<ApiKeyView & { key: string }> {
+  const old = await getApiKey(db, id);
+  const now = clock.now();
+  if (old.revoked_at || (old.expires_at && new Date(old.expires_at) <= now)) {
+    throw new AppError('invalid_state', 'a revoked or expired key cannot be rotated', 422);
+  }
+  const graceEnd = new Date(now.getTime() + graceMs).toISOString();
+  const oldExpiry = old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd;
+  const created = await createApiKey(db, clock, { name: old.name, scope: old.scope, expiresAt: old.expires_at });
+  await repo.updateApiKey(db, id, { expires_at: oldExpiry });
+  return created;
+}
+
+/**
+ * Resolves a presented key: bootstrap keys (admin) by hash, then stored keys that are
+ * neither revoked nor expired. Returns undefined when the key is unknown.
+ */
+export async function authenticateKey(
+  db: Kysely<Database>,
+  clock: Clock,
+  bootstrapKeyHashes: ReadonlySet<string>,
+  presented: string,
+): Promise<Principal | undefined> {
+  const keyHash = hashKey(presented);
+  if (bootstrapKeyHashes.has(keyHash)) return { id: `bootstrap_${keyHash.slice(0, 12)}`, scope: 'admin' };
+  const row = await repo.findUsableKeyByHash(db, keyHash, clock.now().toISOString());
+  return row ? { id: row.id, scope: row.scope } : undefined;
+}

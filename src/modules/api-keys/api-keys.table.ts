@@ -1,0 +1,19 @@
+// Row shape of `api_keys`. Only the SHA-256 of a key is stored; `prefix` and `last4`
+// let people recognise a key in a list without it being recoverable.
+import type { Selectable } from 'kysely';
+
+export interface ApiKeysTable {
+  id: string;
+  name: string;
+  scope: 'read' | 'write' | 'admin';
+  /** Lowercase hex SHA-256 of the whole key. */
+  key_hash: string;
+  prefix: string;
+  last4: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
+export type ApiKeyRow = Selectable<ApiKeysTable>;

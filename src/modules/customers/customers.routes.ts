@@ -1,0 +1,86 @@
+// /api/customers: create, list, get, patch, delete (SPEC §3).
+import type { Deps } from '../../deps.ts';
+import { listQuerySchema, type ListQueryInput, pageSchema, parseListParams } from '../../http/lists.ts';
+import { defineRoute, type Route } from '../../http/route.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import {
+  CUSTOMER_SORT_FIELDS,
+  type CreateCustomerInput,
+  createCustomerBody,
+  customerSchema,
+  type UpdateCustomerInput,
+  updateCustomerBody,
+} from './customers.schemas.ts';
+import * as service from './customers.service.ts';
+
+const common = { tags: ['Customers'], security: API_KEY_SECURITY };
+
+/** Routes of the customers module. */
+export function customerRoutes(deps: Deps): Route[] {
+  const { db, clock } = deps;
+  return [
+    defineRoute<{ Body: CreateCustomerInput }>({
+      method: 'POST',
+      url: '/api/customers',
+      schema: {
+        ...common,
+        summary: 'Create a customer',
+        description: 'Emails are unique among customers, compared case-insensitively. Emits `customer.created`.',
+        body: createCustomerBody,
+        response: { 201: customerSchema, ...errorResponses(400, 401, 403, 409, 413, 415) },
+      },
+      handler: async (request, reply) => reply.code(201).send(await service.createCustomer(db, clock, request.body)),
+    }),
+    defineRoute<{ Querystring: ListQueryInput }>({
+      method: 'GET',
+      url: '/api/customers',
+      schema: {
+        ...common,
+        summary: 'List customers',
+        querystring: listQuerySchema(CUSTOMER_SORT_FIELDS),
+        response: { 200: pageSchema(customerSchema), ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request) => service.listCustomers(db, parseListParams(request.query)),
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'GET',
+      url: '/api/customers/:id',
+      schema: {
+        ...common,
+        summary: 'Get a customer',
+        params: idParams,
+        response: { 200: customerSchema, ...errorResponses(401, 403, 404) },
+      },
+      handler: async (request) => service.getCustomer(db, request.params.id),
+    }),
+    defineRoute<{ Params: { id: string }; Body: UpdateCustomerInput }>({
+      method: 'PATCH',
+      url: '/api/customers/:id',
+      schema: {
+        ...common,
+        summary: 'Update a customer',
+        description: 'Emits `customer.updated` when anything changed.',
+        params: idParams,
+        body: updateCustomerBody,
+        response: { 200: customerSchema, ...errorResponses(400, 401, 403, 404, 409, 413, 415) },
+      },
+      handler: async (request) => service.updateCustomer(db, clock, request.params.id, request.body),
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'DELETE',
+      url: '/api/customers/:id',
+      schema: {
+        ...common,
+        summary: 'Delete a customer',
+        description:
+          'Emits `customer.deleted`. Refused with 409 while the customer has a subscription that is not cancelled or expired.',
+        params: idParams,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 409) },
+      },
+      handler: async (request, reply) => {
+        await service.deleteCustomer(db, clock, request.params.id);
+        return reply.code(204).send();
+      },
+    }),
+  ];
+}

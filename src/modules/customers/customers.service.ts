@@ -1,0 +1,173 @@
+// Customers: create, read, update, delete (SPEC §3). Each change writes its event in the
+// same transaction. Emails are unique among live customers, compared case-insensitively.
+import type { Kysely, Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
+import { addToCount, readCount } from '../../db/counts.ts';
+import type { Database } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { emitEvent } from '../events/events.service.ts';
+import * as repo from './customers.repository.ts';
+import type { CreateCustomerInput, UpdateCustomerInput } from './customers.schemas.ts';
+import type { CustomerRow } from './customers.table.ts';
+
+const MAX_METADATA_KEYS = 50;
+
+/** A customer as the API returns it. */
+export interface Customer {
+  id: string;
+  email: string;
+  name: string | null;
+  phone: string | null;
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toCustomer(row: CustomerRow): Customer {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    phone: row.phone,
+    metadata: JSON.parse(row.metadata),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function emailTaken(email: string): AppError {
+  return new AppError('conflict', `a customer with email ${email} already exists`, 409);
+}
+
+/** Runs `work` in a transaction, turning a unique-email violation (a race) into 409. */
+async function withEmailGuard<T>(db: Kysely<Database>, email: string, work: (trx: Transaction<Database>) => Promise<T>) {
+  try {
+    return await db.transaction().execute(work);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw emailTaken(email);
+    throw error;
+  }
+}
+
+/**
+ * Creates a customer and emits `customer.created`. Throws 409 `conflict` when a live
+ * customer already has the email (case-insensitive).
+ */
+export async function createCustomer(db: Kysely<Database>, clock: Clock, input: CreateCustomerInput): Promise<Customer> {
+  const now = clock.now().toISOString();
+  const row: CustomerRow = {
+    id: newId('customer'),
+    email: input.email,
+    name: input.name ?? null,
+    phone: input.phone ?? null,
+    metadata: JSON.stringify(input.metadata ?? {}),
+    created_at: now,
+    updated_at: now,
+    deleted_at: null,
+  };
+  const customer = toCustomer(row);
+  await withEmailGuard(db, input.email, async (trx) => {
+    if (await repo.findCustomerByEmail(trx, input.email)) throw emailTaken(input.email);
+    await repo.insertCustomer(trx, row);
+    await addToCount(trx, 'customers', 1);
+    await emitEvent(trx, clock, 'customer.created', customer);
+  });
+  return customer;
+}
+
+/** One live customer. Throws 404 `not_found` for unknown, deleted or malformed ids. */
+export async function getCustomer(db: Kysely<Database>, id: string): Promise<Customer> {
+  const row = isIdOf('customer', id) ? await repo.findCustomer(db, id) : undefined;
+  if (!row) throw new NotFoundError('customer', id);
+  return toCustomer(row);
+}
+
+/** A page of live customers. `meta.total` comes from the kept count, not a scan. */
+export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
+  const [rows, total] = await Promise.all([repo.listCustomers(db, params), readCount(db, 'customers')]);
+  return pageEnvelope(rows.map(toCustomer), total, params);
+}
+
+/** Reads a live customer inside `trx`, locking its row on PostgreSQL so concurrent changes queue. */
+async function lockCustomer(trx: Transaction<Database>, id: string): Promise<CustomerRow> {
+  let query = trx.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null);
+  if (isPostgres(trx)) query = query.forUpdate();
+  const row = isIdOf('customer', id) ? await query.executeTakeFirst() : undefined;
+  if (!row) throw new NotFoundError('customer', id);
+  return row;
+}
+
+/** Stripe-style metadata merge: keys set to "" are removed; null clears everything. */
+function mergeMetadata(current: Record<string, string>, patch: Record<string, string> | null): Record<string, string> {
+  if (patch === null) return {};
+  const merged = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === '') delete merged[key];
+    else merged[key] = value;
+  }
+  if (Object.keys(merged).length > MAX_METADATA_KEYS) {
+    throw new ValidationError(`Metadata must have at most ${MAX_METADATA_KEYS} keys`, 'metadata');
+  }
+  return merged;
+}
+
+/**
+ * Applies the given fields and emits `customer.updated` when anything changed.
+ * Throws 404 for unknown ids, 409 `conflict` for an email another customer has,
+ * 400 when merged metadata would exceed 50 keys.
+ */
+export async function updateCustomer(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+  patch: UpdateCustomerInput,
+): Promise<Customer> {
+  return withEmailGuard(db, patch.email ?? '', async (trx) => {
+    const current = toCustomer(await lockCustomer(trx, id));
+    const next: Customer = {
+      ...current,
+      email: patch.email ?? current.email,
+      name: patch.name === undefined ? current.name : patch.name,
+      phone: patch.phone === undefined ? current.phone : patch.phone,
+      metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+    };
+    const changed =
+      next.email !== current.email ||
+      next.name !== current.name ||
+      next.phone !== current.phone ||
+      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata);
+    if (!changed) return current;
+    if (next.email.toLowerCase() !== current.email.toLowerCase()) {
+      const holder = await repo.findCustomerByEmail(trx, next.email);
+      if (holder && holder.id !== id) throw emailTaken(next.email);
+    }
+    next.updated_at = clock.now().toISOString();
+    await repo.updateCustomer(trx, id, {
+      email: next.email,
+      name: next.name,
+      phone: next.phone,
+      metadata: JSON.stringify(next.metadata),
+      updated_at: next.updated_at,
+    });
+    await emitEvent(trx, clock, 'customer.updated', next);
+    return next;
+  });
+}
+
+/**
+ * Deletes a customer (the row is kept, marked deleted, so payments keep their owner) and
+ * emits `customer.deleted` with the customer as it was. Throws 404 for unknown ids.
+ */
+export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const customer = toCustomer(await lockCustomer(trx, id));
+    const now = clock.now().toISOString();
+    await repo.updateCustomer(trx, id, { deleted_at: now, updated_at: now });
+    await addToCount(trx, 'customers', -1);
+    await emitEvent(trx, clock, 'customer.deleted', customer);
+  });
+}

@@ -1,0 +1,60 @@
+// /api/events: every event emitted, with the same `data` the webhooks carry (SPEC §3).
+import type { Deps } from '../../deps.ts';
+import { listQuerySchema, type ListQueryInput, pageSchema, parseListParams } from '../../http/lists.ts';
+import { defineRoute, type Route } from '../../http/route.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, nullableTimestamp, timestamp } from '../../http/schemas.ts';
+import * as service from './events.service.ts';
+import { TOPICS, type Topic } from './topics.ts';
+
+const eventSchema = {
+  type: 'object',
+  required: ['id', 'topic', 'data', 'created_at', 'delivered', 'delivered_at'],
+  properties: {
+    id: { type: 'string', examples: ['evt_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
+    topic: { type: 'string', enum: [...TOPICS] },
+    data: { type: 'object', additionalProperties: true, description: 'The resource as the API returned it.' },
+    created_at: timestamp,
+    delivered: { type: 'boolean', description: 'True once every webhook delivery of this event succeeded.' },
+    delivered_at: nullableTimestamp,
+  },
+} as const;
+
+const common = { tags: ['Events'], security: API_KEY_SECURITY };
+
+/** Routes of the events module. */
+export function eventRoutes(deps: Deps): Route[] {
+  const { db } = deps;
+  return [
+    defineRoute<{ Querystring: ListQueryInput & { topic?: Topic; delivered?: 'true' | 'false' } }>({
+      method: 'GET',
+      url: '/api/events',
+      schema: {
+        ...common,
+        summary: 'List events',
+        querystring: listQuerySchema(['created_at'], {
+          topic: { type: 'string', enum: [...TOPICS] },
+          delivered: { type: 'string', enum: ['true', 'false'] },
+        }),
+        response: { 200: pageSchema(eventSchema), ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request) => {
+        const { topic, delivered } = request.query;
+        return service.listEvents(db, parseListParams(request.query), {
+          topic,
+          delivered: delivered === undefined ? undefined : delivered === 'true',
+        });
+      },
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'GET',
+      url: '/api/events/:id',
+      schema: {
+        ...common,
+        summary: 'Get an event',
+        params: idParams,
+        response: { 200: eventSchema, ...errorResponses(401, 403, 404) },
+      },
+      handler: async (request) => service.getEvent(db, request.params.id),
+    }),
+  ];
+}

@@ -1,0 +1,81 @@
+// The transactional outbox (SPEC §6): a state change and its event commit together, so
+// there is no change without its event and no event without its change.
+import type { Kysely, Transaction } from 'kysely';
+import { addToCount, readCount } from '../../db/counts.ts';
+import type { Database } from '../../db/database.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import { type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import type { EventRow } from './events.table.ts';
+import type { Topic } from './topics.ts';
+
+/** An event as the API returns it; `data` is the resource as the API returned it then. */
+export interface EventView {
+  id: string;
+  topic: Topic;
+  data: unknown;
+  created_at: string;
+  delivered: boolean;
+  delivered_at: string | null;
+}
+
+export function toEventView(row: EventRow): EventView {
+  return {
+    id: row.id,
+    topic: row.topic as Topic,
+    data: JSON.parse(row.data),
+    created_at: row.created_at,
+    delivered: row.delivered_at !== null,
+    delivered_at: row.delivered_at,
+  };
+}
+
+/**
+ * Writes one event inside the caller's transaction — the same one that writes the state
+ * change. `data` is serialized once here; deliveries send these exact bytes' value.
+ * Returns the new event id (`evt_…`).
+ */
+export async function emitEvent(trx: Transaction<Database>, clock: Clock, topic: Topic, data: unknown): Promise<string> {
+  const id = newId('event');
+  await trx
+    .insertInto('events')
+    .values({ id, topic, data: JSON.stringify(data), created_at: clock.now().toISOString(), delivered_at: null })
+    .execute();
+  await addToCount(trx, 'events', 1);
+  return id;
+}
+
+export interface EventFilters {
+  topic?: Topic;
+  delivered?: boolean;
+}
+
+/** A page of events, newest first by default; filters `topic` and `delivered`. */
+export async function listEvents(db: Kysely<Database>, params: ListParams, filters: EventFilters): Promise<Page<EventView>> {
+  let query = db.selectFrom('events');
+  if (filters.topic) query = query.where('topic', '=', filters.topic);
+  if (filters.delivered !== undefined) {
+    query = query.where('delivered_at', filters.delivered ? 'is not' : 'is', null);
+  }
+  const filtered = filters.topic !== undefined || filters.delivered !== undefined;
+  const [rows, total] = await Promise.all([
+    pageOf(query.selectAll(), params).execute(),
+    filtered
+      ? query
+          .select((eb) => eb.fn.countAll<number>().as('total'))
+          .executeTakeFirstOrThrow()
+          .then((r) => Number(r.total))
+      : readCount(db, 'events'),
+  ]);
+  return pageEnvelope(rows.map(toEventView), total, params);
+}
+
+/** One event. Throws 404 `not_found` for unknown or malformed ids. */
+export async function getEvent(db: Kysely<Database>, id: string): Promise<EventView> {
+  const row = isIdOf('event', id)
+    ? await db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('event', id);
+  return toEventView(row);
+}

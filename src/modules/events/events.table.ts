@@ -1,0 +1,15 @@
+// Row shape of `events`, the transactional outbox: one row per state change, written in
+// the same transaction as the change (SPEC §6). Webhook fan-out reads from here.
+import type { Selectable } from 'kysely';
+
+export interface EventsTable {
+  id: string;
+  topic: string;
+  /** JSON text: the resource as the API returns it. */
+  data: string;
+  created_at: string;
+  /** Set once every delivery the event fanned out to has succeeded (or none was due). */
+  delivered_at: string | null;
+}
+
+export type EventRow = Selectable<EventsTable>;

@@ -1,0 +1,22 @@
+// Every event topic the service emits (SPEC §6). Webhook endpoints subscribe to these.
+export const TOPICS = [
+  'customer.created',
+  'customer.updated',
+  'customer.deleted',
+  'subscription.created',
+  'subscription.updated',
+  'subscription.renewed',
+  'subscription.past_due',
+  'subscription.cancelled',
+  'payment.succeeded',
+  'payment.failed',
+  'payment.refunded',
+  'dunning.started',
+  'dunning.reminder',
+  'dunning.recovered',
+  'dunning.exhausted',
+  'webhook_endpoint.disabled',
+  'webhook.test',
+] as const;
+
+export type Topic = (typeof TOPICS)[number];

@@ -1,0 +1,41 @@
+// The one source of "now" for every time-based rule, so tests move time instead of sleeping.
+
+/** A clock answers the current instant; all domain code reads time through one of these. */
+export interface Clock {
+  /** The current instant. */
+  now(): Date;
+}
+
+/** The real wall clock. */
+export const systemClock: Clock = { now: () => new Date() };
+
+/**
+ * A clock tests set and move by hand. Starts at `start` (default: the real now) and
+ * only moves when `advance(ms)` or `set(date)` is called.
+ */
+export class ManualClock implements Clock {
+  #ms: number;
+
+  constructor(start: Date = new Date()) {
+    this.#ms = start.getTime();
+  }
+
+  now(): Date {
+    return new Date(this.#ms);
+  }
+
+  /** Moves the clock forward by `ms` milliseconds. */
+  advance(ms: number): void {
+    this.#ms += ms;
+  }
+
+  /** Sets the clock to an absolute instant. */
+  set(date: Date): void {
+    this.#ms = date.getTime();
+  }
+}
+
+/** ISO 8601 UTC with milliseconds (`2026-11-21T18:58:03.120Z`), the API's only time format (SPEC §2). */
+export function isoNow(clock: Clock): string {
+  return clock.now().toISOString();
+}

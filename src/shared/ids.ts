@@ -1,0 +1,34 @@
+// Prefixed, time-sortable, opaque ids (SPEC §2): `cus_01JD…`. ULIDs sort by creation time,
+// which lists use as the tie-break after their sort field.
+import { monotonicFactory } from 'ulid';
+
+export const ID_PREFIXES = {
+  customer: 'cus',
+  plan: 'plan',
+  subscription: 'sub',
+  payment: 'pay',
+  refund: 're',
+  dunningCase: 'dun',
+  webhookEndpoint: 'we',
+  event: 'evt',
+  delivery: 'del',
+  apiKey: 'key',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+const nextUlid = monotonicFactory();
+const ID_SHAPE = /^[a-z]{2,4}_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** A new id of the given kind, e.g. `newId('customer')` → `cus_01JD3…` (32 chars). */
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${nextUlid()}`;
+}
+
+/**
+ * True when `id` has the shape of an id of `kind`. Routes use it to answer 404 for
+ * malformed ids without a database round trip (SPEC §2: never a 500).
+ */
+export function isIdOf(kind: IdKind, id: string): boolean {
+  return id.startsWith(`${ID_PREFIXES[kind]}_`) && ID_SHAPE.test(id);
+}
