@@ -2,7 +2,7 @@
 // Keys are stored only as SHA-256 hashes (SPEC §2); the secret is returned once, at creation.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { AppError, NotFoundError } from '../../http/errors.ts';
+import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ListParams, Page } from '../../http/lists.ts';
 import { pageEnvelope } from '../../http/lists.ts';
 import type { Principal } from '../../http/route.ts';
@@ -48,7 +48,7 @@ export function toApiKeyView(row: ApiKeyRow): ApiKeyView {
 /**
  * Creates a key. `expiresAt` (ISO 8601) must lie in the future. Returns the stored view
  * plus the secret `key`, which is not kept and cannot be shown again.
- * Throws 400 `validation_error` for an expiry in the past.
+ * Throws 400 `validation_error` for an expiry that is not a date or not in the future.
  */
 export async function createApiKey(
   db: Kysely<Database>,
@@ -59,9 +59,11 @@ export async function createApiKey(
   let expiresAt: string | null = null;
   if (input.expiresAt) {
     const at = new Date(input.expiresAt);
-    if (at.getTime() <= now.getTime()) {
-      throw new AppError('validation_error', 'expires_at must be in the future', 400);
+    // ValidationError, not a bare AppError: 400s are rendered in the two-shape body (SPEC §2).
+    if (Number.isNaN(at.getTime())) {
+      throw new ValidationError('expires_at must be an ISO 8601 date-time such as 2026-11-21T18:58:03.120Z', 'expires_at');
     }
+    if (at.getTime() <= now.getTime()) throw new ValidationError('expires_at must be in the future', 'expires_at');
     expiresAt = at.toISOString();
   }
   const key = generateKey();

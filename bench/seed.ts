@@ -1,0 +1,121 @@
+// Bench seeding: creates a SQLite database with the project's own schema (openDatabase +
+// migrateToLatest), then bulk-inserts realistic customers with node:sqlite directly, in one
+// transaction, and sets `row_counts` so `meta.total` matches without counting the table.
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { openDatabase } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { newId } from '../src/shared/ids.ts';
+
+/** Rows per multi-row INSERT: 9 columns × 500 rows stays far below SQLite's 32,766 bind limit. */
+const ROWS_PER_INSERT = 500;
+const COLUMNS = ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'updated_at', 'deleted_at'] as const;
+/** Customers are created over the two years before the seed runs. */
+const SPAN_MS = 2 * 365 * 86_400_000;
+
+const FIRST_NAMES = ['Ada', 'Chinedu', 'Grace', 'Tunde', 'Amara', 'Kofi', 'Zainab', 'Emeka', 'Ngozi', 'Yusuf', 'Fatima', 'Olu', 'Maria', 'John', 'Aisha', 'Ken'];
+const LAST_NAMES = ['Lovelace', 'Okafor', 'Hopper', 'Bakare', 'Nwosu', 'Mensah', 'Bello', 'Eze', 'Adeyemi', 'Ibrahim', 'Garcia', 'Smith', 'Musa', 'Obi', 'Diallo', 'Thompson'];
+const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example.io'];
+
+export interface SeedResult {
+  /** Customers inserted (and the value written to `row_counts`). */
+  count: number;
+  /** Up to `sampleSize` ids drawn uniformly from the inserted rows, for by-id requests. */
+  sampleIds: string[];
+  /** Wall time of the bulk insert alone (schema creation excluded), in ms. */
+  insertMs: number;
+}
+
+/** mulberry32: a tiny seeded PRNG so every bench run inserts the same shape of data. */
+function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+function pick<T>(items: readonly T[], random: () => number): T {
+  return items[Math.floor(random() * items.length)]!;
+}
+
+function insertStatement(db: DatabaseSync, rows: number): StatementSync {
+  const tuple = `(${COLUMNS.map(() => '?').join(', ')})`;
+  return db.prepare(`insert into customers (${COLUMNS.join(', ')}) values ${Array(rows).fill(tuple).join(', ')}`);
+}
+
+/**
+ * Creates (or migrates) the SQLite database at `path` and inserts `count` live customers,
+ * created in time order over the last two years (ids from `newId('customer')`, so id order
+ * matches creation order), with unique emails. Sets `row_counts.customers` to the number
+ * of live customers. Meant for an empty database; bench data only (synchronous = OFF).
+ */
+export async function seedCustomers(path: string, count: number, sampleSize = 10_000): Promise<SeedResult> {
+  const handle = openDatabase({ kind: 'sqlite', path });
+  try {
+    await migrateToLatest(handle);
+  } finally {
+    await handle.close();
+  }
+
+  const started = performance.now();
+  const db = new DatabaseSync(path);
+  try {
+    // Durability is irrelevant for throwaway bench data; the server reopens with its own pragmas.
+    db.exec('PRAGMA synchronous = OFF');
+    db.exec('PRAGMA cache_size = -262144');
+    if (process.env.JM) db.exec(`PRAGMA journal_mode = ${process.env.JM}`);
+    const indexes = process.env.DROPIDX ? (db.prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'customers' and sql is not null").all() as {name:string;sql:string}[]) : [];
+    for (const index of indexes) db.exec(`drop index ${index.name}`);
+    const random = prng(0x5eed);
+    const sampleIds: string[] = [];
+    const start = Date.now() - SPAN_MS;
+    const step = SPAN_MS / Math.max(count, 1);
+    const full = insertStatement(db, ROWS_PER_INSERT);
+    const values: (string | null)[] = [];
+
+    db.exec('BEGIN');
+    for (let i = 0; i < count; i += 1) {
+      const id = newId('customer');
+      // Reservoir sampling: every row has the same chance of being in the sample.
+      if (sampleIds.length < sampleSize) sampleIds.push(id);
+      else {
+        const slot = Math.floor(random() * (i + 1));
+        if (slot < sampleSize) sampleIds[slot] = id;
+      }
+      const first = pick(FIRST_NAMES, random);
+      const last = pick(LAST_NAMES, random);
+      const createdMs = start + i * step + Math.floor(random() * step);
+      const updatedMs = random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
+      values.push(
+        id,
+        `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase(),
+        random() < 0.9 ? `${first} ${last}` : null,
+        random() < 0.5 ? `+234${String(8_000_000_000 + Math.floor(random() * 999_999_999))}` : null,
+        '{}',
+        new Date(createdMs).toISOString(),
+        new Date(updatedMs).toISOString(),
+        null,
+      );
+      if (values.length === ROWS_PER_INSERT * COLUMNS.length) {
+        full.run(...values);
+        values.length = 0;
+      }
+    }
+    if (values.length > 0) insertStatement(db, values.length / COLUMNS.length).run(...values);
+    const t1 = performance.now();
+    for (const index of indexes) db.exec(index.sql);
+    console.log('insert', Math.round(t1 - started), 'index', Math.round(performance.now() - t1));
+    db.prepare(
+      `insert into row_counts (name, count) values ('customers', ?)
+       on conflict (name) do update set count = excluded.count`,
+    ).run(count);
+    db.exec('COMMIT');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    return { count, sampleIds, insertMs: performance.now() - started };
+  } finally {
+    db.close();
+  }
+}

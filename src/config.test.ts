@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from './config.ts';
+
+test('defaults follow SPEC §1', () => {
+  const config = loadConfig({});
+  assert.equal(config.port, 3000);
+  assert.equal(config.host, '127.0.0.1');
+  assert.deepEqual(config.database, { kind: 'sqlite', path: './data/billing.db' });
+  assert.deepEqual(config.apiKeys, []);
+  assert.deepEqual(config.webhookRetryScheduleMs, [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 504e5, 72e6, 864e5]);
+  assert.equal(config.webhookTimeoutMs, 10_000);
+  assert.deepEqual(config.dunningScheduleMs, [1, 3, 7, 14].map((d) => d * 86_400_000));
+  assert.equal(config.dunningFinalAction, 'cancel');
+  assert.equal(config.subscriptionIncompleteTtlMs, 23 * 3_600_000);
+  assert.equal(config.renewalGraceMs, 3_600_000);
+  assert.equal(config.workerPollIntervalMs, 1000);
+  assert.equal(config.rateLimitMax, 100);
+  assert.equal(config.rateLimitWindowMs, 1000);
+  assert.equal(config.redisUrl, undefined);
+  assert.equal(config.logLevel, 'info');
+  assert.equal(config.metricsPort, undefined);
+  assert.ok(Object.isFrozen(config));
+});
+
+test('every variable is parsed', () => {
+  const config = loadConfig({
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    DATABASE_URL: 'postgresql://u:p@db:5432/billing',
+    API_KEYS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
+    PAYSTACK_SECRET_KEY: 'sk_test_x',
+    STRIPE_WEBHOOK_SECRET: 'whsec_x',
+    WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8, ::1/128',
+    WEBHOOK_RETRY_SCHEDULE: '1s,2m',
+    WEBHOOK_TIMEOUT: '250ms',
+    DUNNING_SCHEDULE: '2d',
+    DUNNING_FINAL_ACTION: 'unpaid',
+    SUBSCRIPTION_INCOMPLETE_TTL: '1h',
+    RENEWAL_GRACE: '0s',
+    WORKER_POLL_INTERVAL: '100ms',
+    RATE_LIMIT_MAX: '0',
+    RATE_LIMIT_WINDOW: '1m',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    LOG_LEVEL: 'warn',
+    METRICS_PORT: '9100',
+  });
+  assert.equal(config.port, 8080);
+  assert.deepEqual(config.database, { kind: 'postgres', url: 'postgresql://u:p@db:5432/billing' });
+  assert.deepEqual(config.apiKeys, ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb']);
+  assert.deepEqual(config.webhookAllowPrivateCidrs, ['127.0.0.0/8', '::1/128']);
+  assert.deepEqual(config.webhookRetryScheduleMs, [1000, 120_000]);
+  assert.equal(config.webhookTimeoutMs, 250);
+  assert.equal(config.dunningFinalAction, 'unpaid');
+  assert.equal(config.renewalGraceMs, 0);
+  assert.equal(config.rateLimitMax, 0);
+  assert.equal(config.rateLimitWindowMs, 60_000);
+  assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
+  assert.equal(config.metricsPort, 9100);
+  assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).database, { kind: 'sqlite', path: ':memory:' });
+});
+
+test('a bad value names its variable', () => {
+  const bad: Record<string, string> = {
+    PORT: 'abc',
+    DATABASE_URL: 'mysql://x',
+    API_KEYS: 'short',
+    WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/99',
+    WEBHOOK_RETRY_SCHEDULE: '5s,soon',
+    WEBHOOK_TIMEOUT: '10 seconds',
+    DUNNING_SCHEDULE: '',
+    DUNNING_FINAL_ACTION: 'delete',
+    SUBSCRIPTION_INCOMPLETE_TTL: '1.5h',
+    RENEWAL_GRACE: '-1h',
+    WORKER_POLL_INTERVAL: '0ms',
+    RATE_LIMIT_MAX: '-1',
+    RATE_LIMIT_WINDOW: 'x',
+    REDIS_URL: 'http://redis',
+    LOG_LEVEL: 'loud',
+    METRICS_PORT: '70000',
+  };
+  for (const [name, value] of Object.entries(bad)) {
+    if (value === '') continue; // empty means "use the default"
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (error: unknown) => error instanceof ConfigError && error.variable === name && error.message.startsWith(name),
+      name,
+    );
+  }
+});
+
+test('the process stops with exit code 78 and one line naming the variable', () => {
+  const result = spawnSync(process.execPath, ['src/main.ts'], {
+    env: { ...process.env, PORT: 'not-a-port', DATABASE_URL: 'sqlite::memory:' },
+    encoding: 'utf8',
+  });
+  assert.equal(result.status, 78);
+  assert.equal(result.stderr.trim().split('\n').length, 1);
+  assert.match(result.stderr, /PORT must be an integer/);
+  assert.doesNotMatch(result.stderr, /at .*\.ts/);
+});

@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildTestApp } from '../../test/helpers/app.ts';
+
+test('/openapi.json is OpenAPI 3.1 with every API route, security schemes and error bodies', async (t) => {
+  const { request } = await buildTestApp(t);
+  const res = await request('GET', '/openapi.json', { key: null });
+  assert.equal(res.status, 200);
+  const doc = res.body;
+  assert.equal(doc.openapi, '3.1.0');
+  assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiKeyHeader', 'bearerAuth']);
+  assert.ok(doc.components.schemas.Error);
+  assert.ok(doc.components.schemas.ValidationError.properties.errors);
+  for (const path of ['/api/health', '/api/customers', '/api/customers/{id}', '/api/events', '/api/events/{id}', '/api/api-keys']) {
+    assert.ok(doc.paths[path], path);
+  }
+  const create = doc.paths['/api/customers'].post;
+  assert.ok(create.requestBody.content['application/json'].schema.properties.email);
+  assert.ok(create.responses['201']);
+  assert.match(JSON.stringify(create.responses['400']), /ValidationError/);
+  assert.match(JSON.stringify(create.responses['409']), /Error/);
+  assert.ok(create.security.length > 0);
+  assert.equal(doc.paths['/api/health'].get.security, undefined);
+  assert.equal(doc.paths['/openapi.json'], undefined);
+  const listParams = doc.paths['/api/customers'].get.parameters.map((p: { name: string }) => p.name).sort();
+  assert.deepEqual(listParams, ['limit', 'page', 'sort_by', 'sort_order']);
+});
+
+test('/docs renders the API reference from /openapi.json without an API key', async (t) => {
+  const { request } = await buildTestApp(t);
+  const page = await request('GET', '/docs/', { key: null });
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get('content-type') ?? '', /text\/html/);
+  assert.match(page.text, /openapi\.json/);
+  const script = await request('GET', '/docs/js/scalar.js', { key: null });
+  assert.equal(script.status, 200);
+});
