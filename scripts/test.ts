@@ -12,7 +12,10 @@ function run(label: string, databaseUrl: string | undefined): boolean {
   const env = { ...process.env };
   delete env.TEST_DATABASE_URL;
   if (databaseUrl) env.TEST_DATABASE_URL = databaseUrl;
-  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], { stdio: 'inherit', env });
+  const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], {
+    stdio: 'inherit',
+    env,
+  });
   return result.status === 0;
 }
 

@@ -11,7 +11,10 @@ test('defaults follow SPEC §1', () => {
   assert.deepEqual(config.apiKeys, []);
   assert.deepEqual(config.webhookRetryScheduleMs, [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 504e5, 72e6, 864e5]);
   assert.equal(config.webhookTimeoutMs, 10_000);
-  assert.deepEqual(config.dunningScheduleMs, [1, 3, 7, 14].map((d) => d * 86_400_000));
+  assert.deepEqual(
+    config.dunningScheduleMs,
+    [1, 3, 7, 14].map((d) => d * 86_400_000),
+  );
   assert.equal(config.dunningFinalAction, 'cancel');
   assert.equal(config.subscriptionIncompleteTtlMs, 23 * 3_600_000);
   assert.equal(config.renewalGraceMs, 3_600_000);
@@ -58,7 +61,10 @@ test('every variable is parsed', () => {
   assert.equal(config.rateLimitWindowMs, 60_000);
   assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
   assert.equal(config.metricsPort, 9100);
-  assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).database, { kind: 'sqlite', path: ':memory:' });
+  assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).database, {
+    kind: 'sqlite',
+    path: ':memory:',
+  });
 });
 
 test('a bad value names its variable', () => {
@@ -84,7 +90,8 @@ test('a bad value names its variable', () => {
     if (value === '') continue; // empty means "use the default"
     assert.throws(
       () => loadConfig({ [name]: value }),
-      (error: unknown) => error instanceof ConfigError && error.variable === name && error.message.startsWith(name),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === name && error.message.startsWith(name),
       name,
     );
   }

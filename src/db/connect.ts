@@ -3,7 +3,14 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+} from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import type { Database } from './database.ts';
@@ -66,7 +73,9 @@ function openSqlite(path: string): DatabaseHandle {
   database.exec('PRAGMA synchronous = FULL');
   database.exec('PRAGMA foreign_keys = ON');
   database.exec('PRAGMA busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }) });
+  const db = new Kysely<Database>({
+    dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }),
+  });
   return { db, dialect: 'sqlite', schema: undefined, close: () => db.destroy() };
 }
 

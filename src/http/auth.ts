@@ -45,7 +45,11 @@ export function authenticate(deps: Deps): onRequestAsyncHookHandler {
       return reply.code(401).send(UNAUTHORIZED_BODY);
     }
     if (SCOPE_RANK[principal.scope] < SCOPE_RANK[scope]) {
-      throw new AppError('permission_error', `this API key has the ${principal.scope} scope; this request needs ${scope}`, 403);
+      throw new AppError(
+        'permission_error',
+        `this API key has the ${principal.scope} scope; this request needs ${scope}`,
+        403,
+      );
     }
     request.principal = principal;
     if (principal.id.startsWith('key_')) deps.keyUsage.record(principal.id, deps.clock.now().toISOString());

@@ -80,7 +80,10 @@ function fromFastifyError(error: FastifyError): { status: number; body: object }
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { status: 413, body: envelope('validation_error', 'request body must not exceed 1 MiB') };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, body: envelope('validation_error', 'request body must be JSON (Content-Type: application/json)') };
+      return {
+        status: 415,
+        body: envelope('validation_error', 'request body must be JSON (Content-Type: application/json)'),
+      };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, body: validationBody('Content-Length does not match the body', []) };
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -89,7 +92,10 @@ function fromFastifyError(error: FastifyError): { status: number; body: object }
   }
   if (error.validation) {
     const { message, field } = validationMessage(error.validation, error.validationContext);
-    return { status: 400, body: validationBody(message, field === undefined ? [] : [{ name: field, reason: message }]) };
+    return {
+      status: 400,
+      body: validationBody(message, field === undefined ? [] : [{ name: field, reason: message }]),
+    };
   }
   return undefined;
 }
@@ -101,6 +107,8 @@ export function errorResponse(error: unknown): { status: number; body: object } 
     return { status: 400, body: validationBody(error.message, errors) };
   }
   if (error instanceof AppError) {
+    // Every 400 carries both shapes (SPEC §2), whichever service raised it.
+    if (error.status === 400) return { status: 400, body: validationBody(error.message, []) };
     return { status: error.status, body: envelope(error.code, error.message, error.details) };
   }
   const fastifyError = error as FastifyError;
@@ -109,7 +117,13 @@ export function errorResponse(error: unknown): { status: number; body: object } 
   const status = fastifyError?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // Any other client error Fastify raised: keep its status, never its internal text.
-    return { status, body: status === 400 ? validationBody('malformed request', []) : envelope('validation_error', 'malformed request') };
+    return {
+      status,
+      body:
+        status === 400
+          ? validationBody('malformed request', [])
+          : envelope('validation_error', 'malformed request'),
+    };
   }
   return { status: 500, body: envelope('internal_error', 'internal server error') };
 }
@@ -124,6 +138,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     return reply
       .code(404)
-      .send(envelope('not_found', `no route for ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`));
+      .send(
+        envelope('not_found', `no route for ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`),
+      );
   });
 }

@@ -17,8 +17,16 @@ test('unknown routes are 404 not_found in the envelope, with or without a key', 
 
 test('malformed JSON is 400 in the two-shape body and changes nothing', async (t) => {
   const { request } = await buildTestApp(t);
-  for (const rawBody of ['{"email":', '{bad json}', 'null x', '{"__proto__":{"admin":true},"email":"p@x.io"}']) {
-    const res = await request('POST', '/api/customers', { rawBody, headers: { 'content-type': 'application/json' } });
+  for (const rawBody of [
+    '{"email":',
+    '{bad json}',
+    'null x',
+    '{"__proto__":{"admin":true},"email":"p@x.io"}',
+  ]) {
+    const res = await request('POST', '/api/customers', {
+      rawBody,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(res.status, 400, rawBody);
     assert.equal(res.body.code, 'validation_error');
     assert.equal(res.body.title, 'Bad Request');
@@ -31,12 +39,18 @@ test('malformed JSON is 400 in the two-shape body and changes nothing', async (t
 test('non-JSON bodies are 415; a missing body where one is needed is 400', async (t) => {
   const { request } = await buildTestApp(t);
   for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-    const res = await request('POST', '/api/customers', { rawBody: 'email=a@b.co', headers: { 'content-type': type } });
+    const res = await request('POST', '/api/customers', {
+      rawBody: 'email=a@b.co',
+      headers: { 'content-type': type },
+    });
     assert.equal(res.status, 415, type);
     assert.equal(res.body.code, 'validation_error');
     assert.equal(res.body.details, null);
   }
-  const empty = await request('POST', '/api/customers', { rawBody: '', headers: { 'content-type': 'application/json' } });
+  const empty = await request('POST', '/api/customers', {
+    rawBody: '',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(empty.status, 400);
   assert.equal(empty.body.message, 'Request body must be an object');
   assert.equal((await request('GET', '/api/customers')).body.meta.total, 0);
@@ -45,7 +59,10 @@ test('non-JSON bodies are 415; a missing body where one is needed is 400', async
 test('bodies over 1 MiB are 413', async (t) => {
   const { request } = await buildTestApp(t);
   const rawBody = JSON.stringify({ email: 'big@example.com', name: 'x'.repeat(1024 * 1024) });
-  const res = await request('POST', '/api/customers', { rawBody, headers: { 'content-type': 'application/json' } });
+  const res = await request('POST', '/api/customers', {
+    rawBody,
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(res.status, 413);
   assert.equal(res.body.code, 'validation_error');
   assert.equal((await request('GET', '/api/customers')).body.meta.total, 0);
@@ -79,7 +96,9 @@ test('unexpected failures are 500 internal_error with no stack or SQL; health sa
 });
 
 test('errorResponse never leaks an unexpected error message', () => {
-  const { status, body } = errorResponse(new Error('syntax error at or near "selec" in select * from customers'));
+  const { status, body } = errorResponse(
+    new Error('syntax error at or near "selec" in select * from customers'),
+  );
   assert.equal(status, 500);
   assert.deepEqual(body, { code: 'internal_error', message: 'internal server error', details: null });
 });
@@ -102,7 +121,9 @@ test('logs carry the request id and never the API key', async (t) => {
     },
   });
   const { request } = await buildTestApp(t, { logStream });
-  await request('GET', '/api/customers', { headers: { 'x-request-id': 'log-check-1', authorization: `Bearer ${ADMIN_KEY}` } });
+  await request('GET', '/api/customers', {
+    headers: { 'x-request-id': 'log-check-1', authorization: `Bearer ${ADMIN_KEY}` },
+  });
   await request('GET', '/api/customers', { headers: { 'x-api-key': ADMIN_KEY } });
   assert.match(logs, /log-check-1/);
   assert.doesNotMatch(logs, new RegExp(ADMIN_KEY));

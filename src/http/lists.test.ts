@@ -3,7 +3,13 @@ import { test } from 'node:test';
 import { parseListParams } from './lists.ts';
 
 test('list defaults: page 0, limit 10, created_at desc', () => {
-  assert.deepEqual(parseListParams({}), { page: 0, limit: 10, offset: 0, sortBy: 'created_at', sortOrder: 'desc' });
+  assert.deepEqual(parseListParams({}), {
+    page: 0,
+    limit: 10,
+    offset: 0,
+    sortBy: 'created_at',
+    sortOrder: 'desc',
+  });
 });
 
 test('page: negative or not a number → 0; offset = page × limit', () => {

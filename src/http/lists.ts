@@ -1,7 +1,6 @@
 // The one implementation of SPEC §2 "Lists": page/limit/sort_by/sort_order parsing,
 // whitelisted sort fields, id tie-break, and the two envelopes.
 import type { SelectQueryBuilder } from 'kysely';
-import { metadataOut } from './schemas.ts';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 100;
@@ -34,7 +33,10 @@ export function listQuerySchema(sortFields: readonly string[], filters: Record<s
     type: 'object',
     properties: {
       page: { type: 'string', description: 'Zero-based page (default 0; negative or not a number → 0).' },
-      limit: { type: 'string', description: `Items per page (default ${DEFAULT_LIMIT}, max ${MAX_LIMIT}; invalid → ${DEFAULT_LIMIT}).` },
+      limit: {
+        type: 'string',
+        description: `Items per page (default ${DEFAULT_LIMIT}, max ${MAX_LIMIT}; invalid → ${DEFAULT_LIMIT}).`,
+      },
       sort_by: { type: 'string', enum: [...sortFields], default: 'created_at' },
       sort_order: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
       ...filters,
@@ -105,4 +107,3 @@ export function simpleListSchema(item: object) {
     properties: { data: { type: 'array', items: item }, total: { type: 'integer' } },
   } as const;
 }
-

@@ -25,7 +25,10 @@ export const REDACTED_PATHS = [
 ];
 
 /** Logger options for Fastify: level from LOG_LEVEL, secrets redacted, optional destination (tests). */
-export function loggerOptions(level: string, stream?: DestinationStream): LoggerOptions & { stream?: DestinationStream } {
+export function loggerOptions(
+  level: string,
+  stream?: DestinationStream,
+): LoggerOptions & { stream?: DestinationStream } {
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },

@@ -11,7 +11,14 @@ test('/openapi.json is OpenAPI 3.1 with every API route, security schemes and er
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiKeyHeader', 'bearerAuth']);
   assert.ok(doc.components.schemas.Error);
   assert.ok(doc.components.schemas.ValidationError.properties.errors);
-  for (const path of ['/api/health', '/api/customers', '/api/customers/{id}', '/api/events', '/api/events/{id}', '/api/api-keys']) {
+  for (const path of [
+    '/api/health',
+    '/api/customers',
+    '/api/customers/{id}',
+    '/api/events',
+    '/api/events/{id}',
+    '/api/api-keys',
+  ]) {
     assert.ok(doc.paths[path], path);
   }
   const create = doc.paths['/api/customers'].post;

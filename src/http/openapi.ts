@@ -27,7 +27,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
     refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
   });
   await app.register(scalar, {

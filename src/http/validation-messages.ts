@@ -66,7 +66,11 @@ export function validationMessage(
   if (failure.propertyName !== undefined) {
     const key = failure.propertyName.slice(0, 60);
     const rule =
-      failure.keyword === 'maxLength' ? `at most ${p.limit} characters` : failure.keyword === 'minLength' ? 'non-empty' : 'valid';
+      failure.keyword === 'maxLength'
+        ? `at most ${p.limit} characters`
+        : failure.keyword === 'minLength'
+          ? 'non-empty'
+          : 'valid';
     return { message: `${subject} keys must be ${rule} (got "${key}")`, field };
   }
 
@@ -82,20 +86,32 @@ export function validationMessage(
     case 'type':
       return { message: `${subject} must be ${typeList(p.type)}`, field };
     case 'format':
-      return { message: `${subject} must be ${FORMAT_NAMES[String(p.format)] ?? `in ${p.format} format`}`, field };
+      return {
+        message: `${subject} must be ${FORMAT_NAMES[String(p.format)] ?? `in ${p.format} format`}`,
+        field,
+      };
     case 'minLength':
       return {
-        message: p.limit === 1 ? `${subject} must not be empty` : `${subject} must be at least ${p.limit} characters`,
+        message:
+          p.limit === 1
+            ? `${subject} must not be empty`
+            : `${subject} must be at least ${p.limit} characters`,
         field,
       };
     case 'maxLength':
       return { message: `${subject} must be at most ${p.limit} characters`, field };
     case 'minimum':
     case 'exclusiveMinimum':
-      return { message: `${subject} must be ${p.comparison === '>' ? 'greater than' : 'at least'} ${p.limit}`, field };
+      return {
+        message: `${subject} must be ${p.comparison === '>' ? 'greater than' : 'at least'} ${p.limit}`,
+        field,
+      };
     case 'maximum':
     case 'exclusiveMaximum':
-      return { message: `${subject} must be ${p.comparison === '<' ? 'less than' : 'at most'} ${p.limit}`, field };
+      return {
+        message: `${subject} must be ${p.comparison === '<' ? 'less than' : 'at most'} ${p.limit}`,
+        field,
+      };
     case 'enum': {
       const allowed = (p.allowedValues as unknown[] | undefined)?.map(String).join(', ');
       return { message: `${subject} must be one of: ${allowed}`, field };
@@ -110,7 +126,8 @@ export function validationMessage(
       return { message: `${subject} has an invalid key "${p.propertyName}"`, field };
     case 'minItems':
       return {
-        message: p.limit === 1 ? `${subject} must not be empty` : `${subject} must have at least ${p.limit} items`,
+        message:
+          p.limit === 1 ? `${subject} must not be empty` : `${subject} must have at least ${p.limit} items`,
         field,
       };
     case 'maxItems':

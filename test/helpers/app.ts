@@ -65,7 +65,11 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     await database.drop();
   });
 
-  async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse<T>> {
+  async function request<T>(
+    method: string,
+    path: string,
+    opts: RequestOptions = {},
+  ): Promise<TestResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     const key = opts.key === undefined ? ADMIN_KEY : opts.key;
     if (key !== null && !('authorization' in headers) && !('x-api-key' in headers)) {

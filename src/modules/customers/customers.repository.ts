@@ -10,11 +10,19 @@ export async function insertCustomer(trx: Transaction<Database>, row: CustomersT
 
 /** The live customer with this id. */
 export async function findCustomer(db: Kysely<Database>, id: string): Promise<CustomerRow | undefined> {
-  return db.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+  return db
+    .selectFrom('customers')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /** The live customer with this email, compared case-insensitively. */
-export async function findCustomerByEmail(db: Kysely<Database>, email: string): Promise<CustomerRow | undefined> {
+export async function findCustomerByEmail(
+  db: Kysely<Database>,
+  email: string,
+): Promise<CustomerRow | undefined> {
   return db
     .selectFrom('customers')
     .selectAll()

@@ -20,7 +20,15 @@ test('create returns 201 with the customer and emits customer.created', async (t
   assert.match(res.body.id, /^cus_[0-9A-Z]{26}$/);
   assert.deepEqual(
     { ...res.body, id: undefined, created_at: undefined, updated_at: undefined },
-    { id: undefined, email: 'ada@example.com', name: 'Ada', phone: '+2348000000000', metadata: { plan: 'gold' }, created_at: undefined, updated_at: undefined },
+    {
+      id: undefined,
+      email: 'ada@example.com',
+      name: 'Ada',
+      phone: '+2348000000000',
+      metadata: { plan: 'gold' },
+      created_at: undefined,
+      updated_at: undefined,
+    },
   );
   assert.equal(res.body.created_at, '2026-01-15T10:00:00.000Z');
   const events = await request('GET', '/api/events?topic=customer.created');
@@ -33,7 +41,10 @@ test('missing email is 400 "Email is required" in both shapes', async (t) => {
   const res = await request('POST', '/api/customers', { body: { name: 'No Email' } });
   assert.equal(res.status, 400);
   assert.match(res.headers.get('content-type') ?? '', /application\/json/);
-  assert.deepEqual(res.body, { ...validationShape('Email is required'), errors: [{ name: 'email', reason: 'Email is required' }] });
+  assert.deepEqual(res.body, {
+    ...validationShape('Email is required'),
+    errors: [{ name: 'email', reason: 'Email is required' }],
+  });
 });
 
 test('bad field values are 400 with a sentence naming the field, and change nothing', async (t) => {
@@ -44,9 +55,21 @@ test('bad field values are 400 with a sentence naming the field, and change noth
     [{ email: 'a@example.com', name: 7 }, 'name must be a string or null'],
     [{ email: 'a@example.com', unknown_field: 1 }, 'unknown_field is not a known field'],
     [{ email: 'a@example.com', metadata: { k: 5 } }, 'metadata.k must be a string'],
-    [{ email: 'a@example.com', metadata: { k: 'v'.repeat(501) } }, 'metadata.k must be at most 500 characters'],
-    [{ email: 'a@example.com', metadata: { ['k'.repeat(41)]: 'v' } }, `metadata keys must be at most 40 characters (got "${'k'.repeat(41)}")`],
-    [{ email: 'a@example.com', metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata must have at most 50 keys'],
+    [
+      { email: 'a@example.com', metadata: { k: 'v'.repeat(501) } },
+      'metadata.k must be at most 500 characters',
+    ],
+    [
+      { email: 'a@example.com', metadata: { ['k'.repeat(41)]: 'v' } },
+      `metadata keys must be at most 40 characters (got "${'k'.repeat(41)}")`,
+    ],
+    [
+      {
+        email: 'a@example.com',
+        metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])),
+      },
+      'metadata must have at most 50 keys',
+    ],
     [{ email: 'a@example.com', metadata: 'x' }, 'metadata must be an object'],
     [[{ email: 'a@example.com' }], 'Request body must be an object'],
   ];
@@ -65,7 +88,10 @@ test('bad field values are 400 with a sentence naming the field, and change noth
 
 test('email is unique case-insensitively: 409 conflict', async (t) => {
   const { request } = await buildTestApp(t);
-  assert.equal((await request('POST', '/api/customers', { body: { email: 'Grace@Example.com' } })).status, 201);
+  assert.equal(
+    (await request('POST', '/api/customers', { body: { email: 'Grace@Example.com' } })).status,
+    201,
+  );
   const dup = await request('POST', '/api/customers', { body: { email: 'grace@example.COM' } });
   assert.equal(dup.status, 409);
   assert.equal(dup.body.code, 'conflict');
@@ -76,7 +102,9 @@ test('email is unique case-insensitively: 409 conflict', async (t) => {
 test('concurrent creates with one email: exactly one wins', async (t) => {
   const { request } = await buildTestApp(t);
   const results = await Promise.all(
-    Array.from({ length: 8 }, (_, i) => request('POST', '/api/customers', { body: { email: i % 2 ? 'race@x.io' : 'RACE@x.io' } })),
+    Array.from({ length: 8 }, (_, i) =>
+      request('POST', '/api/customers', { body: { email: i % 2 ? 'race@x.io' : 'RACE@x.io' } }),
+    ),
   );
   assert.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409]);
   assert.equal((await request('GET', '/api/customers')).body.meta.total, 1);
@@ -88,7 +116,13 @@ test('get returns the customer; unknown and malformed ids are 404 not_found', as
   const got = await request('GET', `/api/customers/${created.id}`);
   assert.equal(got.status, 200);
   assert.deepEqual(got.body, created);
-  for (const id of ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', 'nope', 'cus_', "cus_1'; drop table customers;--", 'x'.repeat(64)]) {
+  for (const id of [
+    'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    'nope',
+    'cus_',
+    "cus_1'; drop table customers;--",
+    'x'.repeat(64),
+  ]) {
     const res = await request('GET', `/api/customers/${encodeURIComponent(id)}`);
     assert.equal(res.status, 404, id);
     assert.equal(res.body.code, 'not_found');
@@ -100,7 +134,9 @@ test('get returns the customer; unknown and malformed ids are 404 not_found', as
 test('patch changes the given fields, merges metadata and emits customer.updated', async (t) => {
   const { request, clock } = await buildTestApp(t);
   const created = (
-    await request('POST', '/api/customers', { body: { email: 'p@example.com', name: 'P', metadata: { a: '1', b: '2' } } })
+    await request('POST', '/api/customers', {
+      body: { email: 'p@example.com', name: 'P', metadata: { a: '1', b: '2' } },
+    })
   ).body;
   clock.advance(60_000);
   const res = await request('PATCH', `/api/customers/${created.id}`, {
@@ -123,7 +159,9 @@ test('patch changes the given fields, merges metadata and emits customer.updated
 
 test('patch with nothing new changes nothing and emits nothing', async (t) => {
   const { request, clock } = await buildTestApp(t);
-  const created = (await request('POST', '/api/customers', { body: { email: 'same@example.com', name: 'S' } })).body;
+  const created = (
+    await request('POST', '/api/customers', { body: { email: 'same@example.com', name: 'S' } })
+  ).body;
   clock.advance(1000);
   const res = await request('PATCH', `/api/customers/${created.id}`, { body: { name: 'S' } });
   assert.equal(res.status, 200);
@@ -131,7 +169,7 @@ test('patch with nothing new changes nothing and emits nothing', async (t) => {
   assert.equal((await request('GET', '/api/events?topic=customer.updated')).body.meta.total, 0);
 });
 
-test('patch to another customer\'s email is 409; to a new case of its own email is allowed', async (t) => {
+test("patch to another customer's email is 409; to a new case of its own email is allowed", async (t) => {
   const { request } = await buildTestApp(t);
   const a = (await request('POST', '/api/customers', { body: { email: 'a@example.com' } })).body;
   await request('POST', '/api/customers', { body: { email: 'b@example.com' } });
@@ -147,7 +185,8 @@ test('patch to another customer\'s email is 409; to a new case of its own email 
 test('patch metadata merge beyond 50 keys is 400 and changes nothing', async (t) => {
   const { request } = await buildTestApp(t);
   const metadata = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v']));
-  const created = (await request('POST', '/api/customers', { body: { email: 'm@example.com', metadata } })).body;
+  const created = (await request('POST', '/api/customers', { body: { email: 'm@example.com', metadata } }))
+    .body;
   const res = await request('PATCH', `/api/customers/${created.id}`, { body: { metadata: { extra: 'v' } } });
   assert.equal(res.status, 400);
   assert.equal(res.body.message, 'Metadata must have at most 50 keys');
@@ -156,7 +195,9 @@ test('patch metadata merge beyond 50 keys is 400 and changes nothing', async (t)
 
 test('patch of an unknown customer is 404', async (t) => {
   const { request } = await buildTestApp(t);
-  const res = await request('PATCH', '/api/customers/cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', { body: { name: 'x' } });
+  const res = await request('PATCH', '/api/customers/cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', {
+    body: { name: 'x' },
+  });
   assert.equal(res.status, 404);
   assert.equal(res.body.code, 'not_found');
 });
@@ -180,7 +221,9 @@ test('list pages, sorts on whitelisted fields with id tie-break, and totals', as
   const names = ['carol', 'alice', 'bob', 'dave', 'erin'];
   const created = [];
   for (const name of names) {
-    created.push((await request('POST', '/api/customers', { body: { email: `${name}@example.com`, name } })).body);
+    created.push(
+      (await request('POST', '/api/customers', { body: { email: `${name}@example.com`, name } })).body,
+    );
     if (name !== 'alice') clock.advance(1000); // alice and bob share a created_at: the id breaks the tie
   }
   const byDefault = await request('GET', '/api/customers');
@@ -190,12 +233,21 @@ test('list pages, sorts on whitelisted fields with id tie-break, and totals', as
     ['erin', 'dave', 'bob', 'alice', 'carol'],
   );
   const asc = await request('GET', '/api/customers?sort_order=asc');
-  assert.deepEqual(asc.body.data.map((c: { name: string }) => c.name), ['carol', 'alice', 'bob', 'dave', 'erin']);
+  assert.deepEqual(
+    asc.body.data.map((c: { name: string }) => c.name),
+    ['carol', 'alice', 'bob', 'dave', 'erin'],
+  );
   const byEmail = await request('GET', '/api/customers?sort_by=email&sort_order=asc&limit=2&page=1');
-  assert.deepEqual(byEmail.body.data.map((c: { name: string }) => c.name), ['carol', 'dave']);
+  assert.deepEqual(
+    byEmail.body.data.map((c: { name: string }) => c.name),
+    ['carol', 'dave'],
+  );
   assert.deepEqual(byEmail.body.meta, { total: 5, page: 1, limit: 2 });
   const byName = await request('GET', '/api/customers?sort_by=name');
-  assert.deepEqual(byName.body.data.map((c: { name: string }) => c.name), ['erin', 'dave', 'carol', 'bob', 'alice']);
+  assert.deepEqual(
+    byName.body.data.map((c: { name: string }) => c.name),
+    ['erin', 'dave', 'carol', 'bob', 'alice'],
+  );
   const byUpdated = await request('GET', '/api/customers?sort_by=updated_at&limit=1');
   assert.equal(byUpdated.body.data[0].name, 'erin');
 });
@@ -209,11 +261,12 @@ test('list parameters: lenient page/limit, strict sort_by/sort_order', async (t)
   assert.deepEqual(await meta('limit=0'), { total: 0, page: 0, limit: 10 });
   assert.deepEqual(await meta('limit=-5'), { total: 0, page: 0, limit: 10 });
   assert.deepEqual(await meta('page=3'), { total: 0, page: 3, limit: 10 });
-  for (const [query, message] of [
+  const cases: [string, string][] = [
     ['sort_by=password', 'sort_by must be one of: created_at, updated_at, email, name'],
     ['sort_order=up', 'sort_order must be one of: asc, desc'],
     ['sort_by=', 'sort_by must be one of: created_at, updated_at, email, name'],
-  ]) {
+  ];
+  for (const [query, message] of cases) {
     const res = await request('GET', `/api/customers?${query}`);
     assert.equal(res.status, 400, query);
     assert.equal(res.body.message, message);

@@ -1,11 +1,11 @@
 // /api/customers: create, list, get, patch, delete (SPEC §3).
 import type { Deps } from '../../deps.ts';
-import { listQuerySchema, type ListQueryInput, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import {
-  CUSTOMER_SORT_FIELDS,
   type CreateCustomerInput,
+  CUSTOMER_SORT_FIELDS,
   createCustomerBody,
   customerSchema,
   type UpdateCustomerInput,
@@ -25,11 +25,13 @@ export function customerRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: 'Create a customer',
-        description: 'Emails are unique among customers, compared case-insensitively. Emits `customer.created`.',
+        description:
+          'Emails are unique among customers, compared case-insensitively. Emits `customer.created`.',
         body: createCustomerBody,
         response: { 201: customerSchema, ...errorResponses(400, 401, 403, 409, 413, 415) },
       },
-      handler: async (request, reply) => reply.code(201).send(await service.createCustomer(db, clock, request.body)),
+      handler: async (request, reply) =>
+        reply.code(201).send(await service.createCustomer(db, clock, request.body)),
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
       method: 'GET',

@@ -19,7 +19,12 @@ export const customerSchema = {
 
 const email = { type: 'string', format: 'email', maxLength: 254, examples: ['ada@example.com'] } as const;
 const name = { type: ['string', 'null'], minLength: 1, maxLength: 255, examples: ['Ada Lovelace'] } as const;
-const phone = { type: ['string', 'null'], minLength: 1, maxLength: 40, examples: ['+2348012345678'] } as const;
+const phone = {
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: 40,
+  examples: ['+2348012345678'],
+} as const;
 
 export const createCustomerBody = {
   type: 'object',

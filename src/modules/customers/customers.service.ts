@@ -44,7 +44,11 @@ function emailTaken(email: string): AppError {
 }
 
 /** Runs `work` in a transaction, turning a unique-email violation (a race) into 409. */
-async function withEmailGuard<T>(db: Kysely<Database>, email: string, work: (trx: Transaction<Database>) => Promise<T>) {
+async function withEmailGuard<T>(
+  db: Kysely<Database>,
+  email: string,
+  work: (trx: Transaction<Database>) => Promise<T>,
+) {
   try {
     return await db.transaction().execute(work);
   } catch (error) {
@@ -57,7 +61,11 @@ async function withEmailGuard<T>(db: Kysely<Database>, email: string, work: (trx
  * Creates a customer and emits `customer.created`. Throws 409 `conflict` when a live
  * customer already has the email (case-insensitive).
  */
-export async function createCustomer(db: Kysely<Database>, clock: Clock, input: CreateCustomerInput): Promise<Customer> {
+export async function createCustomer(
+  db: Kysely<Database>,
+  clock: Clock,
+  input: CreateCustomerInput,
+): Promise<Customer> {
   const now = clock.now().toISOString();
   const row: CustomerRow = {
     id: newId('customer'),
@@ -102,7 +110,10 @@ async function lockCustomer(trx: Transaction<Database>, id: string): Promise<Cus
 }
 
 /** Stripe-style metadata merge: keys set to "" are removed; null clears everything. */
-function mergeMetadata(current: Record<string, string>, patch: Record<string, string> | null): Record<string, string> {
+function mergeMetadata(
+  current: Record<string, string>,
+  patch: Record<string, string> | null,
+): Record<string, string> {
   if (patch === null) return {};
   const merged = { ...current };
   for (const [key, value] of Object.entries(patch)) {
@@ -133,7 +144,8 @@ export async function updateCustomer(
       email: patch.email ?? current.email,
       name: patch.name === undefined ? current.name : patch.name,
       phone: patch.phone === undefined ? current.phone : patch.phone,
-      metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+      metadata:
+        patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
     };
     const changed =
       next.email !== current.email ||

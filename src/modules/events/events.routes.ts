@@ -1,8 +1,14 @@
 // /api/events: every event emitted, with the same `data` the webhooks carry (SPEC §3).
 import type { Deps } from '../../deps.ts';
-import { listQuerySchema, type ListQueryInput, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams, nullableTimestamp, timestamp } from '../../http/schemas.ts';
+import {
+  API_KEY_SECURITY,
+  errorResponses,
+  idParams,
+  nullableTimestamp,
+  timestamp,
+} from '../../http/schemas.ts';
 import * as service from './events.service.ts';
 import { TOPICS, type Topic } from './topics.ts';
 

@@ -36,11 +36,22 @@ export function toEventView(row: EventRow): EventView {
  * change. `data` is serialized once here; deliveries send these exact bytes' value.
  * Returns the new event id (`evt_…`).
  */
-export async function emitEvent(trx: Transaction<Database>, clock: Clock, topic: Topic, data: unknown): Promise<string> {
+export async function emitEvent(
+  trx: Transaction<Database>,
+  clock: Clock,
+  topic: Topic,
+  data: unknown,
+): Promise<string> {
   const id = newId('event');
   await trx
     .insertInto('events')
-    .values({ id, topic, data: JSON.stringify(data), created_at: clock.now().toISOString(), delivered_at: null })
+    .values({
+      id,
+      topic,
+      data: JSON.stringify(data),
+      created_at: clock.now().toISOString(),
+      delivered_at: null,
+    })
     .execute();
   await addToCount(trx, 'events', 1);
   return id;
@@ -52,7 +63,11 @@ export interface EventFilters {
 }
 
 /** A page of events, newest first by default; filters `topic` and `delivered`. */
-export async function listEvents(db: Kysely<Database>, params: ListParams, filters: EventFilters): Promise<Page<EventView>> {
+export async function listEvents(
+  db: Kysely<Database>,
+  params: ListParams,
+  filters: EventFilters,
+): Promise<Page<EventView>> {
   let query = db.selectFrom('events');
   if (filters.topic) query = query.where('topic', '=', filters.topic);
   if (filters.delivered !== undefined) {

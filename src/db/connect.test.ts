@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { sql } from 'kysely';
+import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../test/helpers/database.ts';
+import { openDatabase } from './connect.ts';
+import { migrateToLatest } from './migrate.ts';
+
+test('SQLite files open with WAL, synchronous=FULL, foreign keys and a busy timeout', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const handle = openDatabase({ kind: 'sqlite', path: join(dir, 'nested', 'billing.db') });
+  t.after(() => handle.close());
+  const pragma = async (name: string) =>
+    Object.values((await sql.raw(`pragma ${name}`).execute(handle.db)).rows[0] as object)[0];
+  assert.equal(await pragma('journal_mode'), 'wal');
+  assert.equal(await pragma('synchronous'), 2); // FULL
+  assert.equal(await pragma('foreign_keys'), 1);
+  assert.equal(await pragma('busy_timeout'), 5000);
+});
+
+test('migrations apply once; a second run applies nothing', async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  const config = ON_POSTGRES
+    ? ({ kind: 'postgres', url: TEST_DATABASE_URL } as const)
+    : ({ kind: 'sqlite', path: ':memory:' } as const);
+  const handle = openDatabase(config, { schema: database.schema });
+  t.after(() => handle.close());
+  assert.deepEqual(await migrateToLatest(handle), ['0001_foundation']);
+  assert.deepEqual(await migrateToLatest(handle), []);
+});
+
+test('instances migrating at once on PostgreSQL apply each migration exactly once', {
+  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite has one process per file here',
+}, async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  const handles = [1, 2, 3].map(() =>
+    openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: database.schema }),
+  );
+  t.after(() => Promise.all(handles.map((h) => h.close())));
+  const applied = await Promise.all(handles.map((h) => migrateToLatest(h)));
+  assert.deepEqual(applied.flat(), ['0001_foundation']);
+});
