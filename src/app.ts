@@ -14,13 +14,22 @@ import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { customerRoutes } from './modules/customers/customers.routes.ts';
 import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
+import { planRoutes } from './modules/plans/plans.routes.ts';
+import { subscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Every API route, in one list (ARCHITECTURE "Style" 3). */
 function allRoutes(deps: Deps): Route[] {
-  return [...healthRoutes(deps), ...customerRoutes(deps), ...eventRoutes(deps), ...apiKeyRoutes(deps)];
+  return [
+    ...healthRoutes(deps),
+    ...customerRoutes(deps),
+    ...planRoutes(deps),
+    ...subscriptionRoutes(deps),
+    ...eventRoutes(deps),
+    ...apiKeyRoutes(deps),
+  ];
 }
 
 export interface AppOptions {

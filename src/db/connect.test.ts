@@ -29,7 +29,7 @@ test('migrations apply once; a second run applies nothing', async (t) => {
     : ({ kind: 'sqlite', path: ':memory:' } as const);
   const handle = openDatabase(config, { schema: database.schema });
   t.after(() => handle.close());
-  assert.deepEqual(await migrateToLatest(handle), ['0001_foundation']);
+  assert.deepEqual(await migrateToLatest(handle), ['0001_foundation', '0002_plans_subscriptions']);
   assert.deepEqual(await migrateToLatest(handle), []);
 });
 
@@ -43,5 +43,5 @@ test('instances migrating at once on PostgreSQL apply each migration exactly onc
   );
   t.after(() => Promise.all(handles.map((h) => h.close())));
   const applied = await Promise.all(handles.map((h) => migrateToLatest(h)));
-  assert.deepEqual(applied.flat(), ['0001_foundation']);
+  assert.deepEqual(applied.flat().sort(), ['0001_foundation', '0002_plans_subscriptions']);
 });

@@ -2,7 +2,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './database.ts';
 
-export type CountName = 'customers' | 'events';
+export type CountName = 'customers' | 'events' | 'subscriptions';
 
 /**
  * Adds `delta` (may be negative) to the named total, inside the caller's transaction so

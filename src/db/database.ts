@@ -2,11 +2,15 @@
 import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
 import type { CustomersTable } from '../modules/customers/customers.table.ts';
 import type { EventsTable } from '../modules/events/events.table.ts';
+import type { PlansTable } from '../modules/plans/plans.table.ts';
+import type { SubscriptionsTable } from '../modules/subscriptions/subscriptions.table.ts';
 import type { RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
   customers: CustomersTable;
   events: EventsTable;
+  plans: PlansTable;
+  subscriptions: SubscriptionsTable;
   row_counts: RowCountsTable;
 }

@@ -5,16 +5,16 @@ import { isPostgres } from '../../db/column-types.ts';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { AppError, NotFoundError } from '../../http/errors.ts';
 import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { mergeMetadata } from '../../shared/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { customerHasLiveSubscription } from '../subscriptions/subscriptions.service.ts';
 import * as repo from './customers.repository.ts';
 import type { CreateCustomerInput, UpdateCustomerInput } from './customers.schemas.ts';
 import type { CustomerRow } from './customers.table.ts';
-
-const MAX_METADATA_KEYS = 50;
 
 /** A customer as the API returns it. */
 export interface Customer {
@@ -109,23 +109,6 @@ async function lockCustomer(trx: Transaction<Database>, id: string): Promise<Cus
   return row;
 }
 
-/** Stripe-style metadata merge: keys set to "" are removed; null clears everything. */
-function mergeMetadata(
-  current: Record<string, string>,
-  patch: Record<string, string> | null,
-): Record<string, string> {
-  if (patch === null) return {};
-  const merged = { ...current };
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === '') delete merged[key];
-    else merged[key] = value;
-  }
-  if (Object.keys(merged).length > MAX_METADATA_KEYS) {
-    throw new ValidationError(`Metadata must have at most ${MAX_METADATA_KEYS} keys`, 'metadata');
-  }
-  return merged;
-}
-
 /**
  * Applies the given fields and emits `customer.updated` when anything changed.
  * Throws 404 for unknown ids, 409 `conflict` for an email another customer has,
@@ -172,11 +155,19 @@ export async function updateCustomer(
 
 /**
  * Deletes a customer (the row is kept, marked deleted, so payments keep their owner) and
- * emits `customer.deleted` with the customer as it was. Throws 404 for unknown ids.
+ * emits `customer.deleted` with the customer as it was. Throws 404 for unknown ids and
+ * 409 `conflict` while the customer has a subscription that is not cancelled or expired.
  */
 export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const customer = toCustomer(await lockCustomer(trx, id));
+    if (await customerHasLiveSubscription(trx, id)) {
+      throw new AppError(
+        'conflict',
+        `customer ${id} has a subscription that is not cancelled or expired`,
+        409,
+      );
+    }
     const now = clock.now().toISOString();
     await repo.updateCustomer(trx, id, { deleted_at: now, updated_at: now });
     await addToCount(trx, 'customers', -1);

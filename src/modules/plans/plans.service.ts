@@ -1,0 +1,134 @@
+// Plans: create, read, update (name/active/metadata only), archive via active=false (SPEC §3).
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { mergeMetadata } from '../../shared/metadata.ts';
+import type { CreatePlanInput, UpdatePlanInput } from './plans.schemas.ts';
+import type { PlanRow } from './plans.table.ts';
+
+/** A plan as the API returns it. */
+export interface Plan {
+  id: string;
+  name: string;
+  amount: number;
+  currency: string;
+  interval: PlanRow['interval'];
+  interval_count: number;
+  trial_period_days: number;
+  active: boolean;
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toPlan(row: PlanRow): Plan {
+  return {
+    id: row.id,
+    name: row.name,
+    amount: Number(row.amount),
+    currency: row.currency,
+    interval: row.interval,
+    interval_count: row.interval_count,
+    trial_period_days: row.trial_period_days,
+    active: Boolean(row.active),
+    metadata: JSON.parse(row.metadata),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+
+/** Creates an active plan. Throws 400 for a currency that is not ISO 4217. */
+export async function createPlan(db: Kysely<Database>, clock: Clock, input: CreatePlanInput): Promise<Plan> {
+  if (!CURRENCIES.has(input.currency)) {
+    throw new ValidationError(
+      `currency must be an ISO 4217 code such as NGN or USD (got "${input.currency}")`,
+      'currency',
+    );
+  }
+  const now = clock.now().toISOString();
+  const row: PlanRow = {
+    id: newId('plan'),
+    name: input.name,
+    amount: input.amount,
+    currency: input.currency,
+    interval: input.interval,
+    interval_count: input.interval_count ?? 1,
+    trial_period_days: input.trial_period_days ?? 0,
+    active: true,
+    metadata: JSON.stringify(input.metadata ?? {}),
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('plans').values(row).execute();
+  return toPlan(row);
+}
+
+/** The plan row by id, or undefined (malformed ids included). */
+export async function findPlan(
+  db: Kysely<Database> | Transaction<Database>,
+  id: string,
+): Promise<PlanRow | undefined> {
+  if (!isIdOf('plan', id)) return undefined;
+  return db.selectFrom('plans').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** One plan. Throws 404 `not_found` for unknown or malformed ids. */
+export async function getPlan(db: Kysely<Database>, id: string): Promise<Plan> {
+  const row = await findPlan(db, id);
+  if (!row) throw new NotFoundError('plan', id);
+  return toPlan(row);
+}
+
+/** A page of plans, archived ones included. */
+export async function listPlans(db: Kysely<Database>, params: ListParams): Promise<Page<Plan>> {
+  const [rows, count] = await Promise.all([
+    pageOf(db.selectFrom('plans').selectAll(), params).execute(),
+    db
+      .selectFrom('plans')
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .executeTakeFirstOrThrow(),
+  ]);
+  return pageEnvelope(rows.map(toPlan), Number(count.total), params);
+}
+
+/**
+ * Changes name, active and/or metadata (metadata merges as for customers). Throws 404 for
+ * unknown ids, 400 when merged metadata would exceed 50 keys.
+ */
+export async function updatePlan(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+  patch: UpdatePlanInput,
+): Promise<Plan> {
+  return db.transaction().execute(async (trx) => {
+    const row = await findPlan(trx, id);
+    if (!row) throw new NotFoundError('plan', id);
+    const current = toPlan(row);
+    const next: Plan = {
+      ...current,
+      name: patch.name ?? current.name,
+      active: patch.active ?? current.active,
+      metadata:
+        patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+    };
+    if (JSON.stringify(next) === JSON.stringify(current)) return current;
+    next.updated_at = clock.now().toISOString();
+    await trx
+      .updateTable('plans')
+      .set({
+        name: next.name,
+        active: next.active,
+        metadata: JSON.stringify(next.metadata),
+        updated_at: next.updated_at,
+      })
+      .where('id', '=', id)
+      .execute();
+    return next;
+  });
+}

@@ -1,0 +1,23 @@
+// Row shape of `plans`. Prices (amount, currency, interval, interval_count, trial) never
+// change after creation; a new price is a new plan.
+import type { Selectable } from 'kysely';
+
+export type PlanInterval = 'day' | 'week' | 'month' | 'year';
+
+export interface PlansTable {
+  id: string;
+  name: string;
+  /** Minor units of `currency`. */
+  amount: number;
+  currency: string;
+  interval: PlanInterval;
+  interval_count: number;
+  trial_period_days: number;
+  /** 1/0 on SQLite, boolean on PostgreSQL. */
+  active: boolean | number;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type PlanRow = Selectable<PlansTable>;

@@ -1,0 +1,122 @@
+// Applies subscription transitions: the only writer of `subscriptions.status`. Each change
+// consults the transition table, writes the row and emits its event in the caller's
+// transaction (SPEC §4, §6 outbox).
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf } from '../../shared/ids.ts';
+import { emitEvent } from '../events/events.service.ts';
+import {
+  isEntitled,
+  type LifecycleEvent,
+  nextStatus,
+  type SubscriptionStatus,
+} from './subscription-status.ts';
+import type { SubscriptionRow, SubscriptionsTable } from './subscriptions.table.ts';
+
+/** A subscription as the API returns it (SPEC §4 fields). */
+export interface Subscription {
+  id: string;
+  customer_id: string;
+  plan_id: string;
+  status: SubscriptionStatus;
+  entitled: boolean;
+  current_period_start: string | null;
+  current_period_end: string | null;
+  trial_end: string | null;
+  cancel_at_period_end: boolean;
+  cancelled_at: string | null;
+  ended_at: string | null;
+  cancellation_reason: SubscriptionRow['cancellation_reason'];
+  cancellation_comment: string | null;
+  metadata: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toSubscription(row: SubscriptionRow): Subscription {
+  return {
+    id: row.id,
+    customer_id: row.customer_id,
+    plan_id: row.plan_id,
+    status: row.status,
+    entitled: isEntitled(row.status),
+    current_period_start: row.current_period_start,
+    current_period_end: row.current_period_end,
+    trial_end: row.trial_end,
+    cancel_at_period_end: Boolean(row.cancel_at_period_end),
+    cancelled_at: row.cancelled_at,
+    ended_at: row.ended_at,
+    cancellation_reason: row.cancellation_reason,
+    cancellation_comment: row.cancellation_comment,
+    metadata: JSON.parse(row.metadata),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Thrown when the transition table forbids `event` in the subscription's state. */
+export class ForbiddenTransitionError extends Error {
+  readonly status: SubscriptionStatus;
+  readonly event: LifecycleEvent;
+  constructor(status: SubscriptionStatus, event: LifecycleEvent) {
+    super(`${event} is not allowed for a ${status} subscription`);
+    this.name = 'ForbiddenTransitionError';
+    this.status = status;
+    this.event = event;
+  }
+}
+
+/**
+ * Reads a subscription inside `trx`, locked on PostgreSQL so concurrent changes queue and
+ * each sees the state the previous one left. Throws 404 for unknown or malformed ids.
+ */
+export async function lockSubscription(trx: Transaction<Database>, id: string): Promise<SubscriptionRow> {
+  const row = isIdOf('subscription', id)
+    ? await forUpdate(
+        trx.selectFrom('subscriptions').selectAll().where('id', '=', id),
+        trx,
+      ).executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('subscription', id);
+  return row;
+}
+
+export type SubscriptionChanges = Partial<
+  Omit<
+    SubscriptionsTable,
+    'id' | 'customer_id' | 'plan_id' | 'status' | 'created_at' | 'updated_at' | 'metadata'
+  >
+>;
+
+/**
+ * Moves `row` by `event` per the transition table, applying `changes` to the other fields,
+ * and emits the transition's topic with the resulting subscription — all in `trx`.
+ * Throws ForbiddenTransitionError (and writes nothing) when the table has no entry.
+ */
+export async function transitionSubscription(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: SubscriptionRow,
+  event: LifecycleEvent,
+  changes: SubscriptionChanges = {},
+): Promise<Subscription> {
+  const transition = nextStatus(row.status, event);
+  if (!transition) throw new ForbiddenTransitionError(row.status, event);
+  const updated: SubscriptionRow = {
+    ...row,
+    ...changes,
+    status: transition.to,
+    updated_at: clock.now().toISOString(),
+  };
+  await trx
+    .updateTable('subscriptions')
+    .set({ ...changes, status: updated.status, updated_at: updated.updated_at })
+    .where('id', '=', row.id)
+    .execute();
+  const subscription = toSubscription(updated);
+  await emitEvent(trx, clock, transition.topic, subscription);
+  return subscription;
+}

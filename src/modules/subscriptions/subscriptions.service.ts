@@ -1,0 +1,244 @@
+// Subscriptions: create, read, cancel, pause, resume (SPEC §3, §4). Status changes go
+// through subscriptions.lifecycle.ts; this module decides what each request means.
+import type { Kysely } from 'kysely';
+import { addToCount, readCount } from '../../db/counts.ts';
+import type { Database } from '../../db/database.ts';
+import { AppError, NotFoundError } from '../../http/errors.ts';
+import { type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { findCustomer } from '../customers/customers.repository.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { findPlan } from '../plans/plans.service.ts';
+import type { SubscriptionStatus } from './subscription-status.ts';
+import {
+  ForbiddenTransitionError,
+  lockSubscription,
+  type Subscription,
+  toSubscription,
+  transitionSubscription,
+} from './subscriptions.lifecycle.ts';
+import type { SubscriptionRow } from './subscriptions.table.ts';
+
+const DAY_MS = 86_400_000;
+
+/** The exact 409 body text for a cancel the state forbids (seed §7, SPEC §2). */
+export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current state';
+
+export interface CreateSubscriptionInput {
+  customer_id: string;
+  plan_id: string;
+  trial_period_days?: number;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Creates a subscription: `trialing` when trial days (from the request, else the plan) are
+ * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`.
+ * Throws 404 naming an unknown customer or plan, 422 `invalid_state` for an archived plan.
+ */
+export async function createSubscription(
+  db: Kysely<Database>,
+  clock: Clock,
+  input: CreateSubscriptionInput,
+): Promise<Subscription> {
+  return db.transaction().execute(async (trx) => {
+    const customer = isIdOf('customer', input.customer_id)
+      ? await findCustomer(trx, input.customer_id)
+      : undefined;
+    if (!customer) throw new NotFoundError('customer', input.customer_id);
+    const plan = await findPlan(trx, input.plan_id);
+    if (!plan) throw new NotFoundError('plan', input.plan_id);
+    if (!plan.active)
+      throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`, 422);
+
+    const now = clock.now();
+    const trialDays = input.trial_period_days ?? plan.trial_period_days;
+    const trialEnd = trialDays > 0 ? new Date(now.getTime() + trialDays * DAY_MS).toISOString() : null;
+    const row: SubscriptionRow = {
+      id: newId('subscription'),
+      customer_id: customer.id,
+      plan_id: plan.id,
+      status: trialEnd ? 'trialing' : 'incomplete',
+      current_period_start: trialEnd ? now.toISOString() : null,
+      current_period_end: trialEnd,
+      trial_end: trialEnd,
+      cancel_at_period_end: false,
+      cancelled_at: null,
+      ended_at: null,
+      cancellation_reason: null,
+      cancellation_comment: null,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
+    };
+    await trx.insertInto('subscriptions').values(row).execute();
+    await addToCount(trx, 'subscriptions', 1);
+    const subscription = toSubscription(row);
+    await emitEvent(trx, clock, 'subscription.created', subscription);
+    return subscription;
+  });
+}
+
+/** One subscription. Throws 404 `not_found` for unknown or malformed ids. */
+export async function getSubscription(db: Kysely<Database>, id: string): Promise<Subscription> {
+  const row = isIdOf('subscription', id)
+    ? await db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('subscription', id);
+  return toSubscription(row);
+}
+
+export interface SubscriptionFilters {
+  customer_id?: string;
+  status?: SubscriptionStatus;
+}
+
+/** A page of subscriptions, optionally of one customer and/or in one status. */
+export async function listSubscriptions(
+  db: Kysely<Database>,
+  params: ListParams,
+  filters: SubscriptionFilters,
+): Promise<Page<Subscription>> {
+  let query = db.selectFrom('subscriptions');
+  if (filters.customer_id !== undefined) query = query.where('customer_id', '=', filters.customer_id);
+  if (filters.status !== undefined) query = query.where('status', '=', filters.status);
+  const filtered = filters.customer_id !== undefined || filters.status !== undefined;
+  const [rows, total] = await Promise.all([
+    pageOf(query.selectAll(), params).execute(),
+    filtered
+      ? query
+          .select((eb) => eb.fn.countAll<number>().as('total'))
+          .executeTakeFirstOrThrow()
+          .then((r) => Number(r.total))
+      : readCount(db, 'subscriptions'),
+  ]);
+  return pageEnvelope(rows.map(toSubscription), total, params);
+}
+
+export interface CancelInput {
+  at_period_end?: boolean;
+  comment?: string;
+}
+
+function cannotCancel(): AppError {
+  return new AppError('validation_error', CANNOT_CANCEL, 409);
+}
+
+/**
+ * Cancels now (default: `cancelled`, `cancelled_at`/`ended_at` = now, reason `requested`,
+ * emits `subscription.cancelled`) or, with `at_period_end`, flags the subscription so the
+ * worker cancels it at `current_period_end` (only from `trialing`/`active`; emits
+ * `subscription.updated`). Throws 404 for unknown ids; 409 `validation_error` with
+ * CANNOT_CANCEL when the state forbids it — nothing changes then.
+ */
+export async function cancelSubscription(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+  input: CancelInput,
+): Promise<Subscription> {
+  return db.transaction().execute(async (trx) => {
+    const row = await lockSubscription(trx, id);
+    const now = clock.now().toISOString();
+    const comment = input.comment ?? row.cancellation_comment;
+    try {
+      if (input.at_period_end) {
+        if (row.cancel_at_period_end) return toSubscription(row);
+        return await transitionSubscription(trx, clock, row, 'schedule_cancel', {
+          cancel_at_period_end: true,
+          cancelled_at: now,
+          cancellation_reason: 'requested',
+          cancellation_comment: comment,
+        });
+      }
+      return await transitionSubscription(trx, clock, row, 'cancel', {
+        cancel_at_period_end: false,
+        cancelled_at: now,
+        ended_at: now,
+        cancellation_reason: 'requested',
+        cancellation_comment: comment,
+      });
+    } catch (error) {
+      if (error instanceof ForbiddenTransitionError) throw cannotCancel();
+      throw error;
+    }
+  });
+}
+
+/** `active` → `paused` (no renewals, no dunning). Throws 404; 409 `validation_error` from other states. */
+export async function pauseSubscription(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+): Promise<Subscription> {
+  return db.transaction().execute(async (trx) => {
+    const row = await lockSubscription(trx, id);
+    try {
+      return await transitionSubscription(trx, clock, row, 'pause');
+    } catch (error) {
+      if (error instanceof ForbiddenTransitionError) {
+        throw new AppError(
+          'validation_error',
+          `subscription cannot be paused in its current state (${row.status})`,
+          409,
+        );
+      }
+      throw error;
+    }
+  });
+}
+
+/**
+ * `paused` → `active` with its payment due at once (the period restarts now, so the worker
+ * marks it `past_due` after RENEWAL_GRACE unless paid); or, on a `trialing`/`active`
+ * subscription flagged to cancel at period end, clears the flag. Throws 404; 409
+ * `validation_error` otherwise.
+ */
+export async function resumeSubscription(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+): Promise<Subscription> {
+  return db.transaction().execute(async (trx) => {
+    const row = await lockSubscription(trx, id);
+    const now = clock.now().toISOString();
+    if (row.status === 'paused') {
+      return transitionSubscription(trx, clock, row, 'resume', {
+        current_period_start: now,
+        current_period_end: now,
+        cancel_at_period_end: false,
+        cancelled_at: null,
+        cancellation_reason: null,
+        cancellation_comment: null,
+      });
+    }
+    if (row.cancel_at_period_end) {
+      return transitionSubscription(trx, clock, row, 'unschedule_cancel', {
+        cancel_at_period_end: false,
+        cancelled_at: null,
+        cancellation_reason: null,
+        cancellation_comment: null,
+      });
+    }
+    throw new AppError(
+      'validation_error',
+      `subscription cannot be resumed in its current state (${row.status}, no pending cancellation)`,
+      409,
+    );
+  });
+}
+
+/** True when the customer has a subscription that is neither cancelled nor expired. */
+export async function customerHasLiveSubscription(
+  db: Kysely<Database>,
+  customerId: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('customer_id', '=', customerId)
+    .where('status', 'not in', ['cancelled', 'incomplete_expired'])
+    .executeTakeFirst();
+  return row !== undefined;
+}

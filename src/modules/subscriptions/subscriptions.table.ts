@@ -1,0 +1,27 @@
+// Row shape of `subscriptions`. `status` is only ever written through the transition
+// table (subscription-status.ts) by subscriptions.lifecycle.ts.
+import type { Selectable } from 'kysely';
+import type { SubscriptionStatus } from './subscription-status.ts';
+
+export type CancellationReason = 'requested' | 'dunning_exhausted' | 'incomplete_expired';
+
+export interface SubscriptionsTable {
+  id: string;
+  customer_id: string;
+  plan_id: string;
+  status: SubscriptionStatus;
+  current_period_start: string | null;
+  current_period_end: string | null;
+  trial_end: string | null;
+  /** 1/0 on SQLite, boolean on PostgreSQL. */
+  cancel_at_period_end: boolean | number;
+  cancelled_at: string | null;
+  ended_at: string | null;
+  cancellation_reason: CancellationReason | null;
+  cancellation_comment: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type SubscriptionRow = Selectable<SubscriptionsTable>;
