@@ -2,7 +2,9 @@
 // The `billing` command (package bin). Node ≥ 24 runs the TypeScript sources directly.
 const [major] = process.versions.node.split('.').map(Number);
 if (major < 24) {
-  process.stderr.write(`billing needs Node.js 24 or newer (this is ${process.version}); run it through npx or npm scripts.\n`);
+  process.stderr.write(
+    `billing needs Node.js 24 or newer (this is ${process.version}); run it through npx or npm scripts.\n`,
+  );
   process.exit(1);
 }
 const { runCli } = await import('../src/cli.ts');

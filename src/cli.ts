@@ -1,12 +1,11 @@
 // `billing <command>` (SPEC §1): serve, migrate, keys create|list|revoke.
 import { parseArgs } from 'node:util';
-import { ConfigError, type Config, loadConfig } from './config.ts';
-import { createDeps } from './deps.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { createDeps } from './deps.ts';
 import { parseListParams } from './http/lists.ts';
 import * as apiKeys from './modules/api-keys/api-keys.service.ts';
-import { serve } from './server.ts';
 
 const EXIT_USAGE = 64;
 const EXIT_CONFIG = 78;
@@ -14,6 +13,7 @@ const EXIT_CONFIG = 78;
 const USAGE = `usage: billing <command>
 
   serve [--no-worker]                           start the HTTP API (and the worker)
+  worker                                        run only the background worker
   migrate                                       apply pending database migrations
   keys create --name N [--scope read|write|admin] [--expires-at ISO]
                                                 create an API key; prints the key once
@@ -24,32 +24,66 @@ Configuration comes from environment variables; see the README.`;
 
 class UsageError extends Error {}
 
-async function keysCommand(config: Readonly<Config>, args: string[]): Promise<void> {
+/** The options of `keys …`; an unknown option or a missing value is a usage error (exit 64). */
+function parseKeysArgs(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: { name: { type: 'string' }, scope: { type: 'string' }, 'expires-at': { type: 'string' } },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** `keys …` arguments, checked before the database is opened: a usage error never touches it. */
+type KeysAction =
+  | { action: 'create'; name: string; scope: apiKeys.KeyScope; expiresAt: string | undefined }
+  | { action: 'list' }
+  | { action: 'revoke'; id: string };
+
+function parseKeysCommand(args: string[]): KeysAction {
   const [action, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: { name: { type: 'string' }, scope: { type: 'string' }, 'expires-at': { type: 'string' } },
-  });
+  const { values, positionals } = parseKeysArgs(rest);
+  if (action === 'create') {
+    if (!values.name) throw new UsageError('keys create needs --name');
+    const scope = values.scope ?? 'write';
+    if (scope !== 'read' && scope !== 'write' && scope !== 'admin') {
+      throw new UsageError('--scope must be read, write or admin');
+    }
+    return { action, name: values.name, scope, expiresAt: values['expires-at'] };
+  }
+  if (action === 'list') return { action };
+  if (action === 'revoke') {
+    const id = positionals[0];
+    if (!id) throw new UsageError('keys revoke needs an id');
+    return { action, id };
+  }
+  throw new UsageError(`unknown keys action "${action ?? ''}"`);
+}
+
+async function keysCommand(config: Readonly<Config>, args: string[]): Promise<void> {
+  const command = parseKeysCommand(args);
   const deps = await createDeps(config);
   try {
-    if (action === 'create') {
-      if (!values.name) throw new UsageError('keys create needs --name');
-      const scope = values.scope ?? 'write';
-      if (scope !== 'read' && scope !== 'write' && scope !== 'admin') throw new UsageError('--scope must be read, write or admin');
-      const created = await apiKeys.createApiKey(deps.db, deps.clock, {
-        name: values.name,
-        scope,
-        expiresAt: values['expires-at'],
-      });
+    if (command.action === 'create') {
+      const created = await apiKeys.createApiKey(deps.db, deps.clock, command);
       process.stderr.write(`created ${created.id} (${created.scope}); the key is shown only now:\n`);
       process.stdout.write(`${created.key}\n`);
-    } else if (action === 'list') {
+    } else if (command.action === 'list') {
       let page = 0;
       for (;;) {
-        const result = await apiKeys.listApiKeys(deps.db, parseListParams({ page: String(page), limit: '100' }));
+        const result = await apiKeys.listApiKeys(
+          deps.db,
+          parseListParams({ page: String(page), limit: '100' }),
+        );
         for (const key of result.data) {
-          const state = key.revoked_at ? 'revoked' : key.expires_at && key.expires_at <= new Date().toISOString() ? 'expired' : 'active';
+          const state = key.revoked_at
+            ? 'revoked'
+            : key.expires_at && key.expires_at <= deps.clock.now().toISOString()
+              ? 'expired'
+              : 'active';
           process.stdout.write(
             `${key.id}\t${key.prefix}…${key.last4}\t${key.scope}\t${state}\t${key.name}\tlast used ${key.last_used_at ?? 'never'}\n`,
           );
@@ -57,13 +91,9 @@ async function keysCommand(config: Readonly<Config>, args: string[]): Promise<vo
         if ((page + 1) * 100 >= result.meta.total) break;
         page += 1;
       }
-    } else if (action === 'revoke') {
-      const id = positionals[0];
-      if (!id) throw new UsageError('keys revoke needs an id');
-      const revoked = await apiKeys.revokeApiKey(deps.db, deps.clock, id);
-      process.stdout.write(`revoked ${revoked.id}\n`);
     } else {
-      throw new UsageError(`unknown keys action "${action ?? ''}"`);
+      const revoked = await apiKeys.revokeApiKey(deps.db, deps.clock, command.id);
+      process.stdout.write(`revoked ${revoked.id}\n`);
     }
   } finally {
     await deps.close();
@@ -86,14 +116,24 @@ export async function runCli(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'serve':
-      case undefined:
+      case undefined: {
+        // Loaded only here: the HTTP stack roughly doubles the start-up time of `keys` and `migrate`.
+        const { serve } = await import('./server.ts');
         await serve(config, { worker: !args.includes('--no-worker') });
         return -1; // keeps running
+      }
+      case 'worker': {
+        const { runWorker } = await import('./server.ts');
+        await runWorker(config);
+        return -1; // keeps running
+      }
       case 'migrate': {
         const handle = openDatabase(config.database);
         try {
           const applied = await migrateToLatest(handle);
-          process.stdout.write(applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n');
+          process.stdout.write(
+            applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n',
+          );
         } finally {
           await handle.close();
         }

@@ -74,7 +74,10 @@ function durationList(env: Env, name: string, fallback: string): number[] {
   const text = read(env, name, fallback);
   const list = parseDurationList(text);
   if (list === undefined) {
-    throw new ConfigError(name, `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`);
+    throw new ConfigError(
+      name,
+      `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`,
+    );
   }
   return list;
 }

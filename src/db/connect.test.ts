@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,4 +45,34 @@ test('instances migrating at once on PostgreSQL apply each migration exactly onc
   t.after(() => Promise.all(handles.map((h) => h.close())));
   const applied = await Promise.all(handles.map((h) => migrateToLatest(h)));
   assert.deepEqual(applied.flat().sort(), ['0001_foundation', '0002_plans_subscriptions']);
+});
+
+test('processes migrating one fresh SQLite file at once apply each migration exactly once', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-race-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const runs = await Promise.all(
+    [1, 2, 3].map(
+      () =>
+        new Promise<{ code: number | null; out: string }>((resolve) => {
+          const child = spawn(process.execPath, ['src/cli.ts', 'migrate'], {
+            env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'billing.db')}` },
+          });
+          let out = '';
+          child.stdout.on('data', (chunk) => {
+            out += chunk;
+          });
+          child.stderr.on('data', (chunk) => {
+            out += chunk;
+          });
+          child.on('close', (code) => resolve({ code, out }));
+        }),
+    ),
+  );
+  assert.deepEqual(
+    runs.map((r) => r.code),
+    [0, 0, 0],
+    runs.map((r) => r.out).join('\n'),
+  );
+  assert.equal(runs.filter((r) => r.out.startsWith('applied 0001_foundation')).length, 1);
+  assert.equal(runs.filter((r) => r.out.includes('database is up to date')).length, 2);
 });

@@ -6,9 +6,11 @@ import { DatabaseSync } from 'node:sqlite';
 import {
   CompiledQuery,
   type DatabaseConnection,
+  type DialectAdapter,
   type Driver,
   Kysely,
   PostgresDialect,
+  SqliteAdapter,
   SqliteDialect,
 } from 'kysely';
 import pg from 'pg';
@@ -49,12 +51,25 @@ const pgTypes = {
   },
 };
 
+/** SQLite does run DDL in transactions; saying so makes Kysely migrate inside one. */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 /**
  * SqliteDialect whose transactions start with BEGIN IMMEDIATE: every transaction here
  * writes, and taking the write lock up front lets busy_timeout queue a second process
  * (e.g. the CLI beside the server) instead of failing with SQLITE_BUSY on upgrade.
+ * Migrations run in such a transaction too, so processes starting together on one file
+ * migrate one after the other (Kysely's own SQLite migration lock is a no-op).
  */
 class ImmediateSqliteDialect extends SqliteDialect {
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
+
   override createDriver(): Driver {
     const driver = super.createDriver();
     driver.beginTransaction = async (connection: DatabaseConnection) => {

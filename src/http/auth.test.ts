@@ -58,7 +58,9 @@ async function documentedOperations(testApp: TestApp): Promise<Operation[]> {
   const res = await testApp.request('GET', '/openapi.json', { key: null });
   assert.equal(res.status, 200);
   const operations: Operation[] = [];
-  for (const [path, item] of Object.entries(res.body.paths as Record<string, Record<string, { security?: unknown[] }>>)) {
+  for (const [path, item] of Object.entries(
+    res.body.paths as Record<string, Record<string, { security?: unknown[] }>>,
+  )) {
     for (const [method, operation] of Object.entries(item)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
       const secured = Array.isArray(operation.security) && operation.security.length > 0;
@@ -73,7 +75,8 @@ function send(testApp: TestApp, op: Operation, headers: Record<string, string>) 
   return testApp.request(op.method, op.url, { key: null, headers, ...(hasBody ? { body: {} } : {}) });
 }
 
-const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const basic = (user: string, password: string) =>
+  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 /** Requests that present no usable key: each must get exactly the seed's 401 body. */
 const UNUSABLE_CREDENTIALS: [string, Record<string, string>][] = [
@@ -90,7 +93,9 @@ describe('requires an API key', () => {
   test('every documented operation except the public ones declares security', async (t) => {
     const testApp = await buildTestApp(t, { env: ENV });
     const operations = await documentedOperations(testApp);
-    const undeclared = operations.filter((op) => !op.secured && !PUBLIC_OPERATIONS.has(`${op.method} ${op.path}`));
+    const undeclared = operations.filter(
+      (op) => !op.secured && !PUBLIC_OPERATIONS.has(`${op.method} ${op.path}`),
+    );
     assert.deepEqual(
       undeclared.map((op) => `${op.method} ${op.path}`),
       [],
@@ -154,7 +159,9 @@ describe('keys in logs', () => {
       },
     });
     const testApp = await buildTestApp(t, { env: ENV, logStream });
-    const created = await testApp.request('POST', '/api/api-keys', { body: { name: 'logged?', scope: 'read' } });
+    const created = await testApp.request('POST', '/api/api-keys', {
+      body: { name: 'logged?', scope: 'read' },
+    });
     assert.equal(created.status, 201);
     const key: string = created.body.key;
     const wrongKey = 'bk_wrong_key_that_must_not_be_logged';
@@ -177,5 +184,22 @@ describe('keys in logs', () => {
     for (const secret of [ADMIN_KEY, key, wrongKey, basicValue, basicValue.slice('Basic '.length)]) {
       assert.ok(!logs.includes(secret), `the logs contain ${secret.slice(0, 12)}…`);
     }
+  });
+
+  test('a key a client wrongly puts in the query string is refused and not logged either', async (t) => {
+    const chunks: string[] = [];
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    });
+    const testApp = await buildTestApp(t, { env: ENV, logStream });
+    const res = await testApp.request('GET', `/api/customers?limit=5&api_key=${ADMIN_KEY}`, { key: null });
+    assert.equal(res.status, 401);
+    await testApp.app.close();
+    const logs = chunks.join('');
+    assert.ok(!logs.includes(ADMIN_KEY), 'the logs contain the key from the query string');
+    assert.match(logs, /limit=5/, 'other query parameters stay in the logs');
   });
 });

@@ -133,7 +133,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const { status, body } = errorResponse(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    return reply.code(status).type('application/json; charset=utf-8').send(body);
+    // Error bodies are built here, whole; never let a route's response schema reshape or
+    // reject one (a failed serialization would answer with Fastify's internal text).
+    return reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      .serializer((payload: unknown) => JSON.stringify(payload))
+      .send(body);
   });
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     return reply

@@ -24,6 +24,28 @@ export const REDACTED_PATHS = [
   '*.stripeWebhookSecret',
 ];
 
+const SECRET_QUERY_PARAM = /key|token|secret|signature|password|auth/i;
+
+/**
+ * The URL as logged: query values whose names look like credentials are replaced, so a
+ * key someone put in a query string (and was refused for) never reaches the logs.
+ */
+export function redactUrl(url: string): string {
+  const queryStart = url.indexOf('?');
+  if (queryStart === -1) return url;
+  const params = new URLSearchParams(url.slice(queryStart + 1));
+  for (const name of new Set(params.keys())) {
+    if (SECRET_QUERY_PARAM.test(name)) params.set(name, '[redacted]');
+  }
+  return `${url.slice(0, queryStart)}?${params.toString()}`;
+}
+
+interface LoggedRequest {
+  method: string;
+  url: string;
+  ip?: string;
+}
+
 /** Logger options for Fastify: level from LOG_LEVEL, secrets redacted, optional destination (tests). */
 export function loggerOptions(
   level: string,
@@ -32,6 +54,13 @@ export function loggerOptions(
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    serializers: {
+      req: (request: LoggedRequest) => ({
+        method: request.method,
+        url: redactUrl(request.url),
+        remoteAddress: request.ip,
+      }),
+    },
     ...(stream ? { stream } : {}),
   };
 }

@@ -28,7 +28,10 @@ export async function findUsableKeyByHash(
     .executeTakeFirst();
 }
 
-export async function listApiKeys(db: Kysely<Database>, params: ListParams): Promise<{ rows: ApiKeyRow[]; total: number }> {
+export async function listApiKeys(
+  db: Kysely<Database>,
+  params: ListParams,
+): Promise<{ rows: ApiKeyRow[]; total: number }> {
   const rows = await pageOf(db.selectFrom('api_keys').selectAll(), params).execute();
   const { total } = await db
     .selectFrom('api_keys')

@@ -16,7 +16,10 @@ interface CreatedKey {
   expires_at: string | null;
 }
 
-async function createKey(testApp: TestApp, body: Record<string, unknown> = { name: 'test key' }): Promise<CreatedKey> {
+async function createKey(
+  testApp: TestApp,
+  body: Record<string, unknown> = { name: 'test key' },
+): Promise<CreatedKey> {
   const res = await testApp.request<CreatedKey>('POST', '/api/api-keys', { body });
   assert.equal(res.status, 201, res.text);
   return res.body;
@@ -30,7 +33,9 @@ async function statusWith(testApp: TestApp, key: string): Promise<number> {
 describe('POST /api/api-keys', () => {
   test('create is 201 and returns the secret key once, beside its prefix and last 4 characters', async (t) => {
     const testApp = await buildTestApp(t);
-    const res = await testApp.request('POST', '/api/api-keys', { body: { name: 'billing job', scope: 'read' } });
+    const res = await testApp.request('POST', '/api/api-keys', {
+      body: { name: 'billing job', scope: 'read' },
+    });
     assert.equal(res.status, 201);
     const { key, ...view } = res.body;
     assert.equal(typeof key, 'string');
@@ -51,7 +56,11 @@ describe('POST /api/api-keys', () => {
   test('the key is stored only as its SHA-256 hash', async (t) => {
     const testApp = await buildTestApp(t);
     const { id, key } = await createKey(testApp);
-    const row = await testApp.deps.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const row = await testApp.deps.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.key_hash, hashKey(key));
     assert.ok(!Object.values(row).includes(key), 'no column holds the secret');
   });
@@ -81,7 +90,10 @@ describe('POST /api/api-keys', () => {
     const testApp = await buildTestApp(t);
     const created = await createKey(testApp, { name: 'no scope given' });
     assert.equal(created.scope, 'write');
-    assert.equal((await testApp.request('POST', '/api/customers', { key: created.key, body: {} })).status, 400);
+    assert.equal(
+      (await testApp.request('POST', '/api/customers', { key: created.key, body: {} })).status,
+      400,
+    );
   });
 
   test('a missing name is 400 "Name is required"', async (t) => {
@@ -108,6 +120,11 @@ describe('POST /api/api-keys', () => {
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'validation_error');
     assert.equal(res.body.errors[0].name, 'expires_at');
+    assert.equal(res.body.title, 'Bad Request', 'the two-shape 400 body (SPEC §2)');
+    const garbage = await testApp.request('POST', '/api/api-keys', {
+      body: { name: 'x', expires_at: 'tomorrow' },
+    });
+    assert.equal(garbage.status, 400);
     assert.equal((await testApp.request('GET', '/api/api-keys')).body.meta.total, 0, 'nothing was stored');
   });
 });
@@ -116,9 +133,14 @@ describe('authenticating with a created key', () => {
   test('a created key works as Authorization: Bearer and as x-api-key', async (t) => {
     const testApp = await buildTestApp(t);
     const { key } = await createKey(testApp, { name: 'r', scope: 'read' });
-    const bearer = await testApp.request('GET', '/api/customers', { headers: { authorization: `Bearer ${key}` } });
+    const bearer = await testApp.request('GET', '/api/customers', {
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(bearer.status, 200);
-    const header = await testApp.request('GET', '/api/customers', { key: null, headers: { 'x-api-key': key } });
+    const header = await testApp.request('GET', '/api/customers', {
+      key: null,
+      headers: { 'x-api-key': key },
+    });
     assert.equal(header.status, 200);
   });
 
@@ -181,7 +203,11 @@ describe('DELETE /api/api-keys/{id}', () => {
     assert.equal(res.body.id, id);
     assert.equal(res.body.revoked_at, testApp.clock.now().toISOString());
     assert.ok(!res.text.includes(key));
-    for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }]) {
+    const presentations: Record<string, string>[] = [
+      { authorization: `Bearer ${key}` },
+      { 'x-api-key': key },
+    ];
+    for (const headers of presentations) {
       const after = await testApp.request('GET', '/api/customers', { key: null, headers });
       assert.equal(after.status, 401);
       assert.equal(after.text, UNAUTHORIZED);
@@ -264,6 +290,25 @@ describe('POST /api/api-keys/{id}/rotate', () => {
     assert.equal(ok.status, 201);
   });
 
+  test('rotating a key with an expiry renews it for the same lifetime; the grace never outlives the old expiry', async (t) => {
+    const testApp = await buildTestApp(t);
+    const createdAt = testApp.clock.now().getTime();
+    const old = await createKey(testApp, {
+      name: 'contractor',
+      expires_at: new Date(createdAt + 30 * DAY).toISOString(),
+    });
+    testApp.clock.advance(29 * DAY + 23 * HOUR);
+    const res = await testApp.request('POST', `/api/api-keys/${old.id}/rotate`, { body: { grace: '24h' } });
+    assert.equal(res.status, 201);
+    assert.equal(res.body.expires_at, new Date(testApp.clock.now().getTime() + 30 * DAY).toISOString());
+    const oldView = await testApp.request('GET', `/api/api-keys/${old.id}`);
+    assert.equal(
+      oldView.body.expires_at,
+      new Date(createdAt + 30 * DAY).toISOString(),
+      'grace ends at the old expiry',
+    );
+  });
+
   test('rotating a revoked key is 422 invalid_state', async (t) => {
     const testApp = await buildTestApp(t);
     const { id } = await createKey(testApp);
@@ -277,7 +322,12 @@ describe('POST /api/api-keys/{id}/rotate', () => {
 describe('unknown ids', () => {
   test('an unknown or malformed key id is 404 not_found on get, revoke and rotate', async (t) => {
     const testApp = await buildTestApp(t);
-    for (const id of ['key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', 'nope', 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', 'key_%27%20or%201%3D1']) {
+    for (const id of [
+      'key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+      'nope',
+      'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+      'key_%27%20or%201%3D1',
+    ]) {
       for (const [method, path] of [
         ['GET', `/api/api-keys/${id}`],
         ['DELETE', `/api/api-keys/${id}`],

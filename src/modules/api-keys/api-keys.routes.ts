@@ -1,15 +1,31 @@
 // /api/api-keys: create (key shown once), list, get, revoke, rotate. Admin scope only.
 import type { Deps } from '../../deps.ts';
-import { listQuerySchema, type ListQueryInput, pageSchema, parseListParams } from '../../http/lists.ts';
-import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams, nullableTimestamp, timestamp } from '../../http/schemas.ts';
 import { ValidationError } from '../../http/errors.ts';
+import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { defineRoute, type Route } from '../../http/route.ts';
+import {
+  API_KEY_SECURITY,
+  errorResponses,
+  idParams,
+  nullableTimestamp,
+  timestamp,
+} from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
 import * as service from './api-keys.service.ts';
 
 const apiKeySchema = {
   type: 'object',
-  required: ['id', 'name', 'scope', 'prefix', 'last4', 'created_at', 'expires_at', 'revoked_at', 'last_used_at'],
+  required: [
+    'id',
+    'name',
+    'scope',
+    'prefix',
+    'last4',
+    'created_at',
+    'expires_at',
+    'revoked_at',
+    'last_used_at',
+  ],
   properties: {
     id: { type: 'string', examples: ['key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
     name: { type: 'string' },
@@ -26,7 +42,10 @@ const apiKeySchema = {
 const createdKeySchema = {
   ...apiKeySchema,
   required: [...apiKeySchema.required, 'key'],
-  properties: { ...apiKeySchema.properties, key: { type: 'string', description: 'The secret key. Shown only now.' } },
+  properties: {
+    ...apiKeySchema.properties,
+    key: { type: 'string', description: 'The secret key. Shown only now.' },
+  },
 } as const;
 
 const tags = ['API keys'];
@@ -57,7 +76,9 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request, reply) => {
         const { name, scope = 'write', expires_at } = request.body;
-        return reply.code(201).send(await service.createApiKey(db, clock, { name, scope, expiresAt: expires_at }));
+        return reply
+          .code(201)
+          .send(await service.createApiKey(db, clock, { name, scope, expiresAt: expires_at }));
       },
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
@@ -104,18 +125,22 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: 'Rotate an API key',
-        description: 'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
+        description:
+          'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
         params: idParams,
         body: {
           type: ['object', 'null'],
           additionalProperties: false,
-          properties: { grace: { type: 'string', description: 'Duration such as 30m, 24h or 7d.', examples: ['24h'] } },
+          properties: {
+            grace: { type: 'string', description: 'Duration such as 30m, 24h or 7d.', examples: ['24h'] },
+          },
         },
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403, 404, 422) },
       },
       handler: async (request, reply) => {
         const graceText = request.body?.grace;
-        const graceMs = graceText === undefined ? service.DEFAULT_ROTATION_GRACE_MS : parseDuration(graceText);
+        const graceMs =
+          graceText === undefined ? service.DEFAULT_ROTATION_GRACE_MS : parseDuration(graceText);
         if (graceMs === undefined || graceMs > service.MAX_ROTATION_GRACE_MS) {
           throw new ValidationError('grace must be a duration from 0s to 7d, such as 30m or 24h', 'grace');
         }

@@ -61,9 +61,13 @@ export async function createApiKey(
     const at = new Date(input.expiresAt);
     // ValidationError, not a bare AppError: 400s are rendered in the two-shape body (SPEC §2).
     if (Number.isNaN(at.getTime())) {
-      throw new ValidationError('expires_at must be an ISO 8601 date-time such as 2026-11-21T18:58:03.120Z', 'expires_at');
+      throw new ValidationError(
+        'expires_at must be an ISO 8601 date-time such as 2026-11-21T18:58:03.120Z',
+        'expires_at',
+      );
     }
-    if (at.getTime() <= now.getTime()) throw new ValidationError('expires_at must be in the future', 'expires_at');
+    if (at.getTime() <= now.getTime())
+      throw new ValidationError('expires_at must be in the future', 'expires_at');
     expiresAt = at.toISOString();
   }
   const key = generateKey();
@@ -106,7 +110,9 @@ export async function revokeApiKey(db: Kysely<Database>, clock: Clock, id: strin
 
 /**
  * Issues a new key with the same name and scope, and lets the old one keep working for
- * `graceMs` (0 – 7 days; it never extends an earlier expiry). Returns the new key once.
+ * `graceMs` (0 – 7 days; it never extends an earlier expiry). A key created with an expiry
+ * is replaced by one with the same lifetime from now, so rotating renews it. Both writes
+ * commit together. Returns the new key once.
  * Throws 404 for unknown ids, 422 `invalid_state` for a revoked or expired key.
  */
 export async function rotateApiKey(
@@ -122,9 +128,17 @@ export async function rotateApiKey(
   }
   const graceEnd = new Date(now.getTime() + graceMs).toISOString();
   const oldExpiry = old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd;
-  const created = await createApiKey(db, clock, { name: old.name, scope: old.scope, expiresAt: old.expires_at });
-  await repo.updateApiKey(db, id, { expires_at: oldExpiry });
-  return created;
+  const lifetimeMs = old.expires_at ? Date.parse(old.expires_at) - Date.parse(old.created_at) : undefined;
+  const newExpiry = lifetimeMs === undefined ? null : new Date(now.getTime() + lifetimeMs).toISOString();
+  return db.transaction().execute(async (trx) => {
+    const created = await createApiKey(trx, clock, {
+      name: old.name,
+      scope: old.scope,
+      expiresAt: newExpiry,
+    });
+    await repo.updateApiKey(trx, id, { expires_at: oldExpiry });
+    return created;
+  });
 }
 
 /**

@@ -1,0 +1,201 @@
+// The `billing` CLI (SPEC §1), run as a real process through bin/billing.js.
+//
+// Database: a SQLite file in a fresh temp dir, in BOTH test passes (also when
+// TEST_DATABASE_URL names PostgreSQL). The CLI takes its database from DATABASE_URL only and
+// cannot be pointed at a per-test PostgreSQL schema, and its logic is dialect-agnostic: the
+// dialect-specific SQL it runs is the same the route tests cover on both databases.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createDeps } from '../src/deps.ts';
+
+const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
+const UNAUTHORIZED = '{"code":"authentication_error","message":"unauthorized","details":null}';
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A fresh SQLite file database (not created yet) in its own temp dir, removed after the test. */
+function tempDatabaseUrl(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return `sqlite:${join(dir, 'billing.db')}`;
+}
+
+/** Runs `billing …args` with only the given environment (plus PATH), as a user's shell would. */
+function billing(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The API over the same database file as the CLI, on a real port; stopped after the test. */
+async function startApp(t: TestContext, databaseUrl: string): Promise<(key: string) => Promise<Response>> {
+  const deps = await createDeps(
+    loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0' }),
+  );
+  const app = await buildApp(deps);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.after(async () => {
+    await app.close();
+    await deps.close();
+  });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return (key) =>
+    fetch(`http://127.0.0.1:${port}/api/customers`, { headers: { authorization: `Bearer ${key}` } });
+}
+
+/** Creates a key with the CLI and returns it with its id (from stderr). */
+async function createKey(databaseUrl: string, extra: string[] = []): Promise<{ key: string; id: string }> {
+  const result = await billing(['keys', 'create', '--name', 'demo', ...extra], { DATABASE_URL: databaseUrl });
+  assert.equal(result.code, 0, result.stderr);
+  const id = /\bkey_[0-9A-Z]{26}\b/.exec(result.stderr)?.[0];
+  assert.ok(id, `stderr names the id: ${result.stderr}`);
+  return { key: result.stdout.trimEnd(), id };
+}
+
+// Every test owns its temp database, so they run concurrently (each spawn mostly waits on start-up).
+describe('billing CLI', { concurrency: true }, () => {
+  test('keys create prints exactly one line on stdout, the key; the id goes to stderr', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const result = await billing(['keys', 'create', '--name', 'demo'], { DATABASE_URL: databaseUrl });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^\S{32,}\n$/, 'one line holding only the key');
+    const key = result.stdout.trimEnd();
+    assert.match(result.stderr, /\bkey_[0-9A-Z]{26}\b/);
+    assert.ok(!result.stderr.includes(key), 'the key is printed once, on stdout only');
+  });
+
+  test('a key created by the CLI authenticates against the API on the same database', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const { key } = await createKey(databaseUrl);
+    const call = await startApp(t, databaseUrl);
+    const res = await call(key);
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal((await call(`${key}x`)).status, 401);
+  });
+
+  test('keys create --scope read makes a key that can read but not write', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const { key } = await createKey(databaseUrl, ['--scope', 'read']);
+    const call = await startApp(t, databaseUrl);
+    assert.equal((await call(key)).status, 200);
+    const port = new URL((await call(key)).url).port;
+    const write = await fetch(`http://127.0.0.1:${port}/api/customers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'a@example.com' }),
+    });
+    assert.equal(write.status, 403);
+  });
+
+  test('keys list shows prefix…last4 and never the full key', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const first = await createKey(databaseUrl);
+    const second = await createKey(databaseUrl, ['--scope', 'admin']);
+    const result = await billing(['keys', 'list'], { DATABASE_URL: databaseUrl });
+    assert.equal(result.code, 0, result.stderr);
+    const lines = result.stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 2);
+    for (const { key, id } of [first, second]) {
+      const line = lines.find((l) => l.includes(id));
+      assert.ok(line, `${id} is listed`);
+      assert.ok(line.includes(`${key.slice(0, 7)}…${key.slice(-4)}`), line);
+      assert.ok(!result.stdout.includes(key), 'the full key is never listed');
+      assert.ok(!result.stdout.includes(key.slice(0, 12)), 'no more of the key than its prefix');
+    }
+  });
+
+  test('keys revoke ID makes the key stop working', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const { key, id } = await createKey(databaseUrl);
+    const call = await startApp(t, databaseUrl);
+    assert.equal((await call(key)).status, 200);
+    const result = await billing(['keys', 'revoke', id], { DATABASE_URL: databaseUrl });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, new RegExp(id));
+    const res = await call(key);
+    assert.equal(res.status, 401);
+    assert.equal(await res.text(), UNAUTHORIZED);
+    const list = await billing(['keys', 'list'], { DATABASE_URL: databaseUrl });
+    assert.match(list.stdout, /\trevoked\t/);
+  });
+
+  test('keys revoke of an unknown id fails with a message and no stack', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const result = await billing(['keys', 'revoke', 'key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'], {
+      DATABASE_URL: databaseUrl,
+    });
+    assert.notEqual(result.code, 0);
+    assert.match(result.stderr, /not found/);
+    assert.doesNotMatch(result.stderr, /\n\s+at /);
+  });
+  test('keys create without --name exits 64 with the usage on stderr, before touching the database', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const cases = [
+      ['keys', 'create'],
+      ['keys', 'create', '--bogus'],
+      ['keys', 'create', '--name', 'x', '--scope', 'root'],
+      ['keys', 'revoke'],
+      ['keys', 'frob'],
+    ];
+    const results = await Promise.all(cases.map((args) => billing(args, { DATABASE_URL: databaseUrl })));
+    for (const [i, result] of results.entries()) {
+      assert.equal(result.code, 64, cases[i]?.join(' '));
+      assert.equal(result.stdout, '', 'nothing that could be taken for a key');
+      assert.match(result.stderr, /usage: billing/);
+      assert.doesNotMatch(result.stderr, /\n\s+at /);
+    }
+    assert.ok(!existsSync(databaseUrl.slice('sqlite:'.length)), 'no database was created or migrated');
+  });
+
+  test('a bad config value exits 78 with one line naming the variable and no stack', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const cases = [
+      ['PORT', { PORT: 'abc', DATABASE_URL: databaseUrl }],
+      ['DATABASE_URL', { DATABASE_URL: 'mysql://localhost/billing' }],
+      ['LOG_LEVEL', { LOG_LEVEL: 'loud', DATABASE_URL: databaseUrl }],
+    ] as const;
+    const results = await Promise.all(cases.map(([, env]) => billing(['keys', 'list'], env)));
+    for (const [i, result] of results.entries()) {
+      const variable = cases[i]?.[0] ?? '';
+      assert.equal(result.code, 78, `${variable}: ${result.stderr}`);
+      assert.equal(result.stdout, '');
+      const lines = result.stderr.trimEnd().split('\n');
+      assert.equal(lines.length, 1, result.stderr);
+      assert.match(lines[0] ?? '', new RegExp(`\\b${variable}\\b`));
+    }
+  });
+  test('migrate applies the migrations once, then says the database is up to date', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const first = await billing(['migrate'], { DATABASE_URL: databaseUrl });
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^applied \S+/);
+    const second = await billing(['migrate'], { DATABASE_URL: databaseUrl });
+    assert.equal(second.code, 0, second.stderr);
+    assert.equal(second.stdout, 'database is up to date\n');
+  });
+});
