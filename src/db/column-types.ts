@@ -9,13 +9,13 @@ export interface ColumnTypes {
 }
 
 /** True when `db` talks to PostgreSQL. */
-// biome-ignore lint/suspicious/noExplicitAny: migrations run against an untyped schema
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations run against an untyped schema
 export function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
 /** The column types to use on `db`'s dialect. */
-// biome-ignore lint/suspicious/noExplicitAny: migrations run against an untyped schema
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations run against an untyped schema
 export function columnTypes(db: Kysely<any>): ColumnTypes {
   return isPostgres(db)
     ? { timestamp: 'timestamptz', boolean: 'boolean', bigint: 'bigint' }

@@ -46,7 +46,7 @@ const pgTypes = {
     if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) {
       return (value: string) => new Date(oid === PG_TIMESTAMP ? `${value}Z` : value).toISOString();
     }
-    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's overloads do not accept a union format
     return pg.types.getTypeParser(oid, format as any);
   },
 };

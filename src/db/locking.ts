@@ -5,7 +5,7 @@ import type { SelectQueryBuilder } from 'kysely';
 import { isPostgres } from './column-types.ts';
 
 /** Adds FOR UPDATE on PostgreSQL: concurrent changes of the row queue behind this transaction. */
-// biome-ignore lint/suspicious/noExplicitAny: works for any select
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any select
 export function forUpdate<QB extends SelectQueryBuilder<any, any, any>>(
   query: QB,
   trx: Parameters<typeof isPostgres>[0],
@@ -17,7 +17,7 @@ export function forUpdate<QB extends SelectQueryBuilder<any, any, any>>(
  * Adds FOR UPDATE SKIP LOCKED on PostgreSQL: a worker claims only rows no other worker
  * holds, and a crashed worker's rows are free again when its transaction rolls back.
  */
-// biome-ignore lint/suspicious/noExplicitAny: works for any select
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any select
 export function claimRows<QB extends SelectQueryBuilder<any, any, any>>(
   query: QB,
   trx: Parameters<typeof isPostgres>[0],

@@ -64,7 +64,7 @@ export function parseListParams(query: ListQueryInput, defaultSort = 'created_at
 }
 
 /** Orders by the sort field then by id (the tie-break), and cuts the page. */
-// biome-ignore lint/suspicious/noExplicitAny: works for any table with an `id` column
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any table with an `id` column
 export function pageOf<QB extends SelectQueryBuilder<any, any, any>>(query: QB, params: ListParams): QB {
   return query
     .orderBy(params.sortBy, params.sortOrder)

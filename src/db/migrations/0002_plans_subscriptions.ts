@@ -2,7 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import { columnTypes } from '../column-types.ts';
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations describe the schema, not use it
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function up(db: Kysely<any>): Promise<void> {
   const t = columnTypes(db);
 
@@ -69,7 +69,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations describe the schema, not use it
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('subscriptions').execute();
   await db.schema.dropTable('plans').execute();
