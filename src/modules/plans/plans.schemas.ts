@@ -49,7 +49,15 @@ export const createPlanBody = {
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 255, examples: ['Pro monthly'] },
     amount: { type: 'integer', minimum: 0, maximum: 1_000_000_000_000, examples: [5000] },
-    currency: { type: 'string', pattern: '^[A-Z]{3}$', examples: ['NGN'] },
+    // No `pattern`: its failure could only say "not in the expected format"; the service
+    // checks the code against ISO 4217 and says so (e.g. for "usd").
+    currency: {
+      type: 'string',
+      minLength: 3,
+      maxLength: 3,
+      description: 'ISO 4217 code, upper-case.',
+      examples: ['NGN'],
+    },
     interval: { type: 'string', enum: [...PLAN_INTERVALS] },
     interval_count: { type: 'integer', minimum: 1, maximum: 365, default: 1 },
     trial_period_days: { type: 'integer', minimum: 0, maximum: 730, default: 0 },

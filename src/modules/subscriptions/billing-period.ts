@@ -1,6 +1,7 @@
 // Billing periods (SPEC §4): pure date arithmetic in UTC. Month and year steps keep the
 // day of month where it exists and clamp to the month's last day where it does not
-// (Jan 31 + 1 month = Feb 28/29), as Stripe does.
+// (Jan 31 + 1 month = Feb 28/29). Each step starts from the previous period's end, so a
+// clamped day stays clamped (Feb 28 → Mar 28); unlike Stripe there is no stored anchor day.
 import type { PlanInterval } from '../plans/plans.table.ts';
 
 const DAY_MS = 86_400_000;

@@ -144,10 +144,11 @@ export async function cancelSubscription(
     const comment = input.comment ?? row.cancellation_comment;
     try {
       if (input.at_period_end) {
-        if (row.cancel_at_period_end) return toSubscription(row);
+        // Asking again changes nothing, unless it brings a new comment.
+        if (row.cancel_at_period_end && comment === row.cancellation_comment) return toSubscription(row);
         return await transitionSubscription(trx, clock, row, 'schedule_cancel', {
           cancel_at_period_end: true,
-          cancelled_at: now,
+          cancelled_at: row.cancelled_at ?? now,
           cancellation_reason: 'requested',
           cancellation_comment: comment,
         });
