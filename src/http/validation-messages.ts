@@ -77,7 +77,9 @@ export function validationMessage(
   switch (failure.keyword) {
     case 'required': {
       const missing = fieldName(failure.instancePath, p.missingProperty);
-      return { message: `${capitalize(missing)} is required`, field: missing };
+      // "Email is required" (seed §7); snake_case and nested names stay as written.
+      const subject = /^[a-z]+$/.test(missing) ? capitalize(missing) : missing;
+      return { message: `${subject} is required`, field: missing };
     }
     case 'additionalProperties': {
       const extra = fieldName(failure.instancePath, p.additionalProperty);
