@@ -199,3 +199,40 @@ describe('billing CLI', { concurrency: true }, () => {
     assert.equal(second.stdout, 'database is up to date\n');
   });
 });
+
+/** Starts a long-running `billing` command, waits for `ready` in its output, sends SIGTERM. */
+function runUntilReady(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    let out = '';
+    let signalled = false;
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (!signalled && ready.test(out)) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('close', (code) => resolve({ code, out }));
+  });
+}
+
+describe('billing worker and serve', () => {
+  test('worker runs the background jobs alone and exits 0 on SIGTERM', async (t) => {
+    const result = await runUntilReady(['worker'], { DATABASE_URL: tempDatabaseUrl(t), LOG_LEVEL: 'info' }, /worker started/);
+    assert.equal(result.code, 0, result.out);
+    assert.match(result.out, /expire_incomplete_subscriptions/);
+  });
+
+  test('serve --no-worker serves the API and exits 0 on SIGTERM', async (t) => {
+    const result = await runUntilReady(
+      ['serve', '--no-worker'],
+      { DATABASE_URL: tempDatabaseUrl(t), LOG_LEVEL: 'info', PORT: '0' },
+      /Server listening/,
+    );
+    assert.equal(result.code, 0, result.out);
+    assert.match(result.out, /shutting down/);
+  });
+});
