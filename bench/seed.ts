@@ -6,14 +6,20 @@ import { openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { newId } from '../src/shared/ids.ts';
 
-/** Rows per multi-row INSERT: 9 columns × 500 rows stays far below SQLite's 32,766 bind limit. */
+/** Rows per multi-row INSERT: 8 columns × 500 rows stays far below SQLite's 32,766 bind limit. */
 const ROWS_PER_INSERT = 500;
 const COLUMNS = ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'updated_at', 'deleted_at'] as const;
 /** Customers are created over the two years before the seed runs. */
 const SPAN_MS = 2 * 365 * 86_400_000;
 
-const FIRST_NAMES = ['Ada', 'Chinedu', 'Grace', 'Tunde', 'Amara', 'Kofi', 'Zainab', 'Emeka', 'Ngozi', 'Yusuf', 'Fatima', 'Olu', 'Maria', 'John', 'Aisha', 'Ken'];
-const LAST_NAMES = ['Lovelace', 'Okafor', 'Hopper', 'Bakare', 'Nwosu', 'Mensah', 'Bello', 'Eze', 'Adeyemi', 'Ibrahim', 'Garcia', 'Smith', 'Musa', 'Obi', 'Diallo', 'Thompson'];
+const FIRST_NAMES = [
+  'Ada', 'Chinedu', 'Grace', 'Tunde', 'Amara', 'Kofi', 'Zainab', 'Emeka', 'Ngozi', 'Yusuf', 'Fatima',
+  'Olu', 'Maria', 'John', 'Aisha', 'Ken',
+];
+const LAST_NAMES = [
+  'Lovelace', 'Okafor', 'Hopper', 'Bakare', 'Nwosu', 'Mensah', 'Bello', 'Eze', 'Adeyemi', 'Ibrahim',
+  'Garcia', 'Smith', 'Musa', 'Obi', 'Diallo', 'Thompson',
+];
 const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example.io'];
 
 export interface SeedResult {
@@ -21,7 +27,7 @@ export interface SeedResult {
   count: number;
   /** Up to `sampleSize` ids drawn uniformly from the inserted rows, for by-id requests. */
   sampleIds: string[];
-  /** Wall time of the bulk insert alone (schema creation excluded), in ms. */
+  /** Wall time of the insert, index build and checkpoint (schema creation excluded), in ms. */
   insertMs: number;
 }
 
@@ -43,7 +49,9 @@ function pick<T>(items: readonly T[], random: () => number): T {
 
 function insertStatement(db: DatabaseSync, rows: number): StatementSync {
   const tuple = `(${COLUMNS.map(() => '?').join(', ')})`;
-  return db.prepare(`insert into customers (${COLUMNS.join(', ')}) values ${Array(rows).fill(tuple).join(', ')}`);
+  return db.prepare(
+    `insert into customers (${COLUMNS.join(', ')}) values ${Array(rows).fill(tuple).join(', ')}`,
+  );
 }
 
 /**
@@ -64,11 +72,10 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
   const db = new DatabaseSync(path);
   try {
     // Durability is irrelevant for throwaway bench data; the server reopens with its own pragmas.
+    // `threads` lets CREATE INDEX sort on both cores.
     db.exec('PRAGMA synchronous = OFF');
     db.exec('PRAGMA cache_size = -262144');
-    if (process.env.JM) db.exec(`PRAGMA journal_mode = ${process.env.JM}`);
-    const indexes = process.env.DROPIDX ? (db.prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'customers' and sql is not null").all() as {name:string;sql:string}[]) : [];
-    for (const index of indexes) db.exec(`drop index ${index.name}`);
+    db.exec('PRAGMA threads = 2');
     const random = prng(0x5eed);
     const sampleIds: string[] = [];
     const start = Date.now() - SPAN_MS;
@@ -77,6 +84,15 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
     const values: (string | null)[] = [];
 
     db.exec('BEGIN');
+    // Building the secondary indexes once, by sorting, after the rows are in is ~3x faster than
+    // maintaining five of them row by row. They are re-created from their own stored SQL, so
+    // the schema ends up exactly as the migration made it.
+    const indexes = db
+      .prepare(
+        "select name, sql from sqlite_master where type = 'index' and tbl_name = 'customers' and sql is not null",
+      )
+      .all() as { name: string; sql: string }[];
+    for (const index of indexes) db.exec(`drop index "${index.name}"`);
     for (let i = 0; i < count; i += 1) {
       const id = newId('customer');
       // Reservoir sampling: every row has the same chance of being in the sample.
@@ -88,7 +104,8 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
       const first = pick(FIRST_NAMES, random);
       const last = pick(LAST_NAMES, random);
       const createdMs = start + i * step + Math.floor(random() * step);
-      const updatedMs = random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
+      const updatedMs =
+        random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
       values.push(
         id,
         `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase(),
@@ -105,9 +122,7 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
       }
     }
     if (values.length > 0) insertStatement(db, values.length / COLUMNS.length).run(...values);
-    const t1 = performance.now();
     for (const index of indexes) db.exec(index.sql);
-    console.log('insert', Math.round(t1 - started), 'index', Math.round(performance.now() - t1));
     db.prepare(
       `insert into row_counts (name, count) values ('customers', ?)
        on conflict (name) do update set count = excluded.count`,

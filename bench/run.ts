@@ -1,0 +1,179 @@
+// `npm run bench`: seeds SQLite databases of 1,000 and 1,000,000 customers, runs the API on
+// each (and a bare Fastify baseline) in child processes, loads them with autocannon and prints
+// req/s and latency, each against the bare route of the same run. Measures, never fails on speed.
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Measurement, measureAll, type Target } from './measure.ts';
+import { seedCustomers } from './seed.ts';
+import { type RunningServer, startServer, stopAllServers } from './servers.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const API_KEY = 'bench_bootstrap_key_0123456789';
+const SMALL_ROWS = 1_000;
+
+/** Targets from the issue: list p99 at 1M rows ≤ 1.5× the 1k case; list req/s ≥ 40% of bare. */
+const TARGET_P99_GROWTH = 1.5;
+const TARGET_RPS_SHARE = 0.4;
+
+/** A number from the environment, or `fallback`; must be at least `min`. */
+function envNumber(name: string, fallback: number, min: number): number {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === '') return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min} (got "${text}")`);
+  return value;
+}
+
+const settings = {
+  /** Measured seconds per scenario. */
+  duration: envNumber('BENCH_DURATION', 5, 1),
+  /** Seconds of load thrown away before each measurement (JIT, caches). */
+  warmup: envNumber('BENCH_WARMUP', 2, 0),
+  connections: Math.round(envNumber('BENCH_CONNECTIONS', 20, 1)),
+  /** Interleaved slices of the measured time (see measure.ts). */
+  rounds: Math.round(envNumber('BENCH_ROUNDS', 5, 1)),
+  /** Rows of the big case (1,000,000 unless testing the bench itself). */
+  bigRows: Math.round(envNumber('BENCH_ROWS', 1_000_000, 10)),
+};
+
+interface Scenario extends Target {
+  label: string;
+}
+
+interface Row {
+  scenario: string;
+  result: Measurement;
+}
+
+const count = (n: number) => n.toLocaleString('en-US');
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+/** The 1-minute load average, with a warning when other work competes for the CPUs. */
+function loadNote(): string {
+  const load = loadavg()[0]!;
+  const busy = load > cpus().length * 0.5 ? ' — the machine was busy in the last minute; expect noisy figures' : '';
+  return `load average ${load.toFixed(2)} on ${cpus().length} CPUs${busy}`;
+}
+
+/** The API in a child process over the SQLite file `dbPath`, ready when /api/health answers. */
+function startApp(dbPath: string): Promise<RunningServer> {
+  return startServer(
+    join(ROOT, 'src/main.ts'),
+    {
+      DATABASE_URL: `sqlite:${dbPath}`,
+      API_KEYS: API_KEY,
+      LOG_LEVEL: 'warn',
+      // Rate limiting (SPEC §1, 100/s per key by default) would cap every figure; off for the bench.
+      RATE_LIMIT_MAX: '0',
+    },
+    '/api/health',
+  );
+}
+
+const auth = { authorization: `Bearer ${API_KEY}` };
+
+/** Fails the run early when the app does not answer as the bench assumes (200, exact total). */
+async function checkApp(app: RunningServer, rows: number, sampleId?: string): Promise<void> {
+  const response = await fetch(`${app.url}/api/customers`, { headers: auth });
+  const body = (await response.json()) as { data?: unknown[]; meta?: { total?: number } };
+  if (response.status !== 200 || body.meta?.total !== rows || body.data?.length !== Math.min(rows, 10)) {
+    throw new Error(`GET /api/customers answered ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
+  }
+  if (sampleId) {
+    const one = await fetch(`${app.url}/api/customers/${sampleId}`, { headers: auth });
+    await one.arrayBuffer();
+    if (one.status !== 200) throw new Error(`GET /api/customers/${sampleId} answered ${one.status}`);
+  }
+}
+
+function table(rows: Row[], bare: Measurement): string {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'rps vs bare', 'p99 vs bare'];
+  const lines = rows.map(({ scenario, result }) => [
+    scenario,
+    count(Math.round(result.rps)),
+    result.p50Ms.toFixed(2),
+    result.p99Ms.toFixed(2),
+    `${(result.rps / bare.rps).toFixed(2)}×`,
+    `${(result.p99Ms / bare.p99Ms).toFixed(2)}×`,
+  ]);
+  const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)));
+  const format = (cells: string[]) =>
+    cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ');
+  return [format(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...lines.map(format)].join('\n');
+}
+
+async function main(workDir: string): Promise<void> {
+  log(
+    `bench: Node ${process.version}, ${settings.connections} connections, ` +
+      `${settings.warmup} s warm-up + ${settings.duration} s per scenario in ${settings.rounds} rounds; ${loadNote()}`,
+  );
+  const smallPath = join(workDir, 'customers-1k.db');
+  const bigPath = join(workDir, 'customers-big.db');
+  const seed = async (path: string, rows: number) => {
+    process.stdout.write(`seeding ${count(rows)} customers … `);
+    const seeded = await seedCustomers(path, rows);
+    log(`${(seeded.insertMs / 1000).toFixed(1)} s, ${Math.round(statSync(path).size / 1_048_576)} MiB`);
+    return seeded;
+  };
+  await seed(smallPath, SMALL_ROWS);
+  const { sampleIds } = await seed(bigPath, settings.bigRows);
+
+  // All servers run at once (an idle one costs next to nothing) so the rounds can interleave them.
+  const bareServer = await startServer(join(ROOT, 'bench/bare-server.ts'), {}, '/');
+  const small = await startApp(smallPath);
+  const big = await startApp(bigPath);
+  await checkApp(small, SMALL_ROWS);
+  await checkApp(big, settings.bigRows, sampleIds[0]);
+  const randomCustomer = () => `/api/customers/${sampleIds[Math.floor(Math.random() * sampleIds.length)]}`;
+  const scenarios: Scenario[] = [
+    { label: 'bare Fastify GET / (baseline)', url: bareServer.url, path: '/' },
+    { label: `GET /api/customers @ ${count(SMALL_ROWS)}`, url: small.url, path: '/api/customers', headers: auth },
+    { label: `GET /api/customers @ ${count(settings.bigRows)}`, url: big.url, path: '/api/customers', headers: auth },
+    { label: `GET /api/customers/{id} @ ${count(settings.bigRows)}`, url: big.url, path: randomCustomer, headers: auth },
+  ];
+  process.stdout.write(`measuring ${scenarios.length} scenarios in ${settings.rounds} interleaved rounds … `);
+  const results = await measureAll(scenarios, settings, (round) => process.stdout.write(`${round} `));
+  log('done');
+  await Promise.all([bareServer.stop(), small.stop(), big.stop()]);
+  const rows: Row[] = scenarios.map((scenario, i) => ({ scenario: scenario.label, result: results[i]! }));
+  const [bare, smallList, bigList] = results as [Measurement, Measurement, Measurement, Measurement];
+
+  log(`\n${table(rows, bare)}\n`);
+  const failures = rows.filter((row) => row.result.failures > 0);
+  for (const { scenario, result } of failures) {
+    log(`WARNING: ${scenario}: ${result.failures} of ${result.requests} responses were errors or not 2xx`);
+  }
+  const growth = bigList.p99Ms / smallList.p99Ms;
+  const share = bigList.rps / bare.rps;
+  const verdict = (met: boolean) => (met ? 'met' : 'MISSED');
+  log('targets (measured, not enforced):');
+  log(
+    `  list p99 @ ${count(settings.bigRows)} ≤ ${TARGET_P99_GROWTH}× list p99 @ ${count(SMALL_ROWS)}: ` +
+      `${growth.toFixed(2)}× (p50 ${(bigList.p50Ms / smallList.p50Ms).toFixed(2)}×) — ${verdict(growth <= TARGET_P99_GROWTH)}`,
+  );
+  log(
+    `  list req/s @ ${count(settings.bigRows)} ≥ ${TARGET_RPS_SHARE * 100}% of bare: ` +
+      `${(share * 100).toFixed(0)}% — ${verdict(share >= TARGET_RPS_SHARE)}`,
+  );
+}
+
+mkdirSync(join(ROOT, '.bench'), { recursive: true });
+const workDir = mkdtempSync(join(ROOT, '.bench', 'run-'));
+const cleanUp = async () => {
+  await stopAllServers();
+  if (process.env.BENCH_KEEP !== '1') rmSync(workDir, { recursive: true, force: true });
+};
+process.once('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
+process.once('SIGTERM', () => void cleanUp().finally(() => process.exit(143)));
+
+try {
+  await main(workDir);
+} catch (error) {
+  process.stderr.write(
+    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}
