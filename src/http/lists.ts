@@ -107,3 +107,13 @@ export function simpleListSchema(item: object) {
     properties: { data: { type: 'array', items: item }, total: { type: 'integer' } },
   } as const;
 }
+
+/**
+ * How many rows a list's filtered query matches (`query` is the `selectFrom` with its
+ * `where`s, before any select). For unfiltered big lists use the kept count (db/counts.ts).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any table
+export async function countMatching(query: SelectQueryBuilder<any, any, object>): Promise<number> {
+  const row = await query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+  return Number((row as { total: number | string }).total);
+}

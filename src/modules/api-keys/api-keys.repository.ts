@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { ListParams } from '../../http/lists.ts';
-import { pageOf } from '../../http/lists.ts';
+import { countMatching, pageOf } from '../../http/lists.ts';
 import type { ApiKeyRow, ApiKeysTable } from './api-keys.table.ts';
 
 export async function insertApiKey(db: Kysely<Database>, row: ApiKeysTable): Promise<void> {
@@ -33,11 +33,7 @@ export async function listApiKeys(
   params: ListParams,
 ): Promise<{ rows: ApiKeyRow[]; total: number }> {
   const rows = await pageOf(db.selectFrom('api_keys').selectAll(), params).execute();
-  const { total } = await db
-    .selectFrom('api_keys')
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
-  return { rows, total: Number(total) };
+  return { rows, total: await countMatching(db.selectFrom('api_keys')) };
 }
 
 export async function updateApiKey(

@@ -4,7 +4,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import type { EventRow } from './events.table.ts';
@@ -76,12 +76,7 @@ export async function listEvents(
   const filtered = filters.topic !== undefined || filters.delivered !== undefined;
   const [rows, total] = await Promise.all([
     pageOf(query.selectAll(), params).execute(),
-    filtered
-      ? query
-          .select((eb) => eb.fn.countAll<number>().as('total'))
-          .executeTakeFirstOrThrow()
-          .then((r) => Number(r.total))
-      : readCount(db, 'events'),
+    filtered ? countMatching(query) : readCount(db, 'events'),
   ]);
   return pageEnvelope(rows.map(toEventView), total, params);
 }

@@ -2,7 +2,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
@@ -86,14 +86,11 @@ export async function getPlan(db: Kysely<Database>, id: string): Promise<Plan> {
 
 /** A page of plans, archived ones included. */
 export async function listPlans(db: Kysely<Database>, params: ListParams): Promise<Page<Plan>> {
-  const [rows, count] = await Promise.all([
+  const [rows, total] = await Promise.all([
     pageOf(db.selectFrom('plans').selectAll(), params).execute(),
-    db
-      .selectFrom('plans')
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .executeTakeFirstOrThrow(),
+    countMatching(db.selectFrom('plans')),
   ]);
-  return pageEnvelope(rows.map(toPlan), Number(count.total), params);
+  return pageEnvelope(rows.map(toPlan), total, params);
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { findCustomer } from '../customers/customers.repository.ts';
@@ -106,12 +106,7 @@ export async function listSubscriptions(
   const filtered = filters.customer_id !== undefined || filters.status !== undefined;
   const [rows, total] = await Promise.all([
     pageOf(query.selectAll(), params).execute(),
-    filtered
-      ? query
-          .select((eb) => eb.fn.countAll<number>().as('total'))
-          .executeTakeFirstOrThrow()
-          .then((r) => Number(r.total))
-      : readCount(db, 'subscriptions'),
+    filtered ? countMatching(query) : readCount(db, 'subscriptions'),
   ]);
   return pageEnvelope(rows.map(toSubscription), total, params);
 }
