@@ -35,7 +35,3 @@ export class ManualClock implements Clock {
   }
 }
 
-/** ISO 8601 UTC with milliseconds (`2026-11-21T18:58:03.120Z`), the API's only time format (SPEC §2). */
-export function isoNow(clock: Clock): string {
-  return clock.now().toISOString();
-}

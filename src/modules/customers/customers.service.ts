@@ -1,10 +1,10 @@
 // Customers: create, read, update, delete (SPEC §3). Each change writes its event in the
 // same transaction. Emails are unique among live customers, compared case-insensitively.
 import type { Kysely, Transaction } from 'kysely';
-import { isPostgres } from '../../db/column-types.ts';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { forUpdate } from '../../db/locking.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -102,9 +102,8 @@ export async function listCustomers(db: Kysely<Database>, params: ListParams): P
 
 /** Reads a live customer inside `trx`, locking its row on PostgreSQL so concurrent changes queue. */
 async function lockCustomer(trx: Transaction<Database>, id: string): Promise<CustomerRow> {
-  let query = trx.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null);
-  if (isPostgres(trx)) query = query.forUpdate();
-  const row = isIdOf('customer', id) ? await query.executeTakeFirst() : undefined;
+  const query = trx.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null);
+  const row = isIdOf('customer', id) ? await forUpdate(query, trx).executeTakeFirst() : undefined;
   if (!row) throw new NotFoundError('customer', id);
   return row;
 }
