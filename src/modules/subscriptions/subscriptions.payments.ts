@@ -14,6 +14,18 @@ import {
 } from './subscriptions.lifecycle.ts';
 
 /**
+ * What the payment-effect functions need to know about the payment that caused them, for
+ * dunning (SPEC §4 dunning case: `payment_id`, `amount_due`, `currency`). `paymentId` is the
+ * `pay_…` id of the recorded payment; `amount` is in minor units; `currency` is ISO 4217
+ * upper case. Optional so lifecycle tests can call without a recorded payment.
+ */
+export interface PaymentFacts {
+  paymentId: string | null;
+  amount: number;
+  currency: string;
+}
+
+/**
  * A successful payment for subscription `id`: activates `incomplete`, `trialing`,
  * `past_due` and `unpaid` and starts or extends the period per SPEC §4. A payment for a
  * `cancelled`, `incomplete_expired` or `paused` subscription changes nothing (it is
@@ -24,6 +36,7 @@ export async function applySuccessfulPayment(
   trx: Transaction<Database>,
   clock: Clock,
   id: string,
+  _payment?: PaymentFacts,
 ): Promise<Subscription> {
   const row = await lockSubscription(trx, id);
   if (!nextStatus(row.status, 'payment_succeeded')) return toSubscription(row);
@@ -52,6 +65,7 @@ export async function applyFailedPayment(
   trx: Transaction<Database>,
   clock: Clock,
   id: string,
+  _payment?: PaymentFacts,
 ): Promise<Subscription> {
   const row = await lockSubscription(trx, id);
   if (!nextStatus(row.status, 'payment_failed')) return toSubscription(row);
