@@ -11,6 +11,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002_plans_subscriptions': plansSubscriptions,
 };
 
+/** The names of every migration, in the order they apply. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS).sort();
+
 /**
  * Applies every pending migration. Returns the names applied (empty when up to date).
  * Throws the migration's own error when one fails; nothing after it runs.
