@@ -12,6 +12,7 @@ import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { customerRoutes } from './modules/customers/customers.routes.ts';
+import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
 import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
@@ -27,6 +28,7 @@ function allRoutes(deps: Deps): Route[] {
     ...customerRoutes(deps),
     ...planRoutes(deps),
     ...subscriptionRoutes(deps),
+    ...dunningRoutes(deps),
     ...eventRoutes(deps),
     ...apiKeyRoutes(deps),
   ];

@@ -97,6 +97,19 @@ test('a bad value names its variable', () => {
   }
 });
 
+test('schedules must be positive and ascending', () => {
+  for (const name of ['DUNNING_SCHEDULE', 'WEBHOOK_RETRY_SCHEDULE']) {
+    for (const value of ['3d,1d', '1d,1d', '0s,1d']) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: unknown) => error instanceof ConfigError && error.variable === name && /ascending/.test(error.message),
+        `${name}=${value}`,
+      );
+    }
+  }
+  assert.deepEqual(loadConfig({ DUNNING_SCHEDULE: '1h,2d' }).dunningScheduleMs, [3_600_000, 172_800_000]);
+});
+
 test('the process stops with exit code 78 and one line naming the variable', () => {
   const result = spawnSync(process.execPath, ['src/main.ts'], {
     env: { ...process.env, PORT: 'not-a-port', DATABASE_URL: 'sqlite::memory:' },

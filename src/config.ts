@@ -79,6 +79,9 @@ function durationList(env: Env, name: string, fallback: string): number[] {
       `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`,
     );
   }
+  if (list.some((ms, i) => ms <= 0 || (i > 0 && ms <= list[i - 1]!))) {
+    throw new ConfigError(name, `must list positive durations in ascending order (got "${text}")`);
+  }
   return list;
 }
 

@@ -1,6 +1,7 @@
 // The whole schema as Kysely sees it: one entry per table, each typed in its module.
 import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
 import type { CustomersTable } from '../modules/customers/customers.table.ts';
+import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/dunning.table.ts';
 import type { EventsTable } from '../modules/events/events.table.ts';
 import type { PlansTable } from '../modules/plans/plans.table.ts';
 import type { SubscriptionsTable } from '../modules/subscriptions/subscriptions.table.ts';
@@ -9,6 +10,8 @@ import type { RowCountsTable } from './counts.table.ts';
 export interface Database {
   api_keys: ApiKeysTable;
   customers: CustomersTable;
+  dunning_cases: DunningCasesTable;
+  dunning_steps: DunningStepsTable;
   events: EventsTable;
   plans: PlansTable;
   subscriptions: SubscriptionsTable;

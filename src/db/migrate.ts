@@ -4,11 +4,13 @@ import { type Migration, Migrator } from 'kysely/migration';
 import type { DatabaseHandle } from './connect.ts';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as plansSubscriptions from './migrations/0002_plans_subscriptions.ts';
+import * as dunning from './migrations/0006_dunning.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_plans_subscriptions': plansSubscriptions,
+  '0006_dunning': dunning,
 };
 
 /** The names of every migration, in the order they apply. */

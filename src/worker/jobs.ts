@@ -4,10 +4,12 @@ import {
   expireIncompleteSubscriptions,
   markUnpaidRenewalsPastDue,
 } from '../modules/subscriptions/subscriptions.jobs.ts';
+import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
 import type { Job } from './runner.ts';
 
 export const JOBS: readonly Job[] = [
   expireIncompleteSubscriptions,
   applyPeriodEndCancellations,
   markUnpaidRenewalsPastDue,
+  runDunningSchedule,
 ];

@@ -6,6 +6,8 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Job } from '../../worker/runner.ts';
+import { openOrCountDunningCase } from '../dunning/dunning.cases.ts';
+import { planPrice } from './subscriptions.payments.ts';
 import { transitionSubscription } from './subscriptions.lifecycle.ts';
 import type { SubscriptionRow } from './subscriptions.table.ts';
 
@@ -45,13 +47,15 @@ export const expireIncompleteSubscriptions: Job = {
 
 /**
  * `active`/`trialing` whose period (or trial) ended RENEWAL_GRACE ago without a payment
- * → `past_due`. Subscriptions flagged to cancel at period end are left to that job.
+ * → `past_due`, with a dunning case (reason `renewal_unpaid`, owing the plan's price; issue 6).
+ * Subscriptions flagged to cancel at period end are left to that job.
  */
 export const markUnpaidRenewalsPastDue: Job = {
   name: 'mark_unpaid_renewals_past_due',
   batchSize: BATCH_SIZE,
-  run: ({ db, clock, config }) =>
-    db.transaction().execute(async (trx) => {
+  run: (deps) =>
+    deps.db.transaction().execute(async (trx) => {
+      const { clock, config } = deps;
       const cutoff = new Date(clock.now().getTime() - config.renewalGraceMs).toISOString();
       const rows = await claimDue(trx, (q) =>
         q
@@ -60,7 +64,16 @@ export const markUnpaidRenewalsPastDue: Job = {
           .where('cancel_at_period_end', '=', false)
           .orderBy('current_period_end'),
       );
-      for (const row of rows) await transitionSubscription(trx, clock, row, 'renewal_unpaid');
+      for (const row of rows) {
+        await transitionSubscription(trx, clock, row, 'renewal_unpaid');
+        const price = await planPrice(trx, row.plan_id);
+        await openOrCountDunningCase(trx, deps, row, {
+          reason: 'renewal_unpaid',
+          paymentId: null,
+          amountDue: price.amount,
+          currency: price.currency,
+        });
+      }
       return rows.length;
     }),
 };

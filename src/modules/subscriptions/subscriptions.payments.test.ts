@@ -10,11 +10,11 @@ const DAY = 24 * HOUR;
 const NOW = '2026-01-15T10:00:00.000Z';
 
 function pay(app: TestApp, id: string) {
-  return app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps.clock, id));
+  return app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, id));
 }
 
 function failPayment(app: TestApp, id: string) {
-  return app.deps.db.transaction().execute((trx) => applyFailedPayment(trx, app.deps.clock, id));
+  return app.deps.db.transaction().execute((trx) => applyFailedPayment(trx, app.deps, id));
 }
 
 /** Subscription events so far, oldest first, as [topic, data]. */
@@ -214,7 +214,7 @@ test('the status change and its event roll back with the caller’s transaction'
   const sub = await createSubscription(app);
   await assert.rejects(
     app.deps.db.transaction().execute(async (trx) => {
-      const after = await applySuccessfulPayment(trx, app.deps.clock, sub.id);
+      const after = await applySuccessfulPayment(trx, app.deps, sub.id);
       assert.equal(after.status, 'active');
       throw new Error('recording the payment failed');
     }),

@@ -28,11 +28,11 @@ async function topics(app: TestApp): Promise<string[]> {
 
 /** A payment succeeding for the subscription, as provider processing applies it. */
 function pay(app: TestApp, id: string) {
-  return app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps.clock, id));
+  return app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, id));
 }
 
 function failPayment(app: TestApp, id: string) {
-  return app.deps.db.transaction().execute((trx) => applyFailedPayment(trx, app.deps.clock, id));
+  return app.deps.db.transaction().execute((trx) => applyFailedPayment(trx, app.deps, id));
 }
 
 /** past_due → unpaid, as dunning's final action does with DUNNING_FINAL_ACTION=unpaid. */

@@ -1,5 +1,6 @@
 // Subscriptions: create, read, cancel, pause, resume (SPEC §3, §4). Status changes go
 // through subscriptions.lifecycle.ts; this module decides what each request means.
+import { closeOpenCase } from '../dunning/dunning.cases.ts';
 import type { Kysely } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
@@ -122,7 +123,7 @@ function cannotCancel(): AppError {
 
 /**
  * Cancels now (default: `cancelled`, `cancelled_at`/`ended_at` = now, reason `requested`,
- * emits `subscription.cancelled`) or, with `at_period_end`, flags the subscription so the
+ * emits `subscription.cancelled`, closes an open dunning case as `cancelled`) or, with `at_period_end`, flags the subscription so the
  * worker cancels it at `current_period_end` (only from `trialing`/`active`; emits
  * `subscription.updated`). Throws 404 for unknown ids; 409 `validation_error` with
  * CANNOT_CANCEL when the state forbids it — nothing changes then.
@@ -148,13 +149,15 @@ export async function cancelSubscription(
           cancellation_comment: comment,
         });
       }
-      return await transitionSubscription(trx, clock, row, 'cancel', {
+      const cancelled = await transitionSubscription(trx, clock, row, 'cancel', {
         cancel_at_period_end: false,
         cancelled_at: now,
         ended_at: now,
         cancellation_reason: 'requested',
         cancellation_comment: comment,
       });
+      await closeOpenCase(trx, clock, id, 'cancelled');
+      return cancelled;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) throw cannotCancel();
       throw error;

@@ -1,0 +1,165 @@
+// Dunning cases (SPEC §4 "Dunning case", issue 6): opened by a failed payment or an unpaid
+// renewal, counted on further failures, recovered by a payment, closed by a cancel. Every
+// change commits with its event in the caller's transaction (SPEC §6 outbox).
+import type { Transaction } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { newId } from '../../shared/ids.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { nextActionAt } from './dunning-schedule.ts';
+import type { DunningCaseRow, DunningCaseStatus, DunningReason } from './dunning.table.ts';
+
+/** What dunning needs from the running service: the time and the schedule (Deps fits). */
+export interface DunningContext {
+  clock: Clock;
+  config: Pick<Config, 'dunningScheduleMs' | 'dunningFinalAction'>;
+}
+
+/** A dunning case as the API returns it (SPEC §4 fields); `amount_due` in minor units. */
+export interface DunningCase {
+  id: string;
+  customer_id: string;
+  subscription_id: string;
+  payment_id: string | null;
+  status: DunningCaseStatus;
+  reason: DunningReason;
+  attempts: number;
+  step: number;
+  next_action_at: string | null;
+  amount_due: number;
+  currency: string;
+  opened_at: string;
+  closed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function toDunningCase(row: DunningCaseRow): DunningCase {
+  return {
+    id: row.id,
+    customer_id: row.customer_id,
+    subscription_id: row.subscription_id,
+    payment_id: row.payment_id,
+    status: row.status,
+    reason: row.reason,
+    attempts: row.attempts,
+    step: row.step,
+    next_action_at: row.next_action_at,
+    amount_due: row.amount_due,
+    currency: row.currency,
+    opened_at: row.opened_at,
+    closed_at: row.closed_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** What opened (or re-failed) a case: the cause, and what is owed. */
+export interface DunningOpening {
+  reason: DunningReason;
+  /** The failed payment (`pay_…`), or null for an unpaid renewal. */
+  paymentId: string | null;
+  /** Minor units. */
+  amountDue: number;
+  /** ISO 4217, upper case. */
+  currency: string;
+}
+
+/** The subscription's open case, locked on PostgreSQL, or undefined. */
+export async function findOpenCase(
+  trx: Transaction<Database>,
+  subscriptionId: string,
+): Promise<DunningCaseRow | undefined> {
+  return forUpdate(
+    trx
+      .selectFrom('dunning_cases')
+      .selectAll()
+      .where('subscription_id', '=', subscriptionId)
+      .where('status', '=', 'open'),
+    trx,
+  ).executeTakeFirst();
+}
+
+/**
+ * Opens a case for `subscription` and emits `dunning.started`, or — when one is already
+ * open — counts one more attempt on it (no event: the failure has its own `payment.failed`).
+ * Its first step is due DUNNING_SCHEDULE[0] after opening. The caller holds the
+ * subscription's lock (lockSubscription), so two failures cannot both open a case; the
+ * partial unique index on open cases is the backstop. Returns the case after.
+ */
+export async function openOrCountDunningCase(
+  trx: Transaction<Database>,
+  { clock, config }: DunningContext,
+  subscription: { id: string; customer_id: string },
+  opening: DunningOpening,
+): Promise<DunningCase> {
+  const now = clock.now().toISOString();
+  const open = await findOpenCase(trx, subscription.id);
+  if (open) {
+    const counted: DunningCaseRow = { ...open, attempts: open.attempts + 1, updated_at: now };
+    await trx
+      .updateTable('dunning_cases')
+      .set({ attempts: counted.attempts, updated_at: now })
+      .where('id', '=', open.id)
+      .execute();
+    return toDunningCase(counted);
+  }
+  const row: DunningCaseRow = {
+    id: newId('dunningCase'),
+    customer_id: subscription.customer_id,
+    subscription_id: subscription.id,
+    payment_id: opening.paymentId,
+    status: 'open',
+    reason: opening.reason,
+    attempts: 1,
+    step: 0,
+    next_action_at: nextActionAt(clock.now(), 0, config.dunningScheduleMs).toISOString(),
+    amount_due: opening.amountDue,
+    currency: opening.currency,
+    opened_at: now,
+    closed_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await trx.insertInto('dunning_cases').values(row).execute();
+  const created = toDunningCase(row);
+  await emitEvent(trx, clock, 'dunning.started', created);
+  return created;
+}
+
+/**
+ * Closes the subscription's open case, if any, as `status` (`recovered` after a successful
+ * payment, emitting `dunning.recovered`; `cancelled` when the subscription is cancelled, no
+ * event of its own — `subscription.cancelled` tells it). Returns the closed case or undefined.
+ */
+export async function closeOpenCase(
+  trx: Transaction<Database>,
+  clock: Clock,
+  subscriptionId: string,
+  status: 'recovered' | 'cancelled',
+): Promise<DunningCase | undefined> {
+  const open = await findOpenCase(trx, subscriptionId);
+  if (!open) return undefined;
+  const closed = await closeCase(trx, clock, open, status);
+  if (status === 'recovered') await emitEvent(trx, clock, 'dunning.recovered', closed);
+  return closed;
+}
+
+/** Writes `row` as closed with `status` now; no event. */
+export async function closeCase(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: DunningCaseRow,
+  status: Exclude<DunningCaseStatus, 'open'>,
+): Promise<DunningCase> {
+  const now = clock.now().toISOString();
+  const closed: DunningCaseRow = { ...row, status, closed_at: now, next_action_at: null, updated_at: now };
+  await trx
+    .updateTable('dunning_cases')
+    .set({ status, closed_at: now, next_action_at: null, updated_at: now })
+    .where('id', '=', row.id)
+    .execute();
+  return toDunningCase(closed);
+}

@@ -1,0 +1,102 @@
+// The dunning schedule's work (SPEC §4, §7; issue 6): each due step of an open case emits
+// `dunning.reminder`, and after the last one the final action exhausts the case and
+// cancels the subscription or marks it `unpaid` (DUNNING_FINAL_ACTION).
+//
+// Exactly once: a batch of due cases is claimed (SKIP LOCKED on PostgreSQL; SQLite's
+// BEGIN IMMEDIATE serializes writers) and each case's step, its event and the case's new
+// `next_action_at` commit in that one transaction. A crash mid-step rolls all of it back,
+// and the step is taken again by whichever worker claims the case next. The
+// `dunning_steps` primary key (case, step) refuses a second copy of any step.
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { claimRows } from '../../db/locking.ts';
+import type { Job } from '../../worker/runner.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { nextStatus } from '../subscriptions/subscription-status.ts';
+import { lockSubscription, transitionSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
+import { closeCase, type DunningCase, type DunningContext, toDunningCase } from './dunning.cases.ts';
+import { isFinalActionNext, nextActionAt } from './dunning-schedule.ts';
+import type { DunningCaseRow } from './dunning.table.ts';
+
+const BATCH_SIZE = 50;
+
+/** `dunning.reminder` data: the case after the step, and whether it was the last warning. */
+export interface DunningReminder extends DunningCase {
+  final: boolean;
+}
+
+/**
+ * Takes the case's next step: records it, emits `dunning.reminder` (the case with `step`,
+ * `amount_due`, `currency` and `final`) and moves `next_action_at` to the following step or,
+ * after the last, to the final action. Returns the reminder sent.
+ */
+async function takeStep(trx: Transaction<Database>, ctx: DunningContext, row: DunningCaseRow) {
+  const schedule = ctx.config.dunningScheduleMs;
+  const step = row.step + 1;
+  const now = ctx.clock.now().toISOString();
+  const next = nextActionAt(new Date(row.opened_at), step, schedule).toISOString();
+  const updated: DunningCaseRow = { ...row, step, next_action_at: next, updated_at: now };
+  await trx
+    .updateTable('dunning_cases')
+    .set({ step, next_action_at: next, updated_at: now })
+    .where('id', '=', row.id)
+    .execute();
+  const reminder: DunningReminder = { ...toDunningCase(updated), final: step === schedule.length };
+  const eventId = await emitEvent(trx, ctx.clock, 'dunning.reminder', reminder);
+  await trx
+    .insertInto('dunning_steps')
+    .values({ case_id: row.id, step, final: reminder.final, event_id: eventId, taken_at: now })
+    .execute();
+  return reminder;
+}
+
+/**
+ * The final action (SPEC §4): the case becomes `exhausted` (`dunning.exhausted`) and a
+ * `past_due` subscription becomes `cancelled` with reason `dunning_exhausted`, or `unpaid`,
+ * per DUNNING_FINAL_ACTION, with its own event. A subscription in any other state is left
+ * as it is (the transition table decides).
+ */
+async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext, row: DunningCaseRow) {
+  const { clock, config } = ctx;
+  const exhausted = await closeCase(trx, clock, row, 'exhausted');
+  await emitEvent(trx, clock, 'dunning.exhausted', exhausted);
+  const subscription = await lockSubscription(trx, row.subscription_id);
+  const now = clock.now().toISOString();
+  if (config.dunningFinalAction === 'cancel') {
+    if (!nextStatus(subscription.status, 'dunning_exhausted_cancel')) return;
+    await transitionSubscription(trx, clock, subscription, 'dunning_exhausted_cancel', {
+      cancel_at_period_end: false,
+      cancelled_at: now,
+      ended_at: now,
+      cancellation_reason: 'dunning_exhausted',
+    });
+  } else if (nextStatus(subscription.status, 'dunning_exhausted_unpaid')) {
+    await transitionSubscription(trx, clock, subscription, 'dunning_exhausted_unpaid');
+  }
+}
+
+/** Open cases whose next step or final action is due: one action per case per claim. */
+export const runDunningSchedule: Job = {
+  name: 'run_dunning_schedule',
+  batchSize: BATCH_SIZE,
+  run: (deps) =>
+    deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now().toISOString();
+      const rows = await claimRows(
+        trx
+          .selectFrom('dunning_cases')
+          .selectAll()
+          .where('status', '=', 'open')
+          .where('next_action_at', '<=', now)
+          .orderBy('next_action_at')
+          .orderBy('id')
+          .limit(BATCH_SIZE),
+        trx,
+      ).execute();
+      for (const row of rows) {
+        if (isFinalActionNext(row.step, deps.config.dunningScheduleMs)) await applyFinalAction(trx, deps, row);
+        else await takeStep(trx, deps, row);
+      }
+      return rows.length;
+    }),
+};

@@ -1,0 +1,196 @@
+// The dunning lists (SPEC §3, seed: "dunning lists (lists relating to failed-payment
+// follow-up)", `{data, total}` shape): cases, one case with its steps, past-due
+// subscriptions, and cases whose next action is coming up.
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/database.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import { countMatching, type ListParams, pageOf } from '../../http/lists.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf } from '../../shared/ids.ts';
+import type { SubscriptionStatus } from '../subscriptions/subscription-status.ts';
+import { type DunningCase, toDunningCase } from './dunning.cases.ts';
+import { isFinalActionNext } from './dunning-schedule.ts';
+import type { DunningCaseRow, DunningCaseStatus } from './dunning.table.ts';
+
+const DAY_MS = 86_400_000;
+
+/** A dunning list (SPEC §2): the page's items and how many match in all; no `meta`. */
+export interface SimpleList<T> {
+  data: T[];
+  total: number;
+}
+
+/** One step taken on a case: when, whether it was the final warning, and its event. */
+export interface DunningStep {
+  step: number;
+  final: boolean;
+  taken_at: string;
+  event_id: string;
+}
+
+export interface DunningCaseWithSteps extends DunningCase {
+  steps: DunningStep[];
+}
+
+/** `status` filter of the cases list: one status, or `all`. */
+export type CaseStatusFilter = DunningCaseStatus | 'all';
+
+/** A page of cases in `status` (default `open`), sorted per `params`. */
+export async function listCases(
+  db: Kysely<Database>,
+  params: ListParams,
+  status: CaseStatusFilter = 'open',
+): Promise<SimpleList<DunningCase>> {
+  let query = db.selectFrom('dunning_cases');
+  if (status !== 'all') query = query.where('status', '=', status);
+  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
+  return { data: rows.map(toDunningCase), total };
+}
+
+/** One case with the steps taken on it, oldest first. Throws 404 `not_found`. */
+export async function getCase(db: Kysely<Database>, id: string): Promise<DunningCaseWithSteps> {
+  const row = isIdOf('dunningCase', id)
+    ? await db.selectFrom('dunning_cases').selectAll().where('id', '=', id).executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('dunning case', id);
+  const steps = await db
+    .selectFrom('dunning_steps')
+    .selectAll()
+    .where('case_id', '=', id)
+    .orderBy('step')
+    .execute();
+  return {
+    ...toDunningCase(row),
+    steps: steps.map((s) => ({
+      step: s.step,
+      final: Boolean(s.final),
+      taken_at: s.taken_at,
+      event_id: s.event_id,
+    })),
+  };
+}
+
+/** One row of the past-due list. `amount_due` in minor units. */
+export interface PastDueSubscription {
+  subscription_id: string;
+  customer_id: string;
+  customer_email: string;
+  plan_id: string;
+  status: Extract<SubscriptionStatus, 'past_due' | 'unpaid'>;
+  /** The open case's id; null once dunning is exhausted (`unpaid`) or before any case. */
+  dunning_case_id: string | null;
+  amount_due: number;
+  currency: string;
+  /** When the subscription fell behind: its latest case's opening, else its period end. */
+  overdue_since: string;
+  /** Whole days from `overdue_since` to now. */
+  days_overdue: number;
+}
+
+export const PAST_DUE_SORT_FIELDS = ['created_at', 'current_period_end'] as const;
+
+/**
+ * A page of subscriptions in `past_due` or `unpaid`, each with its customer's email and
+ * what it owes: the open case's `amount_due` (or, once exhausted, the latest case's; with no
+ * case at all, the plan's price). Sorted by the subscription's `params.sortBy`.
+ */
+export async function listPastDue(
+  db: Kysely<Database>,
+  clock: Clock,
+  params: ListParams,
+): Promise<SimpleList<PastDueSubscription>> {
+  const behind = db.selectFrom('subscriptions').where('subscriptions.status', 'in', ['past_due', 'unpaid']);
+  const sortBy = params.sortBy === 'current_period_end' ? 'current_period_end' : 'created_at';
+  const [rows, total] = await Promise.all([
+    behind
+      .innerJoin('customers', 'customers.id', 'subscriptions.customer_id')
+      .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
+      .select([
+        'subscriptions.id',
+        'subscriptions.customer_id',
+        'subscriptions.plan_id',
+        'subscriptions.status',
+        'subscriptions.current_period_end',
+        'subscriptions.updated_at',
+        'customers.email',
+        'plans.amount',
+        'plans.currency',
+      ])
+      .orderBy(`subscriptions.${sortBy}`, params.sortOrder)
+      .orderBy('subscriptions.id', params.sortOrder)
+      .limit(params.limit)
+      .offset(params.offset)
+      .execute(),
+    countMatching(behind),
+  ]);
+  const latestCase = new Map<string, DunningCaseRow>();
+  if (rows.length > 0) {
+    const cases = await db
+      .selectFrom('dunning_cases')
+      .selectAll()
+      .where(
+        'subscription_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .where('status', 'in', ['open', 'exhausted'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    for (const c of cases) if (!latestCase.has(c.subscription_id)) latestCase.set(c.subscription_id, c);
+  }
+  const now = clock.now().getTime();
+  const data = rows.map((row): PastDueSubscription => {
+    const dunningCase = latestCase.get(row.id);
+    const overdueSince = dunningCase?.opened_at ?? row.current_period_end ?? row.updated_at;
+    return {
+      subscription_id: row.id,
+      customer_id: row.customer_id,
+      customer_email: row.email,
+      plan_id: row.plan_id,
+      status: row.status as PastDueSubscription['status'],
+      dunning_case_id: dunningCase?.status === 'open' ? dunningCase.id : null,
+      amount_due: dunningCase?.amount_due ?? row.amount,
+      currency: dunningCase?.currency ?? row.currency,
+      overdue_since: overdueSince,
+      days_overdue: Math.max(0, Math.floor((now - new Date(overdueSince).getTime()) / DAY_MS)),
+    };
+  });
+  return { data, total };
+}
+
+/** An open case with what happens next: reminder step `next_step`, or the final action. */
+export interface UpcomingCase extends DunningCase {
+  next_action: 'reminder' | 'final_action';
+  /** The step the next reminder will be; null when the final action is next. */
+  next_step: number | null;
+}
+
+/**
+ * A page of open cases whose next action is due within `withinMs` of now (already overdue
+ * ones included), sorted per `params`.
+ */
+export async function listUpcoming(
+  db: Kysely<Database>,
+  clock: Clock,
+  config: Pick<Config, 'dunningScheduleMs'>,
+  params: ListParams,
+  withinMs: number,
+): Promise<SimpleList<UpcomingCase>> {
+  const horizon = new Date(clock.now().getTime() + withinMs).toISOString();
+  const query = db
+    .selectFrom('dunning_cases')
+    .where('status', '=', 'open')
+    .where('next_action_at', '<=', horizon);
+  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
+  const data = rows.map((row): UpcomingCase => {
+    const final = isFinalActionNext(row.step, config.dunningScheduleMs);
+    return {
+      ...toDunningCase(row),
+      next_action: final ? 'final_action' : 'reminder',
+      next_step: final ? null : row.step + 1,
+    };
+  });
+  return { data, total };
+}
