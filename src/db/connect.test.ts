@@ -78,3 +78,33 @@ test('processes migrating one fresh SQLite file at once apply each migration exa
   assert.equal(runs.filter((r) => r.out.startsWith('applied 0001_foundation')).length, 1);
   assert.equal(runs.filter((r) => r.out.includes('database is up to date')).length, 2);
 });
+
+test('PostgreSQL introspection (the Migrator) sees only its own schema, even while others are dropped', {
+  skip: !ON_POSTGRES && 'PostgreSQL only: schemas',
+}, async (t) => {
+  const own = await createTestDatabase();
+  const other = await createTestDatabase();
+  t.after(() => Promise.all([own.drop(), other.drop()]));
+  const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: own.schema });
+  const otherHandle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: other.schema });
+  t.after(() => Promise.all([handle.close(), otherHandle.close()]));
+  await sql.raw(`create table ${other.schema}.stranger (id int)`).execute(otherHandle.db);
+  await migrateToLatest(handle);
+  const tables = await handle.db.introspection.getTables();
+  assert.ok(tables.every((table) => table.schema === own.schema));
+  assert.ok(tables.some((table) => table.name === 'customers'));
+  assert.ok(!tables.some((table) => table.name === 'stranger'));
+  assert.ok(!tables.some((table) => table.name === 'kysely_migration'), 'Kysely tables hidden by default');
+  const customers = tables.find((table) => table.name === 'customers');
+  assert.ok(customers?.columns.some((column) => column.name === 'email' && column.dataType === 'text'));
+  // Schemas created and dropped while migrating another never break its table lookup.
+  const churn = (async () => {
+    for (let i = 0; i < 20; i++) {
+      const temporary = await createTestDatabase();
+      await sql.raw(`create table ${temporary.schema}.t (id serial primary key)`).execute(otherHandle.db);
+      await temporary.drop();
+    }
+  })();
+  for (let i = 0; i < 20; i++) assert.deepEqual(await migrateToLatest(handle), []);
+  await churn;
+});

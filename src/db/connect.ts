@@ -6,12 +6,19 @@ import { DatabaseSync } from 'node:sqlite';
 import {
   CompiledQuery,
   type DatabaseConnection,
+  type DatabaseIntrospector,
+  type DatabaseMetadataOptions,
   type DialectAdapter,
   type Driver,
   Kysely,
   PostgresDialect,
+  type PostgresDialectConfig,
+  PostgresIntrospector,
+  type SchemaMetadata,
   SqliteAdapter,
   SqliteDialect,
+  sql,
+  type TableMetadata,
 } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
@@ -94,6 +101,87 @@ function openSqlite(path: string): DatabaseHandle {
   return { db, dialect: 'sqlite', schema: undefined, close: () => db.destroy() };
 }
 
+/** Kysely's own bookkeeping tables, hidden unless asked for (as Kysely's introspectors do). */
+const KYSELY_TABLES = new Set(['kysely_migration', 'kysely_migration_lock']);
+
+/**
+ * Introspects ONE schema. Kysely's PostgresIntrospector reads every schema in the database,
+ * and calls functions that look relations up by name, so a schema dropped meanwhile (by
+ * another tenant, or a parallel test) makes the Migrator's "does my table exist?" fail.
+ * The Migrator only needs its own schema's tables.
+ */
+class SchemaIntrospector implements DatabaseIntrospector {
+  readonly #db: Kysely<unknown>;
+  readonly #schema: string;
+
+  constructor(db: Kysely<unknown>, schema: string) {
+    this.#db = db;
+    this.#schema = schema;
+  }
+
+  getSchemas(): Promise<SchemaMetadata[]> {
+    return new PostgresIntrospector(this.#db).getSchemas();
+  }
+
+  async getTables(options: DatabaseMetadataOptions = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
+    const { rows } = await sql<{
+      table_name: string;
+      is_view: boolean;
+      is_foreign: boolean;
+      column_name: string | null;
+      data_type: string | null;
+      is_nullable: boolean | null;
+      has_default: boolean | null;
+      is_identity: boolean | null;
+    }>`
+      select c.relname as table_name, c.relkind = 'v' as is_view, c.relkind = 'f' as is_foreign,
+             a.attname as column_name,
+             format_type(a.atttypid, a.atttypmod) as data_type, not a.attnotnull as is_nullable,
+             a.atthasdef as has_default, a.attidentity <> '' as is_identity
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      left join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+      where n.nspname = ${this.#schema} and c.relkind in ('r', 'v', 'p', 'f')
+      order by c.relname, a.attnum`.execute(this.#db);
+    const tables = new Map<string, TableMetadata>();
+    for (const row of rows) {
+      if (!options.withInternalKyselyTables && KYSELY_TABLES.has(row.table_name)) continue;
+      const table = tables.get(row.table_name) ?? {
+        name: row.table_name,
+        isView: row.is_view,
+        isForeign: row.is_foreign,
+        schema: this.#schema,
+        columns: [],
+      };
+      tables.set(row.table_name, table);
+      if (row.column_name === null) continue;
+      table.columns.push({
+        name: row.column_name,
+        dataType: row.data_type ?? '',
+        isNullable: row.is_nullable ?? true,
+        isAutoIncrementing: row.is_identity ?? false,
+        hasDefaultValue: row.has_default ?? false,
+      });
+    }
+    return [...tables.values()];
+  }
+}
+
+/** PostgresDialect whose introspection (used by the Migrator) stays within `schema`. */
+class SchemaScopedPostgresDialect extends PostgresDialect {
+  readonly #schema: string;
+
+  constructor(config: PostgresDialectConfig, schema: string) {
+    super(config);
+    this.#schema = schema;
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely's signature
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new SchemaIntrospector(db, this.#schema);
+  }
+}
+
 function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   const schema = options.schema ?? 'public';
   const pool = new pg.Pool({
@@ -104,7 +192,7 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }, schema) });
   return { db, dialect: 'postgres', schema, close: () => db.destroy() };
 }
 
