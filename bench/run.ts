@@ -4,7 +4,9 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import { benchDeliveries } from './deliveries.ts';
 import { type Measurement, measureAll, type Target } from './measure.ts';
+import { benchNotify } from './notify.ts';
 import { seedCustomers } from './seed.ts';
 import { type RunningServer, startServer, stopAllServers } from './servers.ts';
 
@@ -156,6 +158,8 @@ async function main(workDir: string): Promise<void> {
     `  list req/s @ ${count(settings.bigRows)} ≥ ${TARGET_RPS_SHARE * 100}% of bare: ` +
       `${(share * 100).toFixed(0)}% — ${verdict(share >= TARGET_RPS_SHARE)}`,
   );
+  await benchNotify(workDir, settings, log);
+  await benchDeliveries(workDir, { duration: settings.duration }, log);
 }
 
 mkdirSync(join(ROOT, '.bench'), { recursive: true });

@@ -5,18 +5,26 @@ import type { DestinationStream } from 'pino';
 import type { Deps } from './deps.ts';
 import { authenticate } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors.ts';
+import { registerIdempotency } from './http/idempotency.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
 import { loggerOptions } from './http/logger.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { registerRateLimits } from './http/rate-limit.ts';
 import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { customerRoutes } from './modules/customers/customers.routes.ts';
 import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
 import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
+import { paymentRoutes } from './modules/payments/payments.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
+import { registerNotifyRoutes } from './modules/provider-events/notify.routes.ts';
 import { subscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
+import { DATABASE_GAUGES } from './observability/gauges.ts';
+import { Metrics } from './observability/metrics.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -28,7 +36,9 @@ function allRoutes(deps: Deps): Route[] {
     ...customerRoutes(deps),
     ...planRoutes(deps),
     ...subscriptionRoutes(deps),
+    ...paymentRoutes(deps),
     ...dunningRoutes(deps),
+    ...webhookRoutes(deps),
     ...eventRoutes(deps),
     ...apiKeyRoutes(deps),
   ];
@@ -37,6 +47,8 @@ function allRoutes(deps: Deps): Route[] {
 export interface AppOptions {
   /** Where logs go (default stdout); tests pass a stream to read them. */
   logStream?: DestinationStream;
+  /** Metrics to record into (default: new ones with every database gauge); see `app.metrics`. */
+  metrics?: Metrics;
 }
 
 /** Builds the Fastify app over `deps`. Call `ready()`/`listen()`; closing the app does not close deps. */
@@ -50,7 +62,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
-    return503OnClosing: true,
+    // While draining, server.ts answers requests on open connections 503 in the envelope.
+    return503OnClosing: false,
   });
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request, reply) => {
@@ -58,12 +71,23 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
   registerErrorHandling(app);
   registerJsonBodyParser(app);
+  const metrics = options.metrics ?? new Metrics(deps, app.log, { gauges: DATABASE_GAUGES });
+  app.decorate('metrics', metrics);
+  metrics.instrument(app);
+  // Hook order matters: rate limits run before authentication (a flood of bad keys never
+  // reaches the database), idempotency after it (keys are scoped per API key).
+  await registerSecurityHeaders(app);
+  await registerRateLimits(app, deps.config);
+  registerIdempotency(app, deps);
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerOpenApi(app);
 
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(deps));
     for (const route of allRoutes(deps)) api.route(route);
+    // POST /api/notify verifies provider signatures on the exact bytes: its own context
+    // reads raw bodies, so the app's JSON parser never touches them.
+    await api.register(async (raw) => registerNotifyRoutes(raw, deps));
   });
   return app;
 }

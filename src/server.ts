@@ -1,42 +1,163 @@
-// Runs the service: config → deps → buildApp → listen, with graceful shutdown on SIGTERM/SIGINT.
+// Runs the service: config → deps → buildApp → listen, with graceful shutdown on SIGTERM/SIGINT
+// (SPEC §7): stop accepting, let in-flight requests and the worker's in-flight work finish
+// (at most SHUTDOWN_TIMEOUT_MS), close the database, exit 0. Metrics on METRICS_PORT (§8).
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
-import { createDeps } from './deps.ts';
+import { createDeps, type Deps } from './deps.ts';
 import { loggerOptions } from './http/logger.ts';
+import { DATABASE_GAUGES } from './observability/gauges.ts';
+import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
 import { JOBS } from './worker/jobs.ts';
 import { Worker } from './worker/runner.ts';
+
+/** Longest a graceful shutdown waits for in-flight requests and work before forcing. */
+export const SHUTDOWN_TIMEOUT_MS = 10_000;
+/** Time left, within the shutdown bound, for aborted deliveries to give their leases back. */
+const WORKER_ABORT_MARGIN_MS = 1_000;
+/** Longest closing the database may take once draining is over. */
+const CLOSE_TIMEOUT_MS = 2_000;
 
 export interface ServeOptions {
   /** Start the background worker in this process (SPEC §1: `npm start` does). */
   worker: boolean;
 }
 
+/** What a running process owns, in the order drain() stops it. */
+export interface RunningParts {
+  app?: FastifyInstance;
+  worker?: Worker;
+  metricsServer?: MetricsServer;
+  deps: Deps;
+}
+
+interface ShutdownLogger {
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+/** Resolves `'timed_out'` after `ms`, unless `promise` settles first (its value, or its error). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed_out'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timed_out'>((resolve) => {
+    timer = setTimeout(() => resolve('timed_out'), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Stops a process gracefully: the API stops accepting connections (new requests on open
+ * keep-alive connections get 503) while in-flight requests finish; the worker claims
+ * nothing new and finishes its batch; the metrics server closes. All at once, for at most
+ * `timeoutMs`; past that, open connections are cut. Then the database is closed (pending
+ * writes flushed). Returns `'drained'` or `'timed_out'`; work cut short is safe to retry:
+ * its transactions roll back and its leases expire (SPEC §7).
+ */
+export async function drain(
+  parts: RunningParts,
+  timeoutMs: number,
+  log: ShutdownLogger,
+): Promise<'drained' | 'timed_out'> {
+  // The worker's in-flight deliveries get most of the budget, then are aborted with their
+  // leases given back (another worker sends them), so stop() itself ends within the bound.
+  const graceMs = Math.max(0, timeoutMs - WORKER_ABORT_MARGIN_MS);
+  const stopping = Promise.all([
+    parts.app?.close(),
+    parts.worker?.stop({ graceMs }),
+    parts.metricsServer?.close(),
+  ]);
+  let outcome: 'drained' | 'timed_out' = 'drained';
+  try {
+    if ((await within(stopping, timeoutMs)) === 'timed_out') {
+      outcome = 'timed_out';
+      log.warn({ timeoutMs }, 'shutdown: in-flight work did not finish in time; cutting connections');
+      parts.app?.server.closeAllConnections();
+    }
+  } finally {
+    if ((await within(parts.deps.close(), CLOSE_TIMEOUT_MS)) === 'timed_out') outcome = 'timed_out';
+  }
+  log.info({ outcome }, 'shutdown complete');
+  return outcome;
+}
+
+/**
+ * Once the app starts closing: logs it; a request that still arrives on an open keep-alive
+ * connection is answered 503 in the error envelope (the client or load balancer retries it
+ * elsewhere); every response still to come carries `Connection: close`, so a connection
+ * whose request was in flight closes after it instead of holding the shutdown open until
+ * its idle timeout.
+ */
+function closeConnectionsWhenDraining(app: FastifyInstance): void {
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+    app.log.info('draining: no new requests are served');
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!draining) return;
+    return reply
+      .code(503)
+      .type('application/json; charset=utf-8')
+      .serializer((body: unknown) => JSON.stringify(body))
+      .send({ code: 'internal_error', message: 'the service is shutting down; retry the request', details: null });
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
+    return payload;
+  });
+}
+
+/** Calls `stop` once on the first SIGTERM or SIGINT; a second signal kills at once (default action). */
+function onTermination(stop: (signal: string) => Promise<void>): void {
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+/** The metrics server on METRICS_PORT, when set. */
+async function serveMetrics(config: Readonly<Config>, metrics: Metrics): Promise<MetricsServer | undefined> {
+  if (config.metricsPort === undefined) return undefined;
+  return startMetricsServer(metrics, { host: config.host, port: config.metricsPort });
+}
+
 /** Starts the HTTP API on HOST:PORT after migrating. Resolves once listening. */
 export async function serve(config: Readonly<Config>, options: ServeOptions): Promise<void> {
   const deps = await createDeps(config);
-  const app = await buildApp(deps);
+  const log = pino(loggerOptions(config.logLevel));
+  const metrics = new Metrics(deps, log, { gauges: DATABASE_GAUGES, processMetrics: true });
+  const app = await buildApp(deps, { metrics });
+  closeConnectionsWhenDraining(app);
   const worker = options.worker ? new Worker(deps, JOBS, app.log) : undefined;
+  const parts: RunningParts = { app, worker, deps };
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  onTermination(async (signal) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     try {
-      await app.close();
-      await worker?.stop();
-      await deps.close();
-      process.exit(0);
+      const outcome = await drain(parts, SHUTDOWN_TIMEOUT_MS, app.log);
+      process.exit(outcome === 'drained' ? 0 : 1);
     } catch (error) {
       app.log.error({ err: error }, 'shutdown failed');
       process.exit(1);
     }
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  });
 
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+    parts.metricsServer = await serveMetrics(config, metrics);
+  } catch (error) {
+    // E.g. METRICS_PORT already taken: stop what did start, so the process can exit.
+    await app.close();
+    await deps.close();
+    throw error;
+  }
+  if (parts.metricsServer) app.log.info({ url: `${parts.metricsServer.url}/metrics` }, 'metrics listening');
   worker?.start();
 }
 
@@ -45,14 +166,18 @@ export async function runWorker(config: Readonly<Config>): Promise<void> {
   const deps = await createDeps(config);
   const log = pino(loggerOptions(config.logLevel));
   const worker = new Worker(deps, JOBS, log);
-  const stop = async (signal: string) => {
+  const metrics = new Metrics(deps, log, { gauges: DATABASE_GAUGES, processMetrics: true });
+  const metricsServer = await serveMetrics(config, metrics);
+  onTermination(async (signal) => {
     log.info({ signal }, 'worker shutting down');
-    await worker.stop();
-    await deps.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+    try {
+      const outcome = await drain({ worker, metricsServer, deps }, SHUTDOWN_TIMEOUT_MS, log);
+      process.exit(outcome === 'drained' ? 0 : 1);
+    } catch (error) {
+      log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  });
   log.info({ jobs: JOBS.map((job) => job.name) }, 'worker started');
   worker.start();
 }

@@ -2,7 +2,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './database.ts';
 
-export type CountName = 'customers' | 'events' | 'subscriptions';
+export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds';
 
 /**
  * Adds `delta` (may be negative) to the named total, inside the caller's transaction so

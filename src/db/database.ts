@@ -3,8 +3,19 @@ import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
 import type { CustomersTable } from '../modules/customers/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/dunning.table.ts';
 import type { EventsTable } from '../modules/events/events.table.ts';
+import type { IdempotencyKeysTable } from '../modules/idempotency/idempotency.table.ts';
+import type { PaymentsTable, RefundsTable } from '../modules/payments/payments.table.ts';
 import type { PlansTable } from '../modules/plans/plans.table.ts';
+import type {
+  ProviderEventsTable,
+  ProviderSubscriptionReferencesTable,
+} from '../modules/provider-events/provider-events.table.ts';
 import type { SubscriptionsTable } from '../modules/subscriptions/subscriptions.table.ts';
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from '../modules/webhooks/webhooks.table.ts';
 import type { RowCountsTable } from './counts.table.ts';
 
 export interface Database {
@@ -13,7 +24,15 @@ export interface Database {
   dunning_cases: DunningCasesTable;
   dunning_steps: DunningStepsTable;
   events: EventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  payments: PaymentsTable;
   plans: PlansTable;
+  provider_events: ProviderEventsTable;
+  provider_subscription_references: ProviderSubscriptionReferencesTable;
+  refunds: RefundsTable;
   subscriptions: SubscriptionsTable;
+  webhook_attempts: WebhookAttemptsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_endpoints: WebhookEndpointsTable;
   row_counts: RowCountsTable;
 }

@@ -4,12 +4,18 @@ import { type Migration, Migrator } from 'kysely/migration';
 import type { DatabaseHandle } from './connect.ts';
 import * as foundation from './migrations/0001_foundation.ts';
 import * as plansSubscriptions from './migrations/0002_plans_subscriptions.ts';
+import * as providerEvents from './migrations/0003_provider_events.ts';
+import * as webhooks from './migrations/0004_webhooks.ts';
+import * as idempotency from './migrations/0005_idempotency.ts';
 import * as dunning from './migrations/0006_dunning.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_plans_subscriptions': plansSubscriptions,
+  '0003_provider_events': providerEvents,
+  '0004_webhooks': webhooks,
+  '0005_idempotency': idempotency,
   '0006_dunning': dunning,
 };
 

@@ -44,6 +44,8 @@ export function authenticate(deps: Deps): onRequestAsyncHookHandler {
     if (!principal) {
       return reply.code(401).send(UNAUTHORIZED_BODY);
     }
+    // Set before the scope check: a 403 still counts against the key's rate limit.
+    request.principal = principal;
     if (SCOPE_RANK[principal.scope] < SCOPE_RANK[scope]) {
       throw new AppError(
         'permission_error',
@@ -51,7 +53,6 @@ export function authenticate(deps: Deps): onRequestAsyncHookHandler {
         403,
       );
     }
-    request.principal = principal;
     if (principal.id.startsWith('key_')) deps.keyUsage.record(principal.id, deps.clock.now().toISOString());
   };
 }

@@ -42,3 +42,17 @@ test('/docs renders the API reference from /openapi.json without an API key', as
   const script = await request('GET', '/docs/js/scalar.js', { key: null });
   assert.equal(script.status, 200);
 });
+
+test('/openapi.json documents the 429 of every API route and Idempotency-Key on keyed POST/PUT routes', async (t) => {
+  const { request } = await buildTestApp(t);
+  const doc = (await request('GET', '/openapi.json', { key: null })).body;
+  for (const [path, operations] of Object.entries<Record<string, any>>(doc.paths)) {
+    for (const [method, operation] of Object.entries<any>(operations)) {
+      assert.match(JSON.stringify(operation.responses['429'] ?? null), /Error/, `${method} ${path} documents 429`);
+      const idempotency = (operation.parameters ?? []).find((p: { name: string }) => p.name === 'idempotency-key');
+      const keyed = (method === 'post' || method === 'put') && operation.security !== undefined && !path.startsWith('/api/api-keys');
+      assert.equal(Boolean(idempotency), keyed, `${method} ${path}: Idempotency-Key documented iff keyed POST/PUT`);
+      if (idempotency) assert.equal(idempotency.schema.maxLength, 255);
+    }
+  }
+});

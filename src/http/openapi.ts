@@ -2,8 +2,9 @@
 // and /docs rendering it with Scalar's API reference (served locally, no CDN).
 import swagger from '@fastify/swagger';
 import scalar from '@scalar/fastify-api-reference';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import { VERSION } from '../shared/version.ts';
+import { errorResponses } from './schemas.ts';
 
 const DESCRIPTION = `Customers, plans and subscriptions; Paystack and Stripe events turned into one record of
 payments and refunds; dunning; signed outbound webhooks.
@@ -11,7 +12,46 @@ payments and refunds; dunning; signed outbound webhooks.
 Authenticate with \`Authorization: Bearer <key>\` or \`x-api-key: <key>\`. Scopes: \`read\` (GET),
 \`write\` (read + changes), \`admin\` (write + API keys). Money is integer minor units; times are
 ISO 8601 UTC with milliseconds. Errors are \`{code, message, details}\`; request-validation
-failures (400) also carry \`status\`, \`title\`, \`detail\` and \`errors\`.`;
+failures (400) also carry \`status\`, \`title\`, \`detail\` and \`errors\`.
+
+\`POST\` and \`PUT\` accept \`Idempotency-Key\` (≤ 255 characters): the first response is kept 24 h
+per API key and replayed with \`Idempotent-Replayed: true\`. Requests are rate limited per API key
+(per IP on public routes): \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\` on
+every response, \`429 rate_limit_error\` with \`Retry-After\` over the limit.`;
+
+/** `Idempotency-Key` as documented on every keyed POST/PUT (checked by http/idempotency.ts). */
+const IDEMPOTENCY_KEY_HEADER = {
+  type: 'object',
+  properties: {
+    'idempotency-key': {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      description:
+        'Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; ' +
+        'the same key with another request, or while the first still runs, is 409 `idempotency_error`.',
+    },
+  },
+};
+
+/**
+ * Documents what the HTTP plumbing adds to every API route, without changing how routes
+ * validate: the 429 of the rate limits (SPEC §2) and, on keyed POST/PUT routes, the
+ * Idempotency-Key header.
+ */
+function documentPlumbing({ schema, url, route }: { schema: object; url: string; route: RouteOptions }) {
+  if (!url.startsWith('/api/')) return { schema, url };
+  const documented: Record<string, unknown> = { ...schema };
+  const response = (documented.response ?? {}) as Record<string, unknown>;
+  documented.response = { ...response, 429: response[429] ?? errorResponses(429)[429] };
+  const methods = [route.method].flat();
+  const keyed =
+    route.config?.scope !== 'public' &&
+    route.config?.idempotency !== false &&
+    methods.some((m) => m === 'POST' || m === 'PUT');
+  if (keyed && documented.headers === undefined) documented.headers = IDEMPOTENCY_KEY_HEADER;
+  return { schema: documented, url };
+}
 
 /** Registers the OpenAPI generator (must come before any route) and the /docs UI. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
@@ -26,6 +66,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
     },
+    transform: documentPlumbing,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
@@ -33,7 +74,14 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
   await app.register(scalar, {
     routePrefix: '/docs',
-    configuration: { url: '/openapi.json', title: 'Billing & Payments API' },
+    // No request leaves for another origin (fonts, telemetry): /docs runs under a same-origin CSP.
+    configuration: {
+      url: '/openapi.json',
+      title: 'Billing & Payments API',
+      pageTitle: 'Billing & Payments API',
+      withDefaultFonts: false,
+      telemetry: false,
+    },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

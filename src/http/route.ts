@@ -22,6 +22,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Required scope; omitted means `read` for GET and `write` otherwise. */
     scope?: Scope;
+    /**
+     * `false` on routes whose response carries a secret shown once (a new API key): their
+     * responses are never stored, so `Idempotency-Key` is ignored there (http/idempotency.ts).
+     */
+    idempotency?: false;
   }
   interface FastifyRequest {
     principal: Principal | undefined;

@@ -13,6 +13,7 @@ export const ID_PREFIXES = {
   event: 'evt',
   delivery: 'del',
   apiKey: 'key',
+  providerEvent: 'pev',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

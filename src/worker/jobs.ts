@@ -5,11 +5,19 @@ import {
   markUnpaidRenewalsPastDue,
 } from '../modules/subscriptions/subscriptions.jobs.ts';
 import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
-import type { Job } from './runner.ts';
+import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
+import { retryProviderEvents } from '../modules/provider-events/provider-events.jobs.ts';
+import { webhookDeliveryService } from '../modules/webhooks/dispatcher.ts';
+import type { Job, WorkerService } from './runner.ts';
 
 export const JOBS: readonly Job[] = [
   expireIncompleteSubscriptions,
   applyPeriodEndCancellations,
   markUnpaidRenewalsPastDue,
   runDunningSchedule,
+  retryProviderEvents,
+  purgeIdempotencyKeys,
 ];
+
+/** Long-running parts of the worker, started and drained with it (see runner.ts). */
+export const SERVICES: readonly WorkerService[] = [webhookDeliveryService];

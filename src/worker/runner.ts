@@ -1,7 +1,10 @@
 // The background worker (SPEC §7): every WORKER_POLL_INTERVAL it runs each registered job;
 // a job claims a small batch of due work and reports how many items it handled. A job that
 // filled its batch runs again at once, so a backlog drains without waiting for the poll.
+// Work that must not wait behind the others (webhook delivery: many slow requests at once)
+// is a service instead: started with the worker, running its own loop, drained on stop().
 import type { Deps } from '../deps.ts';
+import { SERVICES } from './jobs.ts';
 
 /** One kind of due work. `run` handles at most `batchSize` items and returns how many. */
 export interface Job {
@@ -14,6 +17,27 @@ export interface WorkerLogger {
   error(object: object, message: string): void;
 }
 
+export interface StopOptions {
+  /**
+   * How long services may finish in-flight work before it is aborted and its leases given
+   * back (default: wait for it all; webhook attempts are bounded by WEBHOOK_TIMEOUT).
+   */
+  graceMs?: number;
+}
+
+/** A long-running part of the worker with its own loop and concurrency. */
+export interface RunningService {
+  start(): void;
+  /** Stops taking work, drains or aborts what is in flight (StopOptions), releases resources. */
+  stop(options?: StopOptions): Promise<void>;
+}
+
+/** A service kind, registered in jobs.ts SERVICES; created when the worker starts. */
+export interface WorkerService {
+  name: string;
+  create(deps: Deps, log: WorkerLogger): RunningService;
+}
+
 /** Most batches one job may run back to back in one tick, so others get their turn. */
 const MAX_BATCHES_PER_TICK = 20;
 
@@ -21,14 +45,23 @@ export class Worker {
   readonly #deps: Deps;
   readonly #jobs: readonly Job[];
   readonly #log: WorkerLogger;
+  readonly #services: readonly WorkerService[];
+  #runningServices: RunningService[] = [];
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = true;
 
-  constructor(deps: Deps, jobs: readonly Job[], log: WorkerLogger) {
+  /** `services` default to every registered one (jobs.ts SERVICES); `runOnce` never runs them. */
+  constructor(
+    deps: Deps,
+    jobs: readonly Job[],
+    log: WorkerLogger,
+    services: readonly WorkerService[] = SERVICES,
+  ) {
     this.#deps = deps;
     this.#jobs = jobs;
     this.#log = log;
+    this.#services = services;
   }
 
   /**
@@ -54,10 +87,12 @@ export class Worker {
     return handled;
   }
 
-  /** Starts polling every WORKER_POLL_INTERVAL. */
+  /** Starts polling every WORKER_POLL_INTERVAL, and every service. */
   start(): void {
     if (!this.#stopped) return;
     this.#stopped = false;
+    this.#runningServices = this.#services.map((service) => service.create(this.#deps, this.#log));
+    for (const service of this.#runningServices) service.start();
     const tick = () => {
       this.#running = this.runOnce().finally(() => {
         this.#running = undefined;
@@ -67,10 +102,16 @@ export class Worker {
     this.#timer = setTimeout(tick, 0);
   }
 
-  /** Stops polling and waits for the batch in progress to finish. */
-  async stop(): Promise<void> {
+  /**
+   * Stops polling and waits for the batch in progress; stops every service, which drains its
+   * in-flight work (webhook requests: finished, or after `graceMs` aborted with their leases
+   * given back, so another worker sends them). Resolves when all of it is done.
+   */
+  async stop(options: StopOptions = {}): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#running;
+    const services = this.#runningServices;
+    this.#runningServices = [];
+    await Promise.all([this.#running, ...services.map((service) => service.stop(options))]);
   }
 }

@@ -50,6 +50,9 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     DATABASE_URL: database.url,
     API_KEYS: ADMIN_KEY,
     LOG_LEVEL: options.logStream ? 'info' : 'silent',
+    // Off unless a test asks for it: suites that make hundreds of requests a second test
+    // their module, not the limiter (src/http/rate-limit.test.ts tests that).
+    RATE_LIMIT_MAX: '0',
     ...options.env,
   });
   const clock = options.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));

@@ -58,7 +58,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
     defineRoute<{ Body: { name: string; scope?: service.KeyScope; expires_at?: string | null } }>({
       method: 'POST',
       url: '/api/api-keys',
-      config: { scope: 'admin' },
+      config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
       schema: {
         ...common,
         summary: 'Create an API key',
@@ -121,7 +121,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
     defineRoute<{ Params: { id: string }; Body: { grace?: string } | undefined }>({
       method: 'POST',
       url: '/api/api-keys/:id/rotate',
-      config: { scope: 'admin' },
+      config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
       schema: {
         ...common,
         summary: 'Rotate an API key',

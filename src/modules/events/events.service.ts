@@ -8,6 +8,7 @@ import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from 
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import type { EventRow } from './events.table.ts';
+import { ringOutbox } from './outbox-signal.ts';
 import type { Topic } from './topics.ts';
 
 /** An event as the API returns it; `data` is the resource as the API returned it then. */
@@ -33,7 +34,8 @@ export function toEventView(row: EventRow): EventView {
 
 /**
  * Writes one event inside the caller's transaction — the same one that writes the state
- * change. `data` is serialized once here; deliveries send these exact bytes' value.
+ * change. `data` is serialized once here; webhook deliveries send these exact bytes.
+ * The webhook worker fans it out after the commit (modules/webhooks/fan-out.ts).
  * Returns the new event id (`evt_…`).
  */
 export async function emitEvent(
@@ -54,6 +56,7 @@ export async function emitEvent(
     })
     .execute();
   await addToCount(trx, 'events', 1);
+  await ringOutbox(trx);
   return id;
 }
 

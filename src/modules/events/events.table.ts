@@ -1,6 +1,6 @@
 // Row shape of `events`, the transactional outbox: one row per state change, written in
 // the same transaction as the change (SPEC §6). Webhook fan-out reads from here.
-import type { Selectable } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 
 export interface EventsTable {
   id: string;
@@ -10,6 +10,10 @@ export interface EventsTable {
   created_at: string;
   /** Set once every delivery the event fanned out to has succeeded (or none was due). */
   delivered_at: string | null;
+  /** Set when webhook fan-out wrote this event's deliveries (once, in one transaction). */
+  fanned_out_at: string | null;
+  /** Deliveries of this event that have not succeeded yet; `delivered_at` is set when it reaches 0. */
+  pending_deliveries: Generated<number>;
 }
 
 export type EventRow = Selectable<EventsTable>;

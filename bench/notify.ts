@@ -1,0 +1,294 @@
+// Bench scenario for POST /api/notify (issue 4): signed, all-distinct Paystack `charge.success`
+// events posted by autocannon against the real app (a child process over a SQLite file,
+// synchronous=FULL), interleaved with the bare Fastify route. Prints events/s and p50/p99 and
+// their ratio to the bare route, then stops the app and checks, in the database file, that
+// every acknowledged (200) event is stored and processed. Measures; never fails on speed.
+// Runs inside `npm run bench`, or alone: `node bench/notify.ts`.
+import { createHmac } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import autocannon from 'autocannon';
+import { freePort, startServer, stopAllServers } from './servers.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const SECRET = 'sk_bench_0123456789abcdef0123456789abcdef';
+const API_KEY = 'bench_bootstrap_key_0123456789';
+/** Issue 4's target on this 2-core machine. */
+const TARGET_EVENTS_PER_SECOND = 1000;
+/** Distinct payer emails: after the first round most events find their customer. */
+const PAYERS = 1000;
+
+export interface NotifyBenchSettings {
+  /** Measured seconds per target, over all rounds. */
+  duration: number;
+  warmup: number;
+  connections: number;
+  rounds: number;
+}
+
+interface Tally {
+  latencies: number[];
+  seconds: number;
+  ok: number;
+  failures: number;
+}
+
+let sequence = 0;
+
+/** A realistic `charge.success` body (Paystack's documented shape), unique per call. */
+function chargeBody(): string {
+  sequence += 1;
+  const n = sequence;
+  return JSON.stringify({
+    event: 'charge.success',
+    data: {
+      id: 4_000_000_000 + n,
+      domain: 'live',
+      status: 'success',
+      reference: `bench_${process.pid}_${n}`,
+      amount: 250_000 + (n % 1000) * 100,
+      message: null,
+      gateway_response: 'Successful',
+      paid_at: new Date().toISOString(),
+      created_at: new Date().toISOString(),
+      channel: 'card',
+      currency: 'NGN',
+      ip_address: '102.89.34.11',
+      metadata: n % 3 === 0 ? '' : { referrer: 'https://shop.example.com/checkout', cart_id: String(n) },
+      log: null,
+      fees: 3750,
+      fees_split: null,
+      authorization: {
+        authorization_code: `AUTH_${n.toString(36)}`,
+        bin: '408408',
+        last4: '4081',
+        exp_month: '12',
+        exp_year: '2030',
+        channel: 'card',
+        card_type: 'visa ',
+        bank: 'TEST BANK',
+        country_code: 'NG',
+        brand: 'visa',
+        reusable: true,
+        signature: 'SIG_yEXu7dLBeqG0kU7g95Ke',
+        account_name: null,
+      },
+      customer: {
+        id: 1_000_000 + (n % PAYERS),
+        first_name: 'Ada',
+        last_name: 'Obi',
+        email: `payer${n % PAYERS}@shop.example.com`,
+        customer_code: `CUS_${(n % PAYERS).toString(36)}`,
+        phone: null,
+        metadata: null,
+        risk_action: 'default',
+      },
+      plan: {},
+      split: {},
+      order_id: null,
+      requested_amount: 250_000 + (n % 1000) * 100,
+    },
+  });
+}
+
+function signed(body: string): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'x-paystack-signature': createHmac('sha512', SECRET).update(body).digest('hex'),
+  };
+}
+
+function notifyLoad(url: string, connections: number, seconds: number, tally?: Tally) {
+  const instance = autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        path: '/api/notify?p=paystack',
+        setupRequest: (request) => {
+          const body = chargeBody();
+          return { ...request, method: 'POST', body, headers: { ...request.headers, ...signed(body) } };
+        },
+      },
+    ],
+  });
+  instance.on('response', (_client, status, _bytes, ms) => {
+    if (!tally) return;
+    tally.latencies.push(ms);
+    if (status === 200) tally.ok += 1;
+  });
+  return instance;
+}
+
+function bareLoad(url: string, connections: number, seconds: number, tally?: Tally) {
+  const instance = autocannon({ url, connections, duration: seconds, requests: [{ path: '/' }] });
+  if (tally) instance.on('response', (_client, _status, _bytes, ms) => tally.latencies.push(ms));
+  return instance;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function summary(tally: Tally) {
+  const sorted = Float64Array.from(tally.latencies).sort();
+  return {
+    rps: tally.latencies.length / tally.seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    requests: tally.latencies.length,
+  };
+}
+
+/** Counts, in the stopped app's database file, what was stored and processed. */
+function countStored(dbPath: string) {
+  const db = new DatabaseSync(dbPath, { readOnly: true });
+  try {
+    const one = (query: string) => Number((db.prepare(query).get() as { n: number }).n);
+    return {
+      inbox: one('select count(*) as n from provider_events'),
+      processed: one("select count(*) as n from provider_events where status = 'processed'"),
+      payments: one('select count(*) as n from payments'),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Runs the notify scenario in `workDir` with `settings`; writes its report with `log`.
+ * Starts (and stops) its own bare server and app.
+ */
+export async function benchNotify(
+  workDir: string,
+  settings: NotifyBenchSettings,
+  log: (line: string) => void,
+): Promise<void> {
+  const dbPath = join(workDir, 'notify.db');
+  const metricsPort = await freePort();
+  const bare = await startServer(join(ROOT, 'bench/bare-server.ts'), {}, '/');
+  const app = await startServer(
+    join(ROOT, 'src/main.ts'),
+    {
+      DATABASE_URL: `sqlite:${dbPath}`,
+      API_KEYS: API_KEY,
+      PAYSTACK_SECRET_KEY: SECRET,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_MAX: '0',
+      // The app's own CPU time (prom-client process metrics) gives a figure that does not
+      // depend on what else the machine runs: CPU per event.
+      METRICS_PORT: String(metricsPort),
+    },
+    '/api/health',
+  );
+  const cpuSeconds = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+  };
+  let appCpu = 0;
+  let acknowledged = 0;
+  try {
+    const probe = chargeBody();
+    const response = await fetch(`${app.url}/api/notify?p=paystack`, { method: 'POST', body: probe, headers: signed(probe) });
+    const text = await response.text();
+    if (response.status !== 200) throw new Error(`POST /api/notify answered ${response.status} ${text.slice(0, 200)}`);
+    acknowledged += 1;
+
+    const { connections, warmup, rounds } = settings;
+    const slice = settings.duration / rounds;
+    process.stdout.write(`notify: warm-up … `);
+    if (warmup > 0) {
+      await bareLoad(bare.url, connections, warmup);
+      const warm: Tally = { latencies: [], seconds: 0, ok: 0, failures: 0 };
+      const result = await notifyLoad(app.url, connections, warmup, warm);
+      acknowledged += warm.ok;
+      if (result.errors + result.timeouts > 0) throw new Error('notify warm-up had socket errors or timeouts');
+    }
+    const bareTally: Tally = { latencies: [], seconds: 0, ok: 0, failures: 0 };
+    const notifyTally: Tally = { latencies: [], seconds: 0, ok: 0, failures: 0 };
+    process.stdout.write('rounds ');
+    for (let round = 1; round <= rounds; round += 1) {
+      const b = await bareLoad(bare.url, connections, slice, bareTally);
+      bareTally.seconds += b.duration;
+      const cpuBefore = await cpuSeconds();
+      const n = await notifyLoad(app.url, connections, slice, notifyTally);
+      appCpu += (await cpuSeconds()) - cpuBefore;
+      notifyTally.seconds += n.duration;
+      notifyTally.failures += n.non2xx + n.errors + n.timeouts;
+      process.stdout.write(`${round} `);
+    }
+    log('done');
+    acknowledged += notifyTally.ok;
+
+    await app.stop();
+    const stored = countStored(dbPath);
+    const bareFigures = summary(bareTally);
+    const notifyFigures = summary(notifyTally);
+    const row = (name: string, f: ReturnType<typeof summary>) =>
+      `| ${name} | ${Math.round(f.rps).toLocaleString('en-US')} | ${f.p50.toFixed(2)} | ${f.p99.toFixed(2)} | ` +
+      `${(f.rps / bareFigures.rps).toFixed(2)}× | ${(f.p99 / bareFigures.p99).toFixed(2)}× |`;
+    log('');
+    log(`notify scenario (${connections} connections, ${settings.duration} s in ${rounds} rounds; ${loadNote()}):`);
+    log('| scenario | req/s | p50 ms | p99 ms | rps vs bare | p99 vs bare |');
+    log('|---|---|---|---|---|---|');
+    log(row('bare Fastify GET / (baseline)', bareFigures));
+    log(row('POST /api/notify paystack charge.success', notifyFigures));
+    if (notifyTally.failures > 0) log(`WARNING: ${notifyTally.failures} notify responses were errors or not 2xx`);
+    const met = notifyFigures.rps >= TARGET_EVENTS_PER_SECOND;
+    log(
+      `target (measured, not enforced): ≥ ${TARGET_EVENTS_PER_SECOND.toLocaleString('en-US')} events/s on SQLite: ` +
+        `${Math.round(notifyFigures.rps).toLocaleString('en-US')} events/s — ${met ? 'met' : 'MISSED'}`,
+    );
+    const cpuPerEvent = (appCpu * 1000) / notifyFigures.requests;
+    log(
+      `app CPU: ${cpuPerEvent.toFixed(2)} ms per event (HTTP, verification, both commits) — one dedicated core ` +
+        `would carry ≈ ${Math.round(1000 / cpuPerEvent).toLocaleString('en-US')} events/s`,
+    );
+    const durable = stored.processed >= acknowledged && stored.payments >= acknowledged;
+    log(
+      `durability: ${acknowledged.toLocaleString('en-US')} events acknowledged with 200; after the app stopped the ` +
+        `database holds ${stored.inbox.toLocaleString('en-US')} inbox rows (${stored.processed.toLocaleString('en-US')} processed) ` +
+        `and ${stored.payments.toLocaleString('en-US')} payments — ${durable ? 'every acknowledged event is durable' : 'MISSING EVENTS'}`,
+    );
+  } finally {
+    await Promise.all([bare.stop(), app.stop()]);
+  }
+}
+
+function loadNote(): string {
+  const load = loadavg()[0]!;
+  const busy = load > cpus().length * 0.5 ? ' — the machine was busy; expect noisy figures' : '';
+  return `load average ${load.toFixed(2)} on ${cpus().length} CPUs${busy}`;
+}
+
+if (import.meta.main) {
+  const number = (name: string, fallback: number) => {
+    const value = Number(process.env[name]);
+    return process.env[name] && Number.isFinite(value) && value > 0 ? value : fallback;
+  };
+  mkdirSync(join(ROOT, '.bench'), { recursive: true });
+  const workDir = mkdtempSync(join(ROOT, '.bench', 'notify-'));
+  try {
+    await benchNotify(
+      workDir,
+      {
+        duration: number('BENCH_DURATION', 5),
+        warmup: number('BENCH_WARMUP', 2),
+        connections: Math.round(number('BENCH_CONNECTIONS', 20)),
+        rounds: Math.round(number('BENCH_ROUNDS', 5)),
+      },
+      (line) => process.stdout.write(`${line}\n`),
+    );
+  } catch (error) {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  } finally {
+    await stopAllServers();
+    if (process.env.BENCH_KEEP !== '1') rmSync(workDir, { recursive: true, force: true });
+  }
+}

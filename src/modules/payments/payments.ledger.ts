@@ -1,0 +1,241 @@
+// Writes payments and refunds from provider reports (SPEC §4, §5), each change with its
+// event in the caller's transaction. One payment per (provider, reference) and one refund
+// per (provider, refund reference), whichever event reports them and in whatever order.
+import type { Transaction } from 'kysely';
+import { addToCount } from '../../db/counts.ts';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { newId } from '../../shared/ids.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { type Payment, toPayment } from './payments.service.ts';
+import type { PaymentRow, RefundRow } from './payments.table.ts';
+import { refundedTotal, statusAfterRefunds } from './refund-totals.ts';
+
+/** A payment as a provider reported it, with our attribution. */
+export interface PaymentInput {
+  provider: string;
+  reference: string;
+  /** Minor units. */
+  amount: number;
+  /** ISO 4217 upper case. */
+  currency: string;
+  failureReason: string | null;
+  /** ISO 8601: when the provider says it happened. */
+  occurredAt: string;
+  customerId: string | null;
+  subscriptionId: string | null;
+}
+
+/** What recording a report did. */
+export interface PaymentChange {
+  /** The payment after the report (as the API returns it). */
+  payment: Payment;
+  /** The report moved the payment into `succeeded` (new, or from `failed`). */
+  becameSucceeded: boolean;
+  /** The report created the payment as `failed`. */
+  becameFailed: boolean;
+  /** The payment had no subscription before this report and has one now. */
+  subscriptionAttached: boolean;
+}
+
+/** The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. */
+export async function lockPaymentByReference(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<PaymentRow | undefined> {
+  const query = trx
+    .selectFrom('payments')
+    .selectAll()
+    .where('provider', '=', provider)
+    .where('provider_reference', '=', reference);
+  return forUpdate(query, trx).executeTakeFirst();
+}
+
+/**
+ * Inserts the payment unless a concurrent transaction did; returns the row when inserted.
+ * The caller counts it after emitting its event: every writer takes the shared counters in
+ * one order (events first), so concurrent transactions on PostgreSQL cannot deadlock on them.
+ */
+async function insertPayment(trx: Transaction<Database>, row: PaymentRow): Promise<PaymentRow | undefined> {
+  const inserted = await trx
+    .insertInto('payments')
+    .values(row)
+    .onConflict((oc) => oc.columns(['provider', 'provider_reference']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted ? row : undefined;
+}
+
+function newPaymentRow(input: PaymentInput, status: 'succeeded' | 'failed', now: string): PaymentRow {
+  return {
+    id: newId('payment'),
+    customer_id: input.customerId,
+    subscription_id: input.subscriptionId,
+    provider: input.provider,
+    provider_reference: input.reference,
+    amount: input.amount,
+    amount_refunded: 0,
+    currency: input.currency,
+    status,
+    failure_reason: status === 'failed' ? input.failureReason : null,
+    paid_at: status === 'succeeded' ? input.occurredAt : null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** Fills attribution the payment lacks; never moves a payment to another customer. */
+function filledAttribution(row: PaymentRow, input: PaymentInput): Partial<PaymentRow> {
+  const changes: Partial<PaymentRow> = {};
+  if (row.customer_id === null && input.customerId !== null) changes.customer_id = input.customerId;
+  const customer = changes.customer_id ?? row.customer_id;
+  if (row.subscription_id === null && input.subscriptionId !== null && (customer === input.customerId || customer === null)) {
+    changes.subscription_id = input.subscriptionId;
+  }
+  return changes;
+}
+
+async function updatePayment(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: PaymentRow,
+  changes: Partial<PaymentRow>,
+): Promise<PaymentRow> {
+  const updated = { ...row, ...changes, updated_at: clock.now().toISOString() };
+  await trx
+    .updateTable('payments')
+    .set({ ...changes, updated_at: updated.updated_at })
+    .where('id', '=', row.id)
+    .execute();
+  return updated;
+}
+
+/**
+ * Records a report of `status`: creates the payment, or — for a payment already known —
+ * applies what the report adds. Success wins over failure: `failed` → `succeeded` is a
+ * change, a late failure report for a paid payment changes nothing. Missing attribution is
+ * filled in. Emits `payment.succeeded` / `payment.failed` whenever the payment changed.
+ * `existing` is the payment locked by the caller (undefined when none was found).
+ */
+export async function recordPaymentReport(
+  trx: Transaction<Database>,
+  clock: Clock,
+  existing: PaymentRow | undefined,
+  input: PaymentInput,
+  status: 'succeeded' | 'failed',
+): Promise<PaymentChange> {
+  const topic = status === 'succeeded' ? 'payment.succeeded' : 'payment.failed';
+  let row = existing;
+  if (!row) {
+    const created = await insertPayment(trx, newPaymentRow(input, status, clock.now().toISOString()));
+    if (created) {
+      const payment = toPayment(created);
+      await emitEvent(trx, clock, topic, payment);
+      await addToCount(trx, 'payments', 1);
+      return {
+        payment,
+        becameSucceeded: status === 'succeeded',
+        becameFailed: status === 'failed',
+        subscriptionAttached: created.subscription_id !== null,
+      };
+    }
+    // Another transaction recorded it between our read and insert: continue from its row.
+    row = await lockPaymentByReference(trx, input.provider, input.reference);
+    if (!row) throw new Error(`payment ${input.provider}/${input.reference} vanished during insert`);
+  }
+
+  const changes = filledAttribution(row, input);
+  const becameSucceeded = status === 'succeeded' && row.status === 'failed';
+  if (becameSucceeded) {
+    Object.assign(changes, { status: 'succeeded', paid_at: input.occurredAt, failure_reason: null });
+  }
+  const paid = row.status !== 'failed';
+  // Attribution learnt from a failure report is not news once the payment has succeeded.
+  const relevant = becameSucceeded || (status === 'succeeded' ? paid : !paid);
+  if (!relevant || Object.keys(changes).length === 0) {
+    return { payment: toPayment(row), becameSucceeded: false, becameFailed: false, subscriptionAttached: false };
+  }
+  const updated = await updatePayment(trx, clock, row, changes);
+  const payment = toPayment(updated);
+  await emitEvent(trx, clock, topic, payment);
+  return {
+    payment,
+    becameSucceeded,
+    becameFailed: false,
+    subscriptionAttached: changes.subscription_id !== undefined,
+  };
+}
+
+/** A refund as a provider reported it. */
+export interface RefundInput {
+  reference: string;
+  /** Minor units, above 0. */
+  amount: number;
+  currency: string;
+  /** ISO 8601. */
+  occurredAt: string;
+}
+
+/**
+ * Records refunds of `payment` (locked by the caller; must not be `failed`): each refund
+ * once per provider reference, then `amount_refunded` = the largest of what is known (the
+ * refunds' sum, a provider's running total), capped at `amount` (refund-totals.ts), and
+ * the status to match. Emits `payment.refunded` when the payment changed. Returns the
+ * payment after.
+ */
+export async function recordRefunds(
+  trx: Transaction<Database>,
+  clock: Clock,
+  payment: PaymentRow,
+  refunds: RefundInput[],
+  reportedTotal: number | null,
+): Promise<Payment> {
+  const now = clock.now().toISOString();
+  let inserted = 0;
+  for (const refund of refunds) {
+    const row: RefundRow = {
+      id: newId('refund'),
+      payment_id: payment.id,
+      provider: payment.provider,
+      provider_reference: refund.reference,
+      amount: refund.amount,
+      currency: refund.currency,
+      status: 'succeeded',
+      refunded_at: refund.occurredAt,
+      created_at: now,
+      updated_at: now,
+    };
+    const created = await trx
+      .insertInto('refunds')
+      .values(row)
+      .onConflict((oc) => oc.columns(['provider', 'provider_reference']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (created) inserted += 1;
+  }
+  const sum = await trx
+    .selectFrom('refunds')
+    .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
+    .where('payment_id', '=', payment.id)
+    .executeTakeFirstOrThrow();
+  const refunded = refundedTotal({
+    amount: payment.amount,
+    current: payment.amount_refunded,
+    recordedSum: Number(sum.total ?? 0),
+    reportedTotal,
+  });
+  let result = toPayment(payment);
+  if (refunded !== payment.amount_refunded) {
+    const updated = await updatePayment(trx, clock, payment, {
+      amount_refunded: refunded,
+      status: statusAfterRefunds(payment.status, payment.amount, refunded),
+    });
+    result = toPayment(updated);
+    await emitEvent(trx, clock, 'payment.refunded', result);
+  }
+  // Counted after the event (see insertPayment: one lock order for the shared counters).
+  if (inserted > 0) await addToCount(trx, 'refunds', inserted);
+  return result;
+}

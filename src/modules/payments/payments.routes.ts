@@ -1,0 +1,78 @@
+// /api/payments and /api/refunds: read-only lists and lookups (SPEC §3). Payments and
+// refunds come into being only through verified provider events (POST /api/notify).
+import type { Deps } from '../../deps.ts';
+import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { defineRoute, type Route } from '../../http/route.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { PROVIDER_NAMES } from '../provider-events/providers/index.ts';
+import { PAYMENT_SORT_FIELDS, paymentSchema, REFUND_SORT_FIELDS, refundSchema } from './payments.schemas.ts';
+import * as service from './payments.service.ts';
+import { PAYMENT_STATUSES } from './payments.table.ts';
+
+const common = { tags: ['Payments'], security: API_KEY_SECURITY };
+const idFilter = { type: 'string', maxLength: 64 } as const;
+
+/** Routes of the payments module. */
+export function paymentRoutes(deps: Deps): Route[] {
+  const { db } = deps;
+  return [
+    defineRoute<{ Querystring: ListQueryInput & service.PaymentFilters }>({
+      method: 'GET',
+      url: '/api/payments',
+      schema: {
+        ...common,
+        summary: 'List payments',
+        querystring: listQuerySchema(PAYMENT_SORT_FIELDS, {
+          customer_id: idFilter,
+          subscription_id: idFilter,
+          status: { type: 'string', enum: [...PAYMENT_STATUSES] },
+          provider: { type: 'string', enum: [...PROVIDER_NAMES] },
+        }),
+        response: { 200: pageSchema(paymentSchema), ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request) => {
+        const { customer_id, subscription_id, status, provider } = request.query;
+        return service.listPayments(db, parseListParams(request.query), {
+          customer_id,
+          subscription_id,
+          status,
+          provider,
+        });
+      },
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'GET',
+      url: '/api/payments/:id',
+      schema: {
+        ...common,
+        summary: 'Get a payment',
+        params: idParams,
+        response: { 200: paymentSchema, ...errorResponses(401, 403, 404) },
+      },
+      handler: async (request) => service.getPayment(db, request.params.id),
+    }),
+    defineRoute<{ Querystring: ListQueryInput & { payment_id?: string } }>({
+      method: 'GET',
+      url: '/api/refunds',
+      schema: {
+        ...common,
+        summary: 'List refunds',
+        querystring: listQuerySchema(REFUND_SORT_FIELDS, { payment_id: idFilter }),
+        response: { 200: pageSchema(refundSchema), ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request) =>
+        service.listRefunds(db, parseListParams(request.query), { payment_id: request.query.payment_id }),
+    }),
+    defineRoute<{ Params: { id: string } }>({
+      method: 'GET',
+      url: '/api/refunds/:id',
+      schema: {
+        ...common,
+        summary: 'Get a refund',
+        params: idParams,
+        response: { 200: refundSchema, ...errorResponses(401, 403, 404) },
+      },
+      handler: async (request) => service.getRefund(db, request.params.id),
+    }),
+  ];
+}

@@ -1,0 +1,46 @@
+// Row shapes of `payments` and `refunds`. One payment per provider payment (unique on
+// provider + provider_reference); one refund per provider refund. Written only by
+// payments.ledger.ts, from processed provider events.
+import type { Selectable } from 'kysely';
+
+export const PAYMENT_STATUSES = ['succeeded', 'failed', 'refunded', 'partially_refunded'] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+export interface PaymentsTable {
+  id: string;
+  customer_id: string | null;
+  subscription_id: string | null;
+  provider: string;
+  /** The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id). */
+  provider_reference: string;
+  /** Minor units. */
+  amount: number;
+  /** Minor units; never above `amount`. */
+  amount_refunded: number;
+  /** ISO 4217, upper case. */
+  currency: string;
+  status: PaymentStatus;
+  failure_reason: string | null;
+  paid_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type PaymentRow = Selectable<PaymentsTable>;
+
+export interface RefundsTable {
+  id: string;
+  payment_id: string;
+  provider: string;
+  /** The provider's id of the refund (Stripe `re_…`; Paystack refund reference). */
+  provider_reference: string;
+  /** Minor units, above 0. */
+  amount: number;
+  currency: string;
+  status: 'succeeded';
+  refunded_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type RefundRow = Selectable<RefundsTable>;

@@ -1,0 +1,160 @@
+// The inbox (SPEC §5 "Store, then process"): every verified event is committed here,
+// unique on (provider, event key), before anything acts on it. A repeat of a stored key is
+// a duplicate delivery and is not stored again.
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { newId } from '../../shared/ids.ts';
+import type { ProviderEventRow } from './provider-events.table.ts';
+
+/**
+ * How long after receipt the worker may pick up a row the request has not finished
+ * processing (a crash between the two commits). The request normally finishes in ms; if
+ * both ever process one row, the second finds it finished and rolls back (finishInboxRow).
+ */
+export const RECEIVE_LEASE_MS = 10_000;
+
+/** A verified event about to be stored. */
+export interface IncomingEvent {
+  provider: string;
+  key: string;
+  type: string;
+  /** The verified body, exactly as received. */
+  payload: string;
+}
+
+/**
+ * Commits `events` to the inbox in one transaction. Returns, per event, the stored row, or
+ * null when (provider, key) was already stored (a duplicate). Throws when the transaction
+ * fails: then nothing was stored and the caller answers 5xx.
+ */
+export async function storeEvents(
+  db: Kysely<Database>,
+  clock: Clock,
+  events: readonly IncomingEvent[],
+): Promise<(ProviderEventRow | null)[]> {
+  return db.transaction().execute((trx) => insertEvents(trx, clock, events));
+}
+
+/** Inserts `events` in `trx` (see storeEvents); stored once the caller's transaction commits. */
+export async function insertEvents(
+  trx: Transaction<Database>,
+  clock: Clock,
+  events: readonly IncomingEvent[],
+): Promise<(ProviderEventRow | null)[]> {
+  const now = clock.now();
+  const receivedAt = now.toISOString();
+  const leaseEnd = new Date(now.getTime() + RECEIVE_LEASE_MS).toISOString();
+  const rows: (ProviderEventRow | null)[] = [];
+  for (const event of events) {
+    const row: ProviderEventRow = {
+      id: newId('providerEvent'),
+      provider: event.provider,
+      event_key: event.key,
+      event_type: event.type.slice(0, 255),
+      payload: event.payload,
+      status: 'received',
+      error: null,
+      attempts: 0,
+      received_at: receivedAt,
+      processed_at: null,
+      next_attempt_at: leaseEnd,
+      held_reference: null,
+    };
+    const inserted = await trx
+      .insertInto('provider_events')
+      .values(row)
+      .onConflict((oc) => oc.columns(['provider', 'event_key']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    rows.push(inserted ? row : null);
+  }
+  return rows;
+}
+
+/**
+ * The id of the stored row for (`provider`, `key`) when it still needs processing (never
+ * processed, or failed with a retry due): a provider's redelivery is a good moment to
+ * process it now instead of waiting for the worker.
+ */
+export async function findUnfinishedRow(
+  db: Kysely<Database>,
+  provider: string,
+  key: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('provider_events')
+    .select('id')
+    .where('provider', '=', provider)
+    .where('event_key', '=', key)
+    .where((eb) =>
+      eb.or([
+        eb('status', '=', 'received'),
+        eb.and([eb('status', '=', 'failed'), eb('next_attempt_at', 'is not', null)]),
+      ]),
+    )
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** The inbox row `id`, locked on PostgreSQL so one processor at a time handles it. */
+export async function lockInboxRow(
+  trx: Transaction<Database>,
+  id: string,
+): Promise<ProviderEventRow | undefined> {
+  return forUpdate(trx.selectFrom('provider_events').selectAll().where('id', '=', id), trx).executeTakeFirst();
+}
+
+/** The `held` rows of `provider` waiting for the payment `reference`, oldest first, locked. */
+export async function lockHeldRows(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<ProviderEventRow[]> {
+  const query = trx
+    .selectFrom('provider_events')
+    .selectAll()
+    .where('provider', '=', provider)
+    .where('held_reference', '=', reference)
+    .where('status', '=', 'held')
+    .orderBy('received_at')
+    .orderBy('id');
+  return forUpdate(query, trx).execute();
+}
+
+type InboxChanges = Partial<Omit<ProviderEventRow, 'id' | 'provider' | 'event_key' | 'payload' | 'received_at'>>;
+
+/** Updates an inbox row's processing state. */
+export async function updateInboxRow(trx: Transaction<Database>, id: string, changes: InboxChanges): Promise<void> {
+  await trx.updateTable('provider_events').set(changes).where('id', '=', id).execute();
+}
+
+/** Thrown when a row was finished by another processor while this one worked on it. */
+export class AlreadyFinishedError extends Error {
+  constructor(id: string) {
+    super(`provider event ${id} was finished by another processor`);
+    this.name = 'AlreadyFinishedError';
+  }
+}
+
+/**
+ * Moves row `id` out of `from` (the status this processor read) to `changes`. Throws
+ * AlreadyFinishedError when the row is no longer in `from`: another processor got there
+ * first, and the caller's transaction (or savepoint) must roll back its effects. On
+ * PostgreSQL the update waits for that other transaction, so the check cannot be raced.
+ */
+export async function finishInboxRow(
+  trx: Transaction<Database>,
+  id: string,
+  from: ProviderEventRow['status'],
+  changes: InboxChanges,
+): Promise<void> {
+  const result = await trx
+    .updateTable('provider_events')
+    .set(changes)
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) throw new AlreadyFinishedError(id);
+}

@@ -1,0 +1,101 @@
+// POST /api/notify?p=paystack|stripe (SPEC §5): raw bytes → the provider's adapter verifies
+// → the event is committed to the inbox → processed → 200 {"received":true}. Registered in
+// its own Fastify context (raw-body.ts) so the bytes reach the signature check untouched.
+import type { FastifyInstance } from 'fastify';
+import type { Deps } from '../../deps.ts';
+import { AppError, ValidationError } from '../../http/errors.ts';
+import { defineRoute, type Route } from '../../http/route.ts';
+import { errorResponses } from '../../http/schemas.ts';
+import { BodyNotJsonError, SignatureError } from './provider.ts';
+import { findProvider, PROVIDERS, PROVIDER_NAMES } from './providers/index.ts';
+import { acceptRawBodies } from './raw-body.ts';
+import { createReceiver, type Receiver } from './receiver.ts';
+
+const DESCRIPTION = `Receives a provider's webhook. Authenticated by the provider's signature on the raw body
+(no API key): Paystack \`X-Paystack-Signature\` (hex HMAC-SHA512 keyed with PAYSTACK_SECRET_KEY),
+Stripe \`Stripe-Signature\` (\`t=…,v1=…\`, HMAC-SHA256 of \`t.body\` keyed with STRIPE_WEBHOOK_SECRET,
+300 s tolerance). Every verified event is committed to an inbox first, then processed; the answer
+is \`200 {"received":true}\` for processed, duplicate, ignored and failed-to-process events alike,
+and 5xx only when the event could not be stored. Handled types: Paystack \`charge.success\`,
+\`invoice.payment_failed\`, \`refund.processed\`; Stripe \`payment_intent.succeeded\`,
+\`payment_intent.payment_failed\`, \`invoice.paid\`, \`invoice.payment_failed\`, \`charge.refunded\`,
+\`refund.created\`, \`refund.updated\`.`;
+
+function headerValues(headers: Record<string, unknown>): Record<string, string | string[] | undefined> {
+  return headers as Record<string, string | string[] | undefined>;
+}
+
+/**
+ * Registers POST /api/notify in `context`, an encapsulated child of the API context: raw
+ * bodies (raw-body.ts) and the route; closing the app waits for events in flight, so
+ * none is cut between its two commits by the database closing.
+ */
+export function registerNotifyRoutes(context: FastifyInstance, deps: Deps): void {
+  const receiver = createReceiver(deps);
+  acceptRawBodies(context);
+  for (const route of notifyRoutes(deps, receiver)) context.route(route);
+  context.addHook('onClose', () => receiver.idle());
+}
+
+/** The notify route over `receiver`. */
+function notifyRoutes(deps: Deps, receiver: Receiver): Route[] {
+  const { config, clock } = deps;
+  const signatureHeaders = Object.fromEntries(
+    Object.values(PROVIDERS).map((adapter) => [
+      adapter.signatureHeader,
+      { type: 'string', description: `Signature for p=${adapter.name}` },
+    ]),
+  );
+  return [
+    defineRoute<{ Querystring: { p: string } }>({
+      method: 'POST',
+      url: '/api/notify',
+      config: { scope: 'public' },
+      schema: {
+        tags: ['Provider events'],
+        summary: 'Receive a payment provider event',
+        description: DESCRIPTION,
+        querystring: {
+          type: 'object',
+          required: ['p'],
+          properties: { p: { type: 'string', enum: [...PROVIDER_NAMES], description: 'The provider' } },
+        },
+        headers: { type: 'object', properties: signatureHeaders },
+        response: {
+          200: {
+            description: 'The event is stored (and processed unless processing failed)',
+            type: 'object',
+            required: ['received'],
+            properties: { received: { type: 'boolean', const: true } },
+          },
+          ...errorResponses(400, 401, 413),
+        },
+      },
+      handler: async (request) => {
+        const adapter = findProvider(request.query.p);
+        if (!adapter) throw new ValidationError(`p must be one of: ${PROVIDER_NAMES.join(', ')}`, 'p');
+        const secret = adapter.secret(config);
+        if (secret === '') {
+          throw new AppError('authentication_error', `no signing secret is configured for ${adapter.name}`, 401);
+        }
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        let body: unknown;
+        try {
+          body = adapter.verify(raw, headerValues(request.headers), secret, clock.now());
+        } catch (error) {
+          if (error instanceof SignatureError) throw new AppError('authentication_error', error.message, 401);
+          if (error instanceof BodyNotJsonError) throw new ValidationError(error.message);
+          throw error;
+        }
+        const { key, type } = adapter.identify(body, raw);
+        const receipt = await receiver.receive({
+          event: { provider: adapter.name, key, type, payload: raw.toString('utf8') },
+          body,
+          log: request.log,
+        });
+        request.log.info({ provider: adapter.name, eventType: type, receipt }, 'provider event received');
+        return { received: true };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { sql } from 'kysely';
+import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
+import { ON_POSTGRES } from '../../../test/helpers/database.ts';
+import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../../test/helpers/provider-events.ts';
+import { storeEvents } from './inbox.ts';
+import { processEvents } from './processing.ts';
+import { retryProviderEvents } from './provider-events.jobs.ts';
+import { MAX_ATTEMPTS } from './retry-backoff.ts';
+
+/** Makes every insert into payments fail, as a real database error would. */
+async function breakPayments(app: TestApp): Promise<void> {
+  if (ON_POSTGRES) {
+    await sql`create function refuse_payment() returns trigger language plpgsql as $$ begin raise exception 'payments are unavailable'; end $$`.execute(app.deps.db);
+    await sql`create trigger refuse_payment before insert on payments for each row execute function refuse_payment()`.execute(app.deps.db);
+  } else {
+    await sql`create trigger refuse_payment before insert on payments begin select raise(abort, 'payments are unavailable'); end`.execute(app.deps.db);
+  }
+}
+
+async function repairPayments(app: TestApp): Promise<void> {
+  await sql`drop trigger refuse_payment ${ON_POSTGRES ? sql`on payments` : sql``}`.execute(app.deps.db);
+}
+
+async function onlyRow(app: TestApp) {
+  return app.deps.db.selectFrom('provider_events').selectAll().executeTakeFirstOrThrow();
+}
+
+async function paymentCount(app: TestApp): Promise<number> {
+  return (await app.request('GET', '/api/payments')).body.meta.total;
+}
+
+test('a processing failure is answered 200, recorded, and retried by the worker with backoff', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  await breakPayments(app);
+  const res = await postPaystack(app, paystackCharge({ email: 'retry@example.com' }));
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body, { received: true });
+  let row = await onlyRow(app);
+  assert.equal(row.status, 'failed');
+  assert.match(row.error ?? '', /payments are unavailable/);
+  assert.equal(row.attempts, 1);
+  assert.equal(row.next_attempt_at, '2026-01-15T10:00:30.000Z');
+  assert.equal(await paymentCount(app), 0);
+  // The failed attempt left nothing behind: not even the customer it would have created.
+  assert.equal((await app.request('GET', '/api/customers')).body.meta.total, 0);
+
+  app.clock.advance(29_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 0, 'not due before the backoff');
+  app.clock.advance(1_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 1);
+  row = await onlyRow(app);
+  assert.equal(row.status, 'failed');
+  assert.equal(row.attempts, 2);
+  assert.equal(row.next_attempt_at, '2026-01-15T10:01:30.000Z', 'twice the first delay');
+
+  await repairPayments(app);
+  app.clock.advance(60_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 1);
+  row = await onlyRow(app);
+  assert.equal(row.status, 'processed');
+  assert.equal(row.attempts, 3);
+  assert.equal(row.error, null);
+  assert.equal(row.next_attempt_at, null);
+  assert.equal(row.processed_at, '2026-01-15T10:01:30.000Z');
+  assert.equal(await paymentCount(app), 1);
+  app.clock.advance(24 * 3_600_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 0, 'nothing left to do');
+  assert.equal(await paymentCount(app), 1);
+});
+
+test('after the last attempt the row stays failed and is not retried', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  await breakPayments(app);
+  await postPaystack(app, paystackCharge());
+  await app.deps.db.updateTable('provider_events').set({ attempts: MAX_ATTEMPTS - 1 }).execute();
+  app.clock.advance(60_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 1);
+  const row = await onlyRow(app);
+  assert.equal(row.status, 'failed');
+  assert.equal(row.attempts, MAX_ATTEMPTS);
+  assert.equal(row.next_attempt_at, null);
+  app.clock.advance(7 * 24 * 3_600_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 0);
+});
+
+test('an event stored but never processed (a crash between the commits) is processed after its lease', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const charge = paystackCharge({ amount: 4200 });
+  const [id] = await storeEvents(app.deps.db, app.clock, [
+    { provider: 'paystack', key: `charge.success:${charge.data.id}`, type: 'charge.success', payload: JSON.stringify(charge) },
+  ]);
+  assert.ok(id);
+  assert.equal((await onlyRow(app)).status, 'received');
+  app.clock.advance(9_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 0);
+  app.clock.advance(1_000);
+  assert.equal(await retryProviderEvents.run(app.deps), 1);
+  assert.equal((await onlyRow(app)).status, 'processed');
+  assert.equal(await paymentCount(app), 1);
+  // The provider's retry of the same event is now a duplicate.
+  assert.equal((await postPaystack(app, charge)).status, 200);
+  assert.equal(await paymentCount(app), 1);
+});
+
+test('a redelivery of an event stored but never processed processes it at once', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const charge = paystackCharge({ amount: 4300 });
+  await storeEvents(app.deps.db, app.clock, [
+    { provider: 'paystack', key: `charge.success:${charge.data.id}`, type: 'charge.success', payload: JSON.stringify(charge) },
+  ]);
+  const res = await postPaystack(app, charge);
+  assert.equal(res.status, 200);
+  const row = await onlyRow(app);
+  assert.equal(row.status, 'processed');
+  assert.equal(row.attempts, 1);
+  assert.equal(await paymentCount(app), 1);
+  assert.equal((await postPaystack(app, charge)).status, 200);
+  assert.equal(await paymentCount(app), 1);
+});
+
+test('a redelivery of an event whose processing failed retries it at once', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  await breakPayments(app);
+  const charge = paystackCharge({ amount: 4400 });
+  await postPaystack(app, charge);
+  assert.equal((await onlyRow(app)).status, 'failed');
+  await repairPayments(app);
+  assert.equal((await postPaystack(app, charge)).status, 200);
+  const row = await onlyRow(app);
+  assert.equal(row.status, 'processed');
+  assert.equal(row.attempts, 2);
+  assert.equal(await paymentCount(app), 1);
+});
+
+test('an event that could not be stored is a 5xx so the provider retries', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  if (ON_POSTGRES) {
+    await sql`create function refuse_event() returns trigger language plpgsql as $$ begin raise exception 'inbox is unavailable'; end $$`.execute(app.deps.db);
+    await sql`create trigger refuse_event before insert on provider_events for each row execute function refuse_event()`.execute(app.deps.db);
+  } else {
+    await sql`create trigger refuse_event before insert on provider_events begin select raise(abort, 'inbox is unavailable'); end`.execute(app.deps.db);
+  }
+  const res = await postPaystack(app, paystackCharge());
+  assert.equal(res.status, 500);
+  assert.deepEqual(res.body, { code: 'internal_error', message: 'internal server error', details: null });
+  assert.equal(await paymentCount(app), 0);
+});
+
+test('one stored row processed by two processors at once takes effect once', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const charge = paystackCharge({ amount: 777 });
+  const [row] = await storeEvents(app.deps.db, app.clock, [
+    { provider: 'paystack', key: `charge.success:${charge.data.id}`, type: 'charge.success', payload: JSON.stringify(charge) },
+  ]);
+  assert.ok(row);
+  // Both hold the row as stored ('received'), as a request and a worker past the lease would.
+  const outcomes = await Promise.all([
+    processEvents(app.deps.db, app.deps, [{ id: row.id, row }]),
+    processEvents(app.deps.db, app.deps, [{ id: row.id, row }]),
+  ]);
+  assert.deepEqual(outcomes.flat().sort(), ['processed', 'skipped']);
+  assert.equal(await paymentCount(app), 1);
+  assert.equal((await app.request('GET', '/api/events?topic=payment.succeeded')).body.meta.total, 1);
+  const stored = await onlyRow(app);
+  assert.equal(stored.status, 'processed');
+  assert.equal(stored.attempts, 1);
+});

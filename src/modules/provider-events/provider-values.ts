@@ -1,0 +1,114 @@
+// Reading provider payload values into our types, for every adapter: amounts in minor
+// units, ISO 4217 currencies, metadata, times. Bad values throw UnusableEventError.
+import { createHash } from 'node:crypto';
+import { UnusableEventError } from './provider.ts';
+
+/** Every ISO 4217 code Node's ICU knows (current codes; no XXX-style test codes). */
+const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+const MAX_KEY_LENGTH = 255;
+
+export type JsonObject = Record<string, unknown>;
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `value` when it is an object, else an empty object (for optional nested objects). */
+export function objectAt(value: unknown): JsonObject {
+  return isObject(value) ? value : {};
+}
+
+/** A non-empty trimmed string, or null. Numbers become their decimal text (provider ids). */
+export function text(value: unknown): string | null {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  if (typeof value !== 'string') return null;
+  const trimmed = value.trim();
+  return trimmed === '' ? null : trimmed;
+}
+
+/** Like `text`, but throws UnusableEventError naming `field` when absent. */
+export function requiredText(value: unknown, field: string): string {
+  const result = text(value);
+  if (result === null) throw new UnusableEventError(`${field} is missing`);
+  return result;
+}
+
+/**
+ * An amount in minor units: a non-negative safe integer, given as a number or as a string
+ * of digits (Paystack sends refund amounts as strings). Throws UnusableEventError otherwise.
+ */
+export function minorUnits(value: unknown, field: string): number {
+  const number =
+    typeof value === 'string' && /^\s*\d{1,16}\s*$/.test(value)
+      ? Number(value)
+      : typeof value === 'number'
+        ? value
+        : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < 0) {
+    const shown = value === undefined ? 'missing' : JSON.stringify(value)?.slice(0, 40);
+    throw new UnusableEventError(`${field} must be a non-negative integer in minor units (got ${shown})`);
+  }
+  return number;
+}
+
+/** An ISO 4217 code, upper-cased. Throws UnusableEventError for anything else. */
+export function currencyCode(value: unknown, field: string): string {
+  const code = typeof value === 'string' ? value.trim().toUpperCase() : '';
+  if (!CURRENCIES.has(code)) {
+    const shown = value === undefined ? 'missing' : JSON.stringify(value)?.slice(0, 40);
+    throw new UnusableEventError(`${field} must be an ISO 4217 currency code (got ${shown})`);
+  }
+  return code;
+}
+
+/** Like `currencyCode`, but null when absent. */
+export function optionalCurrency(value: unknown, field: string): string | null {
+  return value === undefined || value === null || value === '' ? null : currencyCode(value, field);
+}
+
+/**
+ * The string entries of a provider's metadata. Paystack sends an object, `""`, `0` or a
+ * JSON string depending on the integration; anything that is not an object reads as
+ * empty. Numbers are kept as text; nested values are dropped (we only read flat keys).
+ */
+export function flatMetadata(value: unknown): Record<string, string> {
+  let source = value;
+  if (typeof source === 'string' && source.trim().startsWith('{')) {
+    try {
+      source = JSON.parse(source);
+    } catch {
+      return {};
+    }
+  }
+  if (!isObject(source)) return {};
+  const result: Record<string, string> = {};
+  for (const [key, entry] of Object.entries(source)) {
+    const value = typeof entry === 'number' && Number.isFinite(entry) ? String(entry) : entry;
+    if (typeof value === 'string' && key.length <= 40) result[key] = value.slice(0, 500);
+  }
+  return result;
+}
+
+/** ISO 8601 UTC with milliseconds from an ISO string or unix seconds; `fallback` otherwise. */
+export function isoTime(value: unknown, fallback: Date): string {
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    const date = new Date(value * 1000);
+    if (!Number.isNaN(date.getTime())) return date.toISOString();
+  }
+  if (typeof value === 'string') {
+    const date = new Date(value);
+    if (!Number.isNaN(date.getTime())) return date.toISOString();
+  }
+  return fallback.toISOString();
+}
+
+/** The key of an event from its parts; hashed when longer than the inbox allows. */
+export function eventKey(...parts: string[]): string {
+  const key = parts.join(':');
+  return key.length <= MAX_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** The key of an event that names no id of its own: the hash of its exact bytes. */
+export function bodyHashKey(raw: Buffer): string {
+  return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+}

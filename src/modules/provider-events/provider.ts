@@ -1,0 +1,108 @@
+// Providers speak our vocabulary (ARCHITECTURE "Style" 6): each adapter verifies a request
+// on its raw bytes and turns the provider's payload into a ProviderEvent. Only the files in
+// providers/ know a provider's field names; adding one is a file plus a registry line.
+import type { Config } from '../../config.ts';
+
+/** A payment as one provider event reports it. */
+export interface PaymentReport {
+  /** The provider's id of the payment: one payment per (provider, reference). */
+  reference: string;
+  /** Minor units, a non-negative integer. */
+  amount: number;
+  /** ISO 4217 upper case, or null when the event does not say (resolved from the subscription's plan). */
+  currency: string | null;
+  email: string | null;
+  /** The payer's name when the event gives one (for customers created from the email). */
+  name: string | null;
+  /** Our metadata keys the integration set (`customer_id`, `subscription_id`); strings only. */
+  metadata: Record<string, string>;
+  /** The provider's subscription id when the payment belongs to one (Paystack `SUB_…`, Stripe `sub_…`). */
+  subscriptionReference: string | null;
+  /** Why it failed (failed payments only). */
+  failureReason: string | null;
+  /** ISO 8601 UTC. */
+  occurredAt: string;
+}
+
+/** One successful refund as a provider reports it. */
+export interface RefundReport {
+  /** The provider's id of the refund: one refund per (provider, reference). */
+  reference: string;
+  /** Minor units, above 0. */
+  amount: number;
+  currency: string;
+  /** ISO 8601 UTC. */
+  occurredAt: string;
+}
+
+/** A verified event in our vocabulary. */
+export type ProviderEvent =
+  | { kind: 'payment_succeeded' | 'payment_failed'; payment: PaymentReport }
+  | {
+      kind: 'refund_succeeded';
+      /** The provider reference of the refunded payment. */
+      paymentReference: string;
+      /** The refunds the event names (may be empty when only a total is given). */
+      refunds: RefundReport[];
+      /** The payment's total refunded so far, when the event says (Stripe `charge.amount_refunded`). */
+      totalRefunded: number | null;
+      currency: string;
+    }
+  | { kind: 'ignored'; reason: string };
+
+/** What the inbox stores about an event before anything else: its unique key and type. */
+export interface EventIdentity {
+  /** Unique per provider; a repeat is a duplicate delivery. At most 255 characters. */
+  key: string;
+  type: string;
+}
+
+/** A provider's webhook scheme and payloads. */
+export interface ProviderAdapter {
+  /** The `p` query value, e.g. `paystack`. */
+  readonly name: string;
+  /** The signature header (lower case), for the OpenAPI document. */
+  readonly signatureHeader: string;
+  /** The configured secret; empty when the provider is not set up (→ 401). */
+  secret(config: Readonly<Config>): string;
+  /**
+   * Verifies `raw` (the exact request bytes) against the request's headers in constant
+   * time, then parses it. Returns the parsed JSON. Throws SignatureError (→ 401) or
+   * BodyNotJsonError (→ 400, only after the signature passed). `now` is the receive time.
+   */
+  verify(raw: Buffer, headers: Record<string, string | string[] | undefined>, secret: string, now: Date): unknown;
+  /** The inbox key and type of a verified body (any JSON value; never throws). */
+  identify(body: unknown, raw: Buffer): EventIdentity;
+  /**
+   * Our reading of a verified body. `receivedAt` stands in for times the payload lacks.
+   * Throws UnusableEventError when a handled type lacks what it needs.
+   */
+  normalize(body: unknown, receivedAt: Date): ProviderEvent;
+}
+
+/** The request is not provably from the provider (SPEC §5: 401, nothing stored). */
+export class SignatureError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SignatureError';
+  }
+}
+
+/** The body passed the signature but is not JSON (SPEC §5: 400, nothing stored). */
+export class BodyNotJsonError extends Error {
+  constructor() {
+    super('request body is not valid JSON');
+    this.name = 'BodyNotJsonError';
+  }
+}
+
+/**
+ * A verified event of a handled type that cannot be used (missing fields, bad amount,
+ * unknown currency): kept in the inbox as failed with this reason; a retry would not help.
+ */
+export class UnusableEventError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnusableEventError';
+  }
+}

@@ -1,0 +1,187 @@
+// Paystack webhooks (https://paystack.com/docs/payments/webhooks/): `X-Paystack-Signature`
+// is the hex HMAC-SHA512 of the raw body keyed with the secret key. Payloads are
+// `{event, data}`; there is no event id, so the inbox key is the type plus the object's id.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  BodyNotJsonError,
+  type EventIdentity,
+  type PaymentReport,
+  type ProviderAdapter,
+  type ProviderEvent,
+  SignatureError,
+  UnusableEventError,
+} from '../provider.ts';
+import {
+  bodyHashKey,
+  currencyCode,
+  eventKey,
+  flatMetadata,
+  isObject,
+  isoTime,
+  type JsonObject,
+  minorUnits,
+  objectAt,
+  optionalCurrency,
+  requiredText,
+  text,
+} from '../provider-values.ts';
+
+const SIGNATURE = /^[0-9a-f]{128}$/i;
+
+function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new BodyNotJsonError();
+  }
+}
+
+function dataOf(body: unknown): JsonObject {
+  return objectAt(isObject(body) ? body.data : undefined);
+}
+
+function typeOf(body: unknown): string | null {
+  return isObject(body) ? text(body.event) : null;
+}
+
+function customerName(customer: JsonObject): string | null {
+  const name = [text(customer.first_name), text(customer.last_name)].filter(Boolean).join(' ');
+  return name === '' ? null : name;
+}
+
+/** `charge.success`: a successful transaction; `data.reference` is the payment's id. */
+function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
+  const customer = objectAt(data.customer);
+  const payment: PaymentReport = {
+    reference: requiredText(data.reference, 'data.reference'),
+    amount: minorUnits(data.amount, 'data.amount'),
+    currency: currencyCode(data.currency, 'data.currency'),
+    email: text(customer.email),
+    name: customerName(customer),
+    metadata: flatMetadata(data.metadata),
+    subscriptionReference: text(objectAt(data.subscription).subscription_code) ?? text(data.subscription_code),
+    failureReason: null,
+    occurredAt: isoTime(data.paid_at ?? data.paidAt ?? data.created_at, now),
+  };
+  if (payment.amount === 0) return { kind: 'ignored', reason: 'zero-amount charge' };
+  return { kind: 'payment_succeeded', payment };
+}
+
+/**
+ * `invoice.payment_failed`: a subscription charge failed. The documented payload carries
+ * `data.subscription.subscription_code` and `data.transaction` (often `{}`), no currency
+ * at the top level; the failed attempt is identified by its transaction reference, else
+ * by the invoice code.
+ */
+function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
+  const customer = objectAt(data.customer);
+  const transaction = objectAt(data.transaction);
+  const subscription = objectAt(data.subscription);
+  const reference = text(transaction.reference) ?? text(data.invoice_code);
+  if (reference === null) throw new UnusableEventError('data.transaction.reference or data.invoice_code is missing');
+  return {
+    kind: 'payment_failed',
+    payment: {
+      reference,
+      amount: minorUnits(data.amount ?? transaction.amount, 'data.amount'),
+      currency:
+        optionalCurrency(transaction.currency, 'data.transaction.currency') ??
+        optionalCurrency(data.currency, 'data.currency') ??
+        optionalCurrency(objectAt(subscription.plan).currency, 'data.subscription.plan.currency'),
+      email: text(customer.email),
+      name: customerName(customer),
+      metadata: { ...flatMetadata(subscription.metadata), ...flatMetadata(data.metadata) },
+      subscriptionReference: text(subscription.subscription_code),
+      failureReason:
+        text(transaction.gateway_response) ?? text(data.description) ?? 'subscription charge failed',
+      occurredAt: isoTime(data.created_at ?? data.createdAt, now),
+    },
+  };
+}
+
+/**
+ * `refund.processed`: no `id`/`reference` of its own; linked to its charge by
+ * `data.transaction_reference`; `amount` may be a string.
+ */
+function refundProcessed(data: JsonObject, now: Date): ProviderEvent {
+  const paymentReference = requiredText(data.transaction_reference, 'data.transaction_reference');
+  const amount = minorUnits(data.amount, 'data.amount');
+  if (amount === 0) throw new UnusableEventError('data.amount must be above 0 for a refund');
+  const currency = currencyCode(data.currency, 'data.currency');
+  return {
+    kind: 'refund_succeeded',
+    paymentReference,
+    refunds: [
+      {
+        reference: refundReference(data) ?? `${paymentReference}:refund:${amount}`,
+        amount,
+        currency,
+        occurredAt: isoTime(data.refunded_at ?? data.updated_at ?? data.created_at, now),
+      },
+    ],
+    totalRefunded: null,
+    currency,
+  };
+}
+
+function refundReference(data: JsonObject): string | null {
+  return text(data.refund_reference) ?? text(data.id);
+}
+
+export const paystack: ProviderAdapter = {
+  name: 'paystack',
+  signatureHeader: 'x-paystack-signature',
+
+  secret: (config) => config.paystackSecretKey,
+
+  verify(raw, headers, secret) {
+    const given = headers['x-paystack-signature'];
+    if (typeof given !== 'string' || given.trim() === '') throw new SignatureError('missing signature');
+    const expected = createHmac('sha512', secret).update(raw).digest();
+    const candidate = given.trim();
+    // Same length and hex before comparing; the comparison itself is constant-time.
+    if (!SIGNATURE.test(candidate) || !timingSafeEqual(expected, Buffer.from(candidate, 'hex'))) {
+      throw new SignatureError('invalid signature');
+    }
+    return parseJson(raw);
+  },
+
+  identify(body, raw): EventIdentity {
+    const type = typeOf(body) ?? '(none)';
+    const data = dataOf(body);
+    // SPEC §5: type + data.id, else data.reference, else data.transaction_reference. Two
+    // partial refunds of one charge share a transaction_reference, so a refund's own
+    // reference joins the key when Paystack sends one.
+    const id = text(data.id) ?? text(data.reference);
+    if (id !== null) return { type, key: eventKey(type, id) };
+    const transaction = text(data.transaction_reference);
+    if (transaction !== null) {
+      const refund = text(data.refund_reference);
+      return { type, key: refund === null ? eventKey(type, transaction) : eventKey(type, transaction, refund) };
+    }
+    // invoice.* events carry neither: the invoice code and the attempt's transaction.
+    const invoice = text(data.invoice_code);
+    if (invoice !== null) {
+      const attempt = text(objectAt(data.transaction).reference);
+      return { type, key: attempt === null ? eventKey(type, invoice) : eventKey(type, invoice, attempt) };
+    }
+    return { type, key: bodyHashKey(raw) };
+  },
+
+  normalize(body, receivedAt) {
+    const type = typeOf(body);
+    if (type === null) throw new UnusableEventError('event is missing');
+    if (!isObject(isObject(body) ? body.data : undefined)) throw new UnusableEventError('data is missing');
+    const data = dataOf(body);
+    switch (type) {
+      case 'charge.success':
+        return chargeSuccess(data, receivedAt);
+      case 'invoice.payment_failed':
+        return invoicePaymentFailed(data, receivedAt);
+      case 'refund.processed':
+        return refundProcessed(data, receivedAt);
+      default:
+        return { kind: 'ignored', reason: `unhandled event type ${type}` };
+    }
+  },
+};

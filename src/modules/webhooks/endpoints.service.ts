@@ -1,0 +1,263 @@
+// Webhook endpoints (SPEC §3, §6): create, read, update, delete, and the one way an endpoint
+// is disabled (PATCH, a 410, or 5 days of failures), which emits `webhook_endpoint.disabled`.
+// The secret is write-only: responses say `has_secret`.
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { TOPICS } from '../events/topics.ts';
+import { UnsafeUrlError } from './url-safety.ts';
+import type { CreateEndpointInput, UpdateEndpointInput } from './webhooks.schemas.ts';
+import type { DisabledReason, EndpointRow, EndpointStatus } from './webhooks.table.ts';
+
+/** A webhook endpoint as the API returns it. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  has_secret: boolean;
+  status: EndpointStatus;
+  disabled_reason: DisabledReason | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The API view of an endpoint row: the secret becomes `has_secret`. */
+export function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events),
+    has_secret: row.secret !== null,
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Checks a client's url (SPEC §6) and throws UnsafeUrlError; routes pass one bound to the network. */
+export type UrlCheck = (url: string) => Promise<unknown>;
+
+async function checkUrl(check: UrlCheck, url: string): Promise<void> {
+  try {
+    await check(url);
+  } catch (error) {
+    if (error instanceof UnsafeUrlError) throw new ValidationError(error.message, 'url');
+    throw error;
+  }
+}
+
+const KNOWN_TOPICS: ReadonlySet<string> = new Set(TOPICS);
+
+/**
+ * `events` as SPEC §6 wants it: a non-empty array of distinct known topics or `"*"`.
+ * Throws 400 naming `events`. Returns the list as given.
+ */
+export function validateEvents(value: unknown): string[] {
+  if (!Array.isArray(value)) throw new ValidationError('events must be an array of topic names', 'events');
+  if (value.length === 0) throw new ValidationError('events must not be empty', 'events');
+  const seen = new Set<string>();
+  for (const item of value) {
+    if (typeof item !== 'string') throw new ValidationError('events must contain only topic names', 'events');
+    if (item !== '*' && !KNOWN_TOPICS.has(item)) {
+      throw new ValidationError(`events has an unknown topic "${item.slice(0, 100)}"`, 'events');
+    }
+    if (seen.has(item)) throw new ValidationError(`events must not contain duplicates ("${item}")`, 'events');
+    seen.add(item);
+  }
+  return value as string[];
+}
+
+/** Creates an enabled endpoint after checking its url (DNS included). Throws 400 naming the field. */
+export async function createEndpoint(
+  db: Kysely<Database>,
+  clock: Clock,
+  check: UrlCheck,
+  input: CreateEndpointInput,
+): Promise<WebhookEndpoint> {
+  const events = validateEvents(input.events);
+  await checkUrl(check, input.url);
+  const now = clock.now().toISOString();
+  const row: EndpointRow = {
+    id: newId('webhookEndpoint'),
+    url: input.url,
+    events: JSON.stringify(events),
+    secret: input.secret ?? null,
+    status: 'enabled',
+    disabled_reason: null,
+    failing_since: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('webhook_endpoints').values(row).execute();
+  return toEndpoint(row);
+}
+
+/** The endpoint row; throws 404 `not_found` for unknown or malformed ids. */
+export async function findEndpoint(db: Kysely<Database>, id: string): Promise<EndpointRow> {
+  const row = isIdOf('webhookEndpoint', id)
+    ? await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('webhook endpoint', id);
+  return row;
+}
+
+/** Reads the endpoint inside `trx`, locking it on PostgreSQL. Throws 404. */
+export async function lockEndpoint(trx: Transaction<Database>, id: string): Promise<EndpointRow> {
+  const query = trx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
+  const row = isIdOf('webhookEndpoint', id) ? await forUpdate(query, trx).executeTakeFirst() : undefined;
+  if (!row) throw new NotFoundError('webhook endpoint', id);
+  return row;
+}
+
+/** One endpoint. Throws 404. */
+export async function getEndpoint(db: Kysely<Database>, id: string): Promise<WebhookEndpoint> {
+  return toEndpoint(await findEndpoint(db, id));
+}
+
+/** A page of endpoints; filter `status`. */
+export async function listEndpoints(
+  db: Kysely<Database>,
+  params: ListParams,
+  filters: { status?: EndpointStatus },
+): Promise<Page<WebhookEndpoint>> {
+  let query = db.selectFrom('webhook_endpoints');
+  if (filters.status) query = query.where('status', '=', filters.status);
+  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
+  return pageEnvelope(rows.map(toEndpoint), total, params);
+}
+
+/**
+ * Disables an enabled endpoint for `reason` and emits `webhook_endpoint.disabled` with it,
+ * in the caller's transaction. Does nothing (returns undefined) when it is already disabled,
+ * so racing disablers emit one event. Its pending deliveries are parked (no due time) until
+ * it is enabled again.
+ */
+export async function disableEndpoint(
+  trx: Transaction<Database>,
+  clock: Clock,
+  id: string,
+  reason: DisabledReason,
+): Promise<WebhookEndpoint | undefined> {
+  const now = clock.now().toISOString();
+  const row = await trx
+    .updateTable('webhook_endpoints')
+    .set({ status: 'disabled', disabled_reason: reason, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'enabled')
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) return undefined;
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ next_attempt_at: null, updated_at: now })
+    .where('endpoint_id', '=', id)
+    .where('status', '=', 'pending')
+    .execute();
+  const endpoint = toEndpoint(row);
+  await emitEvent(trx, clock, 'webhook_endpoint.disabled', endpoint);
+  return endpoint;
+}
+
+/**
+ * Applies the given fields. A new url is checked like at creation; `secret: null` removes
+ * the secret; `status: disabled` disables (emitting `webhook_endpoint.disabled`), `enabled`
+ * re-enables and forgets past failures. Throws 404, or 400 naming the field.
+ */
+export async function updateEndpoint(
+  db: Kysely<Database>,
+  clock: Clock,
+  check: UrlCheck,
+  id: string,
+  patch: UpdateEndpointInput,
+): Promise<WebhookEndpoint> {
+  const events = patch.events === undefined ? undefined : validateEvents(patch.events);
+  if (patch.url !== undefined) {
+    await findEndpoint(db, id); // 404 before a DNS lookup for an endpoint that does not exist
+    await checkUrl(check, patch.url);
+  }
+  return db.transaction().execute(async (trx) => {
+    const current = await lockEndpoint(trx, id);
+    const changes: Partial<EndpointRow> = {};
+    if (patch.url !== undefined && patch.url !== current.url) changes.url = patch.url;
+    if (events !== undefined && JSON.stringify(events) !== current.events) changes.events = JSON.stringify(events);
+    if (patch.secret !== undefined && patch.secret !== current.secret) changes.secret = patch.secret;
+    if (patch.status === 'enabled' && current.status === 'disabled') {
+      Object.assign(changes, { status: 'enabled', disabled_reason: null, failing_since: null });
+    }
+    if (Object.keys(changes).length > 0) {
+      changes.updated_at = clock.now().toISOString();
+      await trx.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+    }
+    if (changes.status === 'enabled') {
+      // Parked deliveries are due again, at once.
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ next_attempt_at: changes.updated_at, updated_at: changes.updated_at })
+        .where('endpoint_id', '=', id)
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', 'is', null)
+        .execute();
+    }
+    if (patch.status === 'disabled' && current.status === 'enabled') {
+      return (await disableEndpoint(trx, clock, id, 'manual')) as WebhookEndpoint;
+    }
+    return toEndpoint({ ...current, ...changes });
+  });
+}
+
+/**
+ * Deletes the endpoint with its deliveries and attempts (SPEC §3: pending deliveries are
+ * dropped). Events waiting only on those deliveries count as delivered. Throws 404.
+ */
+export async function deleteEndpoint(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await lockEndpoint(trx, id);
+    // Lock the undelivered ones first: a worker recording a success right now either
+    // commits before (and the row drops out) or waits, and finds the row gone.
+    const undelivered = await forUpdate(
+      trx
+        .selectFrom('webhook_deliveries')
+        .select('event_id')
+        .where('endpoint_id', '=', id)
+        .where('delivered_at', 'is', null),
+      trx,
+    ).execute();
+    const now = clock.now().toISOString();
+    const eventIds = undelivered.map((row) => row.event_id);
+    for (let i = 0; i < eventIds.length; i += 500) {
+      await releaseEventDeliveries(trx, eventIds.slice(i, i + 500), now);
+    }
+    await trx.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+  });
+}
+
+/**
+ * One delivery of each event no longer waits (it succeeded, or was dropped): the event's
+ * count of pending deliveries goes down by one and, at 0, the event is delivered at `now`.
+ */
+export async function releaseEventDeliveries(
+  trx: Transaction<Database>,
+  eventIds: readonly string[],
+  now: string,
+): Promise<void> {
+  if (eventIds.length === 0) return;
+  await trx
+    .updateTable('events')
+    .set((eb) => ({
+      pending_deliveries: eb('pending_deliveries', '-', 1),
+      delivered_at: eb
+        .case()
+        .when('pending_deliveries', '<=', 1)
+        .then(eb.fn.coalesce('delivered_at', eb.val(now)))
+        .else(eb.ref('delivered_at'))
+        .end(),
+    }))
+    .where('id', 'in', eventIds)
+    .execute();
+}

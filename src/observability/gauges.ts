@@ -1,0 +1,31 @@
+// Every gauge read from the database at scrape time, in one list (like routes and jobs).
+// A module adds one: a DatabaseGauge in its own folder plus a line here.
+import { sql } from 'kysely';
+import type { DatabaseGauge } from './metrics.ts';
+
+/** Exact totals the service keeps beside its big lists (customers, events, subscriptions…). */
+const rowTotals: DatabaseGauge = {
+  name: 'billing_rows',
+  help: 'Rows per table, from the exact totals kept beside the lists.',
+  labelNames: ['table'],
+  collect: async ({ db }) => {
+    const rows = await db.selectFrom('row_counts').select(['name', 'count']).execute();
+    return rows.map((row) => ({ labels: { table: row.name }, value: Number(row.count) }));
+  },
+};
+
+/** Idempotency keys past their 24 h that the worker has not purged yet (should stay near 0). */
+const expiredIdempotencyKeys: DatabaseGauge = {
+  name: 'billing_idempotency_keys_expired',
+  help: 'Idempotency keys past their 24 h, waiting for the purge job.',
+  collect: async ({ db, clock }) => {
+    const row = await db
+      .selectFrom('idempotency_keys')
+      .select(sql<number>`count(*)`.as('n'))
+      .where('expires_at', '<=', clock.now().toISOString())
+      .executeTakeFirst();
+    return [{ value: Number(row?.n ?? 0) }];
+  },
+};
+
+export const DATABASE_GAUGES: readonly DatabaseGauge[] = [rowTotals, expiredIdempotencyKeys];

@@ -1,0 +1,125 @@
+// Whole service processes for the scale-out and crash tests (issue 7): `billing serve` as a
+// real child process on a real port, over a database the test owns, stopped after the test.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { TEST_DATABASE_URL } from './database.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/billing.js', import.meta.url));
+
+export interface ServiceProcess {
+  url: string;
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far (pino JSON lines). */
+  output(): string;
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  exited: Promise<number | string>;
+}
+
+/**
+ * Starts `billing serve` (API + worker) with `env` on a free port and waits until
+ * `/api/health` answers 200 (at most `timeoutMs`). Killed with SIGKILL after the test if
+ * still running. Throws with the process output when it exits or never gets healthy.
+ */
+export async function startService(
+  t: TestContext,
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return exited;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`service exited before it was healthy:\n${output}`);
+    }
+    try {
+      const res = await fetch(`${url}/api/health`);
+      await res.arrayBuffer();
+      if (res.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`service not healthy after ${timeoutMs} ms:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { url, child, output: () => output, exited };
+}
+
+/** A port nobody listens on right now (the OS picks it). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A database of the test's own that separate processes can open by URL: a fresh PostgreSQL
+ * database (created on TEST_DATABASE_URL's server, dropped after) when the suite runs on
+ * PostgreSQL, else a SQLite file in a temp dir. Returns its DATABASE_URL.
+ */
+export async function ownDatabaseUrl(t: TestContext): Promise<string> {
+  if (!TEST_DATABASE_URL) {
+    const dir = mkdtempSync(join(tmpdir(), 'billing-proc-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    return `sqlite:${join(dir, 'billing.db')}`;
+  }
+  const name = `billing_proc_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  t.after(async () => {
+    const cleanup = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await cleanup.connect();
+    try {
+      await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await cleanup.end();
+    }
+  });
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Polls `check` every 50 ms until it returns true; throws `message` after `timeoutMs`. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs: number, message: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${message} (not within ${timeoutMs} ms)`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
