@@ -15,7 +15,8 @@ declare module 'autocannon' {
   }
 
   export interface Options {
-    url: string;
+    /** One target, or several: connection i goes to url[i % url.length]. */
+    url: string | string[];
     connections?: number;
     duration?: number;
     pipelining?: number;

@@ -5,11 +5,16 @@
 import autocannon, { type Instance, type Request } from 'autocannon';
 
 export interface Target {
-  /** Base URL of the server, e.g. `http://127.0.0.1:4000`. */
-  url: string;
-  /** Request path, or a function returning a new path for every request. */
+  /**
+   * Base URL of the server, e.g. `http://127.0.0.1:4000`. Several URLs split the connections
+   * among them round-robin (autocannon's own multi-URL support): load spread over instances.
+   */
+  url: string | string[];
+  /** Request path (GET), or a function returning a new path for every request. */
   path: string | (() => string);
   headers?: Record<string, string>;
+  /** autocannon requests to send instead of GET `path` (e.g. signed POSTs built per request). */
+  requests?: Request[];
 }
 
 export interface Schedule {
@@ -41,7 +46,8 @@ function percentile(sorted: Float64Array, p: number): number {
 function load(target: Target, connections: number, seconds: number, latencies?: number[]): Instance {
   const { path } = target;
   const requests: Request[] =
-    typeof path === 'string' ? [{ path }] : [{ setupRequest: (request) => ({ ...request, path: path() }) }];
+    target.requests ??
+    (typeof path === 'string' ? [{ path }] : [{ setupRequest: (request) => ({ ...request, path: path() }) }]);
   const instance = autocannon({ url: target.url, connections, duration: seconds, headers: target.headers, requests });
   if (latencies) instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
   return instance;

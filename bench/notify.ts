@@ -9,11 +9,12 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import autocannon from 'autocannon';
+import autocannon, { type Request } from 'autocannon';
 import { freePort, startServer, stopAllServers } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const SECRET = 'sk_bench_0123456789abcdef0123456789abcdef';
+/** The Paystack secret the app is given and the bench signs with. */
+export const SECRET = 'sk_bench_0123456789abcdef0123456789abcdef';
 const API_KEY = 'bench_bootstrap_key_0123456789';
 /** Issue 4's target on this 2-core machine. */
 const TARGET_EVENTS_PER_SECOND = 1000;
@@ -38,7 +39,7 @@ interface Tally {
 let sequence = 0;
 
 /** A realistic `charge.success` body (Paystack's documented shape), unique per call. */
-function chargeBody(): string {
+export function chargeBody(): string {
   sequence += 1;
   const n = sequence;
   return JSON.stringify({
@@ -93,29 +94,28 @@ function chargeBody(): string {
   });
 }
 
-function signed(body: string): Record<string, string> {
+/** Headers of a Paystack notification of `body`: JSON, HMAC-SHA512 with SECRET. */
+export function signed(body: string): Record<string, string> {
   return {
     'content-type': 'application/json',
     'x-paystack-signature': createHmac('sha512', SECRET).update(body).digest('hex'),
   };
 }
 
+/** The scenario's autocannon request: POST /api/notify?p=paystack, a new signed event every time. */
+export function notifyRequest(): Request {
+  return {
+    method: 'POST',
+    path: '/api/notify?p=paystack',
+    setupRequest: (request) => {
+      const body = chargeBody();
+      return { ...request, method: 'POST', body, headers: { ...request.headers, ...signed(body) } };
+    },
+  };
+}
+
 function notifyLoad(url: string, connections: number, seconds: number, tally?: Tally) {
-  const instance = autocannon({
-    url,
-    connections,
-    duration: seconds,
-    requests: [
-      {
-        method: 'POST',
-        path: '/api/notify?p=paystack',
-        setupRequest: (request) => {
-          const body = chargeBody();
-          return { ...request, method: 'POST', body, headers: { ...request.headers, ...signed(body) } };
-        },
-      },
-    ],
-  });
+  const instance = autocannon({ url, connections, duration: seconds, requests: [notifyRequest()] });
   instance.on('response', (_client, status, _bytes, ms) => {
     if (!tally) return;
     tally.latencies.push(ms);

@@ -1,7 +1,9 @@
-// Bench seeding: creates a SQLite database with the project's own schema (openDatabase +
-// migrateToLatest), then bulk-inserts realistic customers with node:sqlite directly, in one
-// transaction, and sets `row_counts` so `meta.total` matches without counting the table.
+// Bench seeding: creates a database with the project's own schema (openDatabase +
+// migrateToLatest), then bulk-inserts realistic customers directly (node:sqlite, or pg with
+// unnest() batches on PostgreSQL), in one transaction, and sets `row_counts` so `meta.total`
+// matches without counting the table.
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import pg from 'pg';
 import { openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { newId } from '../src/shared/ids.ts';
@@ -47,6 +49,45 @@ function pick<T>(items: readonly T[], random: () => number): T {
   return items[Math.floor(random() * items.length)]!;
 }
 
+/** One customer row: values in COLUMNS order. */
+type CustomerValues = (string | null)[];
+
+/**
+ * Yields `count` live customers in COLUMNS order, created in time order over the last two
+ * years (ids from `newId('customer')`, so id order matches creation order), with unique
+ * emails; the same shape every run (seeded PRNG). Keeps in `sampleIds` up to `sampleSize`
+ * ids drawn uniformly from all rows.
+ */
+function* customerRows(count: number, sampleIds: string[], sampleSize: number): Generator<CustomerValues> {
+  const random = prng(0x5eed);
+  const start = Date.now() - SPAN_MS;
+  const step = SPAN_MS / Math.max(count, 1);
+  for (let i = 0; i < count; i += 1) {
+    const id = newId('customer');
+    // Reservoir sampling: every row has the same chance of being in the sample.
+    if (sampleIds.length < sampleSize) sampleIds.push(id);
+    else {
+      const slot = Math.floor(random() * (i + 1));
+      if (slot < sampleSize) sampleIds[slot] = id;
+    }
+    const first = pick(FIRST_NAMES, random);
+    const last = pick(LAST_NAMES, random);
+    const createdMs = start + i * step + Math.floor(random() * step);
+    const updatedMs =
+      random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
+    yield [
+      id,
+      `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase(),
+      random() < 0.9 ? `${first} ${last}` : null,
+      random() < 0.5 ? `+234${String(8_000_000_000 + Math.floor(random() * 999_999_999))}` : null,
+      '{}',
+      new Date(createdMs).toISOString(),
+      new Date(updatedMs).toISOString(),
+      null,
+    ];
+  }
+}
+
 function insertStatement(db: DatabaseSync, rows: number): StatementSync {
   const tuple = `(${COLUMNS.map(() => '?').join(', ')})`;
   return db.prepare(
@@ -76,10 +117,7 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
     db.exec('PRAGMA synchronous = OFF');
     db.exec('PRAGMA cache_size = -262144');
     db.exec('PRAGMA threads = 2');
-    const random = prng(0x5eed);
     const sampleIds: string[] = [];
-    const start = Date.now() - SPAN_MS;
-    const step = SPAN_MS / Math.max(count, 1);
     const full = insertStatement(db, ROWS_PER_INSERT);
     const values: (string | null)[] = [];
 
@@ -93,29 +131,8 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
       )
       .all() as { name: string; sql: string }[];
     for (const index of indexes) db.exec(`drop index "${index.name}"`);
-    for (let i = 0; i < count; i += 1) {
-      const id = newId('customer');
-      // Reservoir sampling: every row has the same chance of being in the sample.
-      if (sampleIds.length < sampleSize) sampleIds.push(id);
-      else {
-        const slot = Math.floor(random() * (i + 1));
-        if (slot < sampleSize) sampleIds[slot] = id;
-      }
-      const first = pick(FIRST_NAMES, random);
-      const last = pick(LAST_NAMES, random);
-      const createdMs = start + i * step + Math.floor(random() * step);
-      const updatedMs =
-        random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
-      values.push(
-        id,
-        `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase(),
-        random() < 0.9 ? `${first} ${last}` : null,
-        random() < 0.5 ? `+234${String(8_000_000_000 + Math.floor(random() * 999_999_999))}` : null,
-        '{}',
-        new Date(createdMs).toISOString(),
-        new Date(updatedMs).toISOString(),
-        null,
-      );
+    for (const row of customerRows(count, sampleIds, sampleSize)) {
+      values.push(...row);
       if (values.length === ROWS_PER_INSERT * COLUMNS.length) {
         full.run(...values);
         values.length = 0;
@@ -132,5 +149,55 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
     return { count, sampleIds, insertMs: performance.now() - started };
   } finally {
     db.close();
+  }
+}
+
+/** Rows per `insert … select from unnest(…)` on PostgreSQL (one array parameter per column). */
+const PG_ROWS_PER_INSERT = 10_000;
+const PG_COLUMN_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'timestamptz', 'timestamptz'] as const;
+
+/**
+ * Migrates the (empty) PostgreSQL database at `url` to the project's schema and inserts
+ * `count` live customers (the same rows as `seedCustomers`), in one transaction, in batches of
+ * 10,000 via unnest() arrays; sets `row_counts.customers` and ANALYZEs the table so the
+ * planner sees the real size. Bench data only.
+ */
+export async function seedCustomersPostgres(url: string, count: number, sampleSize = 10_000): Promise<SeedResult> {
+  const handle = openDatabase({ kind: 'postgres', url });
+  try {
+    await migrateToLatest(handle);
+  } finally {
+    await handle.close();
+  }
+
+  const started = performance.now();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const sampleIds: string[] = [];
+    const columns: CustomerValues[] = COLUMNS.map(() => []);
+    const insert =
+      `insert into customers (${COLUMNS.join(', ')}) select * from unnest(` +
+      `${PG_COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})`;
+    const flush = async () => {
+      await client.query(insert, columns);
+      for (const column of columns) column.length = 0;
+    };
+    await client.query('begin');
+    for (const row of customerRows(count, sampleIds, sampleSize)) {
+      row.forEach((value, i) => columns[i]!.push(value));
+      if (columns[0]!.length === PG_ROWS_PER_INSERT) await flush();
+    }
+    if (columns[0]!.length > 0) await flush();
+    await client.query(
+      `insert into row_counts (name, count) values ('customers', $1)
+       on conflict (name) do update set count = excluded.count`,
+      [count],
+    );
+    await client.query('commit');
+    await client.query('analyze customers');
+    return { count, sampleIds, insertMs: performance.now() - started };
+  } finally {
+    await client.end();
   }
 }

@@ -91,10 +91,11 @@ function openSqlite(path: string): DatabaseHandle {
   if (!inMemory) mkdirSync(dirname(path), { recursive: true });
   const database = new DatabaseSync(path);
   // WAL lets readers run beside the writer; FULL makes every acknowledged commit durable.
+  // busy_timeout first: switching to WAL needs the lock another process may hold right now.
+  database.exec('PRAGMA busy_timeout = 5000');
   if (!inMemory) database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = FULL');
   database.exec('PRAGMA foreign_keys = ON');
-  database.exec('PRAGMA busy_timeout = 5000');
   const db = new Kysely<Database>({
     dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }),
   });

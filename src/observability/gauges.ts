@@ -1,6 +1,9 @@
 // Every gauge read from the database at scrape time, in one list (like routes and jobs).
 // A module adds one: a DatabaseGauge in its own folder plus a line here.
 import { sql } from 'kysely';
+import { dunningActionsDue, dunningCasesByStatus } from '../modules/dunning/dunning.gauges.ts';
+import { dueProviderEvents } from '../modules/provider-events/provider-events.gauges.ts';
+import { dueDeliveries, pendingDeliveries } from '../modules/webhooks/webhooks.gauges.ts';
 import type { DatabaseGauge } from './metrics.ts';
 
 /** Exact totals the service keeps beside its big lists (customers, events, subscriptions…). */
@@ -28,4 +31,12 @@ const expiredIdempotencyKeys: DatabaseGauge = {
   },
 };
 
-export const DATABASE_GAUGES: readonly DatabaseGauge[] = [rowTotals, expiredIdempotencyKeys];
+export const DATABASE_GAUGES: readonly DatabaseGauge[] = [
+  rowTotals,
+  expiredIdempotencyKeys,
+  pendingDeliveries,
+  dueDeliveries,
+  dueProviderEvents,
+  dunningCasesByStatus,
+  dunningActionsDue,
+];

@@ -4,7 +4,11 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
-import { createCustomer } from '../../test/helpers/factories.ts';
+import { createCustomer, createSubscription, createWebhookEndpoint } from '../../test/helpers/factories.ts';
+import { startReceiver } from '../../test/helpers/webhook-receiver.ts';
+import { buildWebhookTestApp } from '../../test/helpers/webhooks.ts';
+import { fanOutEvents } from '../modules/webhooks/fan-out.ts';
+import { applyFailedPayment, applySuccessfulPayment } from '../modules/subscriptions/subscriptions.payments.ts';
 import { buildApp } from '../app.ts';
 import { type DatabaseGauge, Metrics, startMetricsServer } from './metrics.ts';
 
@@ -106,6 +110,31 @@ test('the built-in gauges: row totals and expired idempotency keys', async (t) =
   const { text } = await scrape(t, app.app.metrics);
   assert.equal(sample(text, 'billing_rows', { table: 'customers' }), 1);
   assert.equal(sample(text, 'billing_idempotency_keys_expired'), 0);
+});
+
+test('queue and dunning gauges: pending and due deliveries, dunning cases by status and due actions', async (t) => {
+  const app = await buildWebhookTestApp(t);
+  const receiver = await startReceiver(t);
+  await createWebhookEndpoint(app, receiver.url, { events: ['customer.created'] });
+  const subscription = await createSubscription(app);
+  await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, subscription.id));
+  await app.deps.db.transaction().execute((trx) => applyFailedPayment(trx, app.deps, subscription.id));
+  await fanOutEvents(app.deps.db, app.clock, 100);
+
+  const before = (await scrape(t, app.app.metrics)).text;
+  assert.equal(sample(before, 'billing_webhook_deliveries_pending'), 1, 'the customer.created delivery');
+  assert.equal(sample(before, 'billing_webhook_deliveries_due'), 1);
+  assert.equal(sample(before, 'billing_provider_events_due'), 0);
+  assert.equal(sample(before, 'billing_dunning_cases', { status: 'open' }), 1);
+  assert.equal(sample(before, 'billing_dunning_cases', { status: 'recovered' }), 0);
+  assert.equal(sample(before, 'billing_dunning_actions_due'), 0);
+
+  await app.dispatcher.runUntilIdle();
+  app.clock.advance(86_400_000);
+  const after = (await scrape(t, app.app.metrics)).text;
+  assert.equal(sample(after, 'billing_webhook_deliveries_pending'), 0);
+  assert.equal(sample(after, 'billing_webhook_deliveries_due'), 0);
+  assert.equal(sample(after, 'billing_dunning_actions_due'), 1, 'the first reminder is due a day later');
 });
 
 test('each app instance has its own registry (many apps in one process)', async (t) => {
