@@ -5,28 +5,18 @@
 // in the SQLite pass and on a PostgreSQL database of its own in the PostgreSQL pass.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import { PAYSTACK_SECRET, paystackCharge, signPaystack } from './helpers/provider-events.ts';
-import { eventually, ownDatabaseUrl, type ServiceProcess, startService } from './helpers/service.ts';
-import { startReceiver, testCertificate } from './helpers/webhook-receiver.ts';
+import { eventually, ownDatabaseUrl, receiverCaFile, type ServiceProcess, startService } from './helpers/service.ts';
+import { startReceiver } from './helpers/webhook-receiver.ts';
 
 const EVENTS = 300;
 const KILL_AFTER = 100;
 const CONCURRENCY = 12;
 
-function caFile(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'billing-ca-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'ca.pem');
-  writeFileSync(file, testCertificate().cert);
-  return file;
-}
 
 /** Posts one signed Paystack event; resolves with the HTTP status, or 0 when the connection failed. */
 async function post(service: ServiceProcess, body: string): Promise<number> {
@@ -54,7 +44,7 @@ test('SIGKILL mid-load, then restart: acknowledged provider events exactly once,
     API_KEYS: key,
     PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
     WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.1/32',
-    NODE_EXTRA_CA_CERTS: caFile(t),
+    NODE_EXTRA_CA_CERTS: receiverCaFile(t),
     WORKER_POLL_INTERVAL: '100ms',
     WEBHOOK_TIMEOUT: '2s',
     WEBHOOK_RETRY_SCHEDULE: '1s,2s,4s',

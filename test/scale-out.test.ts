@@ -4,11 +4,7 @@
 // is processed twice, and the rate limit is one budget shared by both instances.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
@@ -20,8 +16,8 @@ import {
   STRIPE_SECRET,
   signPaystack,
 } from './helpers/provider-events.ts';
-import { eventually, ownDatabaseUrl, type ServiceProcess, startService } from './helpers/service.ts';
-import { startReceiver, testCertificate } from './helpers/webhook-receiver.ts';
+import { eventually, ownDatabaseUrl, receiverCaFile, type ServiceProcess, startService } from './helpers/service.ts';
+import { startReceiver } from './helpers/webhook-receiver.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const SUBSCRIPTIONS = 8;
@@ -47,14 +43,6 @@ async function redisAnswers(): Promise<boolean> {
   });
 }
 
-/** The receiver's certificate as a file, for the services' NODE_EXTRA_CA_CERTS. */
-function caFile(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'billing-ca-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'ca.pem');
-  writeFileSync(file, testCertificate().cert);
-  return file;
-}
 
 function api(service: ServiceProcess, key: string) {
   return async (method: string, path: string, body?: unknown) => {
@@ -98,7 +86,7 @@ test('two instances on one PostgreSQL and one Redis: once per endpoint, once per
     PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
     STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
     WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.1/32',
-    NODE_EXTRA_CA_CERTS: caFile(t),
+    NODE_EXTRA_CA_CERTS: receiverCaFile(t),
     WORKER_POLL_INTERVAL: '100ms',
     DUNNING_SCHEDULE: '1s,2s',
     DUNNING_FINAL_ACTION: 'unpaid',

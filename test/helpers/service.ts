@@ -1,13 +1,14 @@
 // Whole service processes for the scale-out and crash tests (issue 7): `billing serve` as a
 // real child process on a real port, over a database the test owns, stopped after the test.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { TEST_DATABASE_URL } from './database.ts';
+import { testCertificate } from './webhook-receiver.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/billing.js', import.meta.url));
 
@@ -122,4 +123,16 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
     if (Date.now() > deadline) throw new Error(`${message} (not within ${timeoutMs} ms)`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * The test receivers' self-signed certificate as a PEM file, for a service process's
+ * NODE_EXTRA_CA_CERTS (Node reads it at start-up; certificate checks stay on). Removed after the test.
+ */
+export function receiverCaFile(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-ca-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'ca.pem');
+  writeFileSync(file, testCertificate().cert);
+  return file;
 }
