@@ -7,6 +7,7 @@ import { authenticate } from './http/auth.ts';
 import { registerErrorHandling } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
+import { registerTextGuard } from './http/text-guard.ts';
 import { loggerOptions } from './http/logger.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
@@ -71,6 +72,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
   registerErrorHandling(app);
   registerJsonBodyParser(app);
+  registerTextGuard(app);
   const metrics = options.metrics ?? new Metrics(deps, app.log, { gauges: DATABASE_GAUGES });
   app.decorate('metrics', metrics);
   metrics.instrument(app);

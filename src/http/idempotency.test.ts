@@ -9,7 +9,12 @@ import { buildApp } from '../app.ts';
 import { createDeps } from '../deps.ts';
 import { authenticateKey } from '../modules/api-keys/api-keys.service.ts';
 import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, requestFingerprint } from './idempotency.ts';
+import {
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_TTL_MS,
+  MAX_FINGERPRINT_DEPTH,
+  requestFingerprint,
+} from './idempotency.ts';
 
 const SECOND_KEY = 'test_second_key_0123456789abcdef';
 
@@ -121,6 +126,19 @@ test('an empty Idempotency-Key or one over 255 characters is 400; 255 characters
   assert.equal(await countCustomers(app), 0);
   const longest = await app.request('POST', '/api/customers', withKey('k'.repeat(255), { body: { email: uniqueEmail() } }));
   assert.equal(longest.status, 201);
+});
+
+test('a body too deeply nested to fingerprint is 400, not a 500 (routes without a body schema accept any JSON)', async (t) => {
+  const app = await buildTestApp(t);
+  const depth = 100_000;
+  const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+  const options = withKey('deep', { rawBody: deep, headers: { 'content-type': 'application/json' } });
+  const res = await app.request('POST', '/api/webhooks/we_01M801QC8PV2WCTQ4YQCY2Y7BP/test', options);
+  assert.equal(res.status, 400);
+  assert.equal(res.body.code, 'validation_error');
+  assert.equal((await rowsOf(app)).length, 0);
+  // Nesting within the limit is fingerprinted as before.
+  assert.match(requestFingerprint('POST', '/x', JSON.parse(`${'['.repeat(MAX_FINGERPRINT_DEPTH)}${']'.repeat(MAX_FINGERPRINT_DEPTH)}`)), /^[0-9a-f]{64}$/);
 });
 
 test('GET, PATCH and DELETE ignore Idempotency-Key (SPEC: POST and PUT carry it)', async (t) => {

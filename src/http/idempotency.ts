@@ -34,19 +34,34 @@ declare module 'fastify' {
   }
 }
 
-/** JSON with object keys sorted, so key order and whitespace do not change a fingerprint. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+/**
+ * Deepest nesting of a body that is fingerprinted. No route's body comes near it; a deeper
+ * one (routes without a body schema accept any JSON) is a 400, not a stack overflow (500).
+ */
+export const MAX_FINGERPRINT_DEPTH = 100;
+
+/**
+ * JSON with object keys sorted, so key order and whitespace do not change a fingerprint.
+ * Throws ValidationError (400) for a body nested deeper than MAX_FINGERPRINT_DEPTH.
+ */
+function canonicalJson(value: unknown, depth = 0): string {
+  if (depth > MAX_FINGERPRINT_DEPTH) {
+    throw new ValidationError(`request body must not be nested more than ${MAX_FINGERPRINT_DEPTH} levels deep`);
+  }
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item, depth + 1)).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value)
       .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key], depth + 1)}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? '';
 }
 
-/** Hex SHA-256 of method, path (with query) and body: what "the same request" means. */
+/**
+ * Hex SHA-256 of method, path (with query) and body: what "the same request" means.
+ * Throws ValidationError for a body nested deeper than MAX_FINGERPRINT_DEPTH.
+ */
 export function requestFingerprint(method: string, url: string, body: unknown): string {
   return createHash('sha256')
     .update(`${method} ${url}\n${body === undefined ? '' : canonicalJson(body)}`)

@@ -1,7 +1,8 @@
 // Writes payments and refunds from provider reports (SPEC §4, §5), each change with its
 // event in the caller's transaction. One payment per (provider, reference) and one refund
 // per (provider, refund reference), whichever event reports them and in whatever order.
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -39,12 +40,21 @@ export interface PaymentChange {
   subscriptionAttached: boolean;
 }
 
-/** The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. */
+/**
+ * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. The
+ * reference itself is locked first (a transaction-scoped advisory lock), so it is locked
+ * even while no payment exists: a refund that finds no payment and is held, and the
+ * payment's own processing that then looks for held refunds, take turns instead of
+ * missing each other (SPEC §5 "whatever the order"). Reentrant within one transaction.
+ */
 export async function lockPaymentByReference(
   trx: Transaction<Database>,
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
+  if (isPostgres(trx)) {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`payment:${provider}:${reference}`}, 0))`.execute(trx);
+  }
   const query = trx
     .selectFrom('payments')
     .selectAll()
@@ -149,7 +159,8 @@ export async function recordPaymentReport(
   const changes = filledAttribution(row, input);
   const becameSucceeded = status === 'succeeded' && row.status === 'failed';
   if (becameSucceeded) {
-    Object.assign(changes, { status: 'succeeded', paid_at: input.occurredAt, failure_reason: null });
+    // The amount is what the success report says was received (the failed attempt's may differ).
+    Object.assign(changes, { status: 'succeeded', amount: input.amount, paid_at: input.occurredAt, failure_reason: null });
   }
   const paid = row.status !== 'failed';
   // Attribution learnt from a failure report is not news once the payment has succeeded.

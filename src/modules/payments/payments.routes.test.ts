@@ -117,3 +117,16 @@ test('the createPayment factory records succeeded and failed payments through no
   assert.equal(failed.failure_reason, 'Declined');
   assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'past_due');
 });
+
+test('an id filter holding a NUL character is a 400 on both databases, never a 500', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  for (const path of [
+    '/api/payments?customer_id=%00',
+    '/api/payments?subscription_id=sub_%00',
+    '/api/refunds?payment_id=pay_%00x',
+  ]) {
+    const res = await app.request('GET', path);
+    assert.equal(res.status, 400, path);
+    assert.equal(res.body.code, 'validation_error', path);
+  }
+});

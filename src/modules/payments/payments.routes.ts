@@ -10,7 +10,8 @@ import * as service from './payments.service.ts';
 import { PAYMENT_STATUSES } from './payments.table.ts';
 
 const common = { tags: ['Payments'], security: API_KEY_SECURITY };
-const idFilter = { type: 'string', maxLength: 64 } as const;
+// No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.
+const idFilter = { type: 'string', maxLength: 64, pattern: '^[^\\u0000]*$' } as const;
 
 /** Routes of the payments module. */
 export function paymentRoutes(deps: Deps): Route[] {

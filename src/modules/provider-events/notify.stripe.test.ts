@@ -249,3 +249,21 @@ test('a repeated event id is a duplicate; unhandled Stripe types are stored and 
   assert.equal((await payments(app)).meta.total, 1);
   assert.deepEqual(await inboxStatuses(app), ['processed', 'ignored']);
 });
+
+test('a payment reported failed, then succeeded for less: the amount is what was received, in either order', async (t) => {
+  async function run(failedFirst: boolean) {
+    const app = await buildTestApp(t, { env: PROVIDER_ENV });
+    const failedIntent = stripePaymentIntent({ amount: 2000, email: 'partial@example.com', status: 'requires_payment_method', error: 'Declined' });
+    // A partial capture: Stripe received 1500 of the 2000 the intent asked for.
+    const succeeded = { ...failedIntent, status: 'succeeded', amount_received: 1500, last_payment_error: null };
+    const events = [
+      stripeEvent('payment_intent.payment_failed', failedIntent),
+      stripeEvent('payment_intent.succeeded', succeeded),
+    ];
+    for (const event of failedFirst ? events : events.reverse()) assert.equal((await postStripe(app, event)).status, 200);
+    const payment = await onlyPayment(app);
+    return { status: payment.status, amount: payment.amount };
+  }
+  assert.deepEqual(await run(true), { status: 'succeeded', amount: 1500 });
+  assert.deepEqual(await run(false), { status: 'succeeded', amount: 1500 });
+});

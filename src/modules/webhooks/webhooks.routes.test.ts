@@ -75,6 +75,24 @@ test('each url of the issue corpus is 400 validation_error naming url', async (t
   assert.equal((await app.request('GET', '/api/webhooks')).body.meta.total, 0);
 });
 
+test('a NUL character in url or secret is 400, not a 500 from PostgreSQL text', async (t) => {
+  const app = await setup(t);
+  for (const body of [
+    { url: `${PUBLIC_URL}/a\u0000b`, events: ['*'] },
+    { url: PUBLIC_URL, events: ['*'], secret: 'sekrit-\u0000-0123456789' },
+  ]) {
+    const res = await app.request('POST', '/api/webhooks', { body });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.code, 'validation_error');
+  }
+  // An escaped backslash followed by the letters u0000 is no NUL, and is accepted.
+  const literal = await app.request('POST', '/api/webhooks', {
+    body: { url: PUBLIC_URL, events: ['*'], secret: 'sekrit-\\u0000-0123456789' },
+  });
+  assert.equal(literal.status, 201, literal.text);
+  assert.equal((await app.request('GET', '/api/webhooks')).body.meta.total, 1);
+});
+
 test('a name is checked through DNS: any private address rejects it', async (t) => {
   const app = await setup(t);
   app.dns.set('internal.example.com', ['10.0.0.7']);

@@ -1,0 +1,33 @@
+// PostgreSQL text cannot hold U+0000 (SQLite can): a NUL in a query, path or body value would
+// be a 500 on one database and stored on the other. It is refused up front, the same on both.
+import type { FastifyInstance } from 'fastify';
+import { ValidationError } from './errors.ts';
+
+/** The dotted path of the first string holding U+0000 within `value`, or undefined. */
+function nulAt(value: unknown, path: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  // Raw bodies (the provider notify route keeps bytes) are not text values: left alone.
+  if (depth > 32 || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return childPath;
+    const found = nulAt(item, childPath, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Answers 400 `validation_error` naming the field when any query, path or JSON body value
+ * (or key) contains U+0000, before validation and before any database access.
+ */
+export function registerTextGuard(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    for (const part of [request.params, request.query, request.body]) {
+      const field = nulAt(part, '');
+      if (field !== undefined) {
+        throw new ValidationError(`${field || 'value'} must not contain the NUL character`, field || undefined);
+      }
+    }
+  });
+}
