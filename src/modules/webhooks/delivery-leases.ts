@@ -139,8 +139,12 @@ export async function recordOutcomes(
   outcomes: readonly Outcome[],
 ): Promise<void> {
   if (outcomes.length === 0) return;
+  // One lock order for every worker: event rows (locked to count their deliveries down) are
+  // taken in event id order, so two workers recording at once queue instead of deadlocking.
+  const key = (outcome: Outcome) => `${outcome.delivery.eventId} ${outcome.delivery.id}`;
+  const ordered = [...outcomes].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   await db.transaction().execute(async (trx) => {
-    for (const outcome of outcomes) {
+    for (const outcome of ordered) {
       if (outcome.kind === 'release') {
         await trx
           .updateTable('webhook_deliveries')
