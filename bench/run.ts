@@ -1,12 +1,15 @@
 // `npm run bench`: seeds SQLite databases of 1,000 and 1,000,000 customers, runs the API on
 // each (and a bare Fastify baseline) in child processes, loads them with autocannon and prints
-// req/s and latency, each against the bare route of the same run. Measures, never fails on speed.
+// req/s and latency, each against the bare route of the same run. Then the provider-event
+// intake (notify.ts), webhook fan-out and delivery (deliveries.ts), and the read and notify
+// scenarios on PostgreSQL with one and two instances (postgres.ts). Measures, never fails on speed.
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchDeliveries } from './deliveries.ts';
 import { type Measurement, measureAll, type Target } from './measure.ts';
 import { benchNotify } from './notify.ts';
+import { benchPostgres } from './postgres.ts';
 import { seedCustomers } from './seed.ts';
 import { type RunningServer, startServer, stopAllServers } from './servers.ts';
 
@@ -160,6 +163,7 @@ async function main(workDir: string): Promise<void> {
   );
   await benchNotify(workDir, settings, log);
   await benchDeliveries(workDir, { duration: settings.duration }, log);
+  await benchPostgres(settings, log);
 }
 
 mkdirSync(join(ROOT, '.bench'), { recursive: true });

@@ -1,0 +1,249 @@
+// Bench scenarios on PostgreSQL (issue 7, Speed): the read and notify scenarios of the SQLite
+// bench, on a fresh database `billing_bench_<pid>` this file CREATEs and DROPs on the server at
+// BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres), first on one instance,
+// then on two: two `npm start` processes (API + worker each, RATE_LIMIT_MAX=0) on the one
+// database, with no balancer — autocannon splits its connections round-robin over both ports.
+//   - read: GET /api/customers over BENCH_PG_ROWS (default 100,000) seeded customers;
+//   - notify: POST /api/notify with distinct signed Paystack charge.success events.
+// All targets (and the bare Fastify route they are compared with) are measured in interleaved
+// rounds (measure.ts). Prints req/s, p50/p99, the ratio to the bare route and the scaling ratio
+// two instances / one. Autocannon, PostgreSQL and both instances share the machine's CPUs, so
+// on 2 cores scaling stays well below 2×. Skipped, with a note, when PostgreSQL does not answer.
+// Measures; never fails on speed. Runs inside `npm run bench`, or alone: `node bench/postgres.ts`.
+import { cpus, loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { type Measurement, measureAll, type Schedule, type Target } from './measure.ts';
+import { chargeBody, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
+import { seedCustomersPostgres } from './seed.ts';
+import { type RunningServer, startServer, stopAllServers } from './servers.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const API_KEY = 'bench_bootstrap_key_0123456789';
+const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const DEFAULT_ROWS = 100_000;
+
+interface Scenario extends Target {
+  label: string;
+  /** For a two-instance target: the index of its one-instance twin (for the scaling ratio). */
+  oneInstance?: number;
+}
+
+const count = (n: number) => Math.round(n).toLocaleString('en-US');
+
+function loadNote(): string {
+  const load = loadavg()[0]!;
+  const busy = load > cpus().length * 0.5 ? ' — the machine was busy; expect noisy figures' : '';
+  return `load average ${load.toFixed(2)} on ${cpus().length} CPUs${busy}`;
+}
+
+/** Runs `text` on the server at `url` with a one-off client (3 s connect timeout). */
+async function adminQuery(url: string, text: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  await client.connect();
+  try {
+    return await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+/** One instance of the app (`npm start`: API + worker) on the PostgreSQL database `databaseUrl`. */
+function startApp(databaseUrl: string): Promise<RunningServer> {
+  return startServer(
+    join(ROOT, 'src/main.ts'),
+    {
+      DATABASE_URL: databaseUrl,
+      API_KEYS: API_KEY,
+      PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
+      LOG_LEVEL: 'warn',
+      // Rate limiting would cap every figure; off for the bench.
+      RATE_LIMIT_MAX: '0',
+    },
+    '/api/health',
+  );
+}
+
+/** Fails early when an instance does not list exactly `rows` customers. */
+async function checkList(app: RunningServer, rows: number): Promise<void> {
+  const response = await fetch(`${app.url}/api/customers`, { headers: { authorization: `Bearer ${API_KEY}` } });
+  const body = (await response.json()) as { data?: unknown[]; meta?: { total?: number } };
+  if (response.status !== 200 || body.meta?.total !== rows || body.data?.length !== Math.min(rows, 10)) {
+    throw new Error(`GET /api/customers answered ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
+  }
+}
+
+/** Fails early when an instance does not take a signed event with 200. */
+async function checkNotify(app: RunningServer): Promise<void> {
+  const event = chargeBody();
+  const notify = await fetch(`${app.url}/api/notify?p=paystack`, { method: 'POST', body: event, headers: signed(event) });
+  const text = await notify.text();
+  if (notify.status !== 200) throw new Error(`POST /api/notify answered ${notify.status} ${text.slice(0, 200)}`);
+}
+
+function table(scenarios: Scenario[], results: Measurement[], bare: Measurement): string {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'rps vs bare', 'p99 vs bare', 'rps 2 vs 1 instance'];
+  const lines = scenarios.map((scenario, i) => {
+    const result = results[i]!;
+    const single = scenario.oneInstance === undefined ? undefined : results[scenario.oneInstance]!;
+    return [
+      scenario.label,
+      count(result.rps),
+      result.p50Ms.toFixed(2),
+      result.p99Ms.toFixed(2),
+      `${(result.rps / bare.rps).toFixed(2)}×`,
+      `${(result.p99Ms / bare.p99Ms).toFixed(2)}×`,
+      single ? `${(result.rps / single.rps).toFixed(2)}×` : '',
+    ];
+  });
+  const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)));
+  const format = (cells: string[]) =>
+    cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ');
+  return [format(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...lines.map(format)].join('\n');
+}
+
+/** What the notify load left in the database: inbox rows, processed ones, payments. */
+async function stored(databaseUrl: string) {
+  const one = async (query: string) => Number((await adminQuery(databaseUrl, query)).rows[0].n);
+  return {
+    inbox: await one('select count(*) as n from provider_events'),
+    processed: await one("select count(*) as n from provider_events where status = 'processed'"),
+    payments: await one('select count(*) as n from payments'),
+  };
+}
+
+/**
+ * Runs the PostgreSQL scenarios with `schedule` (connections are the total over both
+ * instances); writes the report with `log`. Creates, seeds and drops its own database, and
+ * starts and stops its own servers. Returns without measuring (after logging why) when
+ * PostgreSQL does not answer.
+ */
+export async function benchPostgres(schedule: Schedule, log: (line: string) => void): Promise<void> {
+  const serverUrl = process.env.BENCH_PG_URL?.trim() || DEFAULT_SERVER_URL;
+  const rowsText = process.env.BENCH_PG_ROWS?.trim();
+  const rows = rowsText ? Math.round(Number(rowsText)) : DEFAULT_ROWS;
+  if (!Number.isFinite(rows) || rows < 10) throw new Error(`BENCH_PG_ROWS must be a number ≥ 10 (got "${rowsText}")`);
+  // Taken before this section adds its own load (later it would mostly measure the bench itself).
+  const loadBefore = loadNote();
+  const shownServer = new URL(serverUrl);
+  shownServer.password = '';
+  try {
+    await adminQuery(serverUrl, 'select 1');
+  } catch (error) {
+    log(
+      `\nPostgreSQL scenarios skipped: ${shownServer.host} did not answer ` +
+        `(${error instanceof Error ? error.message : String(error)}); set BENCH_PG_URL to run them.`,
+    );
+    return;
+  }
+
+  const databaseName = `billing_bench_${process.pid}`;
+  const database = new URL(serverUrl);
+  database.pathname = `/${databaseName}`;
+  const databaseUrl = database.toString();
+  await adminQuery(serverUrl, `create database ${databaseName}`);
+  const servers: RunningServer[] = [];
+  try {
+    process.stdout.write(`\npostgres: seeding ${count(rows)} customers in ${databaseName} … `);
+    const seeded = await seedCustomersPostgres(databaseUrl, rows);
+    process.stdout.write(`${(seeded.insertMs / 1000).toFixed(1)} s; starting 2 instances … `);
+    const bare = await startServer(join(ROOT, 'bench/bare-server.ts'), {}, '/');
+    servers.push(bare);
+    const first = await startApp(databaseUrl);
+    servers.push(first);
+    const second = await startApp(databaseUrl);
+    servers.push(second);
+    for (const app of [first, second]) await checkList(app, rows);
+    for (const app of [first, second]) await checkNotify(app);
+
+    const auth = { authorization: `Bearer ${API_KEY}` };
+    const both = [first.url, second.url];
+    const scenarios: Scenario[] = [
+      { label: 'bare Fastify GET / (baseline)', url: bare.url, path: '/' },
+      { label: `GET /api/customers @ ${count(rows)}, 1 instance`, url: first.url, path: '/api/customers', headers: auth },
+      {
+        label: `GET /api/customers @ ${count(rows)}, 2 instances`,
+        url: both,
+        path: '/api/customers',
+        headers: auth,
+        oneInstance: 1,
+      },
+      { label: 'POST /api/notify charge.success, 1 instance', url: first.url, path: '/', requests: [notifyRequest()] },
+      {
+        label: 'POST /api/notify charge.success, 2 instances',
+        url: both,
+        path: '/',
+        requests: [notifyRequest()],
+        oneInstance: 3,
+      },
+    ];
+    process.stdout.write(`measuring ${scenarios.length} scenarios in ${schedule.rounds} interleaved rounds … `);
+    const results = await measureAll(scenarios, schedule, (round) => process.stdout.write(`${round} `));
+    log('done');
+    await Promise.all(servers.map((server) => server.stop()));
+    const after = await stored(databaseUrl);
+
+    const [bareResult, listOne, listTwo, notifyOne, notifyTwo] = results as [
+      Measurement,
+      Measurement,
+      Measurement,
+      Measurement,
+      Measurement,
+    ];
+    log('');
+    log(
+      `PostgreSQL scenarios (${shownServer.host}, ${schedule.connections} connections in total — split over both ` +
+        `ports for 2 instances — ${schedule.duration} s in ${schedule.rounds} rounds; before this section: ${loadBefore}):`,
+    );
+    log(table(scenarios, results, bareResult));
+    scenarios.forEach((scenario, i) => {
+      const result = results[i]!;
+      if (result.failures > 0) {
+        log(`WARNING: ${scenario.label}: ${result.failures} of ${result.requests} responses were errors or not 2xx`);
+      }
+    });
+    const ratio = (two: Measurement, one: Measurement) =>
+      `${(two.rps / one.rps).toFixed(2)}× req/s, p99 ${(two.p99Ms / one.p99Ms).toFixed(2)}×`;
+    log(
+      `scaling, 2 instances / 1 (measured; ${cpus().length} CPUs shared by autocannon, PostgreSQL and the instances): ` +
+        `list ${ratio(listTwo, listOne)}; notify ${ratio(notifyTwo, notifyOne)}`,
+    );
+    const answered = notifyOne.requests - notifyOne.failures + notifyTwo.requests - notifyTwo.failures;
+    const consistent = after.processed === after.inbox && after.payments === after.inbox && after.inbox >= answered;
+    log(
+      `notify on PostgreSQL: ${count(answered)} measured 2xx responses (warm-up and probes not counted); the database ` +
+        `holds ${count(after.inbox)} inbox rows (${count(after.processed)} processed) and ${count(after.payments)} payments` +
+        ` — ${consistent ? 'every stored event processed once into one payment' : 'MISMATCH'}`,
+    );
+  } finally {
+    await Promise.all(servers.map((server) => server.stop()));
+    try {
+      await adminQuery(serverUrl, `drop database if exists ${databaseName} with (force)`);
+    } catch (error) {
+      log(`WARNING: could not drop database ${databaseName}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}
+
+if (import.meta.main) {
+  const number = (name: string, fallback: number) => {
+    const value = Number(process.env[name]);
+    return process.env[name] && Number.isFinite(value) && value > 0 ? value : fallback;
+  };
+  try {
+    await benchPostgres(
+      {
+        duration: number('BENCH_DURATION', 5),
+        warmup: number('BENCH_WARMUP', 2),
+        connections: Math.round(number('BENCH_CONNECTIONS', 20)),
+        rounds: Math.round(number('BENCH_ROUNDS', 5)),
+      },
+      (line) => process.stdout.write(`${line}\n`),
+    );
+  } catch (error) {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  } finally {
+    await stopAllServers();
+  }
+}
