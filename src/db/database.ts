@@ -16,7 +16,7 @@ import type {
   WebhookDeliveriesTable,
   WebhookEndpointsTable,
 } from '../modules/webhooks/webhooks.table.ts';
-import type { RowCountsTable } from './counts.table.ts';
+import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
@@ -35,4 +35,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;
   row_counts: RowCountsTable;
+  row_count_deltas: RowCountDeltasTable;
 }

@@ -8,6 +8,7 @@ import * as providerEvents from './migrations/0003_provider_events.ts';
 import * as webhooks from './migrations/0004_webhooks.ts';
 import * as idempotency from './migrations/0005_idempotency.ts';
 import * as dunning from './migrations/0006_dunning.ts';
+import * as countDeltas from './migrations/0007_count_deltas.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004_webhooks': webhooks,
   '0005_idempotency': idempotency,
   '0006_dunning': dunning,
+  '0007_count_deltas': countDeltas,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { dunningActionsDue, dunningCasesByStatus } from '../modules/dunning/dunning.gauges.ts';
 import { dueProviderEvents } from '../modules/provider-events/provider-events.gauges.ts';
 import { dueDeliveries, pendingDeliveries } from '../modules/webhooks/webhooks.gauges.ts';
+import { readAllCounts } from '../db/counts.ts';
 import type { DatabaseGauge } from './metrics.ts';
 
 /** Exact totals the service keeps beside its big lists (customers, events, subscriptions…). */
@@ -12,8 +13,8 @@ const rowTotals: DatabaseGauge = {
   help: 'Rows per table, from the exact totals kept beside the lists.',
   labelNames: ['table'],
   collect: async ({ db }) => {
-    const rows = await db.selectFrom('row_counts').select(['name', 'count']).execute();
-    return rows.map((row) => ({ labels: { table: row.name }, value: Number(row.count) }));
+    const totals = await readAllCounts(db);
+    return [...totals].map(([table, value]) => ({ labels: { table }, value }));
   },
 };
 

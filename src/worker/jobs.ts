@@ -4,6 +4,7 @@ import {
   expireIncompleteSubscriptions,
   markUnpaidRenewalsPastDue,
 } from '../modules/subscriptions/subscriptions.jobs.ts';
+import { foldCountDeltas } from '../db/counts.ts';
 import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
 import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
 import { retryProviderEvents } from '../modules/provider-events/provider-events.jobs.ts';
@@ -17,6 +18,7 @@ export const JOBS: readonly Job[] = [
   runDunningSchedule,
   retryProviderEvents,
   purgeIdempotencyKeys,
+  foldCountDeltas,
 ];
 
 /** Long-running parts of the worker, started and drained with it (see runner.ts). */
