@@ -71,6 +71,8 @@ test('two instances on one PostgreSQL and one Redis: once per endpoint, once per
   skip: !ON_POSTGRES && 'PostgreSQL only: several instances share a PostgreSQL database (SPEC §7)',
   timeout: 120_000,
 }, async (t) => {
+  // Issue 7: Redis tests run against the real Redis on 127.0.0.1:6379 where it answers. CI and
+  // the development machines have one; a laptop without Redis skips this test, saying why.
   if (!(await redisAnswers())) {
     t.skip('Redis does not answer on 127.0.0.1:6379');
     return;

@@ -17,24 +17,12 @@ export interface DunningContext {
   config: Pick<Config, 'dunningScheduleMs' | 'dunningFinalAction'>;
 }
 
-/** A dunning case as the API returns it (SPEC §4 fields); `amount_due` in minor units. */
-export interface DunningCase {
-  id: string;
-  customer_id: string;
-  subscription_id: string;
-  payment_id: string | null;
-  status: DunningCaseStatus;
-  reason: DunningReason;
-  attempts: number;
-  step: number;
-  next_action_at: string | null;
-  amount_due: number;
-  currency: string;
-  opened_at: string;
-  closed_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/**
+ * A dunning case as the API returns it (SPEC §4 fields): exactly the row's columns;
+ * `amount_due` in minor units, times ISO 8601. toDunningCase copies them one by one so a
+ * column added later never leaks into responses or events unnoticed.
+ */
+export type DunningCase = DunningCaseRow;
 
 export function toDunningCase(row: DunningCaseRow): DunningCase {
   return {
