@@ -116,17 +116,18 @@ export function paystackCharge(options: PaystackChargeOptions = {}) {
   };
 }
 
-/** A `refund.processed` event: no id/reference of its own, `amount` as a string. */
+/** A `refund.processed` (or `refund.failed`) event: no id/reference of its own, `amount` as a string. */
 export function paystackRefund(options: {
   transactionReference: string;
   amount?: unknown;
   refundReference?: string | null;
   currency?: string;
+  failed?: boolean;
 }) {
   return {
-    event: 'refund.processed',
+    event: options.failed ? 'refund.failed' : 'refund.processed',
     data: {
-      status: 'processed',
+      status: options.failed ? 'failed' : 'processed',
       transaction_reference: options.transactionReference,
       refund_reference: options.refundReference === undefined ? `${nextSeq()}` : options.refundReference,
       amount: options.amount ?? '500000',

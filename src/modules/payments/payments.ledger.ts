@@ -1,6 +1,7 @@
 // Writes payments and refunds from provider reports (SPEC §4, §5), each change with its
 // event in the caller's transaction. One payment per (provider, reference) and one refund
-// per (provider, refund reference), whichever event reports them and in whatever order.
+// per (provider, refund reference), whichever event reports them and in whatever order;
+// `amount_refunded` is always the sum of the payment's succeeded refunds (refund-totals.ts).
 import { sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import { addToCount } from '../../db/counts.ts';
@@ -10,8 +11,8 @@ import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { type Payment, toPayment } from './payments.service.ts';
-import type { PaymentRow, RefundRow } from './payments.table.ts';
-import { refundedTotal, statusAfterRefunds } from './refund-totals.ts';
+import type { PaymentRow, RefundStatus } from './payments.table.ts';
+import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
 
 /** A payment as a provider reported it, with our attribution. */
 export interface PaymentInput {
@@ -185,68 +186,107 @@ export interface RefundInput {
   /** Minor units, above 0. */
   amount: number;
   currency: string;
+  /** `failed`: it failed or was cancelled (reverses a success). */
+  status: RefundStatus;
   /** ISO 8601. */
   occurredAt: string;
 }
 
+/** What recording refund reports did: the payment after, or why nothing was written. */
+export type RefundOutcome = { refused: false; payment: Payment } | { refused: true; reason: string };
+
 /**
- * Records refunds of `payment` (locked by the caller; must not be `failed`): each refund
- * once per provider reference, then `amount_refunded` = the largest of what is known (the
- * refunds' sum, a provider's running total), capped at `amount` (refund-totals.ts), and
- * the status to match. Emits `payment.refunded` when the payment changed. Returns the
- * payment after.
+ * Records refund reports of `payment` (locked by the caller; must not be `failed`), all or
+ * nothing: planRefunds (refund-totals.ts) decides every report against the payment's
+ * recorded refunds first, and a refund that would take the succeeded sum above `amount` (or
+ * whose reference belongs to another payment) refuses the whole batch, nothing written.
+ * Otherwise refunds are inserted / marked failed, then `amount_refunded` is recomputed from
+ * the rows (the sum of succeeded refunds) with the status to match. Emits
+ * `payment.refunded` when a refund newly succeeded and `payment.refund_failed` when a
+ * succeeded one failed (data: the payment after). SPEC §5 "Refunds".
  */
 export async function recordRefunds(
   trx: Transaction<Database>,
   clock: Clock,
   payment: PaymentRow,
   refunds: RefundInput[],
-  reportedTotal: number | null,
-): Promise<Payment> {
+): Promise<RefundOutcome> {
+  const references = refunds.map((refund) => refund.reference);
+  const rows = await trx
+    .selectFrom('refunds')
+    .select(['payment_id', 'provider_reference', 'amount', 'status'])
+    .where((eb) =>
+      eb.or([
+        eb('payment_id', '=', payment.id),
+        eb.and([eb('provider', '=', payment.provider), eb('provider_reference', 'in', references)]),
+      ]),
+    )
+    .execute();
+  const elsewhere = rows.find((row) => row.payment_id !== payment.id);
+  if (elsewhere) {
+    return {
+      refused: true,
+      reason: `refund ${elsewhere.provider_reference} is recorded for another payment (${elsewhere.payment_id})`,
+    };
+  }
+  const recorded = rows.map((row) => ({ reference: row.provider_reference, amount: Number(row.amount), status: row.status }));
+  const plan = planRefunds({ id: payment.id, amount: Number(payment.amount) }, recorded, refunds);
+  if (!plan.accepted) return { refused: true, reason: plan.reason };
+
   const now = clock.now().toISOString();
   let inserted = 0;
-  for (const refund of refunds) {
-    const row: RefundRow = {
-      id: newId('refund'),
-      payment_id: payment.id,
-      provider: payment.provider,
-      provider_reference: refund.reference,
-      amount: refund.amount,
-      currency: refund.currency,
-      status: 'succeeded',
-      refunded_at: refund.occurredAt,
-      created_at: now,
-      updated_at: now,
-    };
-    const created = await trx
-      .insertInto('refunds')
-      .values(row)
-      .onConflict((oc) => oc.columns(['provider', 'provider_reference']).doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (created) inserted += 1;
+  let succeeded = false;
+  let failed = false;
+  for (const change of plan.changes) {
+    if (change.action === 'insert') {
+      const refund = change.refund;
+      await trx
+        .insertInto('refunds')
+        .values({
+          id: newId('refund'),
+          payment_id: payment.id,
+          provider: payment.provider,
+          provider_reference: refund.reference,
+          amount: refund.amount,
+          currency: refund.currency,
+          status: refund.status,
+          refunded_at: refund.occurredAt,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      inserted += 1;
+      if (refund.status === 'succeeded') succeeded = true;
+    } else {
+      await trx
+        .updateTable('refunds')
+        .set({ status: 'failed', updated_at: now })
+        .where('provider', '=', payment.provider)
+        .where('provider_reference', '=', change.refund.reference)
+        .execute();
+      failed = true;
+    }
   }
-  const sum = await trx
-    .selectFrom('refunds')
-    .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
-    .where('payment_id', '=', payment.id)
-    .executeTakeFirstOrThrow();
-  const refunded = refundedTotal({
-    amount: payment.amount,
-    current: payment.amount_refunded,
-    recordedSum: Number(sum.total ?? 0),
-    reportedTotal,
-  });
+
   let result = toPayment(payment);
-  if (refunded !== payment.amount_refunded) {
+  if (succeeded || failed) {
+    // The one rule, from the rows themselves: amount_refunded = the succeeded refunds' sum.
+    const sum = await trx
+      .selectFrom('refunds')
+      .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
+      .where('payment_id', '=', payment.id)
+      .where('status', '=', 'succeeded')
+      .executeTakeFirstOrThrow();
+    const refunded = Number(sum.total ?? 0);
     const updated = await updatePayment(trx, clock, payment, {
       amount_refunded: refunded,
-      status: statusAfterRefunds(payment.status, payment.amount, refunded),
+      status: statusAfterRefunds(Number(payment.amount), refunded),
     });
     result = toPayment(updated);
-    await emitEvent(trx, clock, 'payment.refunded', result);
+    if (succeeded) await emitEvent(trx, clock, 'payment.refunded', result);
+    if (failed) await emitEvent(trx, clock, 'payment.refund_failed', result);
   }
-  // Counted after the event (see insertPayment: one lock order for the shared counters).
+  // Counted after the events (see insertPayment: one lock order for the shared counters).
   if (inserted > 0) await addToCount(trx, 'refunds', inserted);
-  return result;
+  return { refused: false, payment: result };
 }

@@ -1,6 +1,6 @@
 // JSON schemas of the payments and refunds routes: they validate, serialize and document.
 import { nullableTimestamp, timestamp } from '../../http/schemas.ts';
-import { PAYMENT_STATUSES } from './payments.table.ts';
+import { PAYMENT_STATUSES, REFUND_STATUSES } from './payments.table.ts';
 
 export const PAYMENT_SORT_FIELDS = ['created_at', 'amount'] as const;
 export const REFUND_SORT_FIELDS = ['created_at', 'amount'] as const;
@@ -35,7 +35,7 @@ export const paymentSchema = {
       description: "The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id).",
     },
     amount: minorUnits,
-    amount_refunded: { ...minorUnits, description: 'Minor units refunded so far; never above `amount`.' },
+    amount_refunded: { ...minorUnits, description: 'The sum of the succeeded refunds, minor units; never above `amount`.' },
     currency,
     status: { type: 'string', enum: [...PAYMENT_STATUSES] },
     failure_reason: { type: ['string', 'null'] },
@@ -66,7 +66,11 @@ export const refundSchema = {
     provider_reference: { type: 'string', description: "The provider's id of the refund." },
     amount: minorUnits,
     currency,
-    status: { type: 'string', enum: ['succeeded'] },
+    status: {
+      type: 'string',
+      enum: [...REFUND_STATUSES],
+      description: '`failed`: the refund failed or was cancelled at the provider (final); it does not count in the payment\'s `amount_refunded`.',
+    },
     refunded_at: timestamp,
     created_at: timestamp,
     updated_at: timestamp,

@@ -6,7 +6,7 @@ import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import { isIdOf } from '../../shared/ids.ts';
-import type { PaymentRow, PaymentStatus, RefundRow } from './payments.table.ts';
+import type { PaymentRow, PaymentStatus, RefundRow, RefundStatus } from './payments.table.ts';
 
 /** A payment as the API returns it (SPEC §4 fields). Amounts in minor units. */
 export interface Payment {
@@ -25,7 +25,7 @@ export interface Payment {
   updated_at: string;
 }
 
-/** A refund as the API returns it. */
+/** A refund as the API returns it. Amount in minor units; `failed` refunds do not count in `amount_refunded`. */
 export interface Refund {
   id: string;
   payment_id: string;
@@ -33,7 +33,7 @@ export interface Refund {
   provider_reference: string;
   amount: number;
   currency: string;
-  status: 'succeeded';
+  status: RefundStatus;
   refunded_at: string;
   created_at: string;
   updated_at: string;

@@ -15,7 +15,7 @@ export interface PaymentsTable {
   provider_reference: string;
   /** Minor units. */
   amount: number;
-  /** Minor units; never above `amount`. */
+  /** Minor units: the sum of the payment's succeeded refunds, never above `amount`. */
   amount_refunded: number;
   /** ISO 4217, upper case. */
   currency: string;
@@ -28,6 +28,10 @@ export interface PaymentsTable {
 
 export type PaymentRow = Selectable<PaymentsTable>;
 
+/** `failed`: the refund failed or was cancelled (possibly after succeeding); it is final. */
+export const REFUND_STATUSES = ['succeeded', 'failed'] as const;
+export type RefundStatus = (typeof REFUND_STATUSES)[number];
+
 export interface RefundsTable {
   id: string;
   payment_id: string;
@@ -37,7 +41,7 @@ export interface RefundsTable {
   /** Minor units, above 0. */
   amount: number;
   currency: string;
-  status: 'succeeded';
+  status: RefundStatus;
   refunded_at: string;
   created_at: string;
   updated_at: string;

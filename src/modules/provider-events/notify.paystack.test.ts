@@ -211,7 +211,7 @@ test('a duplicate delivery is answered 200 and has no effect', async (t) => {
   assert.equal((await inboxRows(app)).length, 1);
 });
 
-test('refund.processed: partial then full, amounts as strings, capped at the payment amount', async (t) => {
+test('refund.processed: partial then full, amounts as strings; a refund beyond the amount is refused', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const charge = paystackCharge({ amount: 500000 });
   await postPaystack(app, charge);
@@ -232,19 +232,21 @@ test('refund.processed: partial then full, amounts as strings, capped at the pay
   assert.equal(payment.status, 'refunded');
   assert.equal(payment.amount_refunded, 500000);
 
-  // A refund beyond the amount is recorded as the provider reported it; the payment caps.
+  // Nothing remains: a further refund is refused (kept failed in the inbox), not recorded.
   await postPaystack(app, paystackRefund({ transactionReference: reference, amount: '100' }));
-  payment = await onlyPayment(app);
-  assert.equal(payment.amount_refunded, 500000);
+  assert.deepEqual(await onlyPayment(app), payment);
+  const refused = (await inboxRows(app)).filter((row) => row.status === 'failed');
+  assert.equal(refused.length, 1);
+  assert.match(refused[0]!.error ?? '', /of 100 exceeds the 0 remaining/);
   const refunds = (await app.request('GET', `/api/refunds?payment_id=${payment.id}&sort_by=amount&sort_order=asc`)).body;
-  assert.equal(refunds.meta.total, 3);
+  assert.equal(refunds.meta.total, 2);
   assert.deepEqual(
     refunds.data.map((r: { amount: number }) => r.amount),
-    [100, 200000, 300000],
+    [200000, 300000],
   );
-  assert.equal(refunds.data[1].currency, 'NGN');
-  assert.equal(refunds.data[1].status, 'succeeded');
-  assert.deepEqual((await app.request('GET', `/api/refunds/${refunds.data[1].id}`)).body, refunds.data[1]);
+  assert.equal(refunds.data[0].currency, 'NGN');
+  assert.equal(refunds.data[0].status, 'succeeded');
+  assert.deepEqual((await app.request('GET', `/api/refunds/${refunds.data[0].id}`)).body, refunds.data[0]);
   assert.equal((await eventsOf(app, 'payment.refunded')).length, 2);
 });
 

@@ -50,7 +50,7 @@ function errorText(error: unknown): string {
 }
 
 type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
-type RefundEvent = Extract<ProviderEvent, { kind: 'refund_succeeded' }>;
+type RefundEvent = Extract<ProviderEvent, { kind: 'refunds' }>;
 
 /**
  * A payment report: record it (one payment per provider reference), attribute it, and
@@ -111,9 +111,11 @@ async function applyPaymentEvent(
 }
 
 /**
- * A refund report. Returns the payment reference to wait for when its payment is not
- * recorded (or not paid) yet: the row is held and applied when the payment succeeds, so
- * any arrival order ends in the same state.
+ * Refund reports (succeeded or failed). Returns the payment reference to wait for when its
+ * payment is not recorded (or not paid) yet: the row is held and applied when the payment
+ * succeeds, so any arrival order ends in the same state. Throws UnusableEventError when a
+ * refund's currency differs from the payment's, or the ledger refuses the reports (a refund
+ * beyond what remains of the payment): nothing is written and the inbox row keeps the reason.
  */
 async function applyRefundEvent(
   trx: Transaction<Database>,
@@ -123,14 +125,15 @@ async function applyRefundEvent(
 ): Promise<string | null> {
   const payment = await lockPaymentByReference(trx, provider, event.paymentReference);
   if (!payment || payment.status === 'failed') return event.paymentReference;
-  for (const currency of [event.currency, ...event.refunds.map((refund) => refund.currency)]) {
+  for (const { currency } of event.refunds) {
     if (currency !== payment.currency) {
       throw new UnusableEventError(
         `refund currency ${currency} differs from the payment's ${payment.currency}`,
       );
     }
   }
-  await recordRefunds(trx, clock, payment, event.refunds, event.totalRefunded);
+  const outcome = await recordRefunds(trx, clock, payment, event.refunds);
+  if (outcome.refused) throw new UnusableEventError(outcome.reason);
   return null;
 }
 
@@ -187,7 +190,7 @@ async function processRow(
     case 'payment_failed':
       await applyPaymentEvent(trx, ctx, row.provider, event);
       break;
-    case 'refund_succeeded': {
+    case 'refunds': {
       const waitFor = await applyRefundEvent(trx, ctx.clock, row.provider, event);
       if (waitFor !== null) {
         await finishInboxRow(trx, row.id, row.status, {

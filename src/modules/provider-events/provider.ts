@@ -24,13 +24,17 @@ export interface PaymentReport {
   occurredAt: string;
 }
 
-/** One successful refund as a provider reports it. */
+/**
+ * One refund as a provider reports it: `succeeded` (the money went back), or `failed` (it
+ * failed or was cancelled, possibly after a success report). Pending refunds are not reports.
+ */
 export interface RefundReport {
   /** The provider's id of the refund: one refund per (provider, reference). */
   reference: string;
   /** Minor units, above 0. */
   amount: number;
   currency: string;
+  status: 'succeeded' | 'failed';
   /** ISO 8601 UTC. */
   occurredAt: string;
 }
@@ -39,14 +43,11 @@ export interface RefundReport {
 export type ProviderEvent =
   | { kind: 'payment_succeeded' | 'payment_failed'; payment: PaymentReport }
   | {
-      kind: 'refund_succeeded';
+      kind: 'refunds';
       /** The provider reference of the refunded payment. */
       paymentReference: string;
-      /** The refunds the event names (may be empty when only a total is given). */
+      /** The refunds the event reports, at least one. */
       refunds: RefundReport[];
-      /** The payment's total refunded so far, when the event says (Stripe `charge.amount_refunded`). */
-      totalRefunded: number | null;
-      currency: string;
     }
   | { kind: 'ignored'; reason: string };
 

@@ -100,27 +100,27 @@ function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
 }
 
 /**
- * `refund.processed`: no `id`/`reference` of its own; linked to its charge by
- * `data.transaction_reference`; `amount` may be a string.
+ * `refund.processed` (the money went back) and `refund.failed` (it did not, possibly after a
+ * `refund.processed`): no `id`/`reference` of their own; linked to the charge by
+ * `data.transaction_reference`; `amount` may be a string. Both name the refund the same way
+ * (`refund_reference`, else `id`, else charge + amount), so a failure reverses its success.
  */
-function refundProcessed(data: JsonObject, now: Date): ProviderEvent {
+function refundReport(data: JsonObject, status: 'succeeded' | 'failed', now: Date): ProviderEvent {
   const paymentReference = requiredText(data.transaction_reference, 'data.transaction_reference');
   const amount = minorUnits(data.amount, 'data.amount');
   if (amount === 0) throw new UnusableEventError('data.amount must be above 0 for a refund');
-  const currency = currencyCode(data.currency, 'data.currency');
   return {
-    kind: 'refund_succeeded',
+    kind: 'refunds',
     paymentReference,
     refunds: [
       {
         reference: refundReference(data) ?? `${paymentReference}:refund:${amount}`,
         amount,
-        currency,
+        currency: currencyCode(data.currency, 'data.currency'),
+        status,
         occurredAt: isoTime(data.refunded_at ?? data.updated_at ?? data.created_at, now),
       },
     ],
-    totalRefunded: null,
-    currency,
   };
 }
 
@@ -179,7 +179,9 @@ export const paystack: ProviderAdapter = {
       case 'invoice.payment_failed':
         return invoicePaymentFailed(data, receivedAt);
       case 'refund.processed':
-        return refundProcessed(data, receivedAt);
+        return refundReport(data, 'succeeded', receivedAt);
+      case 'refund.failed':
+        return refundReport(data, 'failed', receivedAt);
       default:
         return { kind: 'ignored', reason: `unhandled event type ${type}` };
     }

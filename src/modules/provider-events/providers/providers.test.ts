@@ -97,14 +97,24 @@ test('paystack charge.success: metadata object, "", 0 or JSON string; amount in 
 test('paystack refund.processed: string amounts, linked by transaction_reference', () => {
   const event = paystack.normalize(paystackRefund({ transactionReference: 'T77', amount: '2500', refundReference: null }), RECEIVED);
   assert.deepEqual(event, {
-    kind: 'refund_succeeded',
+    kind: 'refunds',
     paymentReference: 'T77',
-    refunds: [{ reference: 'T77:refund:2500', amount: 2500, currency: 'NGN', occurredAt: RECEIVED.toISOString() }],
-    totalRefunded: null,
-    currency: 'NGN',
+    refunds: [{ reference: 'T77:refund:2500', amount: 2500, currency: 'NGN', status: 'succeeded', occurredAt: RECEIVED.toISOString() }],
   });
   for (const amount of ['-5', '2.5', 'abc', 0, '0', -1, {}, true]) {
     assert.throws(() => paystack.normalize(paystackRefund({ transactionReference: 'T77', amount }), RECEIVED), UnusableEventError, String(amount));
+  }
+});
+
+test('paystack refund.failed names the refund as refund.processed does, so it reverses it', () => {
+  for (const refundReference of ['RF_1', null]) {
+    const options = { transactionReference: 'T78', amount: '700', refundReference };
+    const processed = paystack.normalize(paystackRefund(options), RECEIVED);
+    const failed = paystack.normalize(paystackRefund({ ...options, failed: true }), RECEIVED);
+    assert.ok(processed.kind === 'refunds' && failed.kind === 'refunds');
+    assert.equal(failed.refunds[0]!.reference, processed.refunds[0]!.reference);
+    assert.deepEqual([processed.refunds[0]!.status, failed.refunds[0]!.status], ['succeeded', 'failed']);
+    assert.equal(failed.paymentReference, 'T78');
   }
 });
 
@@ -126,7 +136,7 @@ test('stripe invoices: the subscription before and since API version 2025-03-31'
   assert.equal(read({ ...legacy, subscription: { id: 'sub_X', object: 'subscription' } }).subscriptionReference, 'sub_X');
 });
 
-test('stripe refunds: charge.refunded with and without its list; refund.* only when succeeded', () => {
+test('stripe refunds: charge.refunded only through the refunds it lists; refund.* by status', () => {
   const listed = stripe.normalize(
     stripeEvent(
       'charge.refunded',
@@ -134,21 +144,32 @@ test('stripe refunds: charge.refunded with and without its list; refund.* only w
         paymentIntent: 'pi_1',
         amount: 1000,
         amountRefunded: 600,
-        refunds: [stripeRefund({ paymentIntent: 'pi_1', amount: 600, id: 're_1' }), stripeRefund({ paymentIntent: 'pi_1', amount: 50, id: 're_2', status: 'failed' })],
+        refunds: [
+          stripeRefund({ paymentIntent: 'pi_1', amount: 600, id: 're_1' }),
+          stripeRefund({ paymentIntent: 'pi_1', amount: 50, id: 're_2', status: 'failed' }),
+          stripeRefund({ paymentIntent: 'pi_1', amount: 70, id: 're_3', status: 'pending' }),
+        ],
       }),
     ),
     RECEIVED,
   );
-  assert.equal(listed.kind, 'refund_succeeded');
-  if (listed.kind === 'refund_succeeded') {
-    assert.deepEqual(listed.refunds.map((r) => r.reference), ['re_1']);
-    assert.equal(listed.totalRefunded, 600);
-    assert.equal(listed.paymentReference, 'pi_1');
-  }
+  assert.ok(listed.kind === 'refunds');
+  assert.deepEqual(listed.refunds.map((r) => [r.reference, r.status]), [['re_1', 'succeeded'], ['re_2', 'failed']]);
+  assert.equal(listed.paymentReference, 'pi_1');
+  // Since API 2022-11-15 the list is left out: a bare running total is not itemised money.
   const unlisted = stripe.normalize(stripeEvent('charge.refunded', stripeRefundedCharge({ paymentIntent: 'pi_1', amount: 1000, amountRefunded: 1000 })), RECEIVED);
-  assert.ok(unlisted.kind === 'refund_succeeded' && unlisted.refunds.length === 0 && unlisted.totalRefunded === 1000);
+  assert.equal(unlisted.kind, 'ignored');
+  assert.match(unlisted.kind === 'ignored' ? unlisted.reason : '', /lists no settled refund/);
   const pending = stripe.normalize(stripeEvent('refund.created', stripeRefund({ paymentIntent: 'pi_1', amount: 5, status: 'pending' })), RECEIVED);
   assert.deepEqual(pending, { kind: 'ignored', reason: 'refund status pending' });
+  const statusOf = (type: string, status: string) => {
+    const event = stripe.normalize(stripeEvent(type, stripeRefund({ paymentIntent: 'pi_1', amount: 5, status })), RECEIVED);
+    return event.kind === 'refunds' ? event.refunds[0]!.status : event.kind;
+  };
+  assert.deepEqual(
+    [statusOf('refund.updated', 'succeeded'), statusOf('refund.updated', 'canceled'), statusOf('refund.updated', 'failed'), statusOf('refund.failed', 'failed'), statusOf('refund.updated', 'requires_action')],
+    ['succeeded', 'failed', 'failed', 'failed', 'ignored'],
+  );
 });
 
 test('stripe keys are the event id; events without one are keyed by their bytes', () => {

@@ -119,50 +119,63 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
   };
 }
 
-function refundReport(refund: JsonObject, fallbackCurrency: unknown, occurredAt: string): RefundReport {
+/**
+ * Where a Refund's `status` leaves it: `succeeded`; `failed` for `failed` and `canceled` (a
+ * refund can fail or be cancelled after succeeding); null while it is `pending` or
+ * `requires_action` (not money yet).
+ */
+function refundOutcome(status: string | null): RefundReport['status'] | null {
+  if (status === 'succeeded') return 'succeeded';
+  if (status === 'failed' || status === 'canceled') return 'failed';
+  return null;
+}
+
+function refundReport(refund: JsonObject, status: RefundReport['status'], fallbackCurrency: unknown, occurredAt: string): RefundReport {
   const amount = minorUnits(refund.amount, 'refund amount');
   if (amount === 0) throw new UnusableEventError('refund amount must be above 0');
   return {
     reference: requiredText(refund.id, 'refund id'),
     amount,
     currency: currencyCode(refund.currency ?? fallbackCurrency, 'refund currency'),
+    status,
     occurredAt: isoTime(refund.created, new Date(occurredAt)),
   };
 }
 
-/** `charge.refunded`: the charge with its running `amount_refunded`; `refunds` only on older API versions. */
+/**
+ * `charge.refunded`: the refunds it lists, which only API versions before 2022-11-15 include.
+ * Its running `amount_refunded` is not used: a bare total cannot be told apart into refunds,
+ * so it could neither be capped per refund nor reversed when one fails (refund.* events
+ * report each refund).
+ */
 function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
-  const currency = currencyCode(charge.currency, 'data.object.currency');
   const listed = objectAt(charge.refunds).data;
-  const refunds = (Array.isArray(listed) ? listed : [])
-    .map(objectAt)
-    .filter((refund) => refund.status === 'succeeded')
-    .map((refund) => refundReport(refund, charge.currency, occurredAt));
-  const totalRefunded = minorUnits(charge.amount_refunded, 'data.object.amount_refunded');
-  if (totalRefunded === 0 && refunds.length === 0) return { kind: 'ignored', reason: 'nothing refunded' };
+  const refunds: RefundReport[] = [];
+  for (const refund of (Array.isArray(listed) ? listed : []).map(objectAt)) {
+    const status = refundOutcome(text(refund.status));
+    if (status !== null) refunds.push(refundReport(refund, status, charge.currency, occurredAt));
+  }
+  if (refunds.length === 0) {
+    return { kind: 'ignored', reason: 'charge.refunded lists no settled refund (refund.* events report them)' };
+  }
   return {
-    kind: 'refund_succeeded',
+    kind: 'refunds',
     paymentReference: idOf(charge.payment_intent) ?? requiredText(charge.id, 'data.object.id'),
     refunds,
-    totalRefunded,
-    currency,
   };
 }
 
-/** `refund.created` / `refund.updated`: counts only once the refund has `status: succeeded`. */
-function refundEvent(refund: JsonObject, occurredAt: string): ProviderEvent {
-  const status = text(refund.status);
-  if (status !== 'succeeded') return { kind: 'ignored', reason: `refund status ${status ?? 'missing'}` };
+/**
+ * `refund.created` / `refund.updated` / `refund.failed`: counts once the refund has
+ * `status: succeeded`; `failed`/`canceled` (and any `refund.failed`) reverse it.
+ */
+function refundEvent(type: string, refund: JsonObject, occurredAt: string): ProviderEvent {
+  const reported = text(refund.status);
+  const status = type === 'refund.failed' ? 'failed' : refundOutcome(reported);
+  if (status === null) return { kind: 'ignored', reason: `refund status ${reported ?? 'missing'}` };
   const paymentReference = idOf(refund.payment_intent) ?? idOf(refund.charge);
   if (paymentReference === null) throw new UnusableEventError('data.object.payment_intent and data.object.charge are missing');
-  const report = refundReport(refund, refund.currency, occurredAt);
-  return {
-    kind: 'refund_succeeded',
-    paymentReference,
-    refunds: [report],
-    totalRefunded: null,
-    currency: report.currency,
-  };
+  return { kind: 'refunds', paymentReference, refunds: [refundReport(refund, status, refund.currency, occurredAt)] };
 }
 
 export const stripe: ProviderAdapter = {
@@ -227,7 +240,8 @@ export const stripe: ProviderAdapter = {
         return chargeRefunded(object, occurredAt);
       case 'refund.created':
       case 'refund.updated':
-        return refundEvent(object, occurredAt);
+      case 'refund.failed':
+        return refundEvent(type, object, occurredAt);
       default:
         return { kind: 'ignored', reason: `unhandled event type ${type}` };
     }
