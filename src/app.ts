@@ -16,6 +16,7 @@ import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { customerRoutes } from './modules/customers/customers.routes.ts';
+import { EMAIL_FORMATS } from './modules/customers/customers.schemas.ts';
 import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
 import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
@@ -62,7 +63,15 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    ajv: {
+      customOptions: {
+        coerceTypes: false,
+        removeAdditional: false,
+        allErrors: false,
+        // `idn-email` (RFC 6531) is the customers module's one email rule, not Ajv's ASCII one.
+        formats: EMAIL_FORMATS,
+      },
+    },
     // While draining, server.ts answers requests on open connections 503 in the envelope.
     return503OnClosing: false,
   });

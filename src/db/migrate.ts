@@ -9,6 +9,7 @@ import * as webhooks from './migrations/0004_webhooks.ts';
 import * as idempotency from './migrations/0005_idempotency.ts';
 import * as dunning from './migrations/0006_dunning.ts';
 import * as countDeltas from './migrations/0007_count_deltas.ts';
+import * as customerEmailNormalized from './migrations/0008_customer_email_normalized.ts';
 import * as refundStatus from './migrations/0010_refund_status.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005_idempotency': idempotency,
   '0006_dunning': dunning,
   '0007_count_deltas': countDeltas,
+  '0008_customer_email_normalized': customerEmailNormalized,
   '0010_refund_status': refundStatus,
 };
 

@@ -28,6 +28,7 @@ const TYPE_NAMES: Record<string, string> = {
 
 const FORMAT_NAMES: Record<string, string> = {
   email: 'a valid email address',
+  'idn-email': 'a valid email address',
   'date-time': 'an ISO 8601 date-time such as 2026-11-21T18:58:03.120Z',
   uri: 'an absolute URL',
 };

@@ -1,5 +1,5 @@
 // SQL for customers. Every read skips deleted rows. No HTTP, no rules.
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { type ListParams, pageOf } from '../../http/lists.ts';
 import type { CustomerRow, CustomersTable } from './customers.table.ts';
@@ -18,17 +18,35 @@ export async function findCustomer(db: Kysely<Database>, id: string): Promise<Cu
     .executeTakeFirst();
 }
 
-/** The live customer with this email, compared case-insensitively. */
-export async function findCustomerByEmail(
+/** The live customer whose `email_normalized` is `normalized` (see customer-email.ts). */
+export async function findCustomerByNormalizedEmail(
   db: Kysely<Database>,
-  email: string,
+  normalized: string,
 ): Promise<CustomerRow | undefined> {
   return db
     .selectFrom('customers')
     .selectAll()
-    .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+    .where('email_normalized', '=', normalized)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
+}
+
+/**
+ * Inserts `row` unless a live customer already has its `email_normalized` (a concurrent
+ * creation): ON CONFLICT on the partial unique index instead of an error, so the caller's
+ * transaction stays usable. Returns true when the row was inserted.
+ */
+export async function insertCustomerUnlessEmailTaken(
+  trx: Transaction<Database>,
+  row: CustomersTable,
+): Promise<boolean> {
+  const inserted = await trx
+    .insertInto('customers')
+    .values(row)
+    .onConflict((oc) => oc.column('email_normalized').where('deleted_at', 'is', null).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
 }
 
 /** A page of live customers in the requested order. */

@@ -99,6 +99,30 @@ test('email is unique case-insensitively: 409 conflict', async (t) => {
   assert.equal((await request('GET', '/api/customers')).body.meta.total, 1);
 });
 
+test('internationalised emails (RFC 6531) are accepted as sent and unique by NFC + lower case: 409 conflict', async (t) => {
+  const { request } = await buildTestApp(t);
+  const created = await request('POST', '/api/customers', { body: { email: 'Ädä@example.com' } });
+  assert.equal(created.status, 201);
+  assert.equal(created.body.email, 'Ädä@example.com');
+  for (const email of ['ÄDÄ@EXAMPLE.COM', 'Ädä@example.com'.normalize('NFD'), 'ädä@Example.com']) {
+    const dup = await request('POST', '/api/customers', { body: { email } });
+    assert.equal(dup.status, 409, email);
+    assert.equal(dup.body.code, 'conflict');
+  }
+  assert.equal((await request('POST', '/api/customers', { body: { email: '用户@例子.广告' } })).status, 201);
+  assert.equal((await request('GET', '/api/customers')).body.meta.total, 2);
+});
+
+test('emails without one @, with whitespace or control characters, or without a dot in the domain are 400', async (t) => {
+  const { request } = await buildTestApp(t);
+  for (const email of ['a@localhost', 'a b@example.com', 'Ädä@@example.com', 'ä\u0085@example.com', 'a@x..io']) {
+    const res = await request('POST', '/api/customers', { body: { email } });
+    assert.equal(res.status, 400, JSON.stringify(email));
+    assert.equal(res.body.message, 'email must be a valid email address');
+  }
+  assert.equal((await request('GET', '/api/customers')).body.meta.total, 0);
+});
+
 test('concurrent creates with one email: exactly one wins', async (t) => {
   const { request } = await buildTestApp(t);
   const results = await Promise.all(
@@ -180,6 +204,30 @@ test("patch to another customer's email is 409; to a new case of its own email i
   const recase = await request('PATCH', `/api/customers/${a.id}`, { body: { email: 'A@Example.com' } });
   assert.equal(recase.status, 200);
   assert.equal(recase.body.email, 'A@Example.com');
+});
+
+test('patch to an email that normalises (NFC + lower case) like another customer\'s is 409 and changes nothing', async (t) => {
+  const { request } = await buildTestApp(t);
+  const a = (await request('POST', '/api/customers', { body: { email: 'a@example.com' } })).body;
+  const b = (await request('POST', '/api/customers', { body: { email: 'Ädä.Ünï@example.com' } })).body;
+  const clash = await request('PATCH', `/api/customers/${a.id}`, {
+    body: { email: 'ÄDÄ.ÜNÏ@EXAMPLE.COM'.normalize('NFD') },
+  });
+  assert.equal(clash.status, 409);
+  assert.equal(clash.body.code, 'conflict');
+  assert.equal((await request('GET', `/api/customers/${a.id}`)).body.email, 'a@example.com');
+  assert.equal((await request('GET', '/api/events?topic=customer.updated')).body.meta.total, 0);
+  const respelled = await request('PATCH', `/api/customers/${b.id}`, {
+    body: { email: 'ädä.ünï@example.com'.normalize('NFD') },
+  });
+  assert.equal(respelled.status, 200);
+  assert.equal(respelled.body.email, 'ädä.ünï@example.com'.normalize('NFD'));
+  // The old spelling still belongs to b: a new customer with it is refused.
+  assert.equal((await request('POST', '/api/customers', { body: { email: 'Ädä.Ünï@example.com' } })).status, 409);
+  // Leaving the address frees it.
+  const moved = await request('PATCH', `/api/customers/${b.id}`, { body: { email: 'b@example.com' } });
+  assert.equal(moved.status, 200);
+  assert.equal((await request('POST', '/api/customers', { body: { email: 'ÄDÄ.ÜNÏ@example.com' } })).status, 201);
 });
 
 test('patch metadata merge beyond 50 keys is 400 and changes nothing', async (t) => {

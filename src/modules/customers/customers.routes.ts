@@ -26,7 +26,7 @@ export function customerRoutes(deps: Deps): Route[] {
         ...common,
         summary: 'Create a customer',
         description:
-          'Emails are unique among customers, compared case-insensitively. Emits `customer.created`.',
+          'Emails are unique among customers, compared by Unicode NFC then lower case; internationalised addresses (RFC 6531) are accepted. Emits `customer.created`.',
         body: createCustomerBody,
         response: { 201: customerSchema, ...errorResponses(400, 401, 403, 409, 413, 415) },
       },

@@ -1,5 +1,6 @@
-// Customers: create, read, update, delete (SPEC §3). Each change writes its event in the
-// same transaction. Emails are unique among live customers, compared case-insensitively.
+// Customers: create, read, update, delete (SPEC §3), and find-or-create by email for
+// provider-event attribution. Each change writes its event in the same transaction. Emails
+// are unique among live customers, compared by normalizeEmail (customer-email.ts).
 import type { Kysely, Transaction } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
@@ -12,6 +13,7 @@ import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { customerHasLiveSubscription } from '../subscriptions/subscriptions.service.ts';
+import { isValidEmail, normalizeEmail } from './customer-email.ts';
 import * as repo from './customers.repository.ts';
 import type { CreateCustomerInput, UpdateCustomerInput } from './customers.schemas.ts';
 import type { CustomerRow } from './customers.table.ts';
@@ -59,7 +61,7 @@ async function withEmailGuard<T>(
 
 /**
  * Creates a customer and emits `customer.created`. Throws 409 `conflict` when a live
- * customer already has the email (case-insensitive).
+ * customer already has the email (compared by normalizeEmail: NFC, then lower case).
  */
 export async function createCustomer(
   db: Kysely<Database>,
@@ -70,6 +72,7 @@ export async function createCustomer(
   const row: CustomerRow = {
     id: newId('customer'),
     email: input.email,
+    email_normalized: normalizeEmail(input.email),
     name: input.name ?? null,
     phone: input.phone ?? null,
     metadata: JSON.stringify(input.metadata ?? {}),
@@ -79,12 +82,54 @@ export async function createCustomer(
   };
   const customer = toCustomer(row);
   await withEmailGuard(db, input.email, async (trx) => {
-    if (await repo.findCustomerByEmail(trx, input.email)) throw emailTaken(input.email);
+    if (await repo.findCustomerByNormalizedEmail(trx, row.email_normalized)) throw emailTaken(input.email);
     await repo.insertCustomer(trx, row);
     await addToCount(trx, 'customers', 1);
     await emitEvent(trx, clock, 'customer.created', customer);
   });
   return customer;
+}
+
+/**
+ * The id of the live customer whose email compares equal to `email` (normalizeEmail),
+ * else of a customer created with it (`name` cut to 255 characters, no phone, no
+ * metadata), counted and announced with `customer.created` in `trx`. A concurrent
+ * creation of the same email is absorbed by ON CONFLICT on the unique index of
+ * `email_normalized` among live customers and the winner is returned: never an error, never
+ * a second customer. Throws when `email` fails isValidEmail (callers check first).
+ * Used by provider-event attribution (SPEC §5 "Attribution").
+ */
+export async function findOrCreateCustomerByEmail(
+  trx: Transaction<Database>,
+  clock: Clock,
+  email: string,
+  name: string | null,
+): Promise<string> {
+  if (!isValidEmail(email)) throw new Error('findOrCreateCustomerByEmail: invalid email');
+  const normalized = normalizeEmail(email);
+  const found = await repo.findCustomerByNormalizedEmail(trx, normalized);
+  if (found) return found.id;
+  const now = clock.now().toISOString();
+  const row: CustomerRow = {
+    id: newId('customer'),
+    email,
+    email_normalized: normalized,
+    name: name === null ? null : name.slice(0, 255),
+    phone: null,
+    metadata: '{}',
+    created_at: now,
+    updated_at: now,
+    deleted_at: null,
+  };
+  if (!(await repo.insertCustomerUnlessEmailTaken(trx, row))) {
+    // Lost a race: the winner committed first (PostgreSQL waited for it), so it is visible now.
+    const winner = await repo.findCustomerByNormalizedEmail(trx, normalized);
+    if (!winner) throw new Error('customer email conflict without a customer');
+    return winner.id;
+  }
+  await addToCount(trx, 'customers', 1);
+  await emitEvent(trx, clock, 'customer.created', toCustomer(row));
+  return row.id;
 }
 
 /** One live customer. Throws 404 `not_found` for unknown, deleted or malformed ids. */
@@ -120,7 +165,8 @@ export async function updateCustomer(
   patch: UpdateCustomerInput,
 ): Promise<Customer> {
   return withEmailGuard(db, patch.email ?? '', async (trx) => {
-    const current = toCustomer(await lockCustomer(trx, id));
+    const row = await lockCustomer(trx, id);
+    const current = toCustomer(row);
     const next: Customer = {
       ...current,
       email: patch.email ?? current.email,
@@ -135,13 +181,17 @@ export async function updateCustomer(
       next.phone !== current.phone ||
       JSON.stringify(next.metadata) !== JSON.stringify(current.metadata);
     if (!changed) return current;
-    if (next.email.toLowerCase() !== current.email.toLowerCase()) {
-      const holder = await repo.findCustomerByEmail(trx, next.email);
+    // Recomputed only when the email changes: a row that migration 0008 found colliding
+    // keeps its marker (and its name/phone/metadata stay editable) until it gets an address.
+    const emailNormalized = next.email === current.email ? row.email_normalized : normalizeEmail(next.email);
+    if (emailNormalized !== row.email_normalized) {
+      const holder = await repo.findCustomerByNormalizedEmail(trx, emailNormalized);
       if (holder && holder.id !== id) throw emailTaken(next.email);
     }
     next.updated_at = clock.now().toISOString();
     await repo.updateCustomer(trx, id, {
       email: next.email,
+      email_normalized: emailNormalized,
       name: next.name,
       phone: next.phone,
       metadata: JSON.stringify(next.metadata),

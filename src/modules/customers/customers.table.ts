@@ -4,7 +4,14 @@ import type { Selectable } from 'kysely';
 
 export interface CustomersTable {
   id: string;
+  /** As the client or provider sent it. */
   email: string;
+  /**
+   * `normalizeEmail(email)` (customer-email.ts): what emails compare by, unique among live
+   * customers. Only younger live rows that already collided when migration 0008 added the
+   * column hold `<normalised> (collided <own id>)`, which no valid address can match.
+   */
+  email_normalized: string;
   name: string | null;
   phone: string | null;
   /** JSON text of a string→string object. */

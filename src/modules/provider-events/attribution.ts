@@ -3,14 +3,11 @@
 // exists); a subscription without metadata by the provider's subscription reference seen
 // before, else none. Misattribution is worse than none: conflicting facts attribute less.
 import type { Transaction } from 'kysely';
-import { sql } from 'kysely';
-import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
-import { isIdOf, newId } from '../../shared/ids.ts';
-import { toCustomer } from '../customers/customers.service.ts';
-import type { CustomerRow } from '../customers/customers.table.ts';
-import { emitEvent } from '../events/events.service.ts';
+import { isIdOf } from '../../shared/ids.ts';
+import { isValidEmail } from '../customers/customer-email.ts';
+import { findOrCreateCustomerByEmail } from '../customers/customers.service.ts';
 import type { PaymentReport } from './provider.ts';
 
 export interface Attribution {
@@ -19,9 +16,6 @@ export interface Attribution {
   /** The currency of the subscription's plan (for reports that do not name one). */
   planCurrency: string | null;
 }
-
-/** A plausible address: one @, no spaces, a dot in the domain; at most 254 characters. */
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 async function findSubscription(trx: Transaction<Database>, id: string) {
   if (!isIdOf('subscription', id)) return undefined;
@@ -55,53 +49,6 @@ async function subscriptionByReference(trx: Transaction<Database>, provider: str
 }
 
 /**
- * The live customer with `email` (case-insensitive), created with `customer.created` when
- * there is none. A concurrent creation of the same email is absorbed (ON CONFLICT on the
- * unique email index), never an error.
- */
-async function customerForEmail(
-  trx: Transaction<Database>,
-  clock: Clock,
-  email: string,
-  name: string | null,
-): Promise<string> {
-  const byEmail = () =>
-    trx
-      .selectFrom('customers')
-      .select('id')
-      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
-  const found = await byEmail();
-  if (found) return found.id;
-  const now = clock.now().toISOString();
-  const row: CustomerRow = {
-    id: newId('customer'),
-    email,
-    name: name === null ? null : name.slice(0, 255),
-    phone: null,
-    metadata: '{}',
-    created_at: now,
-    updated_at: now,
-    deleted_at: null,
-  };
-  const inserted = await trx
-    .insertInto('customers')
-    .values(row)
-    .onConflict((oc) => oc.expression(sql`lower(email)`).where('deleted_at', 'is', null).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  if (!inserted) {
-    const raced = await byEmail();
-    if (!raced) throw new Error('customer email conflict without a customer');
-    return raced.id;
-  }
-  await addToCount(trx, 'customers', 1);
-  await emitEvent(trx, clock, 'customer.created', toCustomer(row));
-  return row.id;
-}
-
-/**
  * Attributes `report` from `provider` (see the header). Remembers the provider's
  * subscription reference when the metadata named our subscription, so later events
  * without metadata find it. May create a customer (with its event) in `trx`.
@@ -126,8 +73,9 @@ export async function attributePayment(
     if (customerId !== null && customerId !== subscription.customer_id) subscription = undefined;
     else customerId = subscription.customer_id;
   }
-  if (customerId === null && report.email !== null && report.email.length <= 254 && EMAIL.test(report.email)) {
-    customerId = await customerForEmail(trx, clock, report.email, report.name);
+  // An address the API would refuse attributes nothing: the same rule in both places.
+  if (customerId === null && report.email !== null && isValidEmail(report.email)) {
+    customerId = await findOrCreateCustomerByEmail(trx, clock, report.email, report.name);
   }
 
   if (subscription && fromMetadata && report.subscriptionReference !== null) {
