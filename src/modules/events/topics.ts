@@ -11,6 +11,7 @@ export const TOPICS = [
   'payment.succeeded',
   'payment.failed',
   'payment.refunded',
+  'payment.merged',
   'dunning.started',
   'dunning.reminder',
   'dunning.recovered',
