@@ -4,7 +4,7 @@ import type { CustomersTable } from '../modules/customers/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/dunning.table.ts';
 import type { EventsTable } from '../modules/events/events.table.ts';
 import type { IdempotencyKeysTable } from '../modules/idempotency/idempotency.table.ts';
-import type { PaymentsTable, RefundsTable } from '../modules/payments/payments.table.ts';
+import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from '../modules/payments/payments.table.ts';
 import type { PlansTable } from '../modules/plans/plans.table.ts';
 import type {
   ProviderEventsTable,
@@ -26,6 +26,7 @@ export interface Database {
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;
   payments: PaymentsTable;
+  payment_references: PaymentReferencesTable;
   plans: PlansTable;
   provider_events: ProviderEventsTable;
   provider_subscription_references: ProviderSubscriptionReferencesTable;

@@ -11,6 +11,7 @@ import * as dunning from './migrations/0006_dunning.ts';
 import * as countDeltas from './migrations/0007_count_deltas.ts';
 import * as customerEmailNormalized from './migrations/0008_customer_email_normalized.ts';
 import * as refundStatus from './migrations/0010_refund_status.ts';
+import * as paymentReferences from './migrations/0011_payment_references.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007_count_deltas': countDeltas,
   '0008_customer_email_normalized': customerEmailNormalized,
   '0010_refund_status': refundStatus,
+  '0011_payment_references': paymentReferences,
 };
 
 /** The names of every migration, in the order they apply. */

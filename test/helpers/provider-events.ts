@@ -305,6 +305,45 @@ export function stripeInvoice(options: {
   };
 }
 
+/**
+ * An InvoicePayment object, as `invoice_payment.paid` carries it (API version 2025-05-28 and
+ * later): which payment paid which invoice. `payment.type` is `payment_intent` for card and
+ * bank payments; `charge` (a charge without PaymentIntent) and `payment_record` (paid
+ * outside Stripe) name other objects.
+ */
+export function stripeInvoicePayment(options: {
+  invoice: string;
+  paymentIntent: string;
+  amount?: number;
+  currency?: string;
+  status?: 'open' | 'paid' | 'canceled';
+  type?: 'payment_intent' | 'charge' | 'payment_record';
+}) {
+  const amount = options.amount ?? 2000;
+  const status = options.status ?? 'paid';
+  const type = options.type ?? 'payment_intent';
+  const payment =
+    type === 'payment_intent'
+      ? { type, payment_intent: options.paymentIntent }
+      : type === 'charge'
+        ? { type, charge: `ch_${nextSeq()}` }
+        : { type, payment_record: `pr_${nextSeq()}` };
+  return {
+    id: `inpay_${nextSeq()}`,
+    object: 'invoice_payment',
+    amount_paid: status === 'paid' ? amount : null,
+    amount_requested: amount,
+    created: 1768471050,
+    currency: options.currency ?? 'usd',
+    invoice: options.invoice,
+    is_default: true,
+    livemode: false,
+    payment,
+    status,
+    status_transitions: { canceled_at: status === 'canceled' ? 1768471200 : null, paid_at: status === 'paid' ? 1768471200 : null },
+  };
+}
+
 /** A Refund object. */
 export function stripeRefund(options: { paymentIntent: string; amount: number; id?: string; status?: string; currency?: string }) {
   return {

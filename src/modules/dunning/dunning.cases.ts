@@ -151,3 +151,21 @@ export async function closeCase(
     .execute();
   return toDunningCase(closed);
 }
+
+/**
+ * Points the cases of payment `fromPaymentId` at `toPaymentId` (`pay_…` ids): the payment
+ * ledger merged the first into the second (two reports of one Stripe payment, SPEC §5), so
+ * a case keeps naming a payment that exists. No event: `payment.merged` tells it.
+ */
+export async function repointCasePayments(
+  trx: Transaction<Database>,
+  clock: Clock,
+  fromPaymentId: string,
+  toPaymentId: string,
+): Promise<void> {
+  await trx
+    .updateTable('dunning_cases')
+    .set({ payment_id: toPaymentId, updated_at: clock.now().toISOString() })
+    .where('payment_id', '=', fromPaymentId)
+    .execute();
+}

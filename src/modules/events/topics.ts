@@ -12,6 +12,7 @@ export const TOPICS = [
   'payment.failed',
   'payment.refunded',
   'payment.refund_failed',
+  'payment.merged',
   'dunning.started',
   'dunning.reminder',
   'dunning.recovered',

@@ -2,16 +2,15 @@
 // event in the caller's transaction. One payment per (provider, reference) and one refund
 // per (provider, refund reference), whichever event reports them and in whatever order;
 // `amount_refunded` is always the sum of the payment's succeeded refunds (refund-totals.ts).
-import { sql, type Transaction } from 'kysely';
-import { isPostgres } from '../../db/column-types.ts';
+import type { Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
-import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { type Payment, toPayment } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
+import { canonicalReference, lockReference, selectPaymentForUpdate } from './payments.references.ts';
 import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
 
 /** A payment as a provider reported it, with our attribution. */
@@ -42,26 +41,24 @@ export interface PaymentChange {
 }
 
 /**
- * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. The
- * reference itself is locked first (a transaction-scoped advisory lock), so it is locked
- * even while no payment exists: a refund that finds no payment and is held, and the
- * payment's own processing that then looks for held refunds, take turns instead of
- * missing each other (SPEC §5 "whatever the order"). Reentrant within one transaction.
+ * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. A
+ * reference that is an alias (payment_references) finds the payment keyed by its
+ * canonical reference. The references themselves are locked first (transaction-scoped
+ * advisory locks), so they are locked even while no payment exists: a refund that finds no
+ * payment and is held, and the payment's own processing that then looks for held refunds,
+ * take turns instead of missing each other (SPEC §5 "whatever the order"). Lock order: the
+ * reference as named, then its canonical one — lockPaymentLink takes alias then
+ * canonical too, so no two transactions take them in opposite orders. Reentrant.
  */
 export async function lockPaymentByReference(
   trx: Transaction<Database>,
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
-  if (isPostgres(trx)) {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`payment:${provider}:${reference}`}, 0))`.execute(trx);
-  }
-  const query = trx
-    .selectFrom('payments')
-    .selectAll()
-    .where('provider', '=', provider)
-    .where('provider_reference', '=', reference);
-  return forUpdate(query, trx).executeTakeFirst();
+  await lockReference(trx, provider, reference);
+  const canonical = await canonicalReference(trx, provider, reference);
+  if (canonical !== reference) await lockReference(trx, provider, canonical);
+  return selectPaymentForUpdate(trx, provider, canonical);
 }
 
 /**
@@ -140,7 +137,8 @@ export async function recordPaymentReport(
   const topic = status === 'succeeded' ? 'payment.succeeded' : 'payment.failed';
   let row = existing;
   if (!row) {
-    const created = await insertPayment(trx, newPaymentRow(input, status, clock.now().toISOString()));
+    const reference = await canonicalReference(trx, input.provider, input.reference);
+    const created = await insertPayment(trx, newPaymentRow({ ...input, reference }, status, clock.now().toISOString()));
     if (created) {
       const payment = toPayment(created);
       await emitEvent(trx, clock, topic, payment);

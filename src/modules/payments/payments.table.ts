@@ -1,4 +1,4 @@
-// Row shapes of `payments` and `refunds`. One payment per provider payment (unique on
+// Row shapes of `payments`, `refunds` and `payment_references`. One payment per provider payment (unique on
 // provider + provider_reference); one refund per provider refund. Written only by
 // payments.ledger.ts, from processed provider events.
 import type { Selectable } from 'kysely';
@@ -48,3 +48,16 @@ export interface RefundsTable {
 }
 
 export type RefundRow = Selectable<RefundsTable>;
+
+/**
+ * Another provider id of a payment (SPEC §5): reports naming `reference` are recorded on the
+ * payment keyed `canonical_reference` (Stripe: invoice `in_…` → its PaymentIntent `pi_…`).
+ */
+export interface PaymentReferencesTable {
+  provider: string;
+  /** The alias, e.g. a Stripe invoice id. Never itself a canonical reference of another alias. */
+  reference: string;
+  /** The payment's `provider_reference`, e.g. a Stripe PaymentIntent id. */
+  canonical_reference: string;
+  created_at: string;
+}

@@ -123,6 +123,25 @@ export async function lockHeldRows(
   return forUpdate(query, trx).execute();
 }
 
+/**
+ * Makes the `held` rows of `provider` waiting for the payment reference `from` wait for `to`
+ * instead: `from` became an alias of `to` (SPEC §5, Stripe invoice → PaymentIntent).
+ */
+export async function repointHeldRows(
+  trx: Transaction<Database>,
+  provider: string,
+  from: string,
+  to: string,
+): Promise<void> {
+  await trx
+    .updateTable('provider_events')
+    .set({ held_reference: to })
+    .where('provider', '=', provider)
+    .where('held_reference', '=', from)
+    .where('status', '=', 'held')
+    .execute();
+}
+
 type InboxChanges = Partial<Omit<ProviderEventRow, 'id' | 'provider' | 'event_key' | 'payload' | 'received_at'>>;
 
 /** Updates an inbox row's processing state. */

@@ -18,8 +18,9 @@ Stripe \`Stripe-Signature\` (\`t=…,v1=…\`, HMAC-SHA256 of \`t.body\` keyed w
 is \`200 {"received":true}\` for processed, duplicate, ignored and failed-to-process events alike,
 and 5xx only when the event could not be stored. Handled types: Paystack \`charge.success\`,
 \`invoice.payment_failed\`, \`refund.processed\`; Stripe \`payment_intent.succeeded\`,
-\`payment_intent.payment_failed\`, \`invoice.paid\`, \`invoice.payment_failed\`, \`charge.refunded\`,
-\`refund.created\`, \`refund.updated\`.`;
+\`payment_intent.payment_failed\`, \`invoice.paid\`, \`invoice.payment_failed\`, \`invoice_payment.paid\`
+(links an invoice to its PaymentIntent on API versions ≥ 2025-05-28, so both are one payment),
+\`charge.refunded\`, \`refund.created\`, \`refund.updated\`.`;
 
 function headerValues(headers: Record<string, unknown>): Record<string, string | string[] | undefined> {
   return headers as Record<string, string | string[] | undefined>;

@@ -7,11 +7,20 @@ import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
+import { repointCasePayments } from '../dunning/dunning.cases.ts';
 import { lockPaymentByReference, recordPaymentReport, recordRefunds } from '../payments/payments.ledger.ts';
+import { lockPaymentLink, recordPaymentLink } from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { applyFailedPayment, applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { attributePayment } from './attribution.ts';
-import { AlreadyFinishedError, finishInboxRow, lockHeldRows, lockInboxRow, updateInboxRow } from './inbox.ts';
+import {
+  AlreadyFinishedError,
+  finishInboxRow,
+  lockHeldRows,
+  lockInboxRow,
+  repointHeldRows,
+  updateInboxRow,
+} from './inbox.ts';
 import { type ProviderEvent, UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
 import { findProvider } from './providers/index.ts';
@@ -51,6 +60,7 @@ function errorText(error: unknown): string {
 
 type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
 type RefundEvent = Extract<ProviderEvent, { kind: 'refunds' }>;
+type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
 
 /**
  * A payment report: record it (one payment per provider reference), attribute it, and
@@ -107,7 +117,40 @@ async function applyPaymentEvent(
       await applyFailedPayment(trx, ctx, payment.subscription_id, facts);
     }
   }
-  if (change.becameSucceeded) await releaseHeldRefunds(trx, ctx, provider, report.reference);
+  if (change.becameSucceeded) await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
+}
+
+/**
+ * Two references of one payment (Stripe `invoice_payment.paid`): from now on both land on
+ * one payment, and payments already recorded under each become one (payments.references.ts).
+ * The subscription moves only if the merged payment owes it an effect no report applied
+ * (SPEC §5: one period, one dunning attempt per provider payment). Refused (UnusableEventError,
+ * nothing written) when the two cannot be one payment.
+ */
+async function applyPaymentLink(
+  trx: Transaction<Database>,
+  ctx: ProcessingContext,
+  provider: string,
+  event: LinkEvent,
+): Promise<void> {
+  const link = await lockPaymentLink(trx, provider, event.reference, event.canonicalReference);
+  if (link.conflict !== null) throw new UnusableEventError(link.conflict);
+  const subscriptionIds = new Set(
+    [link.aliasPayment?.subscription_id, link.canonicalPayment?.subscription_id].filter(
+      (id): id is string => typeof id === 'string',
+    ),
+  );
+  for (const id of [...subscriptionIds].sort()) await lockSubscription(trx, id);
+  const { payment, mergedPaymentId, owedEffect } = await recordPaymentLink(trx, ctx.clock, link);
+  await repointHeldRows(trx, provider, event.reference, event.canonicalReference);
+  if (!payment) return;
+  if (mergedPaymentId !== null) await repointCasePayments(trx, ctx.clock, mergedPaymentId, payment.id);
+  if (payment.subscription_id !== null && owedEffect !== null) {
+    const facts = { paymentId: payment.id, amount: payment.amount, currency: payment.currency };
+    if (owedEffect === 'succeeded') await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);
+    else await applyFailedPayment(trx, ctx, payment.subscription_id, facts);
+  }
+  if (payment.status !== 'failed') await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
 }
 
 /**
@@ -189,6 +232,9 @@ async function processRow(
     case 'payment_succeeded':
     case 'payment_failed':
       await applyPaymentEvent(trx, ctx, row.provider, event);
+      break;
+    case 'payment_linked':
+      await applyPaymentLink(trx, ctx, row.provider, event);
       break;
     case 'refunds': {
       const waitFor = await applyRefundEvent(trx, ctx.clock, row.provider, event);

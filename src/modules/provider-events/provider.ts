@@ -49,6 +49,18 @@ export type ProviderEvent =
       /** The refunds the event reports, at least one. */
       refunds: RefundReport[];
     }
+  | {
+      /**
+       * Two provider ids name one payment (Stripe `invoice_payment.paid`: the invoice and the
+       * PaymentIntent that paid it). Reports under either id land on one payment, keyed
+       * `canonicalReference`; payments already recorded under both are merged.
+       */
+      kind: 'payment_linked';
+      /** The alias, e.g. the Stripe invoice id `in_…`. */
+      reference: string;
+      /** The id the payment is keyed by, e.g. the Stripe PaymentIntent id `pi_…`. */
+      canonicalReference: string;
+    }
   | { kind: 'ignored'; reason: string };
 
 /** What the inbox stores about an event before anything else: its unique key and type. */

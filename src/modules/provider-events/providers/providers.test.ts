@@ -12,6 +12,7 @@ import {
   STRIPE_SECRET,
   stripeEvent,
   stripeInvoice,
+  stripeInvoicePayment,
   stripePaymentIntent,
   stripeRefund,
   stripeRefundedCharge,
@@ -170,6 +171,26 @@ test('stripe refunds: charge.refunded only through the refunds it lists; refund.
     [statusOf('refund.updated', 'succeeded'), statusOf('refund.updated', 'canceled'), statusOf('refund.updated', 'failed'), statusOf('refund.failed', 'failed'), statusOf('refund.updated', 'requires_action')],
     ['succeeded', 'failed', 'failed', 'failed', 'ignored'],
   );
+});
+
+test('stripe invoice_payment.paid links the invoice to its PaymentIntent; other payment types and statuses are ignored', () => {
+  const link = (object: unknown) =>
+    stripe.normalize(stripeEvent('invoice_payment.paid', object as Record<string, unknown>, { apiVersion: '2025-05-28.basil' }), RECEIVED);
+  const paid = stripeInvoicePayment({ invoice: 'in_1', paymentIntent: 'pi_1' });
+  assert.deepEqual(link(paid), { kind: 'payment_linked', reference: 'in_1', canonicalReference: 'pi_1' });
+  // Expanded objects read as their ids.
+  const expanded = { ...paid, invoice: { id: 'in_1', object: 'invoice' }, payment: { type: 'payment_intent', payment_intent: { id: 'pi_1', object: 'payment_intent' } } };
+  assert.deepEqual(link(expanded), { kind: 'payment_linked', reference: 'in_1', canonicalReference: 'pi_1' });
+  assert.deepEqual(link(stripeInvoicePayment({ invoice: 'in_1', paymentIntent: 'pi_1', type: 'charge' })), {
+    kind: 'ignored',
+    reason: 'invoice payment type charge',
+  });
+  assert.deepEqual(link(stripeInvoicePayment({ invoice: 'in_1', paymentIntent: 'pi_1', status: 'open' })), {
+    kind: 'ignored',
+    reason: 'invoice payment status open',
+  });
+  assert.throws(() => link({ ...paid, invoice: null }), UnusableEventError);
+  assert.throws(() => link({ ...paid, payment: { type: 'payment_intent' } }), UnusableEventError);
 });
 
 test('stripe keys are the event id; events without one are keyed by their bytes', () => {

@@ -95,7 +95,7 @@ function invoicePaymentIntent(invoice: JsonObject): string | null {
  * before API version 2025-03-31 and `invoice.parent.subscription_details.subscription`
  * since (its metadata moved the same way). The payment is the invoice's PaymentIntent
  * when the payload names it (so `payment_intent.succeeded` converges with it), else the
- * invoice itself.
+ * invoice itself, until `invoice_payment.paid` links the two (invoicePaymentLink).
  */
 function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string): PaymentReport {
   const details = objectAt(objectAt(invoice.parent).subscription_details);
@@ -117,6 +117,26 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
       : null,
     occurredAt,
   };
+}
+
+/**
+ * `invoice_payment.paid` (API version 2025-05-28 and later): an InvoicePayment `{invoice,
+ * payment: {type, payment_intent}, status}` tells which PaymentIntent paid the invoice —
+ * the only link between the two since 2025-03-31, when `invoice.payment_intent` and
+ * `payment_intent.invoice` were removed. Payments of other types (`charge`,
+ * `payment_record`) name no PaymentIntent that another event could report: ignored.
+ */
+function invoicePaymentLink(invoicePayment: JsonObject): ProviderEvent {
+  const status = text(invoicePayment.status);
+  if (status !== 'paid') return { kind: 'ignored', reason: `invoice payment status ${status ?? 'missing'}` };
+  const payment = objectAt(invoicePayment.payment);
+  const type = text(payment.type);
+  if (type !== 'payment_intent') return { kind: 'ignored', reason: `invoice payment type ${type ?? 'missing'}` };
+  const invoice = idOf(invoicePayment.invoice);
+  if (invoice === null) throw new UnusableEventError('data.object.invoice is missing');
+  const intent = idOf(payment.payment_intent);
+  if (intent === null) throw new UnusableEventError('data.object.payment.payment_intent is missing');
+  return { kind: 'payment_linked', reference: invoice, canonicalReference: intent };
 }
 
 /**
@@ -236,6 +256,8 @@ export const stripe: ProviderAdapter = {
         return { kind: 'payment_failed', payment: paymentIntentReport(object, true, occurredAt) };
       case 'invoice.payment_failed':
         return { kind: 'payment_failed', payment: invoiceReport(object, true, occurredAt) };
+      case 'invoice_payment.paid':
+        return invoicePaymentLink(object);
       case 'charge.refunded':
         return chargeRefunded(object, occurredAt);
       case 'refund.created':

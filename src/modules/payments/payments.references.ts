@@ -1,0 +1,264 @@
+// Payments known by two provider ids (SPEC §5). Stripe API ≥ 2025-03-31 reports an
+// invoice's payment under the invoice id (`invoice.*`) and under its PaymentIntent id
+// (`payment_intent.*`), and only `invoice_payment.paid` tells they are one payment. The
+// PaymentIntent is canonical: once linked, reports under the invoice id land on the payment
+// keyed by the PaymentIntent, and payments recorded under both before the link are merged —
+// so the end state does not depend on the order the events arrive in.
+import { sql, type Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
+import { addToCount } from '../../db/counts.ts';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { type Payment, toPayment } from './payments.service.ts';
+import type { PaymentRow } from './payments.table.ts';
+import { statusAfterRefunds } from './refund-totals.ts';
+
+/**
+ * Takes the transaction-scoped advisory lock of `provider`/`reference` on PostgreSQL (SQLite
+ * runs one writer at a time). Reentrant within one transaction.
+ */
+export async function lockReference(trx: Transaction<Database>, provider: string, reference: string): Promise<void> {
+  if (isPostgres(trx)) {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`payment:${provider}:${reference}`}, 0))`.execute(trx);
+  }
+}
+
+/**
+ * The reference the payment named `reference` is keyed by: the canonical one when
+ * `reference` is a known alias, else `reference` itself. The one place a report's reference
+ * is resolved (lockPaymentByReference, and recordPaymentReport when it inserts).
+ */
+export async function canonicalReference(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<string> {
+  const alias = await trx
+    .selectFrom('payment_references')
+    .select('canonical_reference')
+    .where('provider', '=', provider)
+    .where('reference', '=', reference)
+    .executeTakeFirst();
+  return alias?.canonical_reference ?? reference;
+}
+
+/** The payment keyed exactly `provider`/`reference` (no alias resolution), locked on PostgreSQL. */
+export function selectPaymentForUpdate(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<PaymentRow | undefined> {
+  const query = trx
+    .selectFrom('payments')
+    .selectAll()
+    .where('provider', '=', provider)
+    .where('provider_reference', '=', reference);
+  return forUpdate(query, trx).executeTakeFirst();
+}
+
+/** A link between two references of one payment, with the payments it concerns, locked. */
+export interface LockedLink {
+  provider: string;
+  /** The alias (Stripe invoice `in_…`). */
+  alias: string;
+  /** The canonical reference (Stripe PaymentIntent `pi_…`). */
+  canonical: string;
+  /** The link was already recorded: nothing to do. */
+  known: boolean;
+  /** Why the link cannot be applied (the caller refuses the event), or null. */
+  conflict: string | null;
+  /** The payment recorded under the alias before the link, if any. */
+  aliasPayment: PaymentRow | undefined;
+  /** The payment recorded under the canonical reference, if any. */
+  canonicalPayment: PaymentRow | undefined;
+}
+
+function isPaid(row: PaymentRow): boolean {
+  return row.status !== 'failed';
+}
+
+/** Why the two payments cannot be one, or null: merging must never mix currencies or customers. */
+function mergeConflict(a: PaymentRow, b: PaymentRow): string | null {
+  if (a.currency !== b.currency) {
+    return `payments ${a.id} (${a.currency}) and ${b.id} (${b.currency}) are in different currencies`;
+  }
+  if (a.customer_id !== null && b.customer_id !== null && a.customer_id !== b.customer_id) {
+    return `payments ${a.id} and ${b.id} belong to different customers`;
+  }
+  if (a.subscription_id !== null && b.subscription_id !== null && a.subscription_id !== b.subscription_id) {
+    return `payments ${a.id} and ${b.id} belong to different subscriptions`;
+  }
+  // The survivor's refunds are both rows' (each row's amount_refunded is its refunds' sum):
+  // they must fit the amount the merged payment keeps (refund-totals.ts, SPEC §5).
+  const money = mergedMoney(a, b);
+  const refunded = Number(a.amount_refunded) + Number(b.amount_refunded);
+  if (refunded > Number(money.amount)) {
+    return `refunds of ${refunded} on payments ${a.id} and ${b.id} exceed the merged amount ${money.amount}`;
+  }
+  return null;
+}
+
+/** The two rows of one payment in creation order. */
+function inCreationOrder(a: PaymentRow, b: PaymentRow): [PaymentRow, PaymentRow] {
+  return a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id) ? [a, b] : [b, a];
+}
+
+/**
+ * The row whose report sets the merged payment's money: as one payment would show it had
+ * both reports arrived on it — a success report sets the amount of a failed payment, a
+ * later success changes nothing.
+ */
+function mergedMoney(a: PaymentRow, b: PaymentRow): PaymentRow {
+  const [first, second] = inCreationOrder(a, b);
+  return isPaid(first) || !isPaid(second) ? first : second;
+}
+
+/**
+ * Locks what linking `alias` → `canonical` of `provider` touches: both references (alias
+ * first, the order lockPaymentByReference uses) and the payments recorded under each, and
+ * says whether the link is new and whether it can be applied. A reference links to one
+ * canonical reference only (an invoice paid by a second PaymentIntent is a conflict), a
+ * canonical reference is never itself an alias, and payments in different currencies or
+ * of different customers or subscriptions are never merged. The caller locks the
+ * subscriptions of both payments next, then calls recordPaymentLink.
+ */
+export async function lockPaymentLink(
+  trx: Transaction<Database>,
+  provider: string,
+  alias: string,
+  canonical: string,
+): Promise<LockedLink> {
+  const link: LockedLink = {
+    provider,
+    alias,
+    canonical,
+    known: false,
+    conflict: null,
+    aliasPayment: undefined,
+    canonicalPayment: undefined,
+  };
+  await lockReference(trx, provider, alias);
+  await lockReference(trx, provider, canonical);
+  if (alias === canonical) return { ...link, known: true };
+  const linked = await canonicalReference(trx, provider, alias);
+  if (linked === canonical) {
+    return { ...link, known: true, canonicalPayment: await selectPaymentForUpdate(trx, provider, canonical) };
+  }
+  if (linked !== alias) return { ...link, conflict: `${alias} is already linked to ${linked}` };
+  const further = await canonicalReference(trx, provider, canonical);
+  if (further !== canonical) return { ...link, conflict: `${canonical} is itself linked to ${further}` };
+  const aliasPayment = await selectPaymentForUpdate(trx, provider, alias);
+  const canonicalPayment = await selectPaymentForUpdate(trx, provider, canonical);
+  const conflict = aliasPayment && canonicalPayment ? mergeConflict(aliasPayment, canonicalPayment) : null;
+  return { ...link, conflict, aliasPayment, canonicalPayment };
+}
+
+/** What recording a link did. */
+export interface LinkChange {
+  /** The payment keyed by the canonical reference after the link, if any (as the API returns it). */
+  payment: Payment | null;
+  /** The payment merged into `payment` and deleted, if any. */
+  mergedPaymentId: string | null;
+  /**
+   * The subscription effect the merge still owes `payment.subscription_id`: the merged
+   * payment is paid (or failed) and no merged row had applied that to this subscription.
+   */
+  owedEffect: 'succeeded' | 'failed' | null;
+}
+
+/**
+ * Records a link locked by lockPaymentLink (without conflict), each change with its event:
+ * - no payment yet, or only under the canonical reference: the alias is recorded, nothing else;
+ * - only under the alias: that payment is re-keyed to the canonical reference and
+ *   `payment.succeeded`/`payment.failed` re-emitted with it;
+ * - under both: merged into the one recorded first (its id stays; the other is deleted,
+ *   `payment.merged` is emitted with the survivor and `merged_payment_id`). Attribution is
+ *   filled from both; amount, currency, status and `paid_at` come from one report — the
+ *   first paid one, else the first — as if the reports had arrived on one payment; refunds
+ *   move over and `amount_refunded` is recomputed (refund-totals.ts).
+ * The caller applies `owedEffect` and repoints what referenced the merged payment's id
+ * outside this module (dunning cases, held inbox rows). Errors: none of its own.
+ */
+export async function recordPaymentLink(
+  trx: Transaction<Database>,
+  clock: Clock,
+  link: LockedLink,
+): Promise<LinkChange> {
+  if (link.conflict !== null) throw new Error(`link ${link.alias} → ${link.canonical} conflicts: ${link.conflict}`);
+  const { provider, alias, canonical, aliasPayment, canonicalPayment } = link;
+  const unchanged = { payment: canonicalPayment ? toPayment(canonicalPayment) : null, mergedPaymentId: null, owedEffect: null };
+  if (link.known) return unchanged;
+  const now = clock.now().toISOString();
+  await trx
+    .insertInto('payment_references')
+    .values({ provider, reference: alias, canonical_reference: canonical, created_at: now })
+    .onConflict((oc) => oc.columns(['provider', 'reference']).doNothing())
+    .execute();
+  if (!aliasPayment) return unchanged;
+
+  if (!canonicalPayment) {
+    const rekeyed: PaymentRow = { ...aliasPayment, provider_reference: canonical, updated_at: now };
+    await trx
+      .updateTable('payments')
+      .set({ provider_reference: canonical, updated_at: now })
+      .where('id', '=', aliasPayment.id)
+      .execute();
+    const payment = toPayment(rekeyed);
+    await emitEvent(trx, clock, isPaid(rekeyed) ? 'payment.succeeded' : 'payment.failed', payment);
+    return { payment, mergedPaymentId: null, owedEffect: null };
+  }
+  return mergePayments(trx, clock, canonical, aliasPayment, canonicalPayment, now);
+}
+
+/** Merges the two payments of one provider payment (see recordPaymentLink). */
+async function mergePayments(
+  trx: Transaction<Database>,
+  clock: Clock,
+  canonical: string,
+  a: PaymentRow,
+  b: PaymentRow,
+  now: string,
+): Promise<LinkChange> {
+  const [first, second] = inCreationOrder(a, b);
+  const money = mergedMoney(a, b);
+  await trx.updateTable('refunds').set({ payment_id: first.id, updated_at: now }).where('payment_id', '=', second.id).execute();
+  await trx.deleteFrom('payments').where('id', '=', second.id).execute();
+  const amount = Number(money.amount);
+  let refunded = 0;
+  if (isPaid(money)) {
+    const sum = await trx
+      .selectFrom('refunds')
+      .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
+      .where('payment_id', '=', first.id)
+      .where('status', '=', 'succeeded')
+      .executeTakeFirstOrThrow();
+    // Within the amount: mergeConflict refused a merge whose refunds would not fit.
+    refunded = Number(sum.total ?? 0);
+  }
+  const changes = {
+    provider_reference: canonical,
+    customer_id: first.customer_id ?? second.customer_id,
+    subscription_id: first.subscription_id ?? second.subscription_id,
+    amount,
+    amount_refunded: refunded,
+    currency: money.currency,
+    status: isPaid(money) ? statusAfterRefunds(amount, refunded) : money.status,
+    failure_reason: money.failure_reason,
+    paid_at: money.paid_at,
+    updated_at: now,
+  };
+  await trx.updateTable('payments').set(changes).where('id', '=', first.id).execute();
+  const merged: PaymentRow = { ...first, ...changes };
+  const payment = toPayment(merged);
+  await emitEvent(trx, clock, 'payment.merged', { ...payment, merged_payment_id: second.id });
+  // Counted after the event (one lock order for the shared counters, see the ledger).
+  await addToCount(trx, 'payments', -1);
+  // Each payment moves its subscription once: a row that already had this subscription and
+  // this outcome applied it when it was recorded.
+  const subscriptionId = merged.subscription_id;
+  const applied = [first, second].some((row) => row.subscription_id === subscriptionId && isPaid(row) === isPaid(merged));
+  const owedEffect = subscriptionId === null || applied ? null : isPaid(merged) ? 'succeeded' : 'failed';
+  return { payment, mergedPaymentId: second.id, owedEffect };
+}
