@@ -100,8 +100,13 @@ export async function listCustomers(db: Kysely<Database>, params: ListParams): P
   return pageEnvelope(rows.map(toCustomer), total, params);
 }
 
-/** Reads a live customer inside `trx`, locking its row on PostgreSQL so concurrent changes queue. */
-async function lockCustomer(trx: Transaction<Database>, id: string): Promise<CustomerRow> {
+/**
+ * Reads a live customer inside `trx`, locking its row on PostgreSQL so concurrent changes
+ * queue: a delete and a subscription created for the customer both lock it first, so one
+ * sees the other's commit (lock order: src/db/locking.ts). Throws 404 `not_found` for
+ * unknown, deleted or malformed ids.
+ */
+export async function lockCustomer(trx: Transaction<Database>, id: string): Promise<CustomerRow> {
   const query = trx.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null);
   const row = isIdOf('customer', id) ? await forUpdate(query, trx).executeTakeFirst() : undefined;
   if (!row) throw new NotFoundError('customer', id);
