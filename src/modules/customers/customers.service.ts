@@ -5,6 +5,7 @@ import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -50,7 +51,7 @@ async function withEmailGuard<T>(
   work: (trx: Transaction<Database>) => Promise<T>,
 ) {
   try {
-    return await db.transaction().execute(work);
+    return await transactionWithRetry(db, work);
   } catch (error) {
     if (isUniqueViolation(error)) throw emailTaken(email);
     throw error;
@@ -163,7 +164,7 @@ export async function updateCustomer(
  * 409 `conflict` while the customer has a subscription that is not cancelled or expired.
  */
 export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await transactionWithRetry(db, async (trx) => {
     const customer = toCustomer(await lockCustomer(trx, id));
     if (await customerHasLiveSubscription(trx, id)) {
       throw new AppError(

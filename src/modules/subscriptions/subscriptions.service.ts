@@ -4,6 +4,7 @@ import { closeOpenCase } from '../dunning/dunning.cases.ts';
 import type { Kysely } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -44,7 +45,7 @@ export async function createSubscription(
   clock: Clock,
   input: CreateSubscriptionInput,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     // Locked, not just read: a concurrent delete of the customer either commits first (and
     // this is 404) or waits for this commit and then sees the live subscription (409).
     const customer = await lockCustomer(trx, input.customer_id);
@@ -134,7 +135,7 @@ export async function cancelSubscription(
   id: string,
   input: CancelInput,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     const now = clock.now().toISOString();
     const comment = input.comment ?? row.cancellation_comment;
@@ -171,7 +172,7 @@ export async function pauseSubscription(
   clock: Clock,
   id: string,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     try {
       return await transitionSubscription(trx, clock, row, 'pause');
@@ -199,7 +200,7 @@ export async function resumeSubscription(
   clock: Clock,
   id: string,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     const now = clock.now().toISOString();
     if (row.status === 'paused') {
