@@ -8,3 +8,13 @@ export function isUniqueViolation(error: unknown): boolean {
   // node:sqlite: errcode 2067 = SQLITE_CONSTRAINT_UNIQUE, 1555 = SQLITE_CONSTRAINT_PRIMARYKEY
   return e.errcode === 2067 || e.errcode === 1555;
 }
+
+/**
+ * True when `error` is PostgreSQL's verdict that the transaction lost a race and may simply be
+ * run again: 40001 serialization_failure or 40P01 deadlock_detected. SQLite never reports
+ * these (one writer at a time).
+ */
+export function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40001' || code === '40P01';
+}

@@ -1,6 +1,19 @@
 // Row locks across dialects. PostgreSQL locks rows (FOR UPDATE, SKIP LOCKED for workers);
 // SQLite needs nothing: every transaction starts with BEGIN IMMEDIATE and holds the one
 // write lock until it commits, so two writers never interleave.
+//
+// THE LOCK ORDER. A transaction that locks (or updates) rows of several of these tables
+// takes them in this order, parent before child, and several rows of one table in id order:
+//
+//   customers → subscriptions
+//     (creating a subscription locks its customer first, as deleting the customer does)
+//   webhook_endpoints → webhook_deliveries → events
+//     (the API's PATCH, delete, retry and test lock the endpoint first; so does the worker
+//     recording attempts: its batch's endpoints in id order, before any delivery)
+//
+// Two transactions that follow it queue instead of deadlocking. A deadlock or serialization
+// failure that happens anyway (PostgreSQL 40P01 / 40001) is retried by transactionWithRetry
+// (transaction.ts), which the API's services use, so it never reaches a client as a 500.
 import type { SelectQueryBuilder } from 'kysely';
 import { isPostgres } from './column-types.ts';
 

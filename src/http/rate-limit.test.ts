@@ -108,6 +108,35 @@ test('a flood of bad keys is limited per IP before any database lookup', async (
   assertLimitHeaders(health, 10, 9);
 });
 
+/**
+ * 400 bad keys at once from one IP with RATE_LIMIT_MAX=5 (failed-auth budget 50), spread over
+ * `apps` (instances): each request takes its slot before the lookup, so only what is left of
+ * the budget is looked up (401) and the rest are 429.
+ */
+async function floodOfBadKeys(apps: TestApp[], left: number): Promise<void> {
+  const counters = apps.map(countQueries);
+  const results = await Promise.all(
+    Array.from({ length: 400 }, (_, i) =>
+      apps[i % apps.length]!.request('GET', '/api/customers', { key: `${BAD_KEY}${i}` }),
+    ),
+  );
+  const statuses = results.map((res) => res.status);
+  assert.equal(statuses.filter((s) => s === 401).length, left);
+  assert.equal(statuses.filter((s) => s === 429).length, 400 - left);
+  const lookups = counters.reduce((sum, queries) => sum + queries(), 0);
+  assert.ok(lookups <= left, `${lookups} key lookups reached the database; ${left} were left of the budget`);
+}
+
+test('a burst of bad keys: at most the failed-auth budget reaches the key lookup', async (t) => {
+  const app = await buildTestApp(t, limited(5));
+  // Good keys hold a slot only while they are looked up, then give it back.
+  for (let i = 0; i < 5; i++) assert.equal((await app.request('GET', '/api/customers')).status, 200);
+  const first = await app.request('GET', '/api/customers', { key: BAD_KEY });
+  assert.equal(first.status, 401);
+  assertLimitHeaders(first, 50, 49);
+  await floodOfBadKeys([app], 49);
+});
+
 test('a 403 (known key, scope too small) spends the key budget', async (t) => {
   const app = await buildTestApp(t, limited(2));
   const created = await app.request('POST', '/api/api-keys', { body: { name: 'reader', scope: 'read' } });
@@ -187,6 +216,15 @@ test('with REDIS_URL, a flood of bad keys across instances is refused before any
   const queries = countQueries(b);
   assertTooMany(await b.request('GET', '/api/customers', { key: BAD_KEY }), 10);
   assert.equal(queries(), 0);
+});
+
+test('with REDIS_URL, a burst of bad keys across instances: at most the failed-auth budget reaches the key lookup', { skip: noRedis }, async (t) => {
+  const env = { REDIS_URL: redisUrlFor(t) };
+  const a = await buildTestApp(t, limited(5, env));
+  const b = await buildTestApp(t, limited(5, env));
+  assert.equal((await a.request('GET', '/api/customers')).status, 200);
+  assert.equal((await b.request('GET', '/api/customers', { key: SECOND_KEY })).status, 200);
+  await floodOfBadKeys([a, b], 50);
 });
 
 test('when Redis does not answer, requests are let through rather than refused', async (t) => {

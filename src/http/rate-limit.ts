@@ -1,13 +1,15 @@
 // Rate limits (SPEC §1 RATE_LIMIT_*, §2): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW per
 // API key on authenticated routes; ×10 per client IP on public routes, and ×10 per client IP
-// for requests that fail authentication (two separate budgets). @fastify/rate-limit keeps the counts, in Redis when REDIS_URL is set
-// so every instance spends one budget. On a protected route the IP's budget is checked
-// BEFORE the key is looked up, so a flood of bad keys is answered 429 without a query.
+// for requests that fail authentication (two separate budgets). @fastify/rate-limit keeps the
+// counts, in Redis when REDIS_URL is set so every instance spends one budget. On a protected
+// route the IP's failed-auth budget is counted BEFORE the key is looked up (take a slot, then
+// compare: failed-auth-budget.ts), so at most the budget of bad keys is ever looked up.
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import { requiredScope } from './auth.ts';
+import { MemorySlotStore, RedisSlotStore, type Slot, type SlotStore } from './failed-auth-budget.ts';
 import { AppError } from './errors.ts';
 
 /** Public routes (and failed authentication) get this many times RATE_LIMIT_MAX per IP. */
@@ -19,6 +21,8 @@ const REDIS_NAMESPACE = 'billing:rate-limit:';
 type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
 type LimitResult = Awaited<ReturnType<Limiter>>;
 type Counted = Extract<LimitResult, { isAllowed: false }>;
+/** What the RateLimit-* headers show of a budget. */
+type Budget = Pick<Counted, 'max' | 'ttlInSeconds'>;
 
 /**
  * True for requests no API key is asked for: routes declared `scope: 'public'`, everything
@@ -31,14 +35,14 @@ function isPublic(request: FastifyRequest): boolean {
 }
 
 /** `RateLimit-Limit`, `-Remaining`, `-Reset` (seconds until the window resets), SPEC §2. */
-function setHeaders(reply: FastifyReply, counted: Counted, remaining: number): void {
+function setHeaders(reply: FastifyReply, counted: Budget, remaining: number): void {
   reply.header('ratelimit-limit', counted.max);
   reply.header('ratelimit-remaining', Math.max(0, remaining));
   reply.header('ratelimit-reset', Math.max(0, counted.ttlInSeconds));
 }
 
 /** The 429 (SPEC §2): envelope `rate_limit_error` plus `Retry-After` in whole seconds (≥ 1). */
-function tooManyRequests(reply: FastifyReply, counted: Counted): AppError {
+function tooManyRequests(reply: FastifyReply, counted: Budget): AppError {
   const seconds = Math.max(1, counted.ttlInSeconds);
   setHeaders(reply, counted, 0);
   reply.header('retry-after', seconds);
@@ -89,32 +93,50 @@ export async function registerRateLimits(app: FastifyInstance, config: Readonly<
     max: max * PUBLIC_LIMIT_FACTOR,
     keyGenerator: (request) => `public:${normalizeIP(request.ip)}`,
   });
-  const perIpFailedAuth = app.createRateLimit({
-    max: max * PUBLIC_LIMIT_FACTOR,
-    keyGenerator: (request) => `failed-auth:${normalizeIP(request.ip)}`,
-  });
+  const failedAuthMax = max * PUBLIC_LIMIT_FACTOR;
+  const failedAuthStore: SlotStore = redis
+    ? new RedisSlotStore(redis, `${REDIS_NAMESPACE}failed-auth-budget:`)
+    : new MemorySlotStore();
+  const budgetOf = (slot: Slot): Budget => ({ max: failedAuthMax, ttlInSeconds: Math.ceil(slot.ttlMs / 1000) });
   const perKey = app.createRateLimit({
     max,
     keyGenerator: (request) => `key:${request.principal?.id ?? ''}`,
   });
 
   let storeDown = false;
-  /** Runs a limiter; undefined when the store failed (the request goes through). */
-  const count = async (limiter: Limiter, request: FastifyRequest, increment = true) => {
+  /** Runs a store operation; undefined when the store failed (the request goes through). */
+  const guarded = async <T>(operation: () => Promise<T>): Promise<T | undefined> => {
     try {
-      const result = await limiter(request, { increment });
+      const result = await operation();
       if (storeDown) app.log.info('rate limits: the store answers again');
       storeDown = false;
-      return result.isAllowed ? undefined : result;
+      return result;
     } catch (error) {
       if (!storeDown) app.log.error({ err: error }, 'rate limits: the store failed; requests are let through');
       storeDown = true;
       return undefined;
     }
   };
+  /** Runs a limiter; undefined when under no limit or the store failed. */
+  const count = async (limiter: Limiter, request: FastifyRequest) => {
+    const result = await guarded(() => limiter(request));
+    return result?.isAllowed === false ? result : undefined;
+  };
 
-  // Before authentication: public requests spend their IP budget; protected ones only look
-  // at the failed-authentication budget, and are refused once this IP has used it up.
+  // The failed-auth slot each protected request holds while it is authenticated. It is kept
+  // (spent) only when the answer is 401, and given back in every other case.
+  const slots = new WeakMap<FastifyRequest, Slot>();
+  const failedAuthKey = (request: FastifyRequest) => normalizeIP(request.ip);
+  const giveBack = async (request: FastifyRequest) => {
+    const slot = slots.get(request);
+    if (!slot) return;
+    slots.delete(request);
+    await guarded(() => failedAuthStore.giveBack(failedAuthKey(request), slot.window));
+  };
+
+  // Before authentication: public requests spend their IP budget; protected ones take a slot
+  // of the failed-authentication budget first (one atomic increment), then compare, so a
+  // burst of bad keys cannot all slip past a check made before any of them was counted.
   app.addHook('onRequest', async (request, reply) => {
     if (isPublic(request)) {
       const counted = await count(perIpPublic, request);
@@ -123,14 +145,21 @@ export async function registerRateLimits(app: FastifyInstance, config: Readonly<
       setHeaders(reply, counted, counted.remaining);
       return;
     }
-    const seen = await count(perIpFailedAuth, request, false);
-    if (seen && seen.remaining === 0 && seen.ttl > 0) throw tooManyRequests(reply, seen);
+    const slot = await guarded(() => failedAuthStore.take(failedAuthKey(request), config.rateLimitWindowMs));
+    if (!slot) return;
+    slots.set(request, slot);
+    if (slot.count > failedAuthMax) {
+      await giveBack(request); // refused before the lookup: not a failed authentication
+      throw tooManyRequests(reply, budgetOf(slot));
+    }
   });
 
-  // After authentication (every onRequest hook has run): the key's own budget.
+  // After authentication (every onRequest hook has run): the slot goes back, and the key's
+  // own budget is spent.
   const keyCounted = new WeakSet<FastifyRequest>();
   app.addHook('preParsing', async (request, reply) => {
     if (!request.principal) return;
+    await giveBack(request);
     keyCounted.add(request);
     const counted = await count(perKey, request);
     if (!counted) return;
@@ -138,13 +167,20 @@ export async function registerRateLimits(app: FastifyInstance, config: Readonly<
     setHeaders(reply, counted, counted.remaining);
   });
 
-  // Requests refused during authentication count too: a 401 spends the IP's failed-auth
-  // budget, a 403 (known key, scope too small) the key's; the response shows what is left.
+  // Requests refused during authentication count too: a 401 keeps its failed-auth slot, a 403
+  // (known key, scope too small) spends the key's budget; the response shows what is left.
   app.addHook('onSend', async (request, reply, payload) => {
-    let counted: Counted | undefined;
-    if (reply.statusCode === 401 && !isPublic(request)) counted = await count(perIpFailedAuth, request);
-    else if (request.principal && !keyCounted.has(request)) counted = await count(perKey, request);
-    if (counted) setHeaders(reply, counted, counted.remaining);
+    const slot = slots.get(request);
+    if (slot && reply.statusCode === 401) {
+      slots.delete(request);
+      setHeaders(reply, budgetOf(slot), failedAuthMax - slot.count);
+      return payload;
+    }
+    await giveBack(request);
+    if (request.principal && !keyCounted.has(request)) {
+      const counted = await count(perKey, request);
+      if (counted) setHeaders(reply, counted, counted.remaining);
+    }
     return payload;
   });
 }

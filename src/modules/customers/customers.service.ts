@@ -6,6 +6,7 @@ import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -52,7 +53,7 @@ async function withEmailGuard<T>(
   work: (trx: Transaction<Database>) => Promise<T>,
 ) {
   try {
-    return await db.transaction().execute(work);
+    return await transactionWithRetry(db, work);
   } catch (error) {
     if (isUniqueViolation(error)) throw emailTaken(email);
     throw error;
@@ -145,8 +146,13 @@ export async function listCustomers(db: Kysely<Database>, params: ListParams): P
   return pageEnvelope(rows.map(toCustomer), total, params);
 }
 
-/** Reads a live customer inside `trx`, locking its row on PostgreSQL so concurrent changes queue. */
-async function lockCustomer(trx: Transaction<Database>, id: string): Promise<CustomerRow> {
+/**
+ * Reads a live customer inside `trx`, locking its row on PostgreSQL so concurrent changes
+ * queue: a delete and a subscription created for the customer both lock it first, so one
+ * sees the other's commit (lock order: src/db/locking.ts). Throws 404 `not_found` for
+ * unknown, deleted or malformed ids.
+ */
+export async function lockCustomer(trx: Transaction<Database>, id: string): Promise<CustomerRow> {
   const query = trx.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null);
   const row = isIdOf('customer', id) ? await forUpdate(query, trx).executeTakeFirst() : undefined;
   if (!row) throw new NotFoundError('customer', id);
@@ -208,7 +214,7 @@ export async function updateCustomer(
  * 409 `conflict` while the customer has a subscription that is not cancelled or expired.
  */
 export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await transactionWithRetry(db, async (trx) => {
     const customer = toCustomer(await lockCustomer(trx, id));
     if (await customerHasLiveSubscription(trx, id)) {
       throw new AppError(

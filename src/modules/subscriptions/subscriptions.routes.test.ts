@@ -562,6 +562,39 @@ test('a customer whose only subscription expired can be deleted', async (t) => {
   assert.equal((await app.request('DELETE', `/api/customers/${customer.id}`)).status, 204);
 });
 
+test('a customer deleted while a subscription is created for it: one of the two loses, never a live subscription of a deleted customer', async (t) => {
+  const app = await buildTestApp(t);
+  const plan = await createPlan(app);
+  const customers = await Promise.all(Array.from({ length: 10 }, () => createCustomer(app)));
+  const pairs = await Promise.all(
+    customers.map((customer) =>
+      Promise.all([
+        app.request('DELETE', `/api/customers/${customer.id}`),
+        app.request('POST', '/api/subscriptions', { body: { customer_id: customer.id, plan_id: plan.id } }),
+      ]),
+    ),
+  );
+  for (const [i, [deleted, created]] of pairs.entries()) {
+    const outcome = `pair ${i}: delete ${deleted.status} ${deleted.text}, create ${created.status} ${created.text}`;
+    if (deleted.status === 204) {
+      assert.equal(created.status, 404, outcome);
+      assert.equal(created.body.code, 'not_found', outcome);
+    } else {
+      assert.equal(deleted.status, 409, outcome);
+      assert.equal(deleted.body.code, 'conflict', outcome);
+      assert.equal(created.status, 201, outcome);
+    }
+  }
+  const orphans = await app.deps.db
+    .selectFrom('subscriptions as s')
+    .innerJoin('customers as c', 'c.id', 's.customer_id')
+    .select('s.id')
+    .where('c.deleted_at', 'is not', null)
+    .where('s.status', 'not in', ['cancelled', 'incomplete_expired'])
+    .execute();
+  assert.deepEqual(orphans, []);
+});
+
 test('concurrent cancels of one subscription: exactly one 200, the rest 409, one subscription.cancelled', async (t) => {
   const app = await buildTestApp(t);
   for (const variant of [{}, { at_period_end: true }] as const) {

@@ -4,11 +4,12 @@ import { closeOpenCase } from '../dunning/dunning.cases.ts';
 import type { Kysely } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
-import { findCustomer } from '../customers/customers.repository.ts';
+import { lockCustomer } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import type { SubscriptionStatus } from './subscription-status.ts';
@@ -36,18 +37,18 @@ export interface CreateSubscriptionInput {
 /**
  * Creates a subscription: `trialing` when trial days (from the request, else the plan) are
  * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`.
- * Throws 404 naming an unknown customer or plan, 422 `invalid_state` for an archived plan.
+ * Throws 404 naming an unknown (or deleted) customer or plan, 422 `invalid_state` for an
+ * archived plan.
  */
 export async function createSubscription(
   db: Kysely<Database>,
   clock: Clock,
   input: CreateSubscriptionInput,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
-    const customer = isIdOf('customer', input.customer_id)
-      ? await findCustomer(trx, input.customer_id)
-      : undefined;
-    if (!customer) throw new NotFoundError('customer', input.customer_id);
+  return transactionWithRetry(db, async (trx) => {
+    // Locked, not just read: a concurrent delete of the customer either commits first (and
+    // this is 404) or waits for this commit and then sees the live subscription (409).
+    const customer = await lockCustomer(trx, input.customer_id);
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active)
@@ -134,7 +135,7 @@ export async function cancelSubscription(
   id: string,
   input: CancelInput,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     const now = clock.now().toISOString();
     const comment = input.comment ?? row.cancellation_comment;
@@ -171,7 +172,7 @@ export async function pauseSubscription(
   clock: Clock,
   id: string,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     try {
       return await transitionSubscription(trx, clock, row, 'pause');
@@ -199,7 +200,7 @@ export async function resumeSubscription(
   clock: Clock,
   id: string,
 ): Promise<Subscription> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     const now = clock.now().toISOString();
     if (row.status === 'paused') {

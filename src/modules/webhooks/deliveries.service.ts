@@ -3,6 +3,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -131,7 +132,7 @@ export async function retryDelivery(
   endpointId: string,
   deliveryId: string,
 ): Promise<Delivery> {
-  await db.transaction().execute(async (trx) => {
+  await transactionWithRetry(db, async (trx) => {
     const endpoint = await lockEndpoint(trx, endpointId);
     const query = trx
       .selectFrom('webhook_deliveries')
@@ -190,7 +191,7 @@ export async function insertDelivery(
  * `invalid_state` for a disabled endpoint.
  */
 export async function sendTestEvent(db: Kysely<Database>, clock: Clock, endpointId: string): Promise<Delivery> {
-  const deliveryId = await db.transaction().execute(async (trx) => {
+  const deliveryId = await transactionWithRetry(db, async (trx) => {
     const endpoint = await lockEndpoint(trx, endpointId);
     requireEnabled(endpoint.status, endpointId);
     const now = clock.now().toISOString();

@@ -128,7 +128,8 @@ export interface RecordSettings {
  * the attempt row; the delivery's status (2xx → succeeded; 410 → failed and the endpoint
  * disabled; else pending at the next retry, or failed when the schedule is used up); the
  * event delivered when its last pending delivery first succeeds; the endpoint's failure
- * streak, disabling it after 5 days of nothing but failures. A delivery whose lease another
+ * streak, disabling it after 5 days of nothing but failures. The batch's endpoints are locked
+ * first (lock order: db/locking.ts). A delivery whose lease another
  * worker took meanwhile gets its attempt recorded but its state left to that worker; one
  * deleted meanwhile is skipped.
  */
@@ -139,11 +140,18 @@ export async function recordOutcomes(
   outcomes: readonly Outcome[],
 ): Promise<void> {
   if (outcomes.length === 0) return;
-  // One lock order for every worker: event rows (locked to count their deliveries down) are
-  // taken in event id order, so two workers recording at once queue instead of deadlocking.
+  // The service's lock order (db/locking.ts): endpoints before deliveries before events. The
+  // batch's endpoints are locked first, in id order, as the API locks an endpoint before its
+  // deliveries; then event rows (locked to count their deliveries down) in event id order, so
+  // two workers recording at once queue instead of deadlocking.
+  const endpointIds = [...new Set(outcomes.map((outcome) => outcome.delivery.endpointId))].sort();
   const key = (outcome: Outcome) => `${outcome.delivery.eventId} ${outcome.delivery.id}`;
   const ordered = [...outcomes].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   await db.transaction().execute(async (trx) => {
+    await forUpdate(
+      trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).orderBy('id'),
+      trx,
+    ).execute();
     for (const outcome of ordered) {
       if (outcome.kind === 'release') {
         await trx

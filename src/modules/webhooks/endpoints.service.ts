@@ -4,6 +4,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -181,7 +182,7 @@ export async function updateEndpoint(
     await findEndpoint(db, id); // 404 before a DNS lookup for an endpoint that does not exist
     await checkUrl(check, patch.url);
   }
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const current = await lockEndpoint(trx, id);
     const changes: Partial<EndpointRow> = {};
     if (patch.url !== undefined && patch.url !== current.url) changes.url = patch.url;
@@ -216,7 +217,7 @@ export async function updateEndpoint(
  * dropped). Events waiting only on those deliveries count as delivered. Throws 404.
  */
 export async function deleteEndpoint(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await transactionWithRetry(db, async (trx) => {
     await lockEndpoint(trx, id);
     // Lock the undelivered ones first: a worker recording a success right now either
     // commits before (and the row drops out) or waits, and finds the row gone.
