@@ -157,6 +157,37 @@ test('a $0 invoice moves no money: stored and ignored', async (t) => {
   assert.deepEqual(await inboxStatuses(app), ['ignored']);
 });
 
+test("a payment's amount and currency come from one report: a report in another currency is refused, in either order", async (t) => {
+  async function run(failedFirst: boolean) {
+    const app = await buildTestApp(t, { env: PROVIDER_ENV });
+    const failedIntent = stripePaymentIntent({ amount: 100, currency: 'usd', status: 'requires_payment_method', error: 'Declined' });
+    const succeeded = { ...failedIntent, status: 'succeeded', amount: 15000, amount_received: 15000, currency: 'jpy', last_payment_error: null };
+    const events = [stripeEvent('payment_intent.payment_failed', failedIntent), stripeEvent('payment_intent.succeeded', succeeded)];
+    if (!failedFirst) events.reverse();
+    for (const event of events) assert.equal((await postStripe(app, event)).status, 200);
+    const payment = await onlyPayment(app);
+    const refused = await app.deps.db.selectFrom('provider_events').selectAll().where('event_key', '=', events[1]!.id).executeTakeFirstOrThrow();
+    assert.equal(refused.status, 'failed');
+    assert.equal(refused.next_attempt_at, null);
+    const recorded = await topics(app, failedFirst ? 'payment.failed' : 'payment.succeeded');
+    assert.equal((await topics(app, 'payment.failed')).length + (await topics(app, 'payment.succeeded')).length, 1);
+    assert.deepEqual(recorded[0]!.data, payment);
+    return { status: payment.status, amount: payment.amount, currency: payment.currency, reason: refused.error };
+  }
+  assert.deepEqual(await run(true), {
+    status: 'failed',
+    amount: 100,
+    currency: 'USD',
+    reason: "UnusableEventError: currency JPY differs from the payment's USD",
+  });
+  assert.deepEqual(await run(false), {
+    status: 'succeeded',
+    amount: 15000,
+    currency: 'JPY',
+    reason: "UnusableEventError: currency USD differs from the payment's JPY",
+  });
+});
+
 test('refund.created and refund.updated for one refund, and charge.refunded, make one refund in any order', async (t) => {
   const orders = [
     [0, 1, 2],

@@ -70,7 +70,8 @@ async function applyPaymentEvent(
   const who = needsAttribution
     ? await attributePayment(trx, clock, provider, report)
     : { customerId: null, subscriptionId: null, planCurrency: null };
-  const currency = existing?.currency ?? report.currency ?? who.planCurrency;
+  // The report's own currency first: the ledger refuses one that differs from the payment's.
+  const currency = report.currency ?? existing?.currency ?? who.planCurrency;
   if (currency === null) {
     throw new UnusableEventError('currency is missing and no subscription plan names one');
   }
