@@ -9,6 +9,7 @@ import * as webhooks from './migrations/0004_webhooks.ts';
 import * as idempotency from './migrations/0005_idempotency.ts';
 import * as dunning from './migrations/0006_dunning.ts';
 import * as countDeltas from './migrations/0007_count_deltas.ts';
+import * as subscriptionPaymentTimes from './migrations/0009_subscription_payment_times.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005_idempotency': idempotency,
   '0006_dunning': dunning,
   '0007_count_deltas': countDeltas,
+  '0009_subscription_payment_times': subscriptionPaymentTimes,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -149,9 +149,12 @@ test('metadata attribution activates the subscription; a later failure by subscr
   assert.equal(cases.data[0].subscription_id, subscription.id);
   assert.equal(cases.data[0].currency, 'NGN');
 
-  // The next successful charge (metadata-less, found by the subscription code) recovers it.
+  // The next successful charge (metadata-less, found by the subscription code, paid after
+  // the failure) recovers it.
   app.clock.advance(60_000);
-  await postPaystack(app, paystackCharge({ amount: 5000, subscriptionCode: code }));
+  const next = paystackCharge({ amount: 5000, subscriptionCode: code });
+  next.data.paid_at = '2026-01-15T10:01:59.000Z';
+  await postPaystack(app, next);
   assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'active');
   assert.equal((await app.request('GET', '/api/dunning/cases?status=recovered')).body.total, 1);
 });

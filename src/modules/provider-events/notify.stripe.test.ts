@@ -109,7 +109,9 @@ for (const [first, second] of [
 
     app.clock.advance(60_000);
     const failed = stripeInvoice({ style: second, subscription: stripeSubscription, paid: false, amount: 2000 });
-    await postStripe(app, stripeEvent('invoice.payment_failed', failed));
+    const failure = stripeEvent('invoice.payment_failed', failed);
+    failure.created += 60; // the next period's charge failed after the first was paid
+    await postStripe(app, failure);
     const failedPayment = (await app.request('GET', '/api/payments?status=failed')).body.data[0];
     assert.equal(failedPayment.provider_reference, failed.id, 'no PaymentIntent named: the invoice is the reference');
     assert.equal(failedPayment.subscription_id, subscription.id);

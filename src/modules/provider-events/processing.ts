@@ -100,7 +100,12 @@ async function applyPaymentEvent(
   );
   const { payment } = change;
   if (payment.subscription_id !== null) {
-    const facts = { paymentId: payment.id, amount: payment.amount, currency: payment.currency };
+    const facts = {
+      paymentId: payment.id,
+      amount: payment.amount,
+      currency: payment.currency,
+      occurredAt: report.occurredAt,
+    };
     if (status === 'succeeded' && (change.becameSucceeded || change.subscriptionAttached)) {
       await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);
     }
