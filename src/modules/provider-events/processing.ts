@@ -14,6 +14,7 @@ import { attributePayment } from './attribution.ts';
 import { AlreadyFinishedError, finishInboxRow, lockHeldRows, lockInboxRow, updateInboxRow } from './inbox.ts';
 import { type ProviderEvent, UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
+import { rejectNul, withoutNul } from './provider-values.ts';
 import { findProvider } from './providers/index.ts';
 import { retryDelayMs } from './retry-backoff.ts';
 
@@ -46,11 +47,25 @@ const MAX_ERROR_LENGTH = 1000;
 
 function errorText(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.slice(0, MAX_ERROR_LENGTH);
+  // A reason may quote the provider's text; the inbox must be able to store it.
+  return withoutNul(text).slice(0, MAX_ERROR_LENGTH);
 }
 
 type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
 type RefundEvent = Extract<ProviderEvent, { kind: 'refund_succeeded' }>;
+
+/**
+ * Our reading of a verified body, for every provider: the adapter's, with the rules that
+ * hold whatever the provider. A NUL in the body makes it unusable (provider-values
+ * rejectNul).
+ */
+function readEvent(row: ProviderEventRow, body: unknown): ProviderEvent {
+  const adapter = findProvider(row.provider);
+  if (!adapter) throw new UnusableEventError(`unknown provider ${row.provider}`);
+  const parsed = body === undefined ? JSON.parse(row.payload) : body;
+  rejectNul(parsed);
+  return adapter.normalize(parsed, new Date(row.received_at));
+}
 
 /**
  * A payment report: record it (one payment per provider reference), attribute it, and
@@ -179,10 +194,7 @@ async function processRow(
   body: unknown,
 ): Promise<Outcome> {
   if (!isPending(row)) return 'skipped';
-  const adapter = findProvider(row.provider);
-  if (!adapter) throw new UnusableEventError(`unknown provider ${row.provider}`);
-  const parsed = body === undefined ? JSON.parse(row.payload) : body;
-  const event = adapter.normalize(parsed, new Date(row.received_at));
+  const event = readEvent(row, body);
   const now = ctx.clock.now().toISOString();
   const done = { processed_at: now, attempts: row.attempts + 1, error: null, next_attempt_at: null, held_reference: null };
   switch (event.kind) {

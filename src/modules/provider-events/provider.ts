@@ -52,7 +52,10 @@ export type ProviderEvent =
 
 /** What the inbox stores about an event before anything else: its unique key and type. */
 export interface EventIdentity {
-  /** Unique per provider; a repeat is a duplicate delivery. At most 255 characters. */
+  /**
+   * Unique per provider; a repeat is a duplicate delivery. At most 255 characters and no
+   * U+0000: build it with eventKey/bodyHashKey (provider-values.ts), which hash otherwise.
+   */
   key: string;
   type: string;
 }
