@@ -159,6 +159,24 @@ test('metadata attribution activates the subscription; a later failure by subscr
   assert.equal((await app.request('GET', '/api/dunning/cases?status=recovered')).body.total, 1);
 });
 
+test('a zero-amount invoice.payment_failed is stored and ignored: the subscription stays active, no dunning case', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const subscription = await createSubscription(app);
+  const code = `SUB_${nextSeq()}`;
+  await postPaystack(app, paystackCharge({ subscriptionCode: code, metadata: { subscription_id: subscription.id } }));
+  const active = (await app.request('GET', `/api/subscriptions/${subscription.id}`)).body;
+  assert.equal(active.status, 'active');
+  app.clock.advance(60_000);
+  assert.equal((await postPaystack(app, paystackInvoiceFailed({ subscriptionCode: code, amount: 0 }))).status, 200);
+  assert.deepEqual(
+    (await inboxRows(app)).map((r) => r.status),
+    ['processed', 'ignored'],
+  );
+  assert.equal((await app.request('GET', '/api/payments?status=failed')).body.meta.total, 0);
+  assert.deepEqual((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body, active);
+  assert.equal((await app.request('GET', '/api/dunning/cases?status=open')).body.total, 0);
+});
+
 test('invoice.payment_failed with an empty transaction takes the currency from the subscription plan', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const subscription = await createSubscription(app, { plan: { currency: 'GHS' } });

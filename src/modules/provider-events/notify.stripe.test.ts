@@ -159,6 +159,29 @@ test('a $0 invoice moves no money: stored and ignored', async (t) => {
   assert.deepEqual(await inboxStatuses(app), ['ignored']);
 });
 
+test('a zero-amount failure owes nothing: stored and ignored, no payment, no past_due, no dunning case', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const subscription = await createSubscription(app, { plan: { currency: 'USD', amount: 2000 } });
+  const metadata = { subscription_id: subscription.id };
+  await postStripe(app, stripeEvent('payment_intent.succeeded', stripePaymentIntent({ amount: 2000, metadata })));
+  const active = await subscriptionOf(app, subscription.id);
+  assert.equal(active.status, 'active');
+  // Stripe's dashboard test event: an invoice of 0 that "failed".
+  const invoice = stripeInvoice({ style: 'basil', subscription: 'sub_test', amount: 0, paid: false, subscriptionMetadata: metadata });
+  const failures = [
+    { ...stripeEvent('invoice.payment_failed', invoice), created: 1768471260 },
+    {
+      ...stripeEvent('payment_intent.payment_failed', stripePaymentIntent({ amount: 0, metadata, status: 'requires_payment_method', error: 'Declined' })),
+      created: 1768471260,
+    },
+  ];
+  for (const failure of failures) assert.equal((await postStripe(app, failure)).status, 200);
+  assert.equal((await payments(app)).meta.total, 1);
+  assert.deepEqual(await inboxStatuses(app), ['processed', 'ignored', 'ignored']);
+  assert.deepEqual(await subscriptionOf(app, subscription.id), active);
+  assert.equal((await app.request('GET', '/api/dunning/cases?status=open')).body.total, 0);
+});
+
 test("a payment's amount and currency come from one report: a report in another currency is refused, in either order", async (t) => {
   async function run(failedFirst: boolean) {
     const app = await buildTestApp(t, { env: PROVIDER_ENV });

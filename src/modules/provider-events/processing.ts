@@ -57,14 +57,20 @@ type RefundEvent = Extract<ProviderEvent, { kind: 'refund_succeeded' }>;
 /**
  * Our reading of a verified body, for every provider: the adapter's, with the rules that
  * hold whatever the provider. A NUL in the body makes it unusable (provider-values
- * rejectNul).
+ * rejectNul). A payment of 0, succeeded or failed (a Stripe trial or fully credited
+ * invoice, Stripe's dashboard test failure, a Paystack card authorization), moves no money
+ * and owes none: it is ignored, so it neither renews a subscription nor opens dunning.
  */
 function readEvent(row: ProviderEventRow, body: unknown): ProviderEvent {
   const adapter = findProvider(row.provider);
   if (!adapter) throw new UnusableEventError(`unknown provider ${row.provider}`);
   const parsed = body === undefined ? JSON.parse(row.payload) : body;
   rejectNul(parsed);
-  return adapter.normalize(parsed, new Date(row.received_at));
+  const event = adapter.normalize(parsed, new Date(row.received_at));
+  if ((event.kind === 'payment_succeeded' || event.kind === 'payment_failed') && event.payment.amount === 0) {
+    return { kind: 'ignored', reason: 'zero-amount payment' };
+  }
+  return event;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Config } from '../../config.ts';
 export interface PaymentReport {
   /** The provider's id of the payment: one payment per (provider, reference). */
   reference: string;
-  /** Minor units, a non-negative integer. */
+  /** Minor units, a non-negative integer (processing ignores a payment of 0). */
   amount: number;
   /** ISO 4217 upper case, or null when the event does not say (resolved from the subscription's plan). */
   currency: string | null;
