@@ -10,6 +10,7 @@ import * as idempotency from './migrations/0005_idempotency.ts';
 import * as dunning from './migrations/0006_dunning.ts';
 import * as countDeltas from './migrations/0007_count_deltas.ts';
 import * as customerEmailNormalized from './migrations/0008_customer_email_normalized.ts';
+import * as subscriptionPaymentTimes from './migrations/0009_subscription_payment_times.ts';
 import * as refundStatus from './migrations/0010_refund_status.ts';
 import * as paymentReferences from './migrations/0011_payment_references.ts';
 
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006_dunning': dunning,
   '0007_count_deltas': countDeltas,
   '0008_customer_email_normalized': customerEmailNormalized,
+  '0009_subscription_payment_times': subscriptionPaymentTimes,
   '0010_refund_status': refundStatus,
   '0011_payment_references': paymentReferences,
 };

@@ -8,6 +8,7 @@ import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { UnusableEventError } from '../provider-events/provider.ts';
 import { type Payment, toPayment } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
 import { canonicalReference, lockReference, selectPaymentForUpdate } from './payments.references.ts';
@@ -126,6 +127,8 @@ async function updatePayment(
  * change, a late failure report for a paid payment changes nothing. Missing attribution is
  * filled in. Emits `payment.succeeded` / `payment.failed` whenever the payment changed.
  * `existing` is the payment locked by the caller (undefined when none was found).
+ * A payment's amount and currency always come from one report (SPEC §5): a report in
+ * another currency than the recorded payment's throws UnusableEventError and changes nothing.
  */
 export async function recordPaymentReport(
   trx: Transaction<Database>,
@@ -155,10 +158,16 @@ export async function recordPaymentReport(
     if (!row) throw new Error(`payment ${input.provider}/${input.reference} vanished during insert`);
   }
 
+  if (input.currency !== row.currency) {
+    // An amount means nothing in another currency: taking this report's amount (or keeping
+    // the payment's) would record money nobody paid.
+    throw new UnusableEventError(`currency ${input.currency} differs from the payment's ${row.currency}`);
+  }
   const changes = filledAttribution(row, input);
   const becameSucceeded = status === 'succeeded' && row.status === 'failed';
   if (becameSucceeded) {
-    // The amount is what the success report says was received (the failed attempt's may differ).
+    // The amount is what the success report says was received (the failed attempt's may
+    // differ); its currency is the payment's, checked above: both come from this report.
     Object.assign(changes, { status: 'succeeded', amount: input.amount, paid_at: input.occurredAt, failure_reason: null });
   }
   const paid = row.status !== 'failed';

@@ -7,6 +7,7 @@ import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
+import { withoutNul } from './provider-values.ts';
 
 /**
  * How long after receipt the worker may pick up a row the request has not finished
@@ -18,7 +19,9 @@ export const RECEIVE_LEASE_MS = 10_000;
 /** A verified event about to be stored. */
 export interface IncomingEvent {
   provider: string;
+  /** At most 255 characters, no U+0000 (eventKey/bodyHashKey make sure of both). */
   key: string;
+  /** Stored with U+0000 written as `\u0000`, cut to 255 characters. */
   type: string;
   /** The verified body, exactly as received. */
   payload: string;
@@ -52,7 +55,9 @@ export async function insertEvents(
       id: newId('providerEvent'),
       provider: event.provider,
       event_key: event.key,
-      event_type: event.type.slice(0, 255),
+      // The type is the provider's text, unchecked: a NUL in it must not stop the event
+      // being stored (PostgreSQL text refuses U+0000), so it is kept spelled out.
+      event_type: withoutNul(event.type).slice(0, 255),
       payload: event.payload,
       status: 'received',
       error: null,

@@ -149,11 +149,32 @@ test('metadata attribution activates the subscription; a later failure by subscr
   assert.equal(cases.data[0].subscription_id, subscription.id);
   assert.equal(cases.data[0].currency, 'NGN');
 
-  // The next successful charge (metadata-less, found by the subscription code) recovers it.
+  // The next successful charge (metadata-less, found by the subscription code, paid after
+  // the failure) recovers it.
   app.clock.advance(60_000);
-  await postPaystack(app, paystackCharge({ amount: 5000, subscriptionCode: code }));
+  const next = paystackCharge({ amount: 5000, subscriptionCode: code });
+  next.data.paid_at = '2026-01-15T10:01:59.000Z';
+  await postPaystack(app, next);
   assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'active');
   assert.equal((await app.request('GET', '/api/dunning/cases?status=recovered')).body.total, 1);
+});
+
+test('a zero-amount invoice.payment_failed is stored and ignored: the subscription stays active, no dunning case', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const subscription = await createSubscription(app);
+  const code = `SUB_${nextSeq()}`;
+  await postPaystack(app, paystackCharge({ subscriptionCode: code, metadata: { subscription_id: subscription.id } }));
+  const active = (await app.request('GET', `/api/subscriptions/${subscription.id}`)).body;
+  assert.equal(active.status, 'active');
+  app.clock.advance(60_000);
+  assert.equal((await postPaystack(app, paystackInvoiceFailed({ subscriptionCode: code, amount: 0 }))).status, 200);
+  assert.deepEqual(
+    (await inboxRows(app)).map((r) => r.status),
+    ['processed', 'ignored'],
+  );
+  assert.equal((await app.request('GET', '/api/payments?status=failed')).body.meta.total, 0);
+  assert.deepEqual((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body, active);
+  assert.equal((await app.request('GET', '/api/dunning/cases?status=open')).body.total, 0);
 });
 
 test('invoice.payment_failed with an empty transaction takes the currency from the subscription plan', async (t) => {

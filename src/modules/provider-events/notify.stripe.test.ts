@@ -109,7 +109,9 @@ for (const [first, second] of [
 
     app.clock.advance(60_000);
     const failed = stripeInvoice({ style: second, subscription: stripeSubscription, paid: false, amount: 2000 });
-    await postStripe(app, stripeEvent('invoice.payment_failed', failed));
+    const failure = stripeEvent('invoice.payment_failed', failed);
+    failure.created += 60; // the next period's charge failed after the first was paid
+    await postStripe(app, failure);
     const failedPayment = (await app.request('GET', '/api/payments?status=failed')).body.data[0];
     assert.equal(failedPayment.provider_reference, failed.id, 'no PaymentIntent named: the invoice is the reference');
     assert.equal(failedPayment.subscription_id, subscription.id);
@@ -155,6 +157,60 @@ test('a $0 invoice moves no money: stored and ignored', async (t) => {
   await postStripe(app, stripeEvent('invoice.paid', invoice));
   assert.equal((await payments(app)).meta.total, 0);
   assert.deepEqual(await inboxStatuses(app), ['ignored']);
+});
+
+test('a zero-amount failure owes nothing: stored and ignored, no payment, no past_due, no dunning case', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const subscription = await createSubscription(app, { plan: { currency: 'USD', amount: 2000 } });
+  const metadata = { subscription_id: subscription.id };
+  await postStripe(app, stripeEvent('payment_intent.succeeded', stripePaymentIntent({ amount: 2000, metadata })));
+  const active = await subscriptionOf(app, subscription.id);
+  assert.equal(active.status, 'active');
+  // Stripe's dashboard test event: an invoice of 0 that "failed".
+  const invoice = stripeInvoice({ style: 'basil', subscription: 'sub_test', amount: 0, paid: false, subscriptionMetadata: metadata });
+  const failures = [
+    { ...stripeEvent('invoice.payment_failed', invoice), created: 1768471260 },
+    {
+      ...stripeEvent('payment_intent.payment_failed', stripePaymentIntent({ amount: 0, metadata, status: 'requires_payment_method', error: 'Declined' })),
+      created: 1768471260,
+    },
+  ];
+  for (const failure of failures) assert.equal((await postStripe(app, failure)).status, 200);
+  assert.equal((await payments(app)).meta.total, 1);
+  assert.deepEqual(await inboxStatuses(app), ['processed', 'ignored', 'ignored']);
+  assert.deepEqual(await subscriptionOf(app, subscription.id), active);
+  assert.equal((await app.request('GET', '/api/dunning/cases?status=open')).body.total, 0);
+});
+
+test("a payment's amount and currency come from one report: a report in another currency is refused, in either order", async (t) => {
+  async function run(failedFirst: boolean) {
+    const app = await buildTestApp(t, { env: PROVIDER_ENV });
+    const failedIntent = stripePaymentIntent({ amount: 100, currency: 'usd', status: 'requires_payment_method', error: 'Declined' });
+    const succeeded = { ...failedIntent, status: 'succeeded', amount: 15000, amount_received: 15000, currency: 'jpy', last_payment_error: null };
+    const events = [stripeEvent('payment_intent.payment_failed', failedIntent), stripeEvent('payment_intent.succeeded', succeeded)];
+    if (!failedFirst) events.reverse();
+    for (const event of events) assert.equal((await postStripe(app, event)).status, 200);
+    const payment = await onlyPayment(app);
+    const refused = await app.deps.db.selectFrom('provider_events').selectAll().where('event_key', '=', events[1]!.id).executeTakeFirstOrThrow();
+    assert.equal(refused.status, 'failed');
+    assert.equal(refused.next_attempt_at, null);
+    const recorded = await topics(app, failedFirst ? 'payment.failed' : 'payment.succeeded');
+    assert.equal((await topics(app, 'payment.failed')).length + (await topics(app, 'payment.succeeded')).length, 1);
+    assert.deepEqual(recorded[0]!.data, payment);
+    return { status: payment.status, amount: payment.amount, currency: payment.currency, reason: refused.error };
+  }
+  assert.deepEqual(await run(true), {
+    status: 'failed',
+    amount: 100,
+    currency: 'USD',
+    reason: "UnusableEventError: currency JPY differs from the payment's USD",
+  });
+  assert.deepEqual(await run(false), {
+    status: 'succeeded',
+    amount: 15000,
+    currency: 'JPY',
+    reason: "UnusableEventError: currency USD differs from the payment's JPY",
+  });
 });
 
 test('refund.created and refund.updated for one refund, and charge.refunded, make one refund in any order', async (t) => {

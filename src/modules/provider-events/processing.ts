@@ -23,6 +23,7 @@ import {
 } from './inbox.ts';
 import { type ProviderEvent, UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
+import { rejectNul, withoutNul } from './provider-values.ts';
 import { findProvider } from './providers/index.ts';
 import { retryDelayMs } from './retry-backoff.ts';
 
@@ -55,12 +56,32 @@ const MAX_ERROR_LENGTH = 1000;
 
 function errorText(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.slice(0, MAX_ERROR_LENGTH);
+  // A reason may quote the provider's text; the inbox must be able to store it.
+  return withoutNul(text).slice(0, MAX_ERROR_LENGTH);
 }
 
 type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
 type RefundEvent = Extract<ProviderEvent, { kind: 'refunds' }>;
 type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
+
+/**
+ * Our reading of a verified body, for every provider: the adapter's, with the rules that
+ * hold whatever the provider. A NUL in the body makes it unusable (provider-values
+ * rejectNul). A payment of 0, succeeded or failed (a Stripe trial or fully credited
+ * invoice, Stripe's dashboard test failure, a Paystack card authorization), moves no money
+ * and owes none: it is ignored, so it neither renews a subscription nor opens dunning.
+ */
+function readEvent(row: ProviderEventRow, body: unknown): ProviderEvent {
+  const adapter = findProvider(row.provider);
+  if (!adapter) throw new UnusableEventError(`unknown provider ${row.provider}`);
+  const parsed = body === undefined ? JSON.parse(row.payload) : body;
+  rejectNul(parsed);
+  const event = adapter.normalize(parsed, new Date(row.received_at));
+  if ((event.kind === 'payment_succeeded' || event.kind === 'payment_failed') && event.payment.amount === 0) {
+    return { kind: 'ignored', reason: 'zero-amount payment' };
+  }
+  return event;
+}
 
 /**
  * A payment report: record it (one payment per provider reference), attribute it, and
@@ -80,7 +101,8 @@ async function applyPaymentEvent(
   const who = needsAttribution
     ? await attributePayment(trx, clock, provider, report)
     : { customerId: null, subscriptionId: null, planCurrency: null };
-  const currency = existing?.currency ?? report.currency ?? who.planCurrency;
+  // The report's own currency first: the ledger refuses one that differs from the payment's.
+  const currency = report.currency ?? existing?.currency ?? who.planCurrency;
   if (currency === null) {
     throw new UnusableEventError('currency is missing and no subscription plan names one');
   }
@@ -109,7 +131,12 @@ async function applyPaymentEvent(
   );
   const { payment } = change;
   if (payment.subscription_id !== null) {
-    const facts = { paymentId: payment.id, amount: payment.amount, currency: payment.currency };
+    const facts = {
+      paymentId: payment.id,
+      amount: payment.amount,
+      currency: payment.currency,
+      occurredAt: report.occurredAt,
+    };
     if (status === 'succeeded' && (change.becameSucceeded || change.subscriptionAttached)) {
       await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);
     }
@@ -219,10 +246,7 @@ async function processRow(
   body: unknown,
 ): Promise<Outcome> {
   if (!isPending(row)) return 'skipped';
-  const adapter = findProvider(row.provider);
-  if (!adapter) throw new UnusableEventError(`unknown provider ${row.provider}`);
-  const parsed = body === undefined ? JSON.parse(row.payload) : body;
-  const event = adapter.normalize(parsed, new Date(row.received_at));
+  const event = readEvent(row, body);
   const now = ctx.clock.now().toISOString();
   const done = { processed_at: now, attempts: row.attempts + 1, error: null, next_attempt_at: null, held_reference: null };
   switch (event.kind) {

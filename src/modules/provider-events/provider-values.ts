@@ -102,13 +102,53 @@ export function isoTime(value: unknown, fallback: Date): string {
   return fallback.toISOString();
 }
 
-/** The key of an event from its parts; hashed when longer than the inbox allows. */
+/**
+ * The key of an event from its parts. A key the inbox cannot store as is — longer than it
+ * allows, or holding U+0000, which PostgreSQL text refuses — is stored as the SHA-256 of
+ * its UTF-8 instead: deterministic, so a redelivery is still a duplicate, and unlike an
+ * escape it cannot collide with an id that spells the escape out.
+ */
 export function eventKey(...parts: string[]): string {
   const key = parts.join(':');
-  return key.length <= MAX_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+  return key.length <= MAX_KEY_LENGTH && !key.includes('\u0000')
+    ? key
+    : `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`;
 }
 
 /** The key of an event that names no id of its own: the hash of its exact bytes. */
 export function bodyHashKey(raw: Buffer): string {
   return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+}
+
+/** `text` with each U+0000 written as the six characters `\u0000`: storable on every database; for display only. */
+export function withoutNul(text: string): string {
+  return text.replaceAll('\u0000', '\\u0000');
+}
+
+/**
+ * Refuses a verified body holding U+0000 in any string (value or key) an adapter could
+ * read: PostgreSQL text cannot store it and SQLite would keep it in names and emails, so
+ * instead of a database error retried forever (or a NUL stored on one database only) the
+ * event is unusable, on both. Throws UnusableEventError naming the first such place.
+ * Strings nested deeper than any adapter reads are not looked at.
+ */
+export function rejectNul(body: unknown): void {
+  const place = nulAt(body, '', 0);
+  if (place !== undefined) {
+    throw new UnusableEventError(`${withoutNul(place || 'the event')} contains a NUL character`);
+  }
+}
+
+const MAX_READ_DEPTH = 32;
+
+function nulAt(value: unknown, path: string, depth: number): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (depth > MAX_READ_DEPTH || !isObject(value) && !Array.isArray(value)) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const place = path === '' ? key : `${path}.${key}`;
+    if (key.includes('\u0000')) return place;
+    const found = nulAt(item, place, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

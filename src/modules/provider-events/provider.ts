@@ -7,7 +7,7 @@ import type { Config } from '../../config.ts';
 export interface PaymentReport {
   /** The provider's id of the payment: one payment per (provider, reference). */
   reference: string;
-  /** Minor units, a non-negative integer. */
+  /** Minor units, a non-negative integer (processing ignores a payment of 0). */
   amount: number;
   /** ISO 4217 upper case, or null when the event does not say (resolved from the subscription's plan). */
   currency: string | null;
@@ -65,7 +65,10 @@ export type ProviderEvent =
 
 /** What the inbox stores about an event before anything else: its unique key and type. */
 export interface EventIdentity {
-  /** Unique per provider; a repeat is a duplicate delivery. At most 255 characters. */
+  /**
+   * Unique per provider; a repeat is a duplicate delivery. At most 255 characters and no
+   * U+0000: build it with eventKey/bodyHashKey (provider-values.ts), which hash otherwise.
+   */
   key: string;
   type: string;
 }

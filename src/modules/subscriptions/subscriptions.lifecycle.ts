@@ -8,6 +8,7 @@ import { NotFoundError } from '../../http/errors.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
+import type { Topic } from '../events/topics.ts';
 import {
   isEntitled,
   type LifecycleEvent,
@@ -118,5 +119,28 @@ export async function transitionSubscription(
     .execute();
   const subscription = toSubscription(updated);
   await emitEvent(trx, clock, transition.topic, subscription);
+  return subscription;
+}
+
+/**
+ * Writes `changes` to `row` without moving its status, and emits `topic` with the resulting
+ * subscription — all in `trx`. For changes the transition table has no say in (a period
+ * paid for while the status stays). Returns the subscription after.
+ */
+export async function updateSubscription(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: SubscriptionRow,
+  changes: SubscriptionChanges,
+  topic: Topic,
+): Promise<Subscription> {
+  const updated: SubscriptionRow = { ...row, ...changes, updated_at: clock.now().toISOString() };
+  await trx
+    .updateTable('subscriptions')
+    .set({ ...changes, updated_at: updated.updated_at })
+    .where('id', '=', row.id)
+    .execute();
+  const subscription = toSubscription(updated);
+  await emitEvent(trx, clock, topic, subscription);
   return subscription;
 }

@@ -1,5 +1,7 @@
 // How payments move subscriptions (SPEC §4) and their dunning cases (issue 6). Called by the
-// provider-events processing in the same transaction that records the payment.
+// provider-events processing in the same transaction that records the payment. Reports may
+// arrive in any order: the status follows the latest report by provider time (SPEC §5
+// stale reports), while every successful payment still buys its period.
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { closeOpenCase, type DunningContext, openOrCountDunningCase } from '../dunning/dunning.cases.ts';
@@ -11,7 +13,9 @@ import {
   type Subscription,
   toSubscription,
   transitionSubscription,
+  updateSubscription,
 } from './subscriptions.lifecycle.ts';
+import type { SubscriptionRow } from './subscriptions.table.ts';
 
 /**
  * What the payment-effect functions need to know about the payment that caused them, for
@@ -23,6 +27,48 @@ export interface PaymentFacts {
   paymentId: string | null;
   amount: number;
   currency: string;
+  /**
+   * ISO 8601: when the provider says the payment succeeded or failed. Orders reports that
+   * arrive out of order (stale reports); without it the report is taken as the newest.
+   */
+  occurredAt?: string;
+}
+
+type PaymentTime = 'last_payment_succeeded_at' | 'last_payment_failed_at';
+
+type Time = string | null | undefined;
+
+/** True when ISO 8601 times `a` and `b` are both known and `a` is before `b`. */
+function isBefore(a: Time, b: Time): boolean {
+  return typeof a === 'string' && typeof b === 'string' && Date.parse(a) < Date.parse(b);
+}
+
+/** True when ISO 8601 times `a` and `b` are both known and `a` is not after `b`. */
+function isNotAfter(a: Time, b: Time): boolean {
+  return typeof a === 'string' && typeof b === 'string' && Date.parse(a) <= Date.parse(b);
+}
+
+/**
+ * True when the latest failure applied to `row` is newer than a success that happened at
+ * `at` and than every success applied: the status is the failure's, and stays so.
+ */
+function failureStands(row: SubscriptionRow, at: Time): boolean {
+  const failedAt = row.last_payment_failed_at;
+  return isBefore(at, failedAt) && !isNotAfter(failedAt, row.last_payment_succeeded_at);
+}
+
+/**
+ * Remembers `at` as the subscription's latest successful or failed payment applied, unless
+ * a later one is remembered already. Internal bookkeeping: no event, `updated_at` stays.
+ */
+async function rememberPaymentTime(
+  trx: Transaction<Database>,
+  row: SubscriptionRow,
+  column: PaymentTime,
+  at: string | undefined,
+): Promise<void> {
+  if (at === undefined || isNotAfter(at, row[column])) return;
+  await trx.updateTable('subscriptions').set(column, at).where('id', '=', row.id).execute();
 }
 
 /**
@@ -30,14 +76,18 @@ export interface PaymentFacts {
  * `past_due` and `unpaid` and starts or extends the period per SPEC §4, and recovers an
  * open dunning case (`dunning.recovered`). A payment for a `cancelled`,
  * `incomplete_expired` or `paused` subscription changes nothing (it is recorded by the
- * caller, but does not revive it). `ctx` is the clock and config (Deps fits). Returns the
- * subscription after. Throws 404 `not_found` for an unknown id.
+ * caller, but does not revive it). A success older (`payment.occurredAt`) than the latest
+ * failure applied, when that failure is the latest report, still buys its period — money buys time, so the number of periods paid
+ * is the number of successful payments whatever the order — but moves neither the status
+ * nor the dunning case (`subscription.updated`): the newer failure stands. On a tie the
+ * success wins. `ctx` is the clock and config (Deps fits). Returns the subscription after.
+ * Throws 404 `not_found` for an unknown id.
  */
 export async function applySuccessfulPayment(
   trx: Transaction<Database>,
   ctx: DunningContext,
   id: string,
-  _payment?: PaymentFacts,
+  payment?: PaymentFacts,
 ): Promise<Subscription> {
   const { clock } = ctx;
   const row = await lockSubscription(trx, id);
@@ -52,10 +102,14 @@ export async function applySuccessfulPayment(
     interval: plan.interval,
     intervalCount: plan.interval_count,
   });
-  const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', {
+  const periodPaid = {
     current_period_start: period.start.toISOString(),
     current_period_end: period.end.toISOString(),
-  });
+  };
+  const stale = failureStands(row, payment?.occurredAt);
+  await rememberPaymentTime(trx, row, 'last_payment_succeeded_at', payment?.occurredAt);
+  if (stale) return updateSubscription(trx, clock, row, periodPaid, 'subscription.updated');
+  const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', periodPaid);
   await closeOpenCase(trx, clock, id, 'recovered');
   return subscription;
 }
@@ -66,8 +120,9 @@ export async function applySuccessfulPayment(
  * `payment_failed`, owing the payment's amount — the plan's when `payment` is not given),
  * or, when one is open, counted as one more attempt. Other states are left as they are
  * (no dunning while `paused`; `unpaid` has exhausted its dunning; `incomplete` expires).
- * `ctx` is the clock and config (Deps fits). Returns the subscription after. Throws 404
- * `not_found` for an unknown id.
+ * A stale failure — `payment.occurredAt` no later than the latest successful payment
+ * applied (SPEC §5) — changes nothing: that period is paid. `ctx` is the clock and config
+ * (Deps fits). Returns the subscription after. Throws 404 `not_found` for an unknown id.
  */
 export async function applyFailedPayment(
   trx: Transaction<Database>,
@@ -76,10 +131,13 @@ export async function applyFailedPayment(
   payment?: PaymentFacts,
 ): Promise<Subscription> {
   const row = await lockSubscription(trx, id);
+  if (isNotAfter(payment?.occurredAt, row.last_payment_succeeded_at)) return toSubscription(row);
   const subscription = nextStatus(row.status, 'payment_failed')
     ? await transitionSubscription(trx, ctx.clock, row, 'payment_failed')
     : toSubscription(row);
   if (subscription.status !== 'past_due') return subscription;
+  // Only a failure that holds the subscription past_due orders later successes.
+  await rememberPaymentTime(trx, row, 'last_payment_failed_at', payment?.occurredAt);
   const owed = payment ?? (await planPrice(trx, row.plan_id));
   await openOrCountDunningCase(trx, ctx, row, {
     reason: 'payment_failed',

@@ -73,6 +73,8 @@ export async function createSubscription(
       metadata: JSON.stringify(input.metadata ?? {}),
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
+      last_payment_succeeded_at: null,
+      last_payment_failed_at: null,
     };
     await trx.insertInto('subscriptions').values(row).execute();
     await addToCount(trx, 'subscriptions', 1);

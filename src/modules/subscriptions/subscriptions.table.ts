@@ -22,6 +22,12 @@ export interface SubscriptionsTable {
   metadata: string;
   created_at: string;
   updated_at: string;
+  /**
+   * Provider time (ISO 8601) of the latest successful / failed payment applied to the
+   * subscription (subscriptions.payments.ts: stale reports). Internal; not in the API.
+   */
+  last_payment_succeeded_at: string | null;
+  last_payment_failed_at: string | null;
 }
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;

@@ -63,7 +63,6 @@ function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
     failureReason: null,
     occurredAt: isoTime(data.paid_at ?? data.paidAt ?? data.created_at, now),
   };
-  if (payment.amount === 0) return { kind: 'ignored', reason: 'zero-amount charge' };
   return { kind: 'payment_succeeded', payment };
 }
 

@@ -248,8 +248,6 @@ export const stripe: ProviderAdapter = {
       case 'invoice.paid': {
         const payment =
           type === 'invoice.paid' ? invoiceReport(object, false, occurredAt) : paymentIntentReport(object, false, occurredAt);
-        // A $0 invoice (trial start, full credit) moves no money.
-        if (payment.amount === 0) return { kind: 'ignored', reason: 'zero-amount payment' };
         return { kind: 'payment_succeeded', payment };
       }
       case 'payment_intent.payment_failed':
