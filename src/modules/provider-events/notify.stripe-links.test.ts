@@ -191,9 +191,11 @@ for (const failureFirst of ['invoice', 'intent'] as const) {
       paid: false,
       subscriptionMetadata: { subscription_id: subscription.id },
     });
+    // Reported a month after the first payment (provider time): not a stale failure.
+    const created = Math.floor(app.clock.now().getTime() / 1000);
     const failures = [
-      stripeEvent('invoice.payment_failed', invoice, { apiVersion: BASIL }),
-      stripeEvent('payment_intent.payment_failed', intent, { apiVersion: BASIL }),
+      { ...stripeEvent('invoice.payment_failed', invoice, { apiVersion: BASIL }), created },
+      { ...stripeEvent('payment_intent.payment_failed', intent, { apiVersion: BASIL }), created },
     ];
     if (failureFirst === 'intent') failures.reverse();
     for (const event of failures) {
@@ -208,13 +210,13 @@ for (const failureFirst of ['invoice', 'intent'] as const) {
     // The retry succeeds with the same PaymentIntent; the link arrives before invoice.paid,
     // so the merge itself owes the subscription its recovery.
     const paidIntent = { ...intent, status: 'succeeded', amount_received: 2000, last_payment_error: null };
-    await postStripe(app, stripeEvent('payment_intent.succeeded', paidIntent, { apiVersion: BASIL }));
+    await postStripe(app, { ...stripeEvent('payment_intent.succeeded', paidIntent, { apiVersion: BASIL }), created: created + 60 });
     assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'past_due');
     const link = stripeInvoicePayment({ invoice: invoice.id, paymentIntent: intent.id });
     await postStripe(app, stripeEvent('invoice_payment.paid', link, { apiVersion: BASIL }));
     assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'active');
     const paidInvoice = { ...invoice, amount_paid: 2000, amount_remaining: 0, status: 'paid' };
-    await postStripe(app, stripeEvent('invoice.paid', paidInvoice, { apiVersion: BASIL }));
+    await postStripe(app, { ...stripeEvent('invoice.paid', paidInvoice, { apiVersion: BASIL }), created: created + 60 });
 
     const payments = (await app.request('GET', '/api/payments?limit=100')).body;
     assert.equal(payments.meta.total, 2, 'the first renewal and this one');
