@@ -174,7 +174,11 @@ async function applyPaymentLink(
   if (mergedPaymentId !== null) await repointCasePayments(trx, ctx.clock, mergedPaymentId, payment.id);
   if (payment.subscription_id !== null && owedEffect !== null) {
     const facts = { paymentId: payment.id, amount: payment.amount, currency: payment.currency };
-    if (owedEffect === 'succeeded') await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);
+    // The success owed is the paid report's, at its provider time (`paid_at`), so a stale
+    // failure arriving later is still recognised as older. A failed row keeps no provider
+    // time: its owed failure counts as the newest report.
+    const paidAt = payment.paid_at ?? undefined;
+    if (owedEffect === 'succeeded') await applySuccessfulPayment(trx, ctx, payment.subscription_id, { ...facts, occurredAt: paidAt });
     else await applyFailedPayment(trx, ctx, payment.subscription_id, facts);
   }
   if (payment.status !== 'failed') await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
