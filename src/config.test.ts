@@ -109,6 +109,22 @@ test('schedules must list positive durations', () => {
   }
 });
 
+test('durations are at most 3650d, so deadlines computed from them stay storable', () => {
+  for (const [name, value] of [
+    ['SUBSCRIPTION_INCOMPLETE_TTL', '3651d'],
+    ['RENEWAL_GRACE', '999999999d'],
+    ['DUNNING_SCHEDULE', '1d,999999999d'],
+    ['WEBHOOK_RETRY_SCHEDULE', '5s,3651d'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (error: unknown) => error instanceof ConfigError && error.variable === name && /3650d/.test(error.message),
+      `${name}=${value}`,
+    );
+  }
+  assert.equal(loadConfig({ RENEWAL_GRACE: '3650d' }).renewalGraceMs, 3650 * 86_400_000);
+});
+
 test('DUNNING_SCHEDULE offsets must be strictly ascending', () => {
   for (const value of ['3d,1d', '1d,1d', '1d,3d,3d']) {
     assert.throws(

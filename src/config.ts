@@ -61,12 +61,21 @@ function integer(env: Env, name: string, fallback: string, min: number, max: num
   return value;
 }
 
+/**
+ * The longest duration any variable takes: ten years. Durations are added to the clock to
+ * make stored deadlines (retries, dunning steps, expiry cut-offs); a bound far above any
+ * sane setting keeps every such sum inside the stored range (src/shared/timestamps.ts)
+ * instead of overflowing into year 10000 or past what a Date can hold.
+ */
+const MAX_DURATION_MS = 3650 * 86_400_000;
+
 function duration(env: Env, name: string, fallback: string, minMs = 1): number {
   const text = read(env, name, fallback);
   const ms = parseDuration(text);
   if (ms === undefined || ms < minMs) {
     throw new ConfigError(name, `must be a duration such as 250ms, 5s, 5m, 2h or 3d (got "${text}")`);
   }
+  if (ms > MAX_DURATION_MS) throw new ConfigError(name, `must be at most 3650d (got "${text}")`);
   return ms;
 }
 
@@ -92,6 +101,9 @@ function durationList(
   }
   if (list.some((ms) => ms <= 0)) {
     throw new ConfigError(name, `must list positive durations (got "${text}")`);
+  }
+  if (list.some((ms) => ms > MAX_DURATION_MS)) {
+    throw new ConfigError(name, `must list durations of at most 3650d (got "${text}")`);
   }
   const outOfOrder = list.some((ms, i) =>
     i === 0 ? false : order === 'ascending' ? ms <= list[i - 1]! : ms < list[i - 1]!,
