@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Deps } from './deps.ts';
 import { authenticate } from './http/auth.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { answerClientError, registerErrorHandling, routeFrameworkErrors } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
 import { registerTextGuard } from './http/text-guard.ts';
@@ -30,6 +30,7 @@ import { Metrics } from './observability/metrics.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const MAX_PATH_PARAM_LENGTH = 16 * 1024;
 
 /** Every API route, in one list (ARCHITECTURE "Style" 3). */
 function allRoutes(deps: Deps): Route[] {
@@ -74,6 +75,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     // While draining, server.ts answers requests on open connections 503 in the envelope.
     return503OnClosing: false,
+    // Requests the router refuses are answered by the app like any other (http/errors.ts).
+    frameworkErrors: routeFrameworkErrors,
+    clientErrorHandler: answerClientError,
+    // Path parameters of any length reach their route, whose schema answers (an id over 64
+    // characters is 400, whatever its length); Node's 16 KiB header limit bounds the URL.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request, reply) => {

@@ -61,16 +61,36 @@ function integer(env: Env, name: string, fallback: string, min: number, max: num
   return value;
 }
 
+/**
+ * The longest duration any variable takes: ten years. Durations are added to the clock to
+ * make stored deadlines (retries, dunning steps, expiry cut-offs); a bound far above any
+ * sane setting keeps every such sum inside the stored range (src/shared/timestamps.ts)
+ * instead of overflowing into year 10000 or past what a Date can hold.
+ */
+const MAX_DURATION_MS = 3650 * 86_400_000;
+
 function duration(env: Env, name: string, fallback: string, minMs = 1): number {
   const text = read(env, name, fallback);
   const ms = parseDuration(text);
   if (ms === undefined || ms < minMs) {
     throw new ConfigError(name, `must be a duration such as 250ms, 5s, 5m, 2h or 3d (got "${text}")`);
   }
+  if (ms > MAX_DURATION_MS) throw new ConfigError(name, `must be at most 3650d (got "${text}")`);
   return ms;
 }
 
-function durationList(env: Env, name: string, fallback: string): number[] {
+/**
+ * A comma-separated list of positive durations in ms. `order` is the rule between steps:
+ * `ascending` for offsets from one start (dunning steps: two equal offsets would be one
+ * step twice), `non-decreasing` for delays between attempts (a fixed-interval retry
+ * schedule such as `5m,5m,5m` is normal; a shrinking one is a typo).
+ */
+function durationList(
+  env: Env,
+  name: string,
+  fallback: string,
+  order: 'ascending' | 'non-decreasing',
+): number[] {
   const text = read(env, name, fallback);
   const list = parseDurationList(text);
   if (list === undefined) {
@@ -79,8 +99,18 @@ function durationList(env: Env, name: string, fallback: string): number[] {
       `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`,
     );
   }
-  if (list.some((ms, i) => ms <= 0 || (i > 0 && ms <= list[i - 1]!))) {
-    throw new ConfigError(name, `must list positive durations in ascending order (got "${text}")`);
+  if (list.some((ms) => ms <= 0)) {
+    throw new ConfigError(name, `must list positive durations (got "${text}")`);
+  }
+  if (list.some((ms) => ms > MAX_DURATION_MS)) {
+    throw new ConfigError(name, `must list durations of at most 3650d (got "${text}")`);
+  }
+  const outOfOrder = list.some((ms, i) =>
+    i === 0 ? false : order === 'ascending' ? ms <= list[i - 1]! : ms < list[i - 1]!,
+  );
+  if (outOfOrder) {
+    const rule = order === 'ascending' ? 'in ascending order' : 'in non-decreasing order (equal steps allowed)';
+    throw new ConfigError(name, `must list durations ${rule} (got "${text}")`);
   }
   return list;
 }
@@ -150,10 +180,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     stripeWebhookSecret: read(env, 'STRIPE_WEBHOOK_SECRET', ''),
     webhookAllowPrivateCidrs: Object.freeze(cidrs),
     webhookRetryScheduleMs: Object.freeze(
-      durationList(env, 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,14h,20h,24h'),
+      durationList(env, 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,14h,20h,24h', 'non-decreasing'),
     ),
     webhookTimeoutMs: duration(env, 'WEBHOOK_TIMEOUT', '10s'),
-    dunningScheduleMs: Object.freeze(durationList(env, 'DUNNING_SCHEDULE', '1d,3d,7d,14d')),
+    dunningScheduleMs: Object.freeze(durationList(env, 'DUNNING_SCHEDULE', '1d,3d,7d,14d', 'ascending')),
     dunningFinalAction: finalAction,
     subscriptionIncompleteTtlMs: duration(env, 'SUBSCRIPTION_INCOMPLETE_TTL', '23h'),
     renewalGraceMs: duration(env, 'RENEWAL_GRACE', '1h', 0),

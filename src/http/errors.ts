@@ -1,5 +1,6 @@
 // Errors are a closed set of codes (the seed's and SPEC §2's), rendered in ONE place.
 // Services throw AppError; this module alone turns any error into a response body.
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { validationMessage } from './validation-messages.ts';
 
@@ -89,6 +90,15 @@ function fromFastifyError(error: FastifyError): { status: number; body: object }
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, body: validationBody('request body is not valid JSON', []) };
+    // The router's refusals (see routeFrameworkErrors). Their own messages quote the raw
+    // path; ours never do.
+    case 'FST_ERR_BAD_URL':
+      return {
+        status: 400,
+        body: validationBody('the request path is not a valid URL (malformed percent-encoding)', []),
+      };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { status: 400, body: validationBody('a segment of the request path is too long', []) };
   }
   if (error.validation) {
     const { message, field } = validationMessage(error.validation, error.validationContext);
@@ -128,6 +138,60 @@ export function errorResponse(error: unknown): { status: number; body: object } 
   return { status: 500, body: envelope('internal_error', 'internal server error') };
 }
 
+/**
+ * A path no route has: a request the router refused is routed again here, so it reaches
+ * the not-found handler, and through it the one error handler, like any other request.
+ */
+const REFUSED_URL_PATH = '/.refused-by-router';
+const ROUTER_ERROR = Symbol('routerError');
+type RefusedRequest = FastifyRequest['raw'] & { [ROUTER_ERROR]?: FastifyError };
+
+/**
+ * Fastify's `frameworkErrors` option. The router refuses some requests before any route,
+ * hook or error handler exists for them (a path with malformed percent-encoding, a path
+ * parameter over `maxParamLength`) and would answer them itself: its own body shape, the raw
+ * path echoed, no security headers, no X-Request-Id. Instead the refusal is remembered on
+ * the raw request and the request is routed again to REFUSED_URL_PATH, where the not-found
+ * handler rethrows it: the answer then takes the app's whole path (every onRequest/onSend
+ * hook, the one error handler, the envelope).
+ */
+export function routeFrameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw as RefusedRequest;
+  if (raw[ROUTER_ERROR]) {
+    // Routing again failed too (cannot happen for REFUSED_URL_PATH): answer plainly, never loop.
+    reply.code(400).type('application/json; charset=utf-8').send(validationBody('malformed request', []));
+    return;
+  }
+  raw[ROUTER_ERROR] = error;
+  raw.url = REFUSED_URL_PATH;
+  request.server.routing(raw, reply.raw);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: Node's HTTP parser refused the bytes on a connection
+ * (request headers over 16 KiB, a malformed request line, a request that never finished),
+ * so no request exists and no hook can run. The answer is still the envelope, never Node's
+ * or Fastify's own shape; the connection is then closed, as Node does.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, body] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', envelope('validation_error', 'request headers (the URL included) must not exceed 16 KiB')]
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', envelope('validation_error', 'the request was not received in time')]
+        : [400, 'Bad Request', validationBody('malformed request', [])];
+  const text = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nX-Content-Type-Options: nosniff\r\n` +
+        `Connection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy(error);
+}
+
 /** Installs the one error handler and the 404 handler for unknown routes (SPEC §2). */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
@@ -142,6 +206,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       .send(body);
   });
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const refused = (request.raw as RefusedRequest)[ROUTER_ERROR];
+    if (refused) throw refused;
     return reply
       .code(404)
       .send(

@@ -1,5 +1,6 @@
 // Schema pieces every route shares: error bodies, metadata, timestamps, ids. Routes use
 // these so that validation, serialization and /openapi.json come from one definition.
+import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../shared/timestamps.ts';
 
 /** Error envelope (SPEC §2). */
 export const errorSchema = {
@@ -80,6 +81,22 @@ export function errorResponses(...statuses: number[]): Record<number, object> {
 /** ISO 8601 UTC timestamp with milliseconds. */
 export const timestamp = { type: 'string', format: 'date-time' } as const;
 export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+
+/**
+ * A date-time a client sends: RFC 3339, and between MIN_TIMESTAMP and MAX_TIMESTAMP once
+ * converted to UTC (so `9999-12-31T23:00:00-05:00`, which is in year 10000, is refused).
+ * Every date-time input of the API uses this (400 `validation_error` otherwise); the bounds
+ * are the stored range of src/shared/timestamps.ts. `formatMinimum`/`formatMaximum` are
+ * ajv-formats keywords, comparing instants.
+ */
+export const timestampInput = {
+  type: 'string',
+  format: 'date-time',
+  formatMinimum: MIN_TIMESTAMP,
+  formatMaximum: MAX_TIMESTAMP,
+  description: `ISO 8601 date-time from ${MIN_TIMESTAMP} to ${MAX_TIMESTAMP}.`,
+} as const;
+export const nullableTimestampInput = { ...timestampInput, type: ['string', 'null'] } as const;
 
 /** Metadata: string→string, ≤ 50 keys, keys ≤ 40 chars, values ≤ 500 chars (SPEC §2). */
 export const metadataSchema = {

@@ -115,6 +115,13 @@ export function validationMessage(
         message: `${subject} must be ${p.comparison === '<' ? 'less than' : 'at most'} ${p.limit}`,
         field,
       };
+    // ajv-formats' date-time bounds (schemas.ts timestampInput): the limit is an instant.
+    case 'formatMaximum':
+    case 'formatExclusiveMaximum':
+      return { message: `${subject} must be no later than ${p.limit}`, field };
+    case 'formatMinimum':
+    case 'formatExclusiveMinimum':
+      return { message: `${subject} must be no earlier than ${p.limit}`, field };
     case 'enum': {
       const allowed = (p.allowedValues as unknown[] | undefined)?.map(String).join(', ');
       return { message: `${subject} must be one of: ${allowed}`, field };

@@ -127,6 +127,30 @@ describe('POST /api/api-keys', () => {
     assert.equal(garbage.status, 400);
     assert.equal((await testApp.request('GET', '/api/api-keys')).body.meta.total, 0, 'nothing was stored');
   });
+
+  test('an expires_at past 9999-12-31T23:59:59.999Z (or before 1970) is 400 validation_error naming expires_at', async (t) => {
+    const testApp = await buildTestApp(t);
+    for (const expiresAt of [
+      '10000-01-01T00:00:00.000Z',
+      '+010000-01-01T00:00:00.000Z',
+      // In range as written, in year 10000 once converted to UTC.
+      '9999-12-31T23:00:00.000-05:00',
+      '1969-12-31T23:59:59.999Z',
+    ]) {
+      const res = await testApp.request('POST', '/api/api-keys', { body: { name: 'x', expires_at: expiresAt } });
+      assert.equal(res.status, 400, expiresAt);
+      assert.equal(res.body.code, 'validation_error');
+      assert.equal(res.body.errors[0]?.name, 'expires_at', expiresAt);
+      assert.doesNotMatch(res.body.message, /format|#\//, 'a sentence, not validator internals');
+    }
+    const late = await testApp.request('POST', '/api/api-keys', {
+      body: { name: 'x', expires_at: '9999-12-31T23:00:00.000-05:00' },
+    });
+    assert.equal(late.body.message, 'expires_at must be no later than 9999-12-31T23:59:59.999Z');
+    assert.equal((await testApp.request('GET', '/api/api-keys')).body.meta.total, 0, 'nothing was stored');
+    const last = await createKey(testApp, { name: 'x', expires_at: '9999-12-31T23:59:59.999Z' });
+    assert.equal(last.expires_at, '9999-12-31T23:59:59.999Z', 'the last instant of 9999 is accepted');
+  });
 });
 
 describe('authenticating with a created key', () => {
@@ -307,6 +331,25 @@ describe('POST /api/api-keys/{id}/rotate', () => {
       new Date(createdAt + 30 * DAY).toISOString(),
       'grace ends at the old expiry',
     );
+  });
+
+  test('rotating a key that expires at the end of year 9999 issues a working key whose expiry is clamped to it', async (t) => {
+    const testApp = await buildTestApp(t);
+    const old = await createKey(testApp, { name: 'forever', expires_at: '9999-12-31T23:59:59.999Z' });
+    // A day later the same lifetime from now would end in year 10000.
+    testApp.clock.advance(DAY);
+    const res = await testApp.request('POST', `/api/api-keys/${old.id}/rotate`, { body: { grace: '1s' } });
+    assert.equal(res.status, 201, res.text);
+    const fresh = res.body as CreatedKey;
+    assert.equal(fresh.expires_at, '9999-12-31T23:59:59.999Z', 'the same lifetime from now, clamped');
+    const stored = await testApp.request('GET', `/api/api-keys/${fresh.id}`);
+    assert.equal(stored.body.expires_at, '9999-12-31T23:59:59.999Z');
+    assert.equal(await statusWith(testApp, fresh.key), 200, 'the new key works at once');
+    testApp.clock.advance(1000);
+    assert.equal(await statusWith(testApp, old.key), 401, 'the old key dies after the grace');
+    assert.equal(await statusWith(testApp, fresh.key), 200, 'the new key outlives the grace');
+    const list = await testApp.request('GET', '/api/api-keys');
+    assert.equal(list.status, 200, 'both keys read back on every database');
   });
 
   test('rotating a revoked key is 422 invalid_state', async (t) => {

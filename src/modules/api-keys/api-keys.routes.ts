@@ -8,6 +8,7 @@ import {
   errorResponses,
   idParams,
   nullableTimestamp,
+  nullableTimestampInput,
   timestamp,
 } from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
@@ -69,7 +70,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
           properties: {
             name: { type: 'string', minLength: 1, maxLength: 100 },
             scope: { type: 'string', enum: ['read', 'write', 'admin'], default: 'write' },
-            expires_at: nullableTimestamp,
+            expires_at: nullableTimestampInput,
           },
         },
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403) },

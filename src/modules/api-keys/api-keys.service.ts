@@ -8,6 +8,7 @@ import { pageEnvelope } from '../../http/lists.ts';
 import type { Principal } from '../../http/route.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { addClamped, isStorableTime, MAX_TIMESTAMP } from '../../shared/timestamps.ts';
 import { generateKey, hashKey, keyHints } from './api-keys.keys.ts';
 import * as repo from './api-keys.repository.ts';
 import type { ApiKeyRow } from './api-keys.table.ts';
@@ -46,9 +47,11 @@ export function toApiKeyView(row: ApiKeyRow): ApiKeyView {
 }
 
 /**
- * Creates a key. `expiresAt` (ISO 8601) must lie in the future. Returns the stored view
- * plus the secret `key`, which is not kept and cannot be shown again.
- * Throws 400 `validation_error` for an expiry that is not a date or not in the future.
+ * Creates a key. `expiresAt` (ISO 8601) must lie in the future and no later than
+ * MAX_TIMESTAMP (src/shared/timestamps.ts). Returns the stored view plus the secret `key`,
+ * which is not kept and cannot be shown again.
+ * Throws 400 `validation_error` for an expiry that is not a date, not in the future or past
+ * MAX_TIMESTAMP.
  */
 export async function createApiKey(
   db: Kysely<Database>,
@@ -68,6 +71,9 @@ export async function createApiKey(
     }
     if (at.getTime() <= now.getTime())
       throw new ValidationError('expires_at must be in the future', 'expires_at');
+    // The route's schema already bounds it; the CLI (`keys create --expires-at`) comes here directly.
+    if (!isStorableTime(at.getTime()))
+      throw new ValidationError(`expires_at must be no later than ${MAX_TIMESTAMP}`, 'expires_at');
     expiresAt = at.toISOString();
   }
   const key = generateKey();
@@ -112,7 +118,8 @@ export async function revokeApiKey(db: Kysely<Database>, clock: Clock, id: strin
  * Issues a new key with the same name and scope, and lets the old one keep working for
  * `graceMs` (0 – 7 days; it never extends an earlier expiry). A key created with an expiry
  * is replaced by one with the same lifetime from now, so rotating renews it. Both writes
- * commit together. Returns the new key once.
+ * commit together; every deadline is clamped to MAX_TIMESTAMP (src/shared/timestamps.ts), so
+ * the new key always works. Returns the new key once.
  * Throws 404 for unknown ids, 422 `invalid_state` for a revoked or expired key.
  */
 export async function rotateApiKey(
@@ -126,10 +133,13 @@ export async function rotateApiKey(
   if (old.revoked_at || (old.expires_at && new Date(old.expires_at) <= now)) {
     throw new AppError('invalid_state', 'a revoked or expired key cannot be rotated', 422);
   }
-  const graceEnd = new Date(now.getTime() + graceMs).toISOString();
-  const oldExpiry = old.expires_at && old.expires_at < graceEnd ? old.expires_at : graceEnd;
+  // Both deadlines are clamped to MAX_TIMESTAMP: a key created to expire at the end of year
+  // 9999 renews to the same "never", not to a year-10000 instant no database can compare.
+  const graceEnd = addClamped(now, graceMs);
+  const oldExpiry =
+    old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : graceEnd.toISOString();
   const lifetimeMs = old.expires_at ? Date.parse(old.expires_at) - Date.parse(old.created_at) : undefined;
-  const newExpiry = lifetimeMs === undefined ? null : new Date(now.getTime() + lifetimeMs).toISOString();
+  const newExpiry = lifetimeMs === undefined ? null : addClamped(now, lifetimeMs).toISOString();
   return db.transaction().execute(async (trx) => {
     const created = await createApiKey(trx, clock, {
       name: old.name,

@@ -93,6 +93,29 @@ test('create rejects missing or bad fields with 400 sentences naming the field, 
   assert.equal((await request('GET', '/api/plans')).body.meta.total, 0);
 });
 
+test('interval_count is at most three years per period: day 1095, week 156, month 36, year 3; more is 400', async (t) => {
+  const { request } = await buildTestApp(t);
+  const base = { name: 'P', amount: 5000, currency: 'NGN' };
+  for (const [interval, max] of [
+    ['day', 1095],
+    ['week', 156],
+    ['month', 36],
+    ['year', 3],
+  ] as const) {
+    const over = await request('POST', '/api/plans', { body: { ...base, interval, interval_count: max + 1 } });
+    assert.equal(over.status, 400, interval);
+    assert.equal(over.body.code, 'validation_error');
+    const message = `interval_count must be at most ${max} when interval is ${interval} (a billing period is at most three years)`;
+    assert.equal(over.body.message, message);
+    assert.deepEqual(over.body.errors, [{ name: 'interval_count', reason: message }]);
+    const atMax = await request('POST', '/api/plans', { body: { ...base, interval, interval_count: max } });
+    assert.equal(atMax.status, 201, `${interval} × ${max}`);
+  }
+  const huge = await request('POST', '/api/plans', { body: { ...base, interval: 'year', interval_count: 365 } });
+  assert.equal(huge.status, 400);
+  assert.equal((await request('GET', '/api/plans')).body.meta.total, 4, 'only the plans at the bound were stored');
+});
+
 test('list sorts by amount, name and created_at with totals; other sort fields are 400', async (t) => {
   const testApp = await buildTestApp(t);
   const { request, clock } = testApp;

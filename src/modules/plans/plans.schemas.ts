@@ -3,6 +3,12 @@ import { metadataOut, metadataSchema, timestamp } from '../../http/schemas.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
 export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
+/**
+ * The largest `interval_count` per interval: a billing period is at most three years, as
+ * Stripe bounds a price's recurring interval. Longer periods buy nothing a customer needs
+ * and walk `current_period_end` towards year 9999 a few payments at a time.
+ */
+export const MAX_INTERVAL_COUNT = { day: 1095, week: 156, month: 36, year: 3 } as const;
 /** Fields fixed at creation (SPEC §3: prices are immutable). */
 export const IMMUTABLE_PLAN_FIELDS = [
   'amount',
@@ -59,7 +65,13 @@ export const createPlanBody = {
       examples: ['NGN'],
     },
     interval: { type: 'string', enum: [...PLAN_INTERVALS] },
-    interval_count: { type: 'integer', minimum: 1, maximum: 365, default: 1 },
+    // The bound depends on `interval` (MAX_INTERVAL_COUNT); the service checks it and says so.
+    interval_count: {
+      type: 'integer',
+      minimum: 1,
+      default: 1,
+      description: 'Intervals per billing period; at most three years: day ≤ 1095, week ≤ 156, month ≤ 36, year ≤ 3.',
+    },
     trial_period_days: { type: 'integer', minimum: 0, maximum: 730, default: 0 },
     metadata: metadataSchema,
   },

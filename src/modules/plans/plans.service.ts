@@ -6,7 +6,7 @@ import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from 
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
-import type { CreatePlanInput, UpdatePlanInput } from './plans.schemas.ts';
+import { type CreatePlanInput, MAX_INTERVAL_COUNT, type UpdatePlanInput } from './plans.schemas.ts';
 import type { PlanRow } from './plans.table.ts';
 
 /** A plan as the API returns it. */
@@ -42,12 +42,23 @@ export function toPlan(row: PlanRow): Plan {
 
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 
-/** Creates an active plan. Throws 400 for a currency that is not ISO 4217. */
+/**
+ * Creates an active plan. Throws 400 `validation_error` for a currency that is not ISO 4217,
+ * or an `interval_count` above MAX_INTERVAL_COUNT for its interval (periods of at most
+ * three years).
+ */
 export async function createPlan(db: Kysely<Database>, clock: Clock, input: CreatePlanInput): Promise<Plan> {
   if (!CURRENCIES.has(input.currency)) {
     throw new ValidationError(
       `currency must be an ISO 4217 code such as NGN or USD (got "${input.currency}")`,
       'currency',
+    );
+  }
+  const maxCount = MAX_INTERVAL_COUNT[input.interval];
+  if ((input.interval_count ?? 1) > maxCount) {
+    throw new ValidationError(
+      `interval_count must be at most ${maxCount} when interval is ${input.interval} (a billing period is at most three years)`,
+      'interval_count',
     );
   }
   const now = clock.now().toISOString();

@@ -89,15 +89,32 @@ export function flatMetadata(value: unknown): Record<string, string> {
   return result;
 }
 
-/** ISO 8601 UTC with milliseconds from an ISO string or unix seconds; `fallback` otherwise. */
+/** The earliest provider time believed: no provider we speak to reports anything older. */
+const EARLIEST_PROVIDER_TIME_MS = Date.UTC(2000, 0, 1);
+/** How far past the receive time a provider's clock may run ahead (clock skew, time zones). */
+const PROVIDER_CLOCK_AHEAD_MS = 86_400_000;
+
+/**
+ * ISO 8601 UTC with milliseconds from an ISO string or unix seconds. `fallback` is the
+ * receive time (or a time already read from the same event): it is returned when the value
+ * is absent, not a time, or outside [2000-01-01, fallback + 1 day]. A `paid_at` in year
+ * 10000 or 0000 is a provider or integration bug; stored as is it would be refused by
+ * PostgreSQL (so the payment is never recorded) and mis-sorted as text by SQLite, while
+ * the payment itself is real and must be recorded (SPEC §5).
+ */
 export function isoTime(value: unknown, fallback: Date): string {
+  const latest = fallback.getTime() + PROVIDER_CLOCK_AHEAD_MS;
+  const believable = (date: Date) => {
+    const ms = date.getTime();
+    return !Number.isNaN(ms) && ms >= EARLIEST_PROVIDER_TIME_MS && ms <= latest;
+  };
   if (typeof value === 'number' && Number.isFinite(value)) {
     const date = new Date(value * 1000);
-    if (!Number.isNaN(date.getTime())) return date.toISOString();
+    if (believable(date)) return date.toISOString();
   }
   if (typeof value === 'string') {
     const date = new Date(value);
-    if (!Number.isNaN(date.getTime())) return date.toISOString();
+    if (believable(date)) return date.toISOString();
   }
   return fallback.toISOString();
 }

@@ -133,3 +133,37 @@ test('periodAfterPayment uses the plan interval and count', () => {
     '2027-01-31T00:00:00.000Z',
   );
 });
+
+test('a period end past year 9999 is clamped to 9999-12-31T23:59:59.999Z, never stored as +010000-…', () => {
+  const max = '9999-12-31T23:59:59.999Z';
+  assert.equal(iso(addInterval(at('9999-06-15T10:00:00.000Z'), 'year', 3)), max);
+  assert.equal(iso(addInterval(at('9999-12-01T00:00:00.000Z'), 'month', 1)), max);
+  assert.equal(iso(addInterval(at('9999-12-31T00:00:00.000Z'), 'week', 1)), max);
+  assert.equal(iso(addInterval(at('9999-12-31T00:00:00.000Z'), 'day', 1)), max);
+  // Beyond what a Date can hold (old plans with huge counts): still the last instant, not a RangeError.
+  assert.equal(iso(addInterval(at('2026-01-15T10:00:00.000Z'), 'day', 1e9)), max);
+  assert.equal(iso(addInterval(at('2026-01-15T10:00:00.000Z'), 'year', 1e6)), max);
+  // The last instant itself is kept.
+  assert.equal(iso(addInterval(at('9998-12-31T23:59:59.999Z'), 'year', 1)), max);
+});
+
+test('an early payment near year 9999 extends current_period_end only up to the last storable instant', () => {
+  const period = periodAfterPayment({
+    active: true,
+    now: at('2026-01-15T10:00:00.000Z'),
+    currentPeriodStart: at('2026-01-01T00:00:00.000Z'),
+    currentPeriodEnd: at('9998-03-01T00:00:00.000Z'),
+    interval: 'year',
+    intervalCount: 3,
+  });
+  assert.deepEqual(period, { start: at('2026-01-01T00:00:00.000Z'), end: at('9999-12-31T23:59:59.999Z') });
+  const again = periodAfterPayment({
+    active: true,
+    now: at('2026-01-15T10:00:00.000Z'),
+    currentPeriodStart: period.start,
+    currentPeriodEnd: period.end,
+    interval: 'year',
+    intervalCount: 3,
+  });
+  assert.deepEqual(again, period, 'already at the end of time: nothing left to extend');
+});
