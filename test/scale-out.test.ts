@@ -17,32 +17,12 @@ import {
   signPaystack,
 } from './helpers/provider-events.ts';
 import { eventually, ownDatabaseUrl, receiverCaFile, type ServiceProcess, startService } from './helpers/service.ts';
+import { REDIS_URL, redisSkipReason } from './helpers/redis.ts';
 import { startReceiver } from './helpers/webhook-receiver.ts';
 
-const REDIS_URL = 'redis://127.0.0.1:6379';
 const SUBSCRIPTIONS = 8;
 const FAILING = 4;
 const RATE_LIMIT = 60;
-
-/** Whether Redis answers on 127.0.0.1:6379 (the CI machine has one). */
-async function redisAnswers(): Promise<boolean> {
-  const { Socket } = await import('node:net');
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    socket.setTimeout(500);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.connect(6379, '127.0.0.1');
-  });
-}
-
 
 function api(service: ServiceProcess, key: string) {
   return async (method: string, path: string, body?: unknown) => {
@@ -73,8 +53,9 @@ test('two instances on one PostgreSQL and one Redis: once per endpoint, once per
 }, async (t) => {
   // Issue 7: Redis tests run against the real Redis on 127.0.0.1:6379 where it answers. CI and
   // the development machines have one; a laptop without Redis skips this test, saying why.
-  if (!(await redisAnswers())) {
-    t.skip('Redis does not answer on 127.0.0.1:6379');
+  const noRedis = await redisSkipReason();
+  if (noRedis) {
+    t.skip(noRedis);
     return;
   }
   const databaseUrl = await ownDatabaseUrl(t);

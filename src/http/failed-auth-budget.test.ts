@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { MemorySlotStore, RedisSlotStore, type SlotStore } from './failed-auth-budget.ts';
+import { redisSkipReason } from '../../test/helpers/redis.ts';
 
 async function windowRules(store: SlotStore, key: string, advance: (ms: number) => Promise<void>): Promise<void> {
   const first = await store.take(key, 200);
@@ -40,8 +41,8 @@ test('in memory: at most `capacity` IPs are kept, the least recently seen droppe
 
 const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
 redis.on('error', () => {});
-const noRedis = !(await redis.connect().then(() => true, () => false)) && 'Redis does not answer on 127.0.0.1:6379';
-if (noRedis) redis.disconnect();
+const noRedis = await redisSkipReason();
+if (!noRedis) await redis.connect();
 
 test('in Redis: the same rules, each step one atomic script', { skip: noRedis }, async (t) => {
   const prefix = `test-${randomBytes(6).toString('hex')}:`;

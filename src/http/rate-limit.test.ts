@@ -7,10 +7,10 @@ import { type TestContext, test } from 'node:test';
 import { Redis } from 'ioredis';
 import type { KyselyPlugin } from 'kysely';
 import { ADMIN_KEY, buildTestApp, type TestApp, type TestResponse } from '../../test/helpers/app.ts';
+import { REDIS_URL, redisSkipReason } from '../../test/helpers/redis.ts';
 
 const SECOND_KEY = 'test_second_key_0123456789abcdef';
 const BAD_KEY = 'sk_not_a_key_that_exists_0000000';
-const REDIS = 'redis://127.0.0.1:6379';
 
 const limited = (max: number, extra: Record<string, string> = {}) => ({
   env: { RATE_LIMIT_MAX: String(max), RATE_LIMIT_WINDOW: '1m', API_KEYS: `${ADMIN_KEY},${SECOND_KEY}`, ...extra },
@@ -166,31 +166,18 @@ test('RATE_LIMIT_MAX=0 turns limiting off: no 429, no RateLimit headers', async 
   }
 });
 
-/** True when Redis answers on 127.0.0.1:6379 (the CI machine has one). */
-async function redisAnswers(): Promise<boolean> {
-  const probe = new Redis(REDIS, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
-const noRedis = !(await redisAnswers()) && 'Redis does not answer on 127.0.0.1:6379';
+const noRedis = await redisSkipReason();
 
 /** A REDIS_URL with a key prefix of its own; the test's keys are deleted afterwards. */
 function redisUrlFor(t: TestContext): string {
   const prefix = `test-${randomBytes(6).toString('hex')}:`;
   t.after(async () => {
-    const redis = new Redis(REDIS);
+    const redis = new Redis(REDIS_URL);
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
     await redis.quit();
   });
-  return `${REDIS}/0?keyPrefix=${prefix}`;
+  return `${REDIS_URL}/0?keyPrefix=${prefix}`;
 }
 
 test('with REDIS_URL, instances share one budget per key and per IP', { skip: noRedis }, async (t) => {
