@@ -13,7 +13,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { customerHasLiveSubscription } from '../subscriptions/subscriptions.service.ts';
+import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { isValidEmail, normalizeEmail } from './customer-email.ts';
 import * as repo from './customers.repository.ts';
 import type { CreateCustomerInput, UpdateCustomerInput } from './customers.schemas.ts';

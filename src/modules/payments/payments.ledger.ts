@@ -9,7 +9,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { UnusableEventError } from '../provider-events/provider.ts';
-import { type Payment, toPayment } from './payments.service.ts';
+import { type Payment, sumSucceededRefunds, toPayment } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
 import { canonicalReference, lockReference, selectPaymentForUpdate } from './payments.references.ts';
 import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
@@ -278,13 +278,7 @@ export async function recordRefunds(
   let result = toPayment(payment);
   if (succeeded || failed) {
     // The one rule, from the rows themselves: amount_refunded = the succeeded refunds' sum.
-    const sum = await trx
-      .selectFrom('refunds')
-      .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
-      .where('payment_id', '=', payment.id)
-      .where('status', '=', 'succeeded')
-      .executeTakeFirstOrThrow();
-    const refunded = Number(sum.total ?? 0);
+    const refunded = await sumSucceededRefunds(trx, payment.id);
     const updated = await updatePayment(trx, clock, payment, {
       amount_refunded: refunded,
       status: statusAfterRefunds(Number(payment.amount), refunded),

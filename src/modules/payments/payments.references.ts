@@ -11,7 +11,7 @@ import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { type Payment, toPayment } from './payments.service.ts';
+import { type Payment, sumSucceededRefunds, toPayment } from './payments.service.ts';
 import type { PaymentRow } from './payments.table.ts';
 import { statusAfterRefunds } from './refund-totals.ts';
 
@@ -228,14 +228,8 @@ async function mergePayments(
   const amount = Number(money.amount);
   let refunded = 0;
   if (isPaid(money)) {
-    const sum = await trx
-      .selectFrom('refunds')
-      .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
-      .where('payment_id', '=', first.id)
-      .where('status', '=', 'succeeded')
-      .executeTakeFirstOrThrow();
     // Within the amount: mergeConflict refused a merge whose refunds would not fit.
-    refunded = Number(sum.total ?? 0);
+    refunded = await sumSucceededRefunds(trx, first.id);
   }
   const changes = {
     provider_reference: canonical,

@@ -134,3 +134,18 @@ export async function getRefund(db: Kysely<Database>, id: string): Promise<Refun
   if (!row) throw new NotFoundError('refund', id);
   return toRefund(row);
 }
+
+/**
+ * The sum (minor units) of payment `paymentId`'s succeeded refunds: its `amount_refunded`
+ * by the one rule of SPEC §5 (refund-totals.ts). Reads inside the caller's transaction
+ * when given one.
+ */
+export async function sumSucceededRefunds(db: Kysely<Database>, paymentId: string): Promise<number> {
+  const sum = await db
+    .selectFrom('refunds')
+    .select((eb) => eb.fn.sum<number | string | null>('amount').as('total'))
+    .where('payment_id', '=', paymentId)
+    .where('status', '=', 'succeeded')
+    .executeTakeFirstOrThrow();
+  return Number(sum.total ?? 0);
+}

@@ -1,7 +1,7 @@
 // Applies subscription transitions: the only writer of `subscriptions.status`. Each change
 // consults the transition table, writes the row and emits its event in the caller's
 // transaction (SPEC §4, §6 outbox).
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -143,4 +143,22 @@ export async function updateSubscription(
   const subscription = toSubscription(updated);
   await emitEvent(trx, clock, topic, subscription);
   return subscription;
+}
+
+/**
+ * True when the customer has a subscription that is neither cancelled nor expired (SPEC §3:
+ * such a customer cannot be deleted). Here, beside the status rules, so the customers
+ * module can ask without importing the subscriptions service (which locks customers).
+ */
+export async function customerHasLiveSubscription(
+  db: Kysely<Database>,
+  customerId: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('customer_id', '=', customerId)
+    .where('status', 'not in', ['cancelled', 'incomplete_expired'])
+    .executeTakeFirst();
+  return row !== undefined;
 }

@@ -230,17 +230,3 @@ export async function resumeSubscription(
     );
   });
 }
-
-/** True when the customer has a subscription that is neither cancelled nor expired. */
-export async function customerHasLiveSubscription(
-  db: Kysely<Database>,
-  customerId: string,
-): Promise<boolean> {
-  const row = await db
-    .selectFrom('subscriptions')
-    .select('id')
-    .where('customer_id', '=', customerId)
-    .where('status', 'not in', ['cancelled', 'incomplete_expired'])
-    .executeTakeFirst();
-  return row !== undefined;
-}
