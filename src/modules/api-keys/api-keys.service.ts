@@ -2,6 +2,7 @@
 // Keys are stored only as SHA-256 hashes (SPEC §2); the secret is returned once, at creation.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ListParams, Page } from '../../http/lists.ts';
 import { pageEnvelope } from '../../http/lists.ts';
@@ -140,7 +141,7 @@ export async function rotateApiKey(
     old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : graceEnd.toISOString();
   const lifetimeMs = old.expires_at ? Date.parse(old.expires_at) - Date.parse(old.created_at) : undefined;
   const newExpiry = lifetimeMs === undefined ? null : addClamped(now, lifetimeMs).toISOString();
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const created = await createApiKey(trx, clock, {
       name: old.name,
       scope: old.scope,

@@ -1,6 +1,7 @@
 // Plans: create, read, update (name/active/metadata only), archive via active=false (SPEC §3).
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -114,7 +115,7 @@ export async function updatePlan(
   id: string,
   patch: UpdatePlanInput,
 ): Promise<Plan> {
-  return db.transaction().execute(async (trx) => {
+  return transactionWithRetry(db, async (trx) => {
     const row = await findPlan(trx, id);
     if (!row) throw new NotFoundError('plan', id);
     const current = toPlan(row);

@@ -4,6 +4,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
@@ -37,7 +38,7 @@ export async function storeEvents(
   clock: Clock,
   events: readonly IncomingEvent[],
 ): Promise<(ProviderEventRow | null)[]> {
-  return db.transaction().execute((trx) => insertEvents(trx, clock, events));
+  return transactionWithRetry(db, (trx) => insertEvents(trx, clock, events));
 }
 
 /** Inserts `events` in `trx` (see storeEvents); stored once the caller's transaction commits. */
