@@ -9,7 +9,7 @@ import { createDeps, type Deps } from './deps.ts';
 import { loggerOptions } from './http/logger.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
 import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
-import { JOBS } from './worker/jobs.ts';
+import { JOBS, SERVICES } from './worker/jobs.ts';
 import { Worker } from './worker/runner.ts';
 
 /** Longest a graceful shutdown waits for in-flight requests and work before forcing. */
@@ -131,7 +131,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions): Pr
   const metrics = new Metrics(deps, log, { gauges: DATABASE_GAUGES, processMetrics: true });
   const app = await buildApp(deps, { metrics });
   closeConnectionsWhenDraining(app);
-  const worker = options.worker ? new Worker(deps, JOBS, app.log) : undefined;
+  const worker = options.worker ? new Worker(deps, JOBS, app.log, SERVICES) : undefined;
   const parts: RunningParts = { app, worker, deps };
 
   let stopping = false;
@@ -165,7 +165,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions): Pr
 export async function runWorker(config: Readonly<Config>): Promise<void> {
   const deps = await createDeps(config);
   const log = pino(loggerOptions(config.logLevel));
-  const worker = new Worker(deps, JOBS, log);
+  const worker = new Worker(deps, JOBS, log, SERVICES);
   const metrics = new Metrics(deps, log, { gauges: DATABASE_GAUGES, processMetrics: true });
   const metricsServer = await serveMetrics(config, metrics);
   onTermination(async (signal) => {

@@ -22,13 +22,13 @@ test('totals stay exact under concurrent writers, before and after the worker fo
 
   // Folding while writers keep adding: nothing lost, nothing counted twice.
   const [folded] = await Promise.all([
-    foldCountDeltas.run(deps),
+    foldCountDeltas(db),
     ...Array.from({ length: 20 }, () => add('payments', 1)),
   ]);
   if (ON_POSTGRES) assert.ok(folded >= 62 && folded <= 82, `folded ${folded}`);
   else assert.equal(folded, 0);
   assert.equal(await readCount(db, 'payments'), 70);
-  await foldCountDeltas.run(deps);
+  await foldCountDeltas(db);
   assert.equal(await readCount(db, 'payments'), 70);
   assert.equal(await readCount(db, 'refunds'), 7);
   if (ON_POSTGRES) assert.equal((await db.selectFrom('row_count_deltas').select('id').execute()).length, 0);

@@ -7,14 +7,13 @@
 // appended to `row_count_deltas` (no lock on anything shared), a read adds the pending deltas
 // to the counter row in one statement, and the worker folds the deltas into the counter.
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Job } from '../worker/runner.ts';
 import { isPostgres } from './column-types.ts';
 import type { Database } from './database.ts';
 
 export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds';
 
-/** Deltas folded per statement by the worker. */
-const FOLD_BATCH = 10_000;
+/** Most deltas one foldCountDeltas call folds (the worker's batch size for it). */
+export const FOLD_BATCH = 10_000;
 
 /**
  * Adds `delta` (may be negative) to the named total, inside the caller's transaction so
@@ -67,26 +66,23 @@ export async function readAllCounts(db: Kysely<Database>): Promise<Map<string, n
  * and added in ONE statement, so no delta is counted twice or lost whatever runs beside it
  * (a second worker folding at once blocks on the same rows, then finds them gone).
  * Returns the number of deltas folded (always 0 on SQLite, which never appends them).
+ * The worker runs it as the `fold_count_deltas` job (worker/jobs.ts).
  */
-export const foldCountDeltas: Job = {
-  name: 'fold_count_deltas',
-  batchSize: FOLD_BATCH,
-  run: async ({ db }) => {
-    if (!isPostgres(db)) return 0;
-    const { rows } = await sql<{ folded: string | number }>`
-      with moved as (
-        delete from row_count_deltas
-        where id in (select id from row_count_deltas order by id limit ${FOLD_BATCH})
-        returning name, delta
-      ), summed as (
-        select name, sum(delta) as delta, count(*) as n from moved group by name
-      ), applied as (
-        -- runs to completion although nothing reads it (PostgreSQL: data-modifying WITH)
-        insert into row_counts (name, count)
-        select name, delta from summed
-        on conflict (name) do update set count = row_counts.count + excluded.count
-      )
-      select coalesce(sum(n), 0) as folded from summed`.execute(db);
-    return Number(rows[0]?.folded ?? 0);
-  },
-};
+export async function foldCountDeltas(db: Kysely<Database>): Promise<number> {
+  if (!isPostgres(db)) return 0;
+  const { rows } = await sql<{ folded: string | number }>`
+    with moved as (
+      delete from row_count_deltas
+      where id in (select id from row_count_deltas order by id limit ${FOLD_BATCH})
+      returning name, delta
+    ), summed as (
+      select name, sum(delta) as delta, count(*) as n from moved group by name
+    ), applied as (
+      -- runs to completion although nothing reads it (PostgreSQL: data-modifying WITH)
+      insert into row_counts (name, count)
+      select name, delta from summed
+      on conflict (name) do update set count = row_counts.count + excluded.count
+    )
+    select coalesce(sum(n), 0) as folded from summed`.execute(db);
+  return Number(rows[0]?.folded ?? 0);
+}

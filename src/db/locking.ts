@@ -9,7 +9,15 @@
 //     (creating a subscription locks its customer first, as deleting the customer does)
 //   webhook_endpoints → webhook_deliveries → events
 //     (the API's PATCH, delete, retry and test lock the endpoint first; so does the worker
-//     recording attempts: its batch's endpoints in id order, before any delivery)
+//     recording attempts: its batch's endpoints in id order, before any delivery; an event's
+//     delivery state is written last, by the events module's events.delivery-state.ts)
+//
+// The exact list totals (counts.ts) are outside the order: on PostgreSQL a count change
+// appends a row to row_count_deltas and locks nothing shared (only the worker's fold updates
+// row_counts, in a transaction of its own); on SQLite there is one writer anyway. Each
+// table's owner moves its count in the function that inserts or deletes the row
+// (customers.repository.ts, createSubscription, emitEvent, the payments ledger), so no
+// caller has to remember it or its place.
 //
 // Two transactions that follow it queue instead of deadlocking. A deadlock or serialization
 // failure that happens anyway (PostgreSQL 40P01 / 40001) is retried by transactionWithRetry

@@ -1,15 +1,23 @@
-// Every job the worker runs, in one list. A new kind of due work is a Job plus a line here.
+// Every job the worker runs, in one list: the only place that names every module's jobs.
+// A new kind of due work is a Job (modules/job.ts) in its module plus a line here.
+import { FOLD_BATCH, foldCountDeltas } from '../db/counts.ts';
+import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
+import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
+import type { Job, WorkerService } from '../modules/job.ts';
+import { retryProviderEvents } from '../modules/provider-events/provider-events.jobs.ts';
 import {
   applyPeriodEndCancellations,
   expireIncompleteSubscriptions,
   markUnpaidRenewalsPastDue,
 } from '../modules/subscriptions/subscriptions.jobs.ts';
-import { foldCountDeltas } from '../db/counts.ts';
-import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
-import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
-import { retryProviderEvents } from '../modules/provider-events/provider-events.jobs.ts';
 import { webhookDeliveryService } from '../modules/webhooks/dispatcher.ts';
-import type { Job, WorkerService } from './runner.ts';
+
+/** Folds PostgreSQL's appended count deltas into the exact list totals (db/counts.ts). */
+const foldCountDeltasJob: Job = {
+  name: 'fold_count_deltas',
+  batchSize: FOLD_BATCH,
+  run: ({ db }) => foldCountDeltas(db),
+};
 
 export const JOBS: readonly Job[] = [
   expireIncompleteSubscriptions,
@@ -18,7 +26,7 @@ export const JOBS: readonly Job[] = [
   runDunningSchedule,
   retryProviderEvents,
   purgeIdempotencyKeys,
-  foldCountDeltas,
+  foldCountDeltasJob,
 ];
 
 /** Long-running parts of the worker, started and drained with it (see runner.ts). */

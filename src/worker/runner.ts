@@ -4,39 +4,7 @@
 // Work that must not wait behind the others (webhook delivery: many slow requests at once)
 // is a service instead: started with the worker, running its own loop, drained on stop().
 import type { Deps } from '../deps.ts';
-import { SERVICES } from './jobs.ts';
-
-/** One kind of due work. `run` handles at most `batchSize` items and returns how many. */
-export interface Job {
-  name: string;
-  batchSize: number;
-  run(deps: Deps): Promise<number>;
-}
-
-export interface WorkerLogger {
-  error(object: object, message: string): void;
-}
-
-export interface StopOptions {
-  /**
-   * How long services may finish in-flight work before it is aborted and its leases given
-   * back (default: wait for it all; webhook attempts are bounded by WEBHOOK_TIMEOUT).
-   */
-  graceMs?: number;
-}
-
-/** A long-running part of the worker with its own loop and concurrency. */
-export interface RunningService {
-  start(): void;
-  /** Stops taking work, drains or aborts what is in flight (StopOptions), releases resources. */
-  stop(options?: StopOptions): Promise<void>;
-}
-
-/** A service kind, registered in jobs.ts SERVICES; created when the worker starts. */
-export interface WorkerService {
-  name: string;
-  create(deps: Deps, log: WorkerLogger): RunningService;
-}
+import type { Job, RunningService, StopOptions, WorkerLogger, WorkerService } from '../modules/job.ts';
 
 /** Most batches one job may run back to back in one tick, so others get their turn. */
 const MAX_BATCHES_PER_TICK = 20;
@@ -51,12 +19,15 @@ export class Worker {
   #running: Promise<unknown> | undefined;
   #stopped = true;
 
-  /** `services` default to every registered one (jobs.ts SERVICES); `runOnce` never runs them. */
+  /**
+   * `jobs` and `services` come from the worker's one list (jobs.ts JOBS and SERVICES; tests
+   * pass fewer). `runOnce` never runs the services; start() does.
+   */
   constructor(
     deps: Deps,
     jobs: readonly Job[],
     log: WorkerLogger,
-    services: readonly WorkerService[] = SERVICES,
+    services: readonly WorkerService[] = [],
   ) {
     this.#deps = deps;
     this.#jobs = jobs;

@@ -1,11 +1,15 @@
-// SQL for customers. Every read skips deleted rows. No HTTP, no rules.
+// SQL for customers. Every read skips deleted rows. No HTTP, no rules. The only writer of
+// the table: each insert and delete moves the live-customer count (db/counts.ts) with it.
 import type { Kysely, Transaction } from 'kysely';
+import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { type ListParams, pageOf } from '../../http/lists.ts';
 import type { CustomerRow, CustomersTable } from './customers.table.ts';
 
+/** Inserts a live customer and counts it. */
 export async function insertCustomer(trx: Transaction<Database>, row: CustomersTable): Promise<void> {
   await trx.insertInto('customers').values(row).execute();
+  await addToCount(trx, 'customers', 1);
 }
 
 /** The live customer with this id. */
@@ -34,7 +38,7 @@ export async function findCustomerByNormalizedEmail(
 /**
  * Inserts `row` unless a live customer already has its `email_normalized` (a concurrent
  * creation): ON CONFLICT on the partial unique index instead of an error, so the caller's
- * transaction stays usable. Returns true when the row was inserted.
+ * transaction stays usable. Returns true when the row was inserted (and counted).
  */
 export async function insertCustomerUnlessEmailTaken(
   trx: Transaction<Database>,
@@ -46,7 +50,9 @@ export async function insertCustomerUnlessEmailTaken(
     .onConflict((oc) => oc.column('email_normalized').where('deleted_at', 'is', null).doNothing())
     .returning('id')
     .executeTakeFirst();
-  return inserted !== undefined;
+  if (inserted === undefined) return false;
+  await addToCount(trx, 'customers', 1);
+  return true;
 }
 
 /** A page of live customers in the requested order. */
@@ -54,10 +60,20 @@ export async function listCustomers(db: Kysely<Database>, params: ListParams): P
   return pageOf(db.selectFrom('customers').selectAll().where('deleted_at', 'is', null), params).execute();
 }
 
+/** Changes a customer's fields; deleting is markCustomerDeleted (it moves the count). */
 export async function updateCustomer(
   trx: Transaction<Database>,
   id: string,
-  changes: Partial<Omit<CustomersTable, 'id' | 'created_at'>>,
+  changes: Partial<Omit<CustomersTable, 'id' | 'created_at' | 'deleted_at'>>,
 ): Promise<void> {
   await trx.updateTable('customers').set(changes).where('id', '=', id).execute();
+}
+
+/**
+ * Marks a live customer deleted at `now` (ISO; the row stays, so payments keep their owner)
+ * and uncounts it. The caller holds the customer's lock (lockCustomer).
+ */
+export async function markCustomerDeleted(trx: Transaction<Database>, id: string, now: string): Promise<void> {
+  await trx.updateTable('customers').set({ deleted_at: now, updated_at: now }).where('id', '=', id).execute();
+  await addToCount(trx, 'customers', -1);
 }

@@ -2,7 +2,7 @@
 // provider-event attribution. Each change writes its event in the same transaction. Emails
 // are unique among live customers, compared by normalizeEmail (customer-email.ts).
 import type { Kysely, Transaction } from 'kysely';
-import { addToCount, readCount } from '../../db/counts.ts';
+import { readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -85,7 +85,6 @@ export async function createCustomer(
   await withEmailGuard(db, input.email, async (trx) => {
     if (await repo.findCustomerByNormalizedEmail(trx, row.email_normalized)) throw emailTaken(input.email);
     await repo.insertCustomer(trx, row);
-    await addToCount(trx, 'customers', 1);
     await emitEvent(trx, clock, 'customer.created', customer);
   });
   return customer;
@@ -128,7 +127,6 @@ export async function findOrCreateCustomerByEmail(
     if (!winner) throw new Error('customer email conflict without a customer');
     return winner.id;
   }
-  await addToCount(trx, 'customers', 1);
   await emitEvent(trx, clock, 'customer.created', toCustomer(row));
   return row.id;
 }
@@ -224,8 +222,7 @@ export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: str
       );
     }
     const now = clock.now().toISOString();
-    await repo.updateCustomer(trx, id, { deleted_at: now, updated_at: now });
-    await addToCount(trx, 'customers', -1);
+    await repo.markCustomerDeleted(trx, id, now);
     await emitEvent(trx, clock, 'customer.deleted', customer);
   });
 }

@@ -10,7 +10,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
-import type { Job } from '../../worker/runner.ts';
+import type { Job } from '../job.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { nextStatus } from '../subscriptions/subscription-status.ts';
 import { lockSubscription, transitionSubscription } from '../subscriptions/subscriptions.lifecycle.ts';

@@ -1,6 +1,6 @@
 // The worker's purge of idempotency keys whose 24 h have passed (SPEC §2). Expired keys are
 // already ignored when claiming; purging only keeps the table small.
-import type { Job } from '../../worker/runner.ts';
+import type { Job } from '../job.ts';
 import { purgeExpiredIdempotencyKeys } from './idempotency.repository.ts';
 
 const BATCH_SIZE = 500;

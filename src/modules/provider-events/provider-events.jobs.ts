@@ -4,7 +4,7 @@
 // process one row at once and a crashed worker's rows come due again.
 import type { Deps } from '../../deps.ts';
 import { claimRows } from '../../db/locking.ts';
-import type { Job } from '../../worker/runner.ts';
+import type { Job } from '../job.ts';
 import { processEvents } from './processing.ts';
 
 const BATCH_SIZE = 50;

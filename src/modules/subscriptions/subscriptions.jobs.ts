@@ -5,7 +5,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
-import type { Job } from '../../worker/runner.ts';
+import type { Job } from '../job.ts';
 import { openOrCountDunningCase } from '../dunning/dunning.cases.ts';
 import { planPrice } from './subscriptions.payments.ts';
 import { transitionSubscription } from './subscriptions.lifecycle.ts';

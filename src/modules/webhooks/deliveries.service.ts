@@ -8,6 +8,7 @@ import { AppError, NotFoundError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { markEventsFannedOut } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { ringOutbox } from '../events/outbox-signal.ts';
 import type { Topic } from '../events/topics.ts';
@@ -196,11 +197,8 @@ export async function sendTestEvent(db: Kysely<Database>, clock: Clock, endpoint
     requireEnabled(endpoint.status, endpointId);
     const now = clock.now().toISOString();
     const eventId = await emitEvent(trx, clock, 'webhook.test', toEndpoint(endpoint));
-    await trx
-      .updateTable('events')
-      .set({ fanned_out_at: now, pending_deliveries: 1 })
-      .where('id', '=', eventId)
-      .execute();
+    // Fanned out to this endpoint alone: fan-out skips `webhook.test`.
+    await markEventsFannedOut(trx, [eventId], 1, now);
     return insertDelivery(trx, endpointId, eventId, 'webhook.test', now);
   });
   return getDelivery(db, deliveryId);

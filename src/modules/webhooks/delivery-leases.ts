@@ -9,7 +9,8 @@ import type { Database } from '../../db/database.ts';
 import { claimRows, forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { AttemptResponse } from './delivery-client.ts';
-import { disableEndpoint, releaseEventDeliveries } from './endpoints.service.ts';
+import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
+import { disableEndpoint } from './endpoints.service.ts';
 import { nextRetryDelay, parseRetryAfter } from './retry-schedule.ts';
 
 /** SPEC §4: an endpoint whose every attempt failed for this long is disabled. */

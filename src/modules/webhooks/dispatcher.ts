@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Deps } from '../../deps.ts';
-import type { StopOptions, WorkerService } from '../../worker/runner.ts';
+import type { StopOptions, WorkerService } from '../job.ts';
 import { onOutboxActivity } from '../events/outbox-signal.ts';
 import { type AttemptResponse, WebhookClient } from './delivery-client.ts';
 import { type ClaimedDelivery, claimDueDeliveries, type Outcome, recordOutcomes } from './delivery-leases.ts';

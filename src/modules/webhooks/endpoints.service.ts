@@ -9,6 +9,7 @@ import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { TOPICS } from '../events/topics.ts';
 import { UnsafeUrlError } from './url-safety.ts';
@@ -236,29 +237,4 @@ export async function deleteEndpoint(db: Kysely<Database>, clock: Clock, id: str
     }
     await trx.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
   });
-}
-
-/**
- * One delivery of each event no longer waits (it succeeded, or was dropped): the event's
- * count of pending deliveries goes down by one and, at 0, the event is delivered at `now`.
- */
-export async function releaseEventDeliveries(
-  trx: Transaction<Database>,
-  eventIds: readonly string[],
-  now: string,
-): Promise<void> {
-  if (eventIds.length === 0) return;
-  await trx
-    .updateTable('events')
-    .set((eb) => ({
-      pending_deliveries: eb('pending_deliveries', '-', 1),
-      delivered_at: eb
-        .case()
-        .when('pending_deliveries', '<=', 1)
-        .then(eb.fn.coalesce('delivered_at', eb.val(now)))
-        .else(eb.ref('delivered_at'))
-        .end(),
-    }))
-    .where('id', 'in', eventIds)
-    .execute();
 }

@@ -8,6 +8,7 @@ import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
+import { markEventsFannedOut } from '../events/events.delivery-state.ts';
 import type { WebhookDeliveriesTable } from './webhooks.table.ts';
 
 const INSERT_CHUNK = 500;
@@ -94,13 +95,7 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
         .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
         .execute();
     }
-    for (const [count, ids] of eventsByCount) {
-      await trx
-        .updateTable('events')
-        .set({ fanned_out_at: now, pending_deliveries: count, delivered_at: count === 0 ? now : null })
-        .where('id', 'in', ids)
-        .execute();
-    }
+    for (const [count, ids] of eventsByCount) await markEventsFannedOut(trx, ids, count, now);
     return events.length;
   });
 }
