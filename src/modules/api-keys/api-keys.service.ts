@@ -132,7 +132,7 @@ export async function rotateApiKey(
   const old = await getApiKey(db, id);
   const now = clock.now();
   if (old.revoked_at || (old.expires_at && new Date(old.expires_at) <= now)) {
-    throw new AppError('invalid_state', 'a revoked or expired key cannot be rotated', 422);
+    throw new AppError('invalid_state', 'a revoked or expired key cannot be rotated');
   }
   // Both deadlines are clamped to MAX_TIMESTAMP: a key created to expire at the end of year
   // 9999 renews to the same "never", not to a year-10000 instant no database can compare.

@@ -43,7 +43,7 @@ export function toCustomer(row: CustomerRow): Customer {
 }
 
 function emailTaken(email: string): AppError {
-  return new AppError('conflict', `a customer with email ${email} already exists`, 409);
+  return new AppError('conflict', `a customer with email ${email} already exists`);
 }
 
 /** Runs `work` in a transaction, turning a unique-email violation (a race) into 409. */
@@ -220,7 +220,6 @@ export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: str
       throw new AppError(
         'conflict',
         `customer ${id} has a subscription that is not cancelled or expired`,
-        409,
       );
     }
     const now = clock.now().toISOString();

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
-import { AppError, NotFoundError } from '../../http/errors.ts';
+import { AppError, NotFoundError, StateConflictError } from '../../http/errors.ts';
 import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -52,7 +52,7 @@ export async function createSubscription(
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active)
-      throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`, 422);
+      throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
 
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
@@ -120,8 +120,8 @@ export interface CancelInput {
   comment?: string;
 }
 
-function cannotCancel(): AppError {
-  return new AppError('validation_error', CANNOT_CANCEL, 409);
+function cannotCancel(): StateConflictError {
+  return new StateConflictError(CANNOT_CANCEL);
 }
 
 /**
@@ -180,11 +180,7 @@ export async function pauseSubscription(
       return await transitionSubscription(trx, clock, row, 'pause');
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) {
-        throw new AppError(
-          'validation_error',
-          `subscription cannot be paused in its current state (${row.status})`,
-          409,
-        );
+        throw new StateConflictError(`subscription cannot be paused in its current state (${row.status})`);
       }
       throw error;
     }
@@ -223,10 +219,8 @@ export async function resumeSubscription(
         cancellation_comment: null,
       });
     }
-    throw new AppError(
-      'validation_error',
+    throw new StateConflictError(
       `subscription cannot be resumed in its current state (${row.status}, no pending cancellation)`,
-      409,
     );
   });
 }

@@ -116,7 +116,7 @@ async function getDelivery(db: Kysely<Database>, id: string): Promise<Delivery> 
 
 function requireEnabled(status: string, id: string): void {
   if (status !== 'enabled') {
-    throw new AppError('invalid_state', `webhook endpoint ${id} is disabled; enable it first`, 422);
+    throw new AppError('invalid_state', `webhook endpoint ${id} is disabled; enable it first`);
   }
 }
 
@@ -144,7 +144,7 @@ export async function retryDelivery(
     requireEnabled(endpoint.status, endpointId);
     const now = clock.now().toISOString();
     if (row.locked_until !== null && row.locked_until > now) {
-      throw new AppError('invalid_state', `delivery ${deliveryId} is being sent right now`, 422);
+      throw new AppError('invalid_state', `delivery ${deliveryId} is being sent right now`);
     }
     await trx
       .updateTable('webhook_deliveries')
