@@ -1,7 +1,6 @@
 // SQL for customers. Every read skips deleted rows. No HTTP, no rules.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { type ListParams, pageOf } from '../../http/lists.ts';
 import type { CustomerRow, CustomersTable } from './customers.table.ts';
 
 export async function insertCustomer(trx: Transaction<Database>, row: CustomersTable): Promise<void> {
@@ -49,9 +48,9 @@ export async function insertCustomerUnlessEmailTaken(
   return inserted !== undefined;
 }
 
-/** A page of live customers in the requested order. */
-export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<CustomerRow[]> {
-  return pageOf(db.selectFrom('customers').selectAll().where('deleted_at', 'is', null), params).execute();
+/** The live (not deleted) customers, before any select: the rows GET /api/customers lists. */
+export function liveCustomers(db: Kysely<Database>) {
+  return db.selectFrom('customers').where('deleted_at', 'is', null);
 }
 
 export async function updateCustomer(

@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
@@ -16,7 +16,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { isValidEmail, normalizeEmail } from './customer-email.ts';
 import * as repo from './customers.repository.ts';
-import type { CreateCustomerInput, UpdateCustomerInput } from './customers.schemas.ts';
+import { type CreateCustomerInput, CUSTOMER_SORT_FIELDS, type UpdateCustomerInput } from './customers.schemas.ts';
 import type { CustomerRow } from './customers.table.ts';
 
 /** A customer as the API returns it. */
@@ -142,8 +142,14 @@ export async function getCustomer(db: Kysely<Database>, id: string): Promise<Cus
 
 /** A page of live customers. `meta.total` comes from the kept count, not a scan. */
 export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
-  const [rows, total] = await Promise.all([repo.listCustomers(db, params), readCount(db, 'customers')]);
-  return pageEnvelope(rows.map(toCustomer), total, params);
+  return listPage({
+    query: repo.liveCustomers(db),
+    select: (query) => query.selectAll(),
+    sortable: CUSTOMER_SORT_FIELDS,
+    params,
+    keptTotal: () => readCount(db, 'customers'),
+    map: (rows) => rows.map(toCustomer),
+  });
 }
 
 /**

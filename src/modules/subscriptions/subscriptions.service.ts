@@ -6,7 +6,7 @@ import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, StateConflictError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { lockCustomer } from '../customers/customers.service.ts';
@@ -93,6 +93,9 @@ export async function getSubscription(db: Kysely<Database>, id: string): Promise
   return toSubscription(row);
 }
 
+/** The fields `sort_by` may name on GET /api/subscriptions. */
+export const SUBSCRIPTION_SORT_FIELDS = ['created_at', 'current_period_end', 'status'] as const;
+
 export interface SubscriptionFilters {
   customer_id?: string;
   status?: SubscriptionStatus;
@@ -104,15 +107,15 @@ export async function listSubscriptions(
   params: ListParams,
   filters: SubscriptionFilters,
 ): Promise<Page<Subscription>> {
-  let query = db.selectFrom('subscriptions');
-  if (filters.customer_id !== undefined) query = query.where('customer_id', '=', filters.customer_id);
-  if (filters.status !== undefined) query = query.where('status', '=', filters.status);
-  const filtered = filters.customer_id !== undefined || filters.status !== undefined;
-  const [rows, total] = await Promise.all([
-    pageOf(query.selectAll(), params).execute(),
-    filtered ? countMatching(query) : readCount(db, 'subscriptions'),
-  ]);
-  return pageEnvelope(rows.map(toSubscription), total, params);
+  return listPage({
+    query: db.selectFrom('subscriptions'),
+    select: (query) => query.selectAll(),
+    sortable: SUBSCRIPTION_SORT_FIELDS,
+    filters: { customer_id: filters.customer_id, status: filters.status },
+    params,
+    keptTotal: () => readCount(db, 'subscriptions'),
+    map: (rows) => rows.map(toSubscription),
+  });
 }
 
 export interface CancelInput {

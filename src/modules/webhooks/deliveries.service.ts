@@ -5,13 +5,14 @@ import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { ringOutbox } from '../events/outbox-signal.ts';
 import type { Topic } from '../events/topics.ts';
 import { findEndpoint, lockEndpoint, toEndpoint } from './endpoints.service.ts';
+import { DELIVERY_SORT_FIELDS } from './webhooks.schemas.ts';
 import type { AttemptRow, DeliveryRow, DeliveryStatus } from './webhooks.table.ts';
 
 export interface DeliveryAttempt {
@@ -102,11 +103,15 @@ export async function listDeliveries(
   filters: DeliveryFilters,
 ): Promise<Page<Delivery>> {
   await findEndpoint(db, endpointId);
-  let query = db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId);
-  if (filters.status) query = query.where('status', '=', filters.status);
-  if (filters.event_id) query = query.where('event_id', '=', filters.event_id);
-  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
-  return pageEnvelope(await withAttempts(db, rows), total, params);
+  return listPage({
+    query: db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId),
+    select: (query) => query.selectAll(),
+    sortable: DELIVERY_SORT_FIELDS,
+    // An empty filter value filters nothing, as `?status=` always has.
+    filters: { status: filters.status || undefined, event_id: filters.event_id || undefined },
+    params,
+    map: (rows) => withAttempts(db, rows),
+  });
 }
 
 async function getDelivery(db: Kysely<Database>, id: string): Promise<Delivery> {
