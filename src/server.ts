@@ -6,6 +6,7 @@ import pino from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
+import { sendError, ServiceUnavailableError } from './http/errors.ts';
 import { loggerOptions } from './http/logger.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
 import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
@@ -100,11 +101,7 @@ function closeConnectionsWhenDraining(app: FastifyInstance): void {
   });
   app.addHook('onRequest', async (_request, reply) => {
     if (!draining) return;
-    return reply
-      .code(503)
-      .type('application/json; charset=utf-8')
-      .serializer((body: unknown) => JSON.stringify(body))
-      .send({ code: 'internal_error', message: 'the service is shutting down; retry the request', details: null });
+    return sendError(reply, new ServiceUnavailableError('the service is shutting down; retry the request'));
   });
   app.addHook('onSend', async (_request, reply, payload) => {
     if (draining) reply.header('connection', 'close');

@@ -3,7 +3,7 @@
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { authenticateKey } from '../modules/api-keys/api-keys.service.ts';
-import { AppError, UNAUTHORIZED_BODY } from './errors.ts';
+import { AppError, sendError } from './errors.ts';
 import type { Scope } from './route.ts';
 
 const SCOPE_RANK = { read: 1, write: 2, admin: 3 } as const;
@@ -42,7 +42,7 @@ export function authenticate(deps: Deps): onRequestAsyncHookHandler {
         ? await authenticateKey(deps.db, deps.clock, deps.bootstrapKeyHashes, key)
         : undefined;
     if (!principal) {
-      return reply.code(401).send(UNAUTHORIZED_BODY);
+      return sendError(reply, new AppError('authentication_error', 'unauthorized'));
     }
     // Set before the scope check: a 403 still counts against the key's rate limit.
     request.principal = principal;
@@ -50,7 +50,6 @@ export function authenticate(deps: Deps): onRequestAsyncHookHandler {
       throw new AppError(
         'permission_error',
         `this API key has the ${principal.scope} scope; this request needs ${scope}`,
-        403,
       );
     }
     if (principal.id.startsWith('key_')) deps.keyUsage.record(principal.id, deps.clock.now().toISOString());

@@ -1,33 +1,44 @@
-// Errors are a closed set of codes (the seed's and SPEC §2's), rendered in ONE place.
-// Services throw AppError; this module alone turns any error into a response body.
+// Errors are a closed set of codes (the seed's and SPEC §2's), each with its status in ONE
+// table (ERROR_STATUS). Services throw AppError or a named subclass; this module alone turns
+// any error into a response body (errorResponse) and sends it (sendError).
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { validationMessage } from './validation-messages.ts';
 
-export const ERROR_CODES = [
-  'validation_error',
-  'authentication_error',
-  'permission_error',
-  'not_found',
-  'conflict',
-  'idempotency_error',
-  'invalid_state',
-  'rate_limit_error',
-  'internal_error',
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+/**
+ * Every error code (SPEC §2) and the HTTP status it answers with. A code is thrown with its
+ * status from here; the few codes with a second status have a named subclass below
+ * (StateConflictError, ServiceUnavailableError), so no throw picks a status of its own.
+ */
+export const ERROR_STATUS = {
+  validation_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found: 404,
+  conflict: 409,
+  idempotency_error: 409,
+  invalid_state: 422,
+  rate_limit_error: 429,
+  internal_error: 500,
+} as const;
+export type ErrorCode = keyof typeof ERROR_STATUS;
+/** The closed set of codes, in SPEC §2's order (the `Error` schema's enum). */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as readonly ErrorCode[];
 
-/** A failure the client can act on: `status` is the HTTP status, `code` one of ERROR_CODES. */
+/**
+ * A failure the client can act on: `code` one of ERROR_CODES, `status` the code's HTTP status
+ * from ERROR_STATUS (a subclass may answer a code's second status), `details` the envelope's.
+ */
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly details: unknown;
 
-  constructor(code: ErrorCode, message: string, status: number, details: unknown = null) {
+  constructor(code: ErrorCode, message: string, details: unknown = null) {
     super(message);
     this.name = 'AppError';
     this.code = code;
-    this.status = status;
+    this.status = ERROR_STATUS[code];
     this.details = details;
   }
 }
@@ -35,7 +46,7 @@ export class AppError extends Error {
 /** 404 `not_found` naming the missing resource, e.g. `customer cus_… not found`. */
 export class NotFoundError extends AppError {
   constructor(resource: string, id: string) {
-    super('not_found', `${resource} ${id} not found`, 404);
+    super('not_found', `${resource} ${id} not found`);
   }
 }
 
@@ -43,17 +54,33 @@ export class NotFoundError extends AppError {
 export class ValidationError extends AppError {
   readonly field: string | undefined;
   constructor(message: string, field?: string) {
-    super('validation_error', message, 400);
+    super('validation_error', message);
     this.field = field;
   }
 }
 
-/** The 401 body, exactly as the seed gives it. */
-export const UNAUTHORIZED_BODY = Object.freeze({
-  code: 'authentication_error',
-  message: 'unauthorized',
-  details: null,
-});
+/**
+ * 409 `validation_error`: the request is well-formed but the resource's state refuses it
+ * ("subscription cannot be cancelled in its current state", SPEC §4). The seed's body keeps
+ * the `validation_error` code; the status says it is a state conflict, not a bad field.
+ */
+export class StateConflictError extends AppError {
+  override readonly status = 409;
+  constructor(message: string) {
+    super('validation_error', message);
+  }
+}
+
+/**
+ * 503 `internal_error`: the service is draining for shutdown and serves no new request; the
+ * client (or load balancer) retries it elsewhere.
+ */
+export class ServiceUnavailableError extends AppError {
+  override readonly status = 503;
+  constructor(message: string) {
+    super('internal_error', message);
+  }
+}
 
 /**
  * The SPEC §2 400 body: the envelope and the problem-details shape at once, so clients
@@ -192,26 +219,31 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   socket.destroy(error);
 }
 
+/**
+ * Answers `error` (see errorResponse) on `reply` and returns the reply: for hooks that answer
+ * before any handler runs (the 401, the draining 503), and for the error handler itself.
+ */
+export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+  const { status, body } = errorResponse(error);
+  // Error bodies are built here, whole; never let a route's response schema reshape or
+  // reject one (a failed serialization would answer with Fastify's internal text).
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .serializer((payload: unknown) => JSON.stringify(payload))
+    .send(body);
+}
+
 /** Installs the one error handler and the 404 handler for unknown routes (SPEC §2). */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const { status, body } = errorResponse(error);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
-    // Error bodies are built here, whole; never let a route's response schema reshape or
-    // reject one (a failed serialization would answer with Fastify's internal text).
-    return reply
-      .code(status)
-      .type('application/json; charset=utf-8')
-      .serializer((payload: unknown) => JSON.stringify(payload))
-      .send(body);
+    if (errorResponse(error).status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, error);
   });
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     const refused = (request.raw as RefusedRequest)[ROUTER_ERROR];
     if (refused) throw refused;
-    return reply
-      .code(404)
-      .send(
-        envelope('not_found', `no route for ${request.method} ${request.url.split('?')[0]?.slice(0, 200)}`),
-      );
+    const path = request.url.split('?')[0]?.slice(0, 200);
+    return sendError(reply, new AppError('not_found', `no route for ${request.method} ${path}`));
   });
 }

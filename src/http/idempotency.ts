@@ -131,13 +131,11 @@ export function registerIdempotency(app: FastifyInstance, deps: Deps): void {
         throw new AppError(
           'idempotency_error',
           'this Idempotency-Key was already used with a different request (method, path or body)',
-          409,
         );
       case 'running':
         throw new AppError(
           'idempotency_error',
           'a request with this Idempotency-Key is still being processed; retry later',
-          409,
         );
     }
   });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseListParams } from './lists.ts';
+import { type Kysely, sql } from 'kysely';
+import { openDatabase } from '../db/connect.ts';
+import { listPage, parseListParams, simpleListOf } from './lists.ts';
 
 test('list defaults: page 0, limit 10, created_at desc', () => {
   assert.deepEqual(parseListParams({}), {
@@ -25,4 +27,83 @@ test('limit: missing/invalid → 10, above 100 → 100', () => {
   assert.equal(parseListParams({ limit: '0' }).limit, 10);
   assert.equal(parseListParams({ limit: '101' }).limit, 100);
   assert.equal(parseListParams({ limit: '25' }).limit, 25);
+});
+
+interface ItemsDatabase {
+  items: { id: string; created_at: string; name: string; status: string; archived_at: string | null };
+}
+
+/** An in-memory table of `rows` (id, created_at, name, status, archived_at) for listPage. */
+async function itemsTable(t: { after: (fn: () => Promise<void>) => void }) {
+  const handle = openDatabase({ kind: 'sqlite', path: ':memory:' });
+  t.after(() => handle.close());
+  const db = handle.db as unknown as Kysely<ItemsDatabase>;
+  await sql`create table items (id text primary key, created_at text, name text, status text, archived_at text)`.execute(db);
+  await db
+    .insertInto('items')
+    .values([
+      { id: 'a', created_at: '2024-01-02', name: 'zed', status: 'on', archived_at: null },
+      { id: 'b', created_at: '2024-01-01', name: 'amy', status: 'off', archived_at: '2024-02-01' },
+      { id: 'c', created_at: '2024-01-02', name: 'bob', status: 'on', archived_at: null },
+      { id: 'd', created_at: '2024-01-03', name: 'cat', status: 'on', archived_at: null },
+    ])
+    .execute();
+  return db;
+}
+
+const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+
+test('listPage orders by the sort field, then by id the same way, and cuts the page', async (t) => {
+  const db = await itemsTable(t);
+  const page = (query: Record<string, string>) =>
+    listPage({
+      query: db.selectFrom('items'),
+      select: (q) => q.selectAll(),
+      sortable: ['created_at', 'name'],
+      params: parseListParams(query),
+      map: ids,
+    });
+  assert.deepEqual(await page({}), { data: ['d', 'c', 'a', 'b'], meta: { total: 4, page: 0, limit: 10 } });
+  assert.deepEqual((await page({ sort_order: 'asc' })).data, ['b', 'a', 'c', 'd']);
+  assert.deepEqual((await page({ sort_by: 'name', sort_order: 'asc' })).data, ['b', 'c', 'd', 'a']);
+  assert.deepEqual(await page({ limit: '2', page: '1' }), { data: ['a', 'b'], meta: { total: 4, page: 1, limit: 2 } });
+  // A field off the whitelist sorts by the first sortable field.
+  assert.deepEqual((await page({ sort_by: 'status' })).data, ['d', 'c', 'a', 'b']);
+});
+
+test('listPage reads the kept total unless a filter is set, then counts the filtered rows', async (t) => {
+  const db = await itemsTable(t);
+  let keptReads = 0;
+  const page = (filters: Record<string, string | { isNull: boolean } | undefined>) =>
+    listPage({
+      query: db.selectFrom('items'),
+      select: (q) => q.selectAll(),
+      sortable: ['created_at'],
+      filters,
+      params: parseListParams({}),
+      keptTotal: async () => {
+        keptReads += 1;
+        return 99;
+      },
+      map: ids,
+    });
+  assert.deepEqual(await page({ status: undefined }), { data: ['d', 'c', 'a', 'b'], meta: { total: 99, page: 0, limit: 10 } });
+  assert.equal(keptReads, 1);
+  assert.deepEqual(await page({ status: 'on' }), { data: ['d', 'c', 'a'], meta: { total: 3, page: 0, limit: 10 } });
+  assert.deepEqual((await page({ archived_at: { isNull: false } })).data, ['b']);
+  assert.deepEqual((await page({ archived_at: { isNull: true }, name: 'bob' })).data, ['c']);
+  assert.equal(keptReads, 1);
+});
+
+test('listPage counts when no kept total is given; simpleListOf drops meta', async (t) => {
+  const db = await itemsTable(t);
+  const page = await listPage({
+    query: db.selectFrom('items').where('status', '=', 'on'),
+    select: (q) => q.selectAll(),
+    sortable: ['created_at'],
+    params: parseListParams({ limit: '1' }),
+    map: ids,
+  });
+  assert.deepEqual(page, { data: ['d'], meta: { total: 3, page: 0, limit: 1 } });
+  assert.deepEqual(simpleListOf(page), { data: ['d'], total: 3 });
 });

@@ -1,5 +1,6 @@
 // The one implementation of SPEC §2 "Lists": page/limit/sort_by/sort_order parsing,
-// whitelisted sort fields, id tie-break, and the two envelopes.
+// whitelisted sort fields, filters, id tie-break, the total, and the two envelopes. Every
+// list of the API is one listPage call.
 import type { SelectQueryBuilder } from 'kysely';
 
 export const DEFAULT_LIMIT = 10;
@@ -63,24 +64,20 @@ export function parseListParams(query: ListQueryInput, defaultSort = 'created_at
   };
 }
 
-/** Orders by the sort field then by id (the tie-break), and cuts the page. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any table with an `id` column
-export function pageOf<QB extends SelectQueryBuilder<any, any, any>>(query: QB, params: ListParams): QB {
-  return query
-    .orderBy(params.sortBy, params.sortOrder)
-    .orderBy('id', params.sortOrder)
-    .limit(params.limit)
-    .offset(params.offset) as QB;
-}
-
 export interface Page<T> {
   data: T[];
   meta: { total: number; page: number; limit: number };
 }
 
-/** The standard list envelope `{data, meta: {total, page, limit}}`. */
-export function pageEnvelope<T>(data: T[], total: number, params: ListParams): Page<T> {
-  return { data, meta: { total, page: params.page, limit: params.limit } };
+/** A dunning list `{data, total}` (SPEC §2: no `meta`). */
+export interface SimpleList<T> {
+  data: T[];
+  total: number;
+}
+
+/** The dunning envelope of a page: its items and the total, without `meta`. */
+export function simpleListOf<T>(page: Page<T>): SimpleList<T> {
+  return { data: page.data, total: page.meta.total };
 }
 
 /** Response schema of a standard list of `item`. */
@@ -108,12 +105,78 @@ export function simpleListSchema(item: object) {
   } as const;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any table
+type BaseQuery = SelectQueryBuilder<any, any, object>;
+
+/**
+ * A list filter's value: a scalar keeps rows whose column equals it; `{ isNull }` keeps rows
+ * whose column is (or is not) null; `undefined` means the client did not filter on it.
+ */
+export type FilterValue = string | number | { isNull: boolean } | undefined;
+
+export interface ListPageInput<Q extends BaseQuery, R, T> {
+  /**
+   * The rows the list is over: `selectFrom` plus any condition that always holds (the live
+   * customers, one endpoint's deliveries), before any select.
+   */
+  query: Q;
+  /** Selects the row columns (`(q) => q.selectAll()`, or a join's columns). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table's rows
+  select: (query: Q) => SelectQueryBuilder<any, any, R>;
+  /** The columns `sort_by` may name (the route's `listQuerySchema` whitelist); the first is the fallback. */
+  sortable: readonly string[];
+  /** Column → the client's filter value (see FilterValue); columns of `query`'s table. */
+  filters?: Record<string, FilterValue>;
+  params: ListParams;
+  /**
+   * The kept total of `query`'s rows (db/counts.ts), read instead of counting when no filter
+   * is set; without it every total is counted.
+   */
+  keptTotal?: () => Promise<number>;
+  /** Qualifies the sort and tie-break columns (`subscriptions` → `subscriptions.id`) when `select` joins. */
+  table?: string;
+  /** Turns the page's rows into the response items. */
+  map: (rows: R[]) => T[] | Promise<T[]>;
+}
+
+/**
+ * One page of a list (SPEC §2 "Lists") as `{data, meta: {total, page, limit}}`: applies the
+ * set filters, orders by `params.sortBy` (or `sortable[0]` when not whitelisted) then by `id`
+ * in the same direction (the tie-break, so pages never overlap), cuts `limit` rows at
+ * `offset`, and reads the total: the kept counter when given and no filter is set, else a
+ * count of the filtered rows. The page and the total are two statements run side by side.
+ */
+export async function listPage<Q extends BaseQuery, R, T>(input: ListPageInput<Q, R, T>): Promise<Page<T>> {
+  const { params, table } = input;
+  let query: BaseQuery = input.query;
+  let filtered = false;
+  for (const [column, value] of Object.entries(input.filters ?? {})) {
+    if (value === undefined) continue;
+    filtered = true;
+    query =
+      typeof value === 'object'
+        ? query.where(column, value.isNull ? 'is' : 'is not', null)
+        : query.where(column, '=', value);
+  }
+  const sortBy = input.sortable.includes(params.sortBy) ? params.sortBy : input.sortable[0];
+  const column = (name: string | undefined) => (table === undefined ? name : `${table}.${name}`);
+  const rowsQuery = (input.select(query as Q) as unknown as BaseQuery)
+    .orderBy(column(sortBy) as string, params.sortOrder)
+    .orderBy(column('id') as string, params.sortOrder)
+    .limit(params.limit)
+    .offset(params.offset);
+  const [rows, total] = await Promise.all([
+    rowsQuery.execute() as Promise<R[]>,
+    input.keptTotal && !filtered ? input.keptTotal() : countMatching(query),
+  ]);
+  return { data: await input.map(rows), meta: { total, page: params.page, limit: params.limit } };
+}
+
 /**
  * How many rows a list's filtered query matches (`query` is the `selectFrom` with its
- * `where`s, before any select). For unfiltered big lists use the kept count (db/counts.ts).
+ * `where`s, before any select). For unfiltered big lists listPage reads the kept count.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any table
-export async function countMatching(query: SelectQueryBuilder<any, any, object>): Promise<number> {
+export async function countMatching(query: BaseQuery): Promise<number> {
   const row = await query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
   return Number((row as { total: number | string }).total);
 }

@@ -46,7 +46,7 @@ function tooManyRequests(reply: FastifyReply, counted: Budget): AppError {
   const seconds = Math.max(1, counted.ttlInSeconds);
   setHeaders(reply, counted, 0);
   reply.header('retry-after', seconds);
-  return new AppError('rate_limit_error', `rate limit exceeded; retry in ${seconds} s`, 429);
+  return new AppError('rate_limit_error', `rate limit exceeded; retry in ${seconds} s`);
 }
 
 /** The Redis client for the shared store: fails fast rather than queueing while Redis is away. */

@@ -1,6 +1,7 @@
 // Schema pieces every route shares: error bodies, metadata, timestamps, ids. Routes use
 // these so that validation, serialization and /openapi.json come from one definition.
 import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../shared/timestamps.ts';
+import { ERROR_CODES } from './errors.ts';
 
 /** Error envelope (SPEC §2). */
 export const errorSchema = {
@@ -11,17 +12,7 @@ export const errorSchema = {
   properties: {
     code: {
       type: 'string',
-      enum: [
-        'validation_error',
-        'authentication_error',
-        'permission_error',
-        'not_found',
-        'conflict',
-        'idempotency_error',
-        'invalid_state',
-        'rate_limit_error',
-        'internal_error',
-      ],
+      enum: [...ERROR_CODES],
     },
     message: { type: 'string' },
     details: {},

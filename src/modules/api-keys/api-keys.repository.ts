@@ -1,8 +1,6 @@
 // SQL for api_keys. No HTTP, no rules.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import type { ListParams } from '../../http/lists.ts';
-import { countMatching, pageOf } from '../../http/lists.ts';
 import type { ApiKeyRow, ApiKeysTable } from './api-keys.table.ts';
 
 export async function insertApiKey(db: Kysely<Database>, row: ApiKeysTable): Promise<void> {
@@ -28,12 +26,9 @@ export async function findUsableKeyByHash(
     .executeTakeFirst();
 }
 
-export async function listApiKeys(
-  db: Kysely<Database>,
-  params: ListParams,
-): Promise<{ rows: ApiKeyRow[]; total: number }> {
-  const rows = await pageOf(db.selectFrom('api_keys').selectAll(), params).execute();
-  return { rows, total: await countMatching(db.selectFrom('api_keys')) };
+/** Every key, revoked and expired ones included, before any select: the rows GET /api/api-keys lists. */
+export function allApiKeys(db: Kysely<Database>) {
+  return db.selectFrom('api_keys');
 }
 
 export async function updateApiKey(

@@ -89,7 +89,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: 'List API keys',
-        querystring: listQuerySchema(['created_at']),
+        querystring: listQuerySchema(service.API_KEY_SORT_FIELDS),
         response: { 200: pageSchema(apiKeySchema), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) => service.listApiKeys(db, parseListParams(request.query)),

@@ -5,7 +5,7 @@ import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ListParams, Page } from '../../http/lists.ts';
-import { pageEnvelope } from '../../http/lists.ts';
+import { listPage } from '../../http/lists.ts';
 import type { Principal } from '../../http/route.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -100,10 +100,18 @@ export async function getApiKey(db: Kysely<Database>, id: string): Promise<ApiKe
   return toApiKeyView(row);
 }
 
+/** The fields `sort_by` may name on GET /api/api-keys. */
+export const API_KEY_SORT_FIELDS = ['created_at'] as const;
+
 /** A page of keys, revoked ones included (they show `revoked_at`). */
 export async function listApiKeys(db: Kysely<Database>, params: ListParams): Promise<Page<ApiKeyView>> {
-  const { rows, total } = await repo.listApiKeys(db, params);
-  return pageEnvelope(rows.map(toApiKeyView), total, params);
+  return listPage({
+    query: repo.allApiKeys(db),
+    select: (query) => query.selectAll(),
+    sortable: API_KEY_SORT_FIELDS,
+    params,
+    map: (rows) => rows.map(toApiKeyView),
+  });
 }
 
 /** Revokes a key at once; revoking twice keeps the first time. Throws 404 for unknown ids. */
@@ -132,7 +140,7 @@ export async function rotateApiKey(
   const old = await getApiKey(db, id);
   const now = clock.now();
   if (old.revoked_at || (old.expires_at && new Date(old.expires_at) <= now)) {
-    throw new AppError('invalid_state', 'a revoked or expired key cannot be rotated', 422);
+    throw new AppError('invalid_state', 'a revoked or expired key cannot be rotated');
   }
   // Both deadlines are clamped to MAX_TIMESTAMP: a key created to expire at the end of year
   // 9999 renews to the same "never", not to a year-10000 instant no database can compare.

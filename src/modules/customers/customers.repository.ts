@@ -3,7 +3,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
-import { type ListParams, pageOf } from '../../http/lists.ts';
 import type { CustomerRow, CustomersTable } from './customers.table.ts';
 
 /** Inserts a live customer and counts it. */
@@ -55,9 +54,9 @@ export async function insertCustomerUnlessEmailTaken(
   return true;
 }
 
-/** A page of live customers in the requested order. */
-export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<CustomerRow[]> {
-  return pageOf(db.selectFrom('customers').selectAll().where('deleted_at', 'is', null), params).execute();
+/** The live (not deleted) customers, before any select: the rows GET /api/customers lists. */
+export function liveCustomers(db: Kysely<Database>) {
+  return db.selectFrom('customers').where('deleted_at', 'is', null);
 }
 
 /** Changes a customer's fields; deleting is markCustomerDeleted (it moves the count). */

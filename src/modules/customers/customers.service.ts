@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { type ListParams, type Page, pageEnvelope } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
@@ -16,7 +16,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { isValidEmail, normalizeEmail } from './customer-email.ts';
 import * as repo from './customers.repository.ts';
-import type { CreateCustomerInput, UpdateCustomerInput } from './customers.schemas.ts';
+import { type CreateCustomerInput, CUSTOMER_SORT_FIELDS, type UpdateCustomerInput } from './customers.schemas.ts';
 import type { CustomerRow } from './customers.table.ts';
 
 /** A customer as the API returns it. */
@@ -43,7 +43,7 @@ export function toCustomer(row: CustomerRow): Customer {
 }
 
 function emailTaken(email: string): AppError {
-  return new AppError('conflict', `a customer with email ${email} already exists`, 409);
+  return new AppError('conflict', `a customer with email ${email} already exists`);
 }
 
 /** Runs `work` in a transaction, turning a unique-email violation (a race) into 409. */
@@ -140,8 +140,14 @@ export async function getCustomer(db: Kysely<Database>, id: string): Promise<Cus
 
 /** A page of live customers. `meta.total` comes from the kept count, not a scan. */
 export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
-  const [rows, total] = await Promise.all([repo.listCustomers(db, params), readCount(db, 'customers')]);
-  return pageEnvelope(rows.map(toCustomer), total, params);
+  return listPage({
+    query: repo.liveCustomers(db),
+    select: (query) => query.selectAll(),
+    sortable: CUSTOMER_SORT_FIELDS,
+    params,
+    keptTotal: () => readCount(db, 'customers'),
+    map: (rows) => rows.map(toCustomer),
+  });
 }
 
 /**
@@ -218,7 +224,6 @@ export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: str
       throw new AppError(
         'conflict',
         `customer ${id} has a subscription that is not cancelled or expired`,
-        409,
       );
     }
     const now = clock.now().toISOString();

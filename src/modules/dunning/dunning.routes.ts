@@ -100,8 +100,6 @@ const pastDueSchema = {
   },
 } as const;
 
-const CASE_SORT_FIELDS = ['created_at', 'next_action_at'] as const;
-
 /** Routes of the dunning module. */
 export function dunningRoutes(deps: Deps): Route[] {
   const { db, clock, config } = deps;
@@ -113,7 +111,7 @@ export function dunningRoutes(deps: Deps): Route[] {
         ...common,
         summary: 'List dunning cases',
         description: 'Cases in one `status` (default `open`; `all` for every case).',
-        querystring: listQuerySchema(CASE_SORT_FIELDS, {
+        querystring: listQuerySchema(service.CASE_SORT_FIELDS, {
           status: { type: 'string', enum: [...DUNNING_CASE_STATUSES, 'all'], default: 'open' },
         }),
         response: { 200: simpleListSchema(caseSchema), ...errorResponses(400, 401, 403) },
@@ -152,7 +150,7 @@ export function dunningRoutes(deps: Deps): Route[] {
         summary: 'List dunning cases with an action coming up',
         description:
           'Open cases whose next reminder or final action is due within `within` (a duration such as `12h` or `7d`, default `7d`, at most `366d`), overdue ones included.',
-        querystring: listQuerySchema(CASE_SORT_FIELDS, {
+        querystring: listQuerySchema(service.CASE_SORT_FIELDS, {
           within: { type: 'string', default: '7d', maxLength: 16 },
         }),
         response: { 200: simpleListSchema(upcomingSchema), ...errorResponses(400, 401, 403) },

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { countMatching, type ListParams, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type SimpleList, simpleListOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import type { SubscriptionStatus } from '../subscriptions/subscription-status.ts';
@@ -14,12 +14,6 @@ import { isFinalActionNext } from './dunning-schedule.ts';
 import type { DunningCaseRow, DunningCaseStatus } from './dunning.table.ts';
 
 const DAY_MS = 86_400_000;
-
-/** A dunning list (SPEC §2): the page's items and how many match in all; no `meta`. */
-export interface SimpleList<T> {
-  data: T[];
-  total: number;
-}
 
 /** One step taken on a case: when, whether it was the final warning, and its event. */
 export interface DunningStep {
@@ -33,6 +27,9 @@ export interface DunningCaseWithSteps extends DunningCase {
   steps: DunningStep[];
 }
 
+/** The fields `sort_by` may name on the cases lists (GET /api/dunning/cases, …/upcoming). */
+export const CASE_SORT_FIELDS = ['created_at', 'next_action_at'] as const;
+
 /** `status` filter of the cases list: one status, or `all`. */
 export type CaseStatusFilter = DunningCaseStatus | 'all';
 
@@ -42,10 +39,15 @@ export async function listCases(
   params: ListParams,
   status: CaseStatusFilter = 'open',
 ): Promise<SimpleList<DunningCase>> {
-  let query = db.selectFrom('dunning_cases');
-  if (status !== 'all') query = query.where('status', '=', status);
-  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
-  return { data: rows.map(toDunningCase), total };
+  const page = await listPage({
+    query: db.selectFrom('dunning_cases'),
+    select: (query) => query.selectAll(),
+    sortable: CASE_SORT_FIELDS,
+    filters: { status: status === 'all' ? undefined : status },
+    params,
+    map: (rows) => rows.map(toDunningCase),
+  });
+  return simpleListOf(page);
 }
 
 /** One case with the steps taken on it, oldest first. Throws 404 `not_found`. */
@@ -100,30 +102,29 @@ export async function listPastDue(
   clock: Clock,
   params: ListParams,
 ): Promise<SimpleList<PastDueSubscription>> {
-  const behind = db.selectFrom('subscriptions').where('subscriptions.status', 'in', ['past_due', 'unpaid']);
-  const sortBy = params.sortBy === 'current_period_end' ? 'current_period_end' : 'created_at';
-  const [rows, total] = await Promise.all([
-    behind
-      .innerJoin('customers', 'customers.id', 'subscriptions.customer_id')
-      .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
-      .select([
-        'subscriptions.id',
-        'subscriptions.customer_id',
-        'subscriptions.plan_id',
-        'subscriptions.status',
-        'subscriptions.current_period_end',
-        'subscriptions.updated_at',
-        'customers.email',
-        'plans.amount',
-        'plans.currency',
-      ])
-      .orderBy(`subscriptions.${sortBy}`, params.sortOrder)
-      .orderBy('subscriptions.id', params.sortOrder)
-      .limit(params.limit)
-      .offset(params.offset)
-      .execute(),
-    countMatching(behind),
-  ]);
+  const page = await listPage({
+    query: db.selectFrom('subscriptions').where('subscriptions.status', 'in', ['past_due', 'unpaid']),
+    select: (behind) =>
+      behind
+        .innerJoin('customers', 'customers.id', 'subscriptions.customer_id')
+        .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
+        .select([
+          'subscriptions.id',
+          'subscriptions.customer_id',
+          'subscriptions.plan_id',
+          'subscriptions.status',
+          'subscriptions.current_period_end',
+          'subscriptions.updated_at',
+          'customers.email',
+          'plans.amount',
+          'plans.currency',
+        ]),
+    sortable: PAST_DUE_SORT_FIELDS,
+    params,
+    table: 'subscriptions',
+    map: (rows) => rows,
+  });
+  const rows = page.data;
   const latestCase = new Map<string, DunningCaseRow>();
   if (rows.length > 0) {
     const cases = await db
@@ -157,7 +158,7 @@ export async function listPastDue(
       days_overdue: Math.max(0, Math.floor((now - new Date(overdueSince).getTime()) / DAY_MS)),
     };
   });
-  return { data, total };
+  return { data, total: page.meta.total };
 }
 
 /** An open case with what happens next: reminder step `next_step`, or the final action. */
@@ -179,18 +180,20 @@ export async function listUpcoming(
   withinMs: number,
 ): Promise<SimpleList<UpcomingCase>> {
   const horizon = new Date(clock.now().getTime() + withinMs).toISOString();
-  const query = db
-    .selectFrom('dunning_cases')
-    .where('status', '=', 'open')
-    .where('next_action_at', '<=', horizon);
-  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
-  const data = rows.map((row): UpcomingCase => {
-    const final = isFinalActionNext(row.step, config.dunningScheduleMs);
-    return {
-      ...toDunningCase(row),
-      next_action: final ? 'final_action' : 'reminder',
-      next_step: final ? null : row.step + 1,
-    };
+  const page = await listPage({
+    query: db.selectFrom('dunning_cases').where('status', '=', 'open').where('next_action_at', '<=', horizon),
+    select: (query) => query.selectAll(),
+    sortable: CASE_SORT_FIELDS,
+    params,
+    map: (rows) =>
+      rows.map((row): UpcomingCase => {
+        const final = isFinalActionNext(row.step, config.dunningScheduleMs);
+        return {
+          ...toDunningCase(row),
+          next_action: final ? 'final_action' : 'reminder',
+          next_step: final ? null : row.step + 1,
+        };
+      }),
   });
-  return { data, total };
+  return simpleListOf(page);
 }

@@ -37,7 +37,7 @@ export function eventRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: 'List events',
-        querystring: listQuerySchema(['created_at'], {
+        querystring: listQuerySchema(service.EVENT_SORT_FIELDS, {
           topic: { type: 'string', enum: [...TOPICS] },
           delivered: { type: 'string', enum: ['true', 'false'] },
         }),

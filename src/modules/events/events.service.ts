@@ -4,7 +4,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import type { EventRow } from './events.table.ts';
@@ -60,6 +60,9 @@ export async function emitEvent(
   return id;
 }
 
+/** The fields `sort_by` may name on GET /api/events. */
+export const EVENT_SORT_FIELDS = ['created_at'] as const;
+
 export interface EventFilters {
   topic?: Topic;
   delivered?: boolean;
@@ -71,17 +74,18 @@ export async function listEvents(
   params: ListParams,
   filters: EventFilters,
 ): Promise<Page<EventView>> {
-  let query = db.selectFrom('events');
-  if (filters.topic) query = query.where('topic', '=', filters.topic);
-  if (filters.delivered !== undefined) {
-    query = query.where('delivered_at', filters.delivered ? 'is not' : 'is', null);
-  }
-  const filtered = filters.topic !== undefined || filters.delivered !== undefined;
-  const [rows, total] = await Promise.all([
-    pageOf(query.selectAll(), params).execute(),
-    filtered ? countMatching(query) : readCount(db, 'events'),
-  ]);
-  return pageEnvelope(rows.map(toEventView), total, params);
+  return listPage({
+    query: db.selectFrom('events'),
+    select: (query) => query.selectAll(),
+    sortable: EVENT_SORT_FIELDS,
+    filters: {
+      topic: filters.topic,
+      delivered_at: filters.delivered === undefined ? undefined : { isNull: !filters.delivered },
+    },
+    params,
+    keptTotal: () => readCount(db, 'events'),
+    map: (rows) => rows.map(toEventView),
+  });
 }
 
 /** One event. Throws 404 `not_found` for unknown or malformed ids. */

@@ -4,8 +4,9 @@ import type { Kysely } from 'kysely';
 import { readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import { PAYMENT_SORT_FIELDS, REFUND_SORT_FIELDS } from './payments.schemas.ts';
 import type { PaymentRow, PaymentStatus, RefundRow, RefundStatus } from './payments.table.ts';
 
 /** A payment as the API returns it (SPEC §4 fields). Amounts in minor units. */
@@ -87,19 +88,20 @@ export async function listPayments(
   params: ListParams,
   filters: PaymentFilters,
 ): Promise<Page<Payment>> {
-  let query = db.selectFrom('payments');
-  let filtered = false;
-  for (const field of ['customer_id', 'subscription_id', 'status', 'provider'] as const) {
-    const value = filters[field];
-    if (value === undefined) continue;
-    query = query.where(field, '=', value);
-    filtered = true;
-  }
-  const [rows, total] = await Promise.all([
-    pageOf(query.selectAll(), params).execute(),
-    filtered ? countMatching(query) : readCount(db, 'payments'),
-  ]);
-  return pageEnvelope(rows.map(toPayment), total, params);
+  return listPage({
+    query: db.selectFrom('payments'),
+    select: (query) => query.selectAll(),
+    sortable: PAYMENT_SORT_FIELDS,
+    filters: {
+      customer_id: filters.customer_id,
+      subscription_id: filters.subscription_id,
+      status: filters.status,
+      provider: filters.provider,
+    },
+    params,
+    keptTotal: () => readCount(db, 'payments'),
+    map: (rows) => rows.map(toPayment),
+  });
 }
 
 /** One payment. Throws 404 `not_found` for unknown or malformed ids. */
@@ -117,13 +119,15 @@ export async function listRefunds(
   params: ListParams,
   filters: { payment_id?: string },
 ): Promise<Page<Refund>> {
-  let query = db.selectFrom('refunds');
-  if (filters.payment_id !== undefined) query = query.where('payment_id', '=', filters.payment_id);
-  const [rows, total] = await Promise.all([
-    pageOf(query.selectAll(), params).execute(),
-    filters.payment_id !== undefined ? countMatching(query) : readCount(db, 'refunds'),
-  ]);
-  return pageEnvelope(rows.map(toRefund), total, params);
+  return listPage({
+    query: db.selectFrom('refunds'),
+    select: (query) => query.selectAll(),
+    sortable: REFUND_SORT_FIELDS,
+    filters: { payment_id: filters.payment_id },
+    params,
+    keptTotal: () => readCount(db, 'refunds'),
+    map: (rows) => rows.map(toRefund),
+  });
 }
 
 /** One refund. Throws 404 `not_found` for unknown or malformed ids. */

@@ -3,11 +3,11 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
-import { type CreatePlanInput, MAX_INTERVAL_COUNT, type UpdatePlanInput } from './plans.schemas.ts';
+import { type CreatePlanInput, MAX_INTERVAL_COUNT, PLAN_SORT_FIELDS, type UpdatePlanInput } from './plans.schemas.ts';
 import type { PlanRow } from './plans.table.ts';
 
 /** A plan as the API returns it. */
@@ -98,11 +98,13 @@ export async function getPlan(db: Kysely<Database>, id: string): Promise<Plan> {
 
 /** A page of plans, archived ones included. */
 export async function listPlans(db: Kysely<Database>, params: ListParams): Promise<Page<Plan>> {
-  const [rows, total] = await Promise.all([
-    pageOf(db.selectFrom('plans').selectAll(), params).execute(),
-    countMatching(db.selectFrom('plans')),
-  ]);
-  return pageEnvelope(rows.map(toPlan), total, params);
+  return listPage({
+    query: db.selectFrom('plans'),
+    select: (query) => query.selectAll(),
+    sortable: PLAN_SORT_FIELDS,
+    params,
+    map: (rows) => rows.map(toPlan),
+  });
 }
 
 /**

@@ -77,14 +77,14 @@ function notifyRoutes(deps: Deps, receiver: Receiver): Route[] {
         if (!adapter) throw new ValidationError(`p must be one of: ${PROVIDER_NAMES.join(', ')}`, 'p');
         const secret = adapter.secret(config);
         if (secret === '') {
-          throw new AppError('authentication_error', `no signing secret is configured for ${adapter.name}`, 401);
+          throw new AppError('authentication_error', `no signing secret is configured for ${adapter.name}`);
         }
         const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         let body: unknown;
         try {
           body = adapter.verify(raw, headerValues(request.headers), secret, clock.now());
         } catch (error) {
-          if (error instanceof SignatureError) throw new AppError('authentication_error', error.message, 401);
+          if (error instanceof SignatureError) throw new AppError('authentication_error', error.message);
           if (error instanceof BodyNotJsonError) throw new ValidationError(error.message);
           throw error;
         }

@@ -97,7 +97,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: 'List subscriptions',
-        querystring: listQuerySchema(['created_at', 'current_period_end', 'status'], {
+        querystring: listQuerySchema(service.SUBSCRIPTION_SORT_FIELDS, {
           customer_id: { type: 'string', maxLength: 64 },
           status: { type: 'string', enum: [...SUBSCRIPTION_STATUSES] },
         }),

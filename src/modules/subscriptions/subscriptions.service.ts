@@ -5,8 +5,8 @@ import type { Kysely } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
-import { AppError, NotFoundError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { AppError, NotFoundError, StateConflictError } from '../../http/errors.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { lockCustomer } from '../customers/customers.service.ts';
@@ -52,7 +52,7 @@ export async function createSubscription(
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active)
-      throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`, 422);
+      throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
 
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
@@ -93,6 +93,9 @@ export async function getSubscription(db: Kysely<Database>, id: string): Promise
   return toSubscription(row);
 }
 
+/** The fields `sort_by` may name on GET /api/subscriptions. */
+export const SUBSCRIPTION_SORT_FIELDS = ['created_at', 'current_period_end', 'status'] as const;
+
 export interface SubscriptionFilters {
   customer_id?: string;
   status?: SubscriptionStatus;
@@ -104,15 +107,15 @@ export async function listSubscriptions(
   params: ListParams,
   filters: SubscriptionFilters,
 ): Promise<Page<Subscription>> {
-  let query = db.selectFrom('subscriptions');
-  if (filters.customer_id !== undefined) query = query.where('customer_id', '=', filters.customer_id);
-  if (filters.status !== undefined) query = query.where('status', '=', filters.status);
-  const filtered = filters.customer_id !== undefined || filters.status !== undefined;
-  const [rows, total] = await Promise.all([
-    pageOf(query.selectAll(), params).execute(),
-    filtered ? countMatching(query) : readCount(db, 'subscriptions'),
-  ]);
-  return pageEnvelope(rows.map(toSubscription), total, params);
+  return listPage({
+    query: db.selectFrom('subscriptions'),
+    select: (query) => query.selectAll(),
+    sortable: SUBSCRIPTION_SORT_FIELDS,
+    filters: { customer_id: filters.customer_id, status: filters.status },
+    params,
+    keptTotal: () => readCount(db, 'subscriptions'),
+    map: (rows) => rows.map(toSubscription),
+  });
 }
 
 export interface CancelInput {
@@ -120,8 +123,8 @@ export interface CancelInput {
   comment?: string;
 }
 
-function cannotCancel(): AppError {
-  return new AppError('validation_error', CANNOT_CANCEL, 409);
+function cannotCancel(): StateConflictError {
+  return new StateConflictError(CANNOT_CANCEL);
 }
 
 /**
@@ -180,11 +183,7 @@ export async function pauseSubscription(
       return await transitionSubscription(trx, clock, row, 'pause');
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) {
-        throw new AppError(
-          'validation_error',
-          `subscription cannot be paused in its current state (${row.status})`,
-          409,
-        );
+        throw new StateConflictError(`subscription cannot be paused in its current state (${row.status})`);
       }
       throw error;
     }
@@ -223,10 +222,8 @@ export async function resumeSubscription(
         cancellation_comment: null,
       });
     }
-    throw new AppError(
-      'validation_error',
+    throw new StateConflictError(
       `subscription cannot be resumed in its current state (${row.status}, no pending cancellation)`,
-      409,
     );
   });
 }

@@ -5,7 +5,7 @@ import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { markEventsFannedOut } from '../events/events.delivery-state.ts';
@@ -13,6 +13,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { ringOutbox } from '../events/outbox-signal.ts';
 import type { Topic } from '../events/topics.ts';
 import { findEndpoint, lockEndpoint, toEndpoint } from './endpoints.service.ts';
+import { DELIVERY_SORT_FIELDS } from './webhooks.schemas.ts';
 import type { AttemptRow, DeliveryRow, DeliveryStatus } from './webhooks.table.ts';
 
 export interface DeliveryAttempt {
@@ -103,11 +104,15 @@ export async function listDeliveries(
   filters: DeliveryFilters,
 ): Promise<Page<Delivery>> {
   await findEndpoint(db, endpointId);
-  let query = db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId);
-  if (filters.status) query = query.where('status', '=', filters.status);
-  if (filters.event_id) query = query.where('event_id', '=', filters.event_id);
-  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
-  return pageEnvelope(await withAttempts(db, rows), total, params);
+  return listPage({
+    query: db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId),
+    select: (query) => query.selectAll(),
+    sortable: DELIVERY_SORT_FIELDS,
+    // An empty filter value filters nothing, as `?status=` always has.
+    filters: { status: filters.status || undefined, event_id: filters.event_id || undefined },
+    params,
+    map: (rows) => withAttempts(db, rows),
+  });
 }
 
 async function getDelivery(db: Kysely<Database>, id: string): Promise<Delivery> {
@@ -117,7 +122,7 @@ async function getDelivery(db: Kysely<Database>, id: string): Promise<Delivery> 
 
 function requireEnabled(status: string, id: string): void {
   if (status !== 'enabled') {
-    throw new AppError('invalid_state', `webhook endpoint ${id} is disabled; enable it first`, 422);
+    throw new AppError('invalid_state', `webhook endpoint ${id} is disabled; enable it first`);
   }
 }
 
@@ -145,7 +150,7 @@ export async function retryDelivery(
     requireEnabled(endpoint.status, endpointId);
     const now = clock.now().toISOString();
     if (row.locked_until !== null && row.locked_until > now) {
-      throw new AppError('invalid_state', `delivery ${deliveryId} is being sent right now`, 422);
+      throw new AppError('invalid_state', `delivery ${deliveryId} is being sent right now`);
     }
     await trx
       .updateTable('webhook_deliveries')

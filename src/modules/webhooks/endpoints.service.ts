@@ -6,14 +6,14 @@ import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { countMatching, type ListParams, type Page, pageEnvelope, pageOf } from '../../http/lists.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { TOPICS } from '../events/topics.ts';
 import { UnsafeUrlError } from './url-safety.ts';
-import type { CreateEndpointInput, UpdateEndpointInput } from './webhooks.schemas.ts';
+import { type CreateEndpointInput, ENDPOINT_SORT_FIELDS, type UpdateEndpointInput } from './webhooks.schemas.ts';
 import type { DisabledReason, EndpointRow, EndpointStatus } from './webhooks.table.ts';
 
 /** A webhook endpoint as the API returns it. */
@@ -128,10 +128,14 @@ export async function listEndpoints(
   params: ListParams,
   filters: { status?: EndpointStatus },
 ): Promise<Page<WebhookEndpoint>> {
-  let query = db.selectFrom('webhook_endpoints');
-  if (filters.status) query = query.where('status', '=', filters.status);
-  const [rows, total] = await Promise.all([pageOf(query.selectAll(), params).execute(), countMatching(query)]);
-  return pageEnvelope(rows.map(toEndpoint), total, params);
+  return listPage({
+    query: db.selectFrom('webhook_endpoints'),
+    select: (query) => query.selectAll(),
+    sortable: ENDPOINT_SORT_FIELDS,
+    filters: { status: filters.status || undefined },
+    params,
+    map: (rows) => rows.map(toEndpoint),
+  });
 }
 
 /**
