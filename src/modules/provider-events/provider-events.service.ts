@@ -18,8 +18,8 @@ import { finishInboxRow, lockHeldRows, lockInboxRow, repointHeldRows, updateInbo
 import { needsProcessing } from './inbox-status.ts';
 import { type ProviderEvent, UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
-import { rejectNul, withoutNul } from './provider-values.ts';
-import { findProvider } from './providers/index.ts';
+import { withoutNul } from './provider-values.ts';
+import { readProviderEvent } from './providers/index.ts';
 import { retryDelayMs } from './retry-backoff.ts';
 
 /** What processing needs besides the database: the clock, and config for dunning (Deps fits). */
@@ -51,7 +51,8 @@ export async function processInboxRow(
   body: unknown,
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
-  const event = readEvent(row, body);
+  const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
+  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
   const now = ctx.clock.now().toISOString();
   const done = { processed_at: now, attempts: row.attempts + 1, error: null, next_attempt_at: null, held_reference: null };
   switch (event.kind) {
@@ -105,25 +106,6 @@ export async function recordFailedAttempt(
     attempts,
     next_attempt_at: delay === null ? null : new Date(clock.now().getTime() + delay).toISOString(),
   });
-}
-
-/**
- * Our reading of a verified body, for every provider: the adapter's, with the rules that
- * hold whatever the provider. A NUL in the body makes it unusable (provider-values
- * rejectNul). A payment of 0, succeeded or failed (a Stripe trial or fully credited
- * invoice, Stripe's dashboard test failure, a Paystack card authorization), moves no money
- * and owes none: it is ignored, so it neither renews a subscription nor opens dunning.
- */
-function readEvent(row: ProviderEventRow, body: unknown): ProviderEvent {
-  const adapter = findProvider(row.provider);
-  if (!adapter) throw new UnusableEventError(`unknown provider ${row.provider}`);
-  const parsed = body === undefined ? JSON.parse(row.payload) : body;
-  rejectNul(parsed);
-  const event = adapter.normalize(parsed, new Date(row.received_at));
-  if ((event.kind === 'payment_succeeded' || event.kind === 'payment_failed') && event.payment.amount === 0) {
-    return { kind: 'ignored', reason: 'zero-amount payment' };
-  }
-  return event;
 }
 
 /**
