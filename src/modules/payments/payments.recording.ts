@@ -187,7 +187,7 @@ export interface RefundInput {
 }
 
 /** What recording refund reports did: the payment after, or why nothing was written. */
-export type RefundOutcome = { refused: false; payment: Payment } | { refused: true; reason: string };
+export type RefundRecording = { refused: false; payment: Payment } | { refused: true; reason: string };
 
 /**
  * Records refund reports of `payment` (locked by the caller; must not be `failed`), all or
@@ -204,7 +204,7 @@ export async function recordRefundReports(
   clock: Clock,
   payment: PaymentRow,
   refunds: RefundInput[],
-): Promise<RefundOutcome> {
+): Promise<RefundRecording> {
   const references = refunds.map((refund) => refund.reference);
   const rows = await trx
     .selectFrom('refunds')
