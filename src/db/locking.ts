@@ -16,7 +16,7 @@
 // appends a row to row_count_deltas and locks nothing shared (only the worker's fold updates
 // row_counts, in a transaction of its own); on SQLite there is one writer anyway. Each
 // table's owner moves its count in the function that inserts or deletes the row
-// (customers.repository.ts, createSubscription, emitEvent, the payments ledger), so no
+// (customers.repository.ts, createSubscription, emitEvent, payments.recording.ts), so no
 // caller has to remember it or its place.
 //
 // Two transactions that follow it queue instead of deadlocking. A deadlock or serialization

@@ -153,9 +153,9 @@ export async function closeCase(
 }
 
 /**
- * Points the cases of payment `fromPaymentId` at `toPaymentId` (`pay_…` ids): the payment
- * ledger merged the first into the second (two reports of one Stripe payment, SPEC §5), so
- * a case keeps naming a payment that exists. No event: `payment.merged` tells it.
+ * Points the cases of payment `fromPaymentId` at `toPaymentId` (`pay_…` ids): the payments
+ * module merged the first into the second (two reports of one Stripe payment, SPEC §5), so a
+ * case keeps naming a payment that exists. No event: `payment.merged` tells it.
  */
 export async function repointCasePayments(
   trx: Transaction<Database>,

@@ -58,6 +58,27 @@ export function selectPaymentForUpdate(
   return forUpdate(query, trx).executeTakeFirst();
 }
 
+/**
+ * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. A
+ * reference that is an alias (payment_references) finds the payment keyed by its
+ * canonical reference. The references themselves are locked first (transaction-scoped
+ * advisory locks), so they are locked even while no payment exists: a refund that finds no
+ * payment and is held, and the payment's own processing that then looks for held refunds,
+ * take turns instead of missing each other (SPEC §5 "whatever the order"). Lock order: the
+ * reference as named, then its canonical one — lockPaymentLink takes alias then
+ * canonical too, so no two transactions take them in opposite orders. Reentrant.
+ */
+export async function lockPaymentByReference(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<PaymentRow | undefined> {
+  await lockReference(trx, provider, reference);
+  const canonical = await canonicalReference(trx, provider, reference);
+  if (canonical !== reference) await lockReference(trx, provider, canonical);
+  return selectPaymentForUpdate(trx, provider, canonical);
+}
+
 /** A link between two references of one payment, with the payments it concerns, locked. */
 export interface LockedLink {
   provider: string;
@@ -247,7 +268,7 @@ async function mergePayments(
   const merged: PaymentRow = { ...first, ...changes };
   const payment = toPayment(merged);
   await emitEvent(trx, clock, 'payment.merged', { ...payment, merged_payment_id: second.id });
-  // Counted after the event (one lock order for the shared counters, see the ledger).
+  // Counted after the event (one lock order for the shared counters, see insertPayment in payments.recording.ts).
   await addToCount(trx, 'payments', -1);
   // Each payment moves its subscription once: a row that already had this subscription and
   // this outcome applied it when it was recorded.

@@ -1,5 +1,5 @@
 // Reading payments and refunds (SPEC §3 GET /api/payments, /api/refunds). They are written
-// only from provider events, by payments.ledger.ts.
+// only from provider events, by payments.recording.ts.
 import type { Kysely } from 'kysely';
 import { readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';

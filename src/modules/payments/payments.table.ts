@@ -1,6 +1,6 @@
 // Row shapes of `payments`, `refunds` and `payment_references`. One payment per provider payment (unique on
 // provider + provider_reference); one refund per provider refund. Written only by
-// payments.ledger.ts, from processed provider events.
+// payments.recording.ts, from processed provider events.
 import type { Selectable } from 'kysely';
 
 export const PAYMENT_STATUSES = ['succeeded', 'failed', 'refunded', 'partially_refunded'] as const;

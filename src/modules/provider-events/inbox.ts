@@ -7,6 +7,7 @@ import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
+import { canMove } from './inbox-status.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
 import { withoutNul } from './provider-values.ts';
 
@@ -164,7 +165,8 @@ export class AlreadyFinishedError extends Error {
 }
 
 /**
- * Moves row `id` out of `from` (the status this processor read) to `changes`. Throws
+ * Moves row `id` out of `from` (the status this processor read) to `changes`, a move the
+ * status table allows (inbox-status.ts; anything else is a programming error). Throws
  * AlreadyFinishedError when the row is no longer in `from`: another processor got there
  * first, and the caller's transaction (or savepoint) must roll back its effects. On
  * PostgreSQL the update waits for that other transaction, so the check cannot be raced.
@@ -173,8 +175,9 @@ export async function finishInboxRow(
   trx: Transaction<Database>,
   id: string,
   from: ProviderEventRow['status'],
-  changes: InboxChanges,
+  changes: InboxChanges & { status: ProviderEventRow['status'] },
 ): Promise<void> {
+  if (!canMove(from, changes.status)) throw new Error(`an inbox row cannot move from ${from} to ${changes.status}`);
   const result = await trx
     .updateTable('provider_events')
     .set(changes)

@@ -9,7 +9,8 @@ import { errorResponses } from '../../http/schemas.ts';
 import { BodyNotJsonError, SignatureError } from './provider.ts';
 import { findProvider, PROVIDERS, PROVIDER_NAMES } from './providers/index.ts';
 import { acceptRawBodies } from './raw-body.ts';
-import { createReceiver, type Receiver } from './receiver.ts';
+import type { Receiver } from './receipt.ts';
+import { createReceiver } from './receiver.ts';
 
 const DESCRIPTION = `Receives a provider's webhook. Authenticated by the provider's signature on the raw body
 (no API key): Paystack \`X-Paystack-Signature\` (hex HMAC-SHA512 keyed with PAYSTACK_SECRET_KEY),

@@ -5,7 +5,7 @@ import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../../test/helpers/provider-events.ts';
 import { storeEvents } from './inbox.ts';
-import { processEvents } from './processing.ts';
+import { processEvents } from './processing-batches.ts';
 import { retryProviderEvents } from './provider-events.jobs.ts';
 import { MAX_ATTEMPTS } from './retry-backoff.ts';
 

@@ -5,7 +5,8 @@
 import type { Deps } from '../../deps.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Job } from '../job.ts';
-import { processEvents } from './processing.ts';
+import { RETRIED_STATUSES } from './inbox-status.ts';
+import { processEvents } from './processing-batches.ts';
 
 const BATCH_SIZE = 50;
 /** How long a claimed row is the claimer's before another worker may take it. */
@@ -21,7 +22,7 @@ async function claimDueEvents({ db, clock }: Deps): Promise<string[]> {
         .select('id')
         .where('next_attempt_at', 'is not', null)
         .where('next_attempt_at', '<=', now.toISOString())
-        .where('status', 'in', ['received', 'failed'])
+        .where('status', 'in', RETRIED_STATUSES)
         .orderBy('next_attempt_at')
         .limit(BATCH_SIZE),
       trx,

@@ -3,7 +3,7 @@
 import type { Selectable } from 'kysely';
 
 /**
- * `received`: committed, not processed yet. `processed`: its effects are applied.
+ * The moves between them: inbox-status.ts. `received`: committed, not processed yet. `processed`: its effects are applied.
  * `ignored`: a type we do not handle. `held`: a refund waiting for its payment
  * (`held_reference`). `failed`: see `error`; retried at `next_attempt_at` unless null.
  */
@@ -23,7 +23,11 @@ export interface ProviderEventsTable {
   attempts: number;
   received_at: string;
   processed_at: string | null;
-  /** When the worker may (re)process the row; null when nothing is due. */
+  /**
+   * When the worker may (re)process the row; null when nothing is due. One "due at" for three
+   * waits: the request's lease on a `received` row, a `failed` row's retry time, a claimed
+   * row's lease (src/modules/README.md says why it stays one column).
+   */
   next_attempt_at: string | null;
   /** For `held` refunds: the provider reference of the payment they wait for. */
   held_reference: string | null;

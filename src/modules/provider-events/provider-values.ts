@@ -14,21 +14,21 @@ export function isObject(value: unknown): value is JsonObject {
 }
 
 /** `value` when it is an object, else an empty object (for optional nested objects). */
-export function objectAt(value: unknown): JsonObject {
+export function readObject(value: unknown): JsonObject {
   return isObject(value) ? value : {};
 }
 
 /** A non-empty trimmed string, or null. Numbers become their decimal text (provider ids). */
-export function text(value: unknown): string | null {
+export function readText(value: unknown): string | null {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   if (typeof value !== 'string') return null;
   const trimmed = value.trim();
   return trimmed === '' ? null : trimmed;
 }
 
-/** Like `text`, but throws UnusableEventError naming `field` when absent. */
-export function requiredText(value: unknown, field: string): string {
-  const result = text(value);
+/** Like `readText`, but throws UnusableEventError naming `field` when absent. */
+export function readRequiredText(value: unknown, field: string): string {
+  const result = readText(value);
   if (result === null) throw new UnusableEventError(`${field} is missing`);
   return result;
 }

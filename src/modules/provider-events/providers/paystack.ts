@@ -20,10 +20,10 @@ import {
   isoTime,
   type JsonObject,
   minorUnits,
-  objectAt,
+  readObject,
   optionalCurrency,
-  requiredText,
-  text,
+  readRequiredText,
+  readText,
 } from '../provider-values.ts';
 
 const SIGNATURE = /^[0-9a-f]{128}$/i;
@@ -37,29 +37,29 @@ function parseJson(raw: Buffer): unknown {
 }
 
 function dataOf(body: unknown): JsonObject {
-  return objectAt(isObject(body) ? body.data : undefined);
+  return readObject(isObject(body) ? body.data : undefined);
 }
 
 function typeOf(body: unknown): string | null {
-  return isObject(body) ? text(body.event) : null;
+  return isObject(body) ? readText(body.event) : null;
 }
 
 function customerName(customer: JsonObject): string | null {
-  const name = [text(customer.first_name), text(customer.last_name)].filter(Boolean).join(' ');
+  const name = [readText(customer.first_name), readText(customer.last_name)].filter(Boolean).join(' ');
   return name === '' ? null : name;
 }
 
 /** `charge.success`: a successful transaction; `data.reference` is the payment's id. */
 function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
-  const customer = objectAt(data.customer);
+  const customer = readObject(data.customer);
   const payment: PaymentReport = {
-    reference: requiredText(data.reference, 'data.reference'),
+    reference: readRequiredText(data.reference, 'data.reference'),
     amount: minorUnits(data.amount, 'data.amount'),
     currency: currencyCode(data.currency, 'data.currency'),
-    email: text(customer.email),
+    email: readText(customer.email),
     name: customerName(customer),
     metadata: flatMetadata(data.metadata),
-    subscriptionReference: text(objectAt(data.subscription).subscription_code) ?? text(data.subscription_code),
+    subscriptionReference: readText(readObject(data.subscription).subscription_code) ?? readText(data.subscription_code),
     failureReason: null,
     occurredAt: isoTime(data.paid_at ?? data.paidAt ?? data.created_at, now),
   };
@@ -73,10 +73,10 @@ function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
  * by the invoice code.
  */
 function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
-  const customer = objectAt(data.customer);
-  const transaction = objectAt(data.transaction);
-  const subscription = objectAt(data.subscription);
-  const reference = text(transaction.reference) ?? text(data.invoice_code);
+  const customer = readObject(data.customer);
+  const transaction = readObject(data.transaction);
+  const subscription = readObject(data.subscription);
+  const reference = readText(transaction.reference) ?? readText(data.invoice_code);
   if (reference === null) throw new UnusableEventError('data.transaction.reference or data.invoice_code is missing');
   return {
     kind: 'payment_failed',
@@ -86,13 +86,13 @@ function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
       currency:
         optionalCurrency(transaction.currency, 'data.transaction.currency') ??
         optionalCurrency(data.currency, 'data.currency') ??
-        optionalCurrency(objectAt(subscription.plan).currency, 'data.subscription.plan.currency'),
-      email: text(customer.email),
+        optionalCurrency(readObject(subscription.plan).currency, 'data.subscription.plan.currency'),
+      email: readText(customer.email),
       name: customerName(customer),
       metadata: { ...flatMetadata(subscription.metadata), ...flatMetadata(data.metadata) },
-      subscriptionReference: text(subscription.subscription_code),
+      subscriptionReference: readText(subscription.subscription_code),
       failureReason:
-        text(transaction.gateway_response) ?? text(data.description) ?? 'subscription charge failed',
+        readText(transaction.gateway_response) ?? readText(data.description) ?? 'subscription charge failed',
       occurredAt: isoTime(data.created_at ?? data.createdAt, now),
     },
   };
@@ -105,7 +105,7 @@ function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
  * (`refund_reference`, else `id`, else charge + amount), so a failure reverses its success.
  */
 function refundReport(data: JsonObject, status: 'succeeded' | 'failed', now: Date): ProviderEvent {
-  const paymentReference = requiredText(data.transaction_reference, 'data.transaction_reference');
+  const paymentReference = readRequiredText(data.transaction_reference, 'data.transaction_reference');
   const amount = minorUnits(data.amount, 'data.amount');
   if (amount === 0) throw new UnusableEventError('data.amount must be above 0 for a refund');
   return {
@@ -124,7 +124,7 @@ function refundReport(data: JsonObject, status: 'succeeded' | 'failed', now: Dat
 }
 
 function refundReference(data: JsonObject): string | null {
-  return text(data.refund_reference) ?? text(data.id);
+  return readText(data.refund_reference) ?? readText(data.id);
 }
 
 export const paystack: ProviderAdapter = {
@@ -151,17 +151,17 @@ export const paystack: ProviderAdapter = {
     // SPEC §5: type + data.id, else data.reference, else data.transaction_reference. Two
     // partial refunds of one charge share a transaction_reference, so a refund's own
     // reference joins the key when Paystack sends one.
-    const id = text(data.id) ?? text(data.reference);
+    const id = readText(data.id) ?? readText(data.reference);
     if (id !== null) return { type, key: eventKey(type, id) };
-    const transaction = text(data.transaction_reference);
+    const transaction = readText(data.transaction_reference);
     if (transaction !== null) {
-      const refund = text(data.refund_reference);
+      const refund = readText(data.refund_reference);
       return { type, key: refund === null ? eventKey(type, transaction) : eventKey(type, transaction, refund) };
     }
     // invoice.* events carry neither: the invoice code and the attempt's transaction.
-    const invoice = text(data.invoice_code);
+    const invoice = readText(data.invoice_code);
     if (invoice !== null) {
-      const attempt = text(objectAt(data.transaction).reference);
+      const attempt = readText(readObject(data.transaction).reference);
       return { type, key: attempt === null ? eventKey(type, invoice) : eventKey(type, invoice, attempt) };
     }
     return { type, key: bodyHashKey(raw) };

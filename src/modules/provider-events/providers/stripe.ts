@@ -22,9 +22,9 @@ import {
   isoTime,
   type JsonObject,
   minorUnits,
-  objectAt,
-  requiredText,
-  text,
+  readObject,
+  readRequiredText,
+  readText,
 } from '../provider-values.ts';
 
 /** Seconds a signature's timestamp may lie from the receive time, either way (SPEC §5). */
@@ -32,7 +32,7 @@ export const STRIPE_TOLERANCE_SECONDS = 300;
 
 /** The id of an expandable field: the string itself, or the expanded object's `id`. */
 function idOf(value: unknown): string | null {
-  return isObject(value) ? text(value.id) : text(value);
+  return isObject(value) ? readText(value.id) : readText(value);
 }
 
 /**
@@ -60,16 +60,16 @@ function signatureTimestamp(header: string): number {
 }
 
 function paymentIntentReport(intent: JsonObject, failed: boolean, occurredAt: string): PaymentReport {
-  const error = objectAt(intent.last_payment_error);
+  const error = readObject(intent.last_payment_error);
   return {
-    reference: requiredText(intent.id, 'data.object.id'),
+    reference: readRequiredText(intent.id, 'data.object.id'),
     amount: minorUnits(failed ? intent.amount : (intent.amount_received ?? intent.amount), 'data.object.amount'),
     currency: currencyCode(intent.currency, 'data.object.currency'),
-    email: text(intent.receipt_email),
+    email: readText(intent.receipt_email),
     name: null,
     metadata: flatMetadata(intent.metadata),
     subscriptionReference: null,
-    failureReason: failed ? (text(error.message) ?? text(error.code) ?? 'payment failed') : null,
+    failureReason: failed ? (readText(error.message) ?? readText(error.code) ?? 'payment failed') : null,
     occurredAt,
   };
 }
@@ -81,10 +81,10 @@ function paymentIntentReport(intent: JsonObject, failed: boolean, occurredAt: st
 function invoicePaymentIntent(invoice: JsonObject): string | null {
   const direct = idOf(invoice.payment_intent);
   if (direct !== null) return direct;
-  const payments = objectAt(invoice.payments).data;
+  const payments = readObject(invoice.payments).data;
   if (!Array.isArray(payments)) return null;
   for (const entry of payments) {
-    const intent = idOf(objectAt(objectAt(entry).payment).payment_intent);
+    const intent = idOf(readObject(readObject(entry).payment).payment_intent);
     if (intent !== null) return intent;
   }
   return null;
@@ -98,14 +98,14 @@ function invoicePaymentIntent(invoice: JsonObject): string | null {
  * invoice itself, until `invoice_payment.paid` links the two (invoicePaymentLink).
  */
 function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string): PaymentReport {
-  const details = objectAt(objectAt(invoice.parent).subscription_details);
-  const legacyDetails = objectAt(invoice.subscription_details);
+  const details = readObject(readObject(invoice.parent).subscription_details);
+  const legacyDetails = readObject(invoice.subscription_details);
   return {
-    reference: invoicePaymentIntent(invoice) ?? requiredText(invoice.id, 'data.object.id'),
+    reference: invoicePaymentIntent(invoice) ?? readRequiredText(invoice.id, 'data.object.id'),
     amount: minorUnits(failed ? invoice.amount_due : invoice.amount_paid, failed ? 'data.object.amount_due' : 'data.object.amount_paid'),
     currency: currencyCode(invoice.currency, 'data.object.currency'),
-    email: text(invoice.customer_email),
-    name: text(invoice.customer_name),
+    email: readText(invoice.customer_email),
+    name: readText(invoice.customer_name),
     metadata: {
       ...flatMetadata(legacyDetails.metadata),
       ...flatMetadata(details.metadata),
@@ -113,7 +113,7 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
     },
     subscriptionReference: idOf(invoice.subscription) ?? idOf(details.subscription),
     failureReason: failed
-      ? (text(objectAt(invoice.last_finalization_error).message) ?? 'invoice payment failed')
+      ? (readText(readObject(invoice.last_finalization_error).message) ?? 'invoice payment failed')
       : null,
     occurredAt,
   };
@@ -127,10 +127,10 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
  * `payment_record`) name no PaymentIntent that another event could report: ignored.
  */
 function invoicePaymentLink(invoicePayment: JsonObject): ProviderEvent {
-  const status = text(invoicePayment.status);
+  const status = readText(invoicePayment.status);
   if (status !== 'paid') return { kind: 'ignored', reason: `invoice payment status ${status ?? 'missing'}` };
-  const payment = objectAt(invoicePayment.payment);
-  const type = text(payment.type);
+  const payment = readObject(invoicePayment.payment);
+  const type = readText(payment.type);
   if (type !== 'payment_intent') return { kind: 'ignored', reason: `invoice payment type ${type ?? 'missing'}` };
   const invoice = idOf(invoicePayment.invoice);
   if (invoice === null) throw new UnusableEventError('data.object.invoice is missing');
@@ -154,7 +154,7 @@ function refundReport(refund: JsonObject, status: RefundReport['status'], fallba
   const amount = minorUnits(refund.amount, 'refund amount');
   if (amount === 0) throw new UnusableEventError('refund amount must be above 0');
   return {
-    reference: requiredText(refund.id, 'refund id'),
+    reference: readRequiredText(refund.id, 'refund id'),
     amount,
     currency: currencyCode(refund.currency ?? fallbackCurrency, 'refund currency'),
     status,
@@ -169,10 +169,10 @@ function refundReport(refund: JsonObject, status: RefundReport['status'], fallba
  * report each refund).
  */
 function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
-  const listed = objectAt(charge.refunds).data;
+  const listed = readObject(charge.refunds).data;
   const refunds: RefundReport[] = [];
-  for (const refund of (Array.isArray(listed) ? listed : []).map(objectAt)) {
-    const status = refundOutcome(text(refund.status));
+  for (const refund of (Array.isArray(listed) ? listed : []).map(readObject)) {
+    const status = refundOutcome(readText(refund.status));
     if (status !== null) refunds.push(refundReport(refund, status, charge.currency, occurredAt));
   }
   if (refunds.length === 0) {
@@ -180,7 +180,7 @@ function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
   }
   return {
     kind: 'refunds',
-    paymentReference: idOf(charge.payment_intent) ?? requiredText(charge.id, 'data.object.id'),
+    paymentReference: idOf(charge.payment_intent) ?? readRequiredText(charge.id, 'data.object.id'),
     refunds,
   };
 }
@@ -190,7 +190,7 @@ function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
  * `status: succeeded`; `failed`/`canceled` (and any `refund.failed`) reverse it.
  */
 function refundEvent(type: string, refund: JsonObject, occurredAt: string): ProviderEvent {
-  const reported = text(refund.status);
+  const reported = readText(refund.status);
   const status = type === 'refund.failed' ? 'failed' : refundOutcome(reported);
   if (status === null) return { kind: 'ignored', reason: `refund status ${reported ?? 'missing'}` };
   const paymentReference = idOf(refund.payment_intent) ?? idOf(refund.charge);
@@ -231,16 +231,16 @@ export const stripe: ProviderAdapter = {
   },
 
   identify(body, raw): EventIdentity {
-    const event = objectAt(body);
-    const id = text(event.id);
-    return { type: text(event.type) ?? '(none)', key: id === null ? bodyHashKey(raw) : eventKey(id) };
+    const event = readObject(body);
+    const id = readText(event.id);
+    return { type: readText(event.type) ?? '(none)', key: id === null ? bodyHashKey(raw) : eventKey(id) };
   },
 
   normalize(body, receivedAt) {
     if (!isObject(body)) throw new UnusableEventError('the event is not an object');
-    const type = text(body.type);
+    const type = readText(body.type);
     if (type === null) throw new UnusableEventError('type is missing');
-    const object = objectAt(body.data).object;
+    const object = readObject(body.data).object;
     if (!isObject(object)) throw new UnusableEventError('data.object is missing');
     const occurredAt = isoTime(body.created, receivedAt);
     switch (type) {

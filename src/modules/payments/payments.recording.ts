@@ -8,10 +8,9 @@ import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { UnusableEventError } from '../provider-events/provider.ts';
 import { type Payment, sumSucceededRefunds, toPayment } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
-import { canonicalReference, lockReference, selectPaymentForUpdate } from './payments.references.ts';
+import { canonicalReference, lockPaymentByReference } from './payments.references.ts';
 import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
 
 /** A payment as a provider reported it, with our attribution. */
@@ -29,7 +28,7 @@ export interface PaymentInput {
   subscriptionId: string | null;
 }
 
-/** What recording a report did. */
+/** What recording a report did when it was accepted. */
 export interface PaymentChange {
   /** The payment after the report (as the API returns it). */
   payment: Payment;
@@ -42,25 +41,10 @@ export interface PaymentChange {
 }
 
 /**
- * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. A
- * reference that is an alias (payment_references) finds the payment keyed by its
- * canonical reference. The references themselves are locked first (transaction-scoped
- * advisory locks), so they are locked even while no payment exists: a refund that finds no
- * payment and is held, and the payment's own processing that then looks for held refunds,
- * take turns instead of missing each other (SPEC §5 "whatever the order"). Lock order: the
- * reference as named, then its canonical one — lockPaymentLink takes alias then
- * canonical too, so no two transactions take them in opposite orders. Reentrant.
+ * What recording a payment report did: the change, or why nothing was written (the caller
+ * decides what a refusal means; the provider-events service makes the event unusable).
  */
-export async function lockPaymentByReference(
-  trx: Transaction<Database>,
-  provider: string,
-  reference: string,
-): Promise<PaymentRow | undefined> {
-  await lockReference(trx, provider, reference);
-  const canonical = await canonicalReference(trx, provider, reference);
-  if (canonical !== reference) await lockReference(trx, provider, canonical);
-  return selectPaymentForUpdate(trx, provider, canonical);
-}
+export type PaymentRecording = ({ refused: false } & PaymentChange) | { refused: true; reason: string };
 
 /**
  * Inserts the payment unless a concurrent transaction did; returns the row when inserted.
@@ -128,7 +112,8 @@ async function updatePayment(
  * filled in. Emits `payment.succeeded` / `payment.failed` whenever the payment changed.
  * `existing` is the payment locked by the caller (undefined when none was found).
  * A payment's amount and currency always come from one report (SPEC §5): a report in
- * another currency than the recorded payment's throws UnusableEventError and changes nothing.
+ * another currency than the recorded payment's is refused (`{refused: true, reason}`) and
+ * changes nothing.
  */
 export async function recordPaymentReport(
   trx: Transaction<Database>,
@@ -136,7 +121,7 @@ export async function recordPaymentReport(
   existing: PaymentRow | undefined,
   input: PaymentInput,
   status: 'succeeded' | 'failed',
-): Promise<PaymentChange> {
+): Promise<PaymentRecording> {
   const topic = status === 'succeeded' ? 'payment.succeeded' : 'payment.failed';
   let row = existing;
   if (!row) {
@@ -147,6 +132,7 @@ export async function recordPaymentReport(
       await emitEvent(trx, clock, topic, payment);
       await addToCount(trx, 'payments', 1);
       return {
+        refused: false,
         payment,
         becameSucceeded: status === 'succeeded',
         becameFailed: status === 'failed',
@@ -161,7 +147,7 @@ export async function recordPaymentReport(
   if (input.currency !== row.currency) {
     // An amount means nothing in another currency: taking this report's amount (or keeping
     // the payment's) would record money nobody paid.
-    throw new UnusableEventError(`currency ${input.currency} differs from the payment's ${row.currency}`);
+    return { refused: true, reason: `currency ${input.currency} differs from the payment's ${row.currency}` };
   }
   const changes = filledAttribution(row, input);
   const becameSucceeded = status === 'succeeded' && row.status === 'failed';
@@ -174,12 +160,13 @@ export async function recordPaymentReport(
   // Attribution learnt from a failure report is not news once the payment has succeeded.
   const relevant = becameSucceeded || (status === 'succeeded' ? paid : !paid);
   if (!relevant || Object.keys(changes).length === 0) {
-    return { payment: toPayment(row), becameSucceeded: false, becameFailed: false, subscriptionAttached: false };
+    return { refused: false, payment: toPayment(row), becameSucceeded: false, becameFailed: false, subscriptionAttached: false };
   }
   const updated = await updatePayment(trx, clock, row, changes);
   const payment = toPayment(updated);
   await emitEvent(trx, clock, topic, payment);
   return {
+    refused: false,
     payment,
     becameSucceeded,
     becameFailed: false,
@@ -200,7 +187,7 @@ export interface RefundInput {
 }
 
 /** What recording refund reports did: the payment after, or why nothing was written. */
-export type RefundOutcome = { refused: false; payment: Payment } | { refused: true; reason: string };
+export type RefundRecording = { refused: false; payment: Payment } | { refused: true; reason: string };
 
 /**
  * Records refund reports of `payment` (locked by the caller; must not be `failed`), all or
@@ -212,12 +199,12 @@ export type RefundOutcome = { refused: false; payment: Payment } | { refused: tr
  * `payment.refunded` when a refund newly succeeded and `payment.refund_failed` when a
  * succeeded one failed (data: the payment after). SPEC §5 "Refunds".
  */
-export async function recordRefunds(
+export async function recordRefundReports(
   trx: Transaction<Database>,
   clock: Clock,
   payment: PaymentRow,
   refunds: RefundInput[],
-): Promise<RefundOutcome> {
+): Promise<RefundRecording> {
   const references = refunds.map((refund) => refund.reference);
   const rows = await trx
     .selectFrom('refunds')

@@ -1,0 +1,131 @@
+// Processing stored events in batches (SPEC §5): each inbox row's effects and the row's own
+// "processed" mark commit in one transaction, so they happen exactly once. The common case
+// (nothing fails) runs the batch as one plain transaction; if anything throws, the batch is
+// rolled back and run again with a savepoint per row, so one failing row is rolled back alone
+// and recorded failed (retried by the worker unless a retry cannot help) while the others
+// commit. What one row does is provider-events.service.ts's.
+import type { Kysely, Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
+import type { Database } from '../../db/database.ts';
+import { AlreadyFinishedError, lockInboxRow } from './inbox.ts';
+import { UnusableEventError } from './provider.ts';
+import type { ProviderEventRow } from './provider-events.table.ts';
+import {
+  type ProcessingContext,
+  type ProcessingOutcome,
+  processInboxRow,
+  recordFailedAttempt,
+} from './provider-events.service.ts';
+
+/** Where processing reports failures (a pino logger fits). */
+export interface ProcessingLog {
+  warn(object: object, message: string): void;
+  error(object: object, message: string): void;
+}
+
+/** A stored row to process, with its already-parsed body when the caller has it (saves a parse). */
+export interface RowToProcess {
+  id: string;
+  /** The row as stored, when the caller just stored it (saves reading it back). */
+  row?: ProviderEventRow;
+  body?: unknown;
+  /** Where to report this row's failure (e.g. its request's logger); else the batch's log. */
+  log?: ProcessingLog;
+}
+
+/** Processes each item in `trx`; any failure throws (the caller rolls back). */
+async function processAll(
+  trx: Transaction<Database>,
+  ctx: ProcessingContext,
+  items: readonly RowToProcess[],
+): Promise<ProcessingOutcome[]> {
+  const outcomes: ProcessingOutcome[] = [];
+  // On PostgreSQL every processor locks the row first, so a request, a redelivery and a
+  // worker handling one row queue behind each other (the later ones then skip it). SQLite
+  // runs one writer at a time, so a row the caller just stored needs no reading back.
+  const lockFirst = isPostgres(trx);
+  for (const item of items) {
+    const row = item.row && !lockFirst ? item.row : await lockInboxRow(trx, item.id);
+    outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body) : 'skipped');
+  }
+  return outcomes;
+}
+
+/** Processes each item in its own savepoint: a failing item rolls back alone and is recorded. */
+async function processIsolated<T>(
+  db: Kysely<Database>,
+  ctx: ProcessingContext,
+  work: (trx: Transaction<Database>) => Promise<T>,
+  items: readonly RowToProcess[],
+  log: ProcessingLog | undefined,
+): Promise<[T, ProcessingOutcome[]]> {
+  const trx = await db.startTransaction().execute();
+  const outcomes: ProcessingOutcome[] = [];
+  try {
+    const head = await work(trx);
+    for (const item of items) {
+      const savepoint = await trx.savepoint('event').execute();
+      try {
+        outcomes.push(...(await processAll(savepoint, ctx, [item])));
+        await savepoint.releaseSavepoint('event').execute();
+      } catch (error) {
+        await savepoint.rollbackToSavepoint('event').execute();
+        await savepoint.releaseSavepoint('event').execute();
+        if (error instanceof AlreadyFinishedError) {
+          outcomes.push('skipped');
+          continue;
+        }
+        await recordFailedAttempt(trx, ctx.clock, item.id, error);
+        const itemLog = item.log ?? log;
+        if (error instanceof UnusableEventError) {
+          itemLog?.warn({ providerEventId: item.id, reason: error.message }, 'provider event cannot be used');
+        } else {
+          itemLog?.error({ err: error, providerEventId: item.id }, 'provider event processing failed');
+        }
+        outcomes.push('failed');
+      }
+    }
+    await trx.commit().execute();
+    return [head, outcomes];
+  } catch (error) {
+    await trx.rollback().execute().catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * Runs `work` (the SQLite receiver stores new events there) and then processes `items`, all
+ * in ONE transaction, and commits. Returns what `work` returned and one outcome per item.
+ * A failing item is rolled back alone and recorded `failed` (logged on its `log`) while the
+ * rest commits (see the header). Throws when `work` or the transaction itself fails (then
+ * nothing committed, and the items stay due for the worker).
+ */
+export async function runThenProcessEvents<T>(
+  db: Kysely<Database>,
+  ctx: ProcessingContext,
+  work: (trx: Transaction<Database>) => Promise<T>,
+  items: readonly RowToProcess[],
+  log?: ProcessingLog,
+): Promise<[T, ProcessingOutcome[]]> {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const head = await work(trx);
+      return [head, await processAll(trx, ctx, items)] as [T, ProcessingOutcome[]];
+    });
+  } catch (error) {
+    if (items.length === 0) throw error;
+    return processIsolated(db, ctx, work, items, log);
+  }
+}
+
+/** Processes inbox rows in one transaction and commits; see runThenProcessEvents. */
+export async function processEvents(
+  db: Kysely<Database>,
+  ctx: ProcessingContext,
+  items: readonly RowToProcess[],
+  log?: ProcessingLog,
+): Promise<ProcessingOutcome[]> {
+  if (items.length === 0) return [];
+  const [, outcomes] = await runThenProcessEvents(db, ctx, async () => undefined, items, log);
+  return outcomes;
+}
