@@ -1,4 +1,4 @@
-// Bench scenario for POST /api/notify (issue 4): signed, all-distinct Paystack `charge.success`
+// Bench scenario for POST /api/notify (README Performance): signed, all-distinct Paystack `charge.success`
 // events posted by autocannon against the real app (a child process over a SQLite file,
 // synchronous=FULL), interleaved with the bare Fastify route. Prints events/s and p50/p99 and
 // their ratio to the bare route, then stops the app and checks, in the database file, that
@@ -16,7 +16,7 @@ const ROOT = resolve(import.meta.dirname, '..');
 /** The Paystack secret the app is given and the bench signs with. */
 export const SECRET = 'sk_bench_0123456789abcdef0123456789abcdef';
 const API_KEY = 'bench_bootstrap_key_0123456789';
-/** Issue 4's target on this 2-core machine. */
+/** The target on a 2-core machine (README Performance). */
 const TARGET_EVENTS_PER_SECOND = 1000;
 /** Distinct payer emails: after the first round most events find their customer. */
 const PAYERS = 1000;

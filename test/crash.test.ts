@@ -1,4 +1,4 @@
-// Issue 7 "crash safety": a service process is killed with SIGKILL in the middle of a load
+// Crash safety (SPEC §7): a service process is killed with SIGKILL in the middle of a load
 // of provider events and webhook deliveries, then restarted on the same database. Every
 // provider event that was answered 200 must be there exactly once, every committed event
 // must be delivered at least once, and no delivery may stay stuck. Runs on the SQLite file

@@ -1,4 +1,4 @@
-// Issue 7 "scale-out proof": two full service processes (API + worker) on ONE PostgreSQL
+// Scale-out proof (SPEC §7): two full service processes (API + worker) on ONE PostgreSQL
 // database and ONE Redis, driven through both. Shows that each event reaches each matching
 // endpoint once while receivers are healthy, each dunning step runs once, no provider event
 // is processed twice, and the rate limit is one budget shared by both instances.
@@ -51,7 +51,7 @@ test('two instances on one PostgreSQL and one Redis: once per endpoint, once per
   skip: !ON_POSTGRES && 'PostgreSQL only: several instances share a PostgreSQL database (SPEC §7)',
   timeout: 120_000,
 }, async (t) => {
-  // Issue 7: Redis tests run against the real Redis on 127.0.0.1:6379 where it answers. CI and
+  // Redis tests run against the real Redis on 127.0.0.1:6379 where it answers. CI and
   // the development machines have one; a laptop without Redis skips this test, saying why.
   const noRedis = await redisSkipReason();
   if (noRedis) {

@@ -78,7 +78,7 @@ function send(testApp: TestApp, op: Operation, headers: Record<string, string>) 
 const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
-/** Requests that present no usable key: each must get exactly the seed's 401 body. */
+/** Requests that present no usable key: each must get exactly the contract's 401 body (SPEC §2). */
 const UNUSABLE_CREDENTIALS: [string, Record<string, string>][] = [
   ['no key', {}],
   ['a wrong Bearer key', { authorization: 'Bearer bk_this_key_was_never_issued_0000' }],

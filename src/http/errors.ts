@@ -1,4 +1,4 @@
-// Errors are a closed set of codes (the seed's and SPEC §2's), each with its status in ONE
+// Errors are a closed set of codes (SPEC §2's), each with its status in ONE
 // table (ERROR_STATUS). Services throw AppError or a named subclass; this module alone turns
 // any error into a response body (errorResponse) and sends it (sendError).
 import type { Duplex } from 'node:stream';

@@ -1,7 +1,7 @@
 // Security headers (@fastify/helmet) for a JSON API: nothing a response says may be run,
 // framed or sniffed. /docs is the one HTML page; it gets a policy that lets the locally
 // served Scalar bundle run, and no other origin. No CORS: API keys must not be used from
-// browsers (seed §5.6), so no Access-Control-Allow-* header is ever sent for the API.
+// browsers (docs/operations.md "Security headers and CORS"), so no Access-Control-Allow-* header is ever sent for the API.
 import { createHash } from 'node:crypto';
 import helmet from '@fastify/helmet';
 import type { FastifyInstance } from 'fastify';

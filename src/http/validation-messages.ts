@@ -78,7 +78,7 @@ export function validationMessage(
   switch (failure.keyword) {
     case 'required': {
       const missing = fieldName(failure.instancePath, p.missingProperty);
-      // "Email is required" (seed §7); snake_case and nested names stay as written.
+      // "Email is required" (SPEC §2); snake_case and nested names stay as written.
       const subject = /^[a-z]+$/.test(missing) ? capitalize(missing) : missing;
       return { message: `${subject} is required`, field: missing };
     }

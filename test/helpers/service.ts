@@ -1,4 +1,4 @@
-// Whole service processes for the scale-out and crash tests (issue 7): `billing serve` as a
+// Whole service processes for the scale-out and crash tests (SPEC §7): `billing serve` as a
 // real child process on a real port, over a database the test owns, stopped after the test.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Dunning cases and the steps taken on them (SPEC §4 "Dunning case", issue 6).
+// Dunning cases and the steps taken on them (SPEC §4 "Dunning case").
 import { type Kysely, sql } from 'kysely';
 import { columnTypes } from '../column-types.ts';
 
@@ -55,7 +55,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('final', t.boolean, (c) => c.notNull())
     .addColumn('event_id', 'text', (c) => c.notNull())
     .addColumn('taken_at', t.timestamp, (c) => c.notNull())
-    // Each step of a case is taken once, whatever the workers do (issue 6 point 6).
+    // Each step of a case is taken once, whatever the workers do (SPEC §7: exactly once).
     .addPrimaryKeyConstraint('dunning_steps_pkey', ['case_id', 'step'])
     .execute();
 }

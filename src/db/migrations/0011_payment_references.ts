@@ -1,4 +1,4 @@
-// Payment reference aliases (SPEC §5, issue 11): a provider may name one payment by two ids —
+// Payment reference aliases (SPEC §5): a provider may name one payment by two ids —
 // Stripe API ≥ 2025-03-31 reports an invoice's payment by the invoice id (`in_…`) while
 // `payment_intent.*` names the PaymentIntent (`pi_…`); `invoice_payment.paid` tells they are
 // one. Each alias maps to the canonical reference the payment is keyed by.

@@ -1,4 +1,4 @@
-// Dunning cases (SPEC §4 "Dunning case", issue 6): opened by a failed payment or an unpaid
+// Dunning cases (SPEC §4 "Dunning case"): opened by a failed payment or an unpaid
 // renewal, counted on further failures, recovered by a payment, closed by a cancel. Every
 // change commits with its event in the caller's transaction (SPEC §6 outbox).
 import type { Transaction } from 'kysely';

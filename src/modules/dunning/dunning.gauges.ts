@@ -1,4 +1,4 @@
-// Dunning gauges for /metrics (SPEC §8, issue 7): cases by status, and open cases whose
+// Dunning gauges for /metrics (SPEC §8): cases by status, and open cases whose
 // next step or final action is already due (the worker's dunning backlog; near 0 when healthy).
 import { sql } from 'kysely';
 import type { DatabaseGauge } from '../../observability/metrics.ts';

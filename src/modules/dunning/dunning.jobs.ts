@@ -1,4 +1,4 @@
-// The dunning schedule's work (SPEC §4, §7; issue 6): each due step of an open case emits
+// The dunning schedule's work (SPEC §4, §7): each due step of an open case emits
 // `dunning.reminder`, and after the last one the final action exhausts the case and
 // cancels the subscription or marks it `unpaid` (DUNNING_FINAL_ACTION).
 //

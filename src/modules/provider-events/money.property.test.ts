@@ -1,4 +1,4 @@
-// The money path as properties (issue 11, ARCHITECTURE "Invariants are properties"): random
+// The money path as properties (SPEC §4, §5): random
 // histories of provider reports for a few subscriptions — successes, failures, partial and
 // full refunds, refund reversals, redeliveries, one payment reported by two Stripe event
 // types — posted in a random order, some at once, through the real POST /api/notify. After

@@ -1,4 +1,4 @@
-// Inbox gauge for /metrics (SPEC §8, issue 7): provider events waiting for the worker.
+// Inbox gauge for /metrics (SPEC §8): provider events waiting for the worker.
 import { sql } from 'kysely';
 import type { DatabaseGauge } from '../../observability/metrics.ts';
 

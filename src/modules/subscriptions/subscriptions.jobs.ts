@@ -47,7 +47,7 @@ export const expireIncompleteSubscriptions: Job = {
 
 /**
  * `active`/`trialing` whose period (or trial) ended RENEWAL_GRACE ago without a payment
- * → `past_due`, with a dunning case (reason `renewal_unpaid`, owing the plan's price; issue 6).
+ * → `past_due`, with a dunning case (reason `renewal_unpaid`, owing the plan's price; SPEC §4).
  * Subscriptions flagged to cancel at period end are left to that job.
  */
 export const markUnpaidRenewalsPastDue: Job = {

@@ -1,4 +1,4 @@
-// How payments move subscriptions (SPEC §4) and their dunning cases (issue 6). Called by the
+// How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4). Called by the
 // provider-events processing in the same transaction that records the payment. Reports may
 // arrive in any order: the status follows the latest report by provider time (SPEC §5
 // stale reports), while every successful payment still buys its period.

@@ -24,7 +24,7 @@ import type { SubscriptionRow } from './subscriptions.table.ts';
 
 const DAY_MS = 86_400_000;
 
-/** The exact 409 body text for a cancel the state forbids (seed §7, SPEC §2). */
+/** The exact 409 body text for a cancel the state forbids (SPEC §2). */
 export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current state';
 
 export interface CreateSubscriptionInput {

@@ -14,7 +14,7 @@ export function webhookBody(topic: string, dataJson: string): string {
   return `{"topic":${JSON.stringify(topic)},"data":${dataJson}}`;
 }
 
-/** Lowercase hex HMAC-SHA256 of `body` keyed with the secret (`X-Signature`, seed §6). */
+/** Lowercase hex HMAC-SHA256 of `body` keyed with the secret (`X-Signature`, SPEC §6). */
 export function hexSignature(secret: string, body: string): string {
   return createHmac('sha256', secret).update(body, 'utf8').digest('hex');
 }

@@ -1,4 +1,4 @@
-// Webhook delivery gauges for /metrics (SPEC §8, issue 7): the delivery queue. Both read the
+// Webhook delivery gauges for /metrics (SPEC §8): the delivery queue. Both read the
 // partial index on pending deliveries, so a scrape never scans delivered history.
 import { sql } from 'kysely';
 import type { DatabaseGauge } from '../../observability/metrics.ts';

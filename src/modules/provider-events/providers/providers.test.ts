@@ -1,5 +1,5 @@
 // The adapters alone (no database): verification, inbox keys and our reading of each
-// provider's documented payloads, including the traps SPEC §5 and issue 4 name.
+// provider's documented payloads, including the traps SPEC §5 names.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
