@@ -7,6 +7,7 @@ import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../../test/helper
 import { storeEvents } from './inbox.ts';
 import { processEvents } from './processing-batches.ts';
 import { retryProviderEvents } from './provider-events.jobs.ts';
+import { recordFailedAttempt } from './provider-events.service.ts';
 import { MAX_ATTEMPTS } from './retry-backoff.ts';
 
 /** Makes every insert into payments fail, as a real database error would. */
@@ -166,4 +167,21 @@ test('one stored row processed by two processors at once takes effect once', asy
   const stored = await onlyRow(app);
   assert.equal(stored.status, 'processed');
   assert.equal(stored.attempts, 1);
+});
+
+test('a failed attempt recorded after another processor finished the row leaves the row as that processor left it', async (t) => {
+  // On PostgreSQL, rolling back the failed attempt's savepoint releases its row lock, so
+  // another processor can finish the row before the failure is written: its outcome stands.
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  assert.equal((await postPaystack(app, paystackCharge({ email: 'finished@example.com' }))).status, 200);
+  const finished = await onlyRow(app);
+  assert.equal(finished.status, 'processed');
+  await app.deps.db.transaction().execute((trx) =>
+    recordFailedAttempt(trx, app.clock, finished.id, new Error('lost a race')),
+  );
+  const row = await onlyRow(app);
+  assert.equal(row.status, 'processed');
+  assert.equal(row.error, null);
+  assert.equal(row.attempts, finished.attempts);
+  assert.equal(await paymentCount(app), 1);
 });

@@ -97,7 +97,9 @@ export async function recordFailedAttempt(
   error: unknown,
 ): Promise<void> {
   const row = await lockInboxRow(trx, id);
-  if (!row) return;
+  // The failed attempt's savepoint was rolled back, which on PostgreSQL also released its
+  // lock on the row: another processor may have finished the row since. Its outcome stands.
+  if (!row || !needsProcessing(row)) return;
   const attempts = row.attempts + 1;
   const delay = error instanceof UnusableEventError ? null : retryDelayMs(attempts);
   await updateInboxRow(trx, id, {
