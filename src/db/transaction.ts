@@ -38,8 +38,16 @@ export async function transactionWithRetry<T>(
       return await db.transaction().execute(work);
     } catch (error) {
       if (run >= attempts || !isRetryableConflict(error)) throw error;
-      const ceiling = BACKOFF_BASE_MS * 2 ** (run - 1);
-      await new Promise((resolve) => setTimeout(resolve, ceiling * (0.5 + random() / 2)));
+      await waitBeforeRerun(run, random);
     }
   }
+}
+
+/**
+ * Waits before run `run + 1` of work that lost a race (see transactionWithRetry): half to all
+ * of 10 ms × 2^(run − 1), jittered by `random` ([0, 1)) so the two losers do not meet again.
+ */
+export function waitBeforeRerun(run: number, random: () => number = Math.random): Promise<void> {
+  const ceiling = BACKOFF_BASE_MS * 2 ** (run - 1);
+  return new Promise((resolve) => setTimeout(resolve, ceiling * (0.5 + random() / 2)));
 }

@@ -7,6 +7,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { isRetryableConflict } from '../../db/errors.ts';
+import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import { AlreadyFinishedError, lockInboxRow } from './inbox.ts';
 import { UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
@@ -64,25 +66,36 @@ async function processIsolated<T>(
   try {
     const head = await work(trx);
     for (const item of items) {
-      const savepoint = await trx.savepoint('event').execute();
-      try {
-        outcomes.push(...(await processAll(savepoint, ctx, [item])));
-        await savepoint.releaseSavepoint('event').execute();
-      } catch (error) {
-        await savepoint.rollbackToSavepoint('event').execute();
-        await savepoint.releaseSavepoint('event').execute();
-        if (error instanceof AlreadyFinishedError) {
-          outcomes.push('skipped');
-          continue;
+      for (let run = 1; ; run += 1) {
+        const savepoint = await trx.savepoint('event').execute();
+        try {
+          outcomes.push(...(await processAll(savepoint, ctx, [item])));
+          await savepoint.releaseSavepoint('event').execute();
+          break;
+        } catch (error) {
+          await savepoint.rollbackToSavepoint('event').execute();
+          await savepoint.releaseSavepoint('event').execute();
+          // A row that lost a race (PostgreSQL deadlock or serialization failure) did nothing
+          // wrong: rolling back its savepoint released its locks, so it runs again at once
+          // rather than waiting for the worker's retry (SPEC §5, the same rule as services).
+          if (isRetryableConflict(error) && run < TRANSACTION_ATTEMPTS) {
+            await waitBeforeRerun(run);
+            continue;
+          }
+          if (error instanceof AlreadyFinishedError) {
+            outcomes.push('skipped');
+            break;
+          }
+          await recordFailedAttempt(trx, ctx.clock, item.id, error);
+          const itemLog = item.log ?? log;
+          if (error instanceof UnusableEventError) {
+            itemLog?.warn({ providerEventId: item.id, reason: error.message }, 'provider event cannot be used');
+          } else {
+            itemLog?.error({ err: error, providerEventId: item.id }, 'provider event processing failed');
+          }
+          outcomes.push('failed');
+          break;
         }
-        await recordFailedAttempt(trx, ctx.clock, item.id, error);
-        const itemLog = item.log ?? log;
-        if (error instanceof UnusableEventError) {
-          itemLog?.warn({ providerEventId: item.id, reason: error.message }, 'provider event cannot be used');
-        } else {
-          itemLog?.error({ err: error, providerEventId: item.id }, 'provider event processing failed');
-        }
-        outcomes.push('failed');
       }
     }
     await trx.commit().execute();

@@ -185,3 +185,24 @@ test('a failed attempt recorded after another processor finished the row leaves 
   assert.equal(row.attempts, finished.attempts);
   assert.equal(await paymentCount(app), 1);
 });
+
+test('a row that loses a race on PostgreSQL (deadlock) runs again at once: processed, not left for the worker', {
+  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite runs one writer at a time and never reports a deadlock',
+}, async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  // The first two payment inserts are aborted as PostgreSQL aborts a deadlock's victim (40P01):
+  // the plain transaction and the row's first savepoint both lose, the second savepoint wins.
+  // A sequence, because nextval is not undone by the rollback that the abort causes.
+  await sql`create sequence lost_races`.execute(app.deps.db);
+  await sql`create function lose_race() returns trigger language plpgsql as $$
+    begin
+      if nextval('lost_races') <= 2 then raise exception 'deadlock detected' using errcode = '40P01'; end if;
+      return new;
+    end $$`.execute(app.deps.db);
+  await sql`create trigger lose_race before insert on payments for each row execute function lose_race()`.execute(app.deps.db);
+  assert.equal((await postPaystack(app, paystackCharge({ email: 'race@example.com' }))).status, 200);
+  const row = await onlyRow(app);
+  assert.equal(row.status, 'processed');
+  assert.equal(row.error, null);
+  assert.equal(await paymentCount(app), 1);
+});
