@@ -1,12 +1,13 @@
-// buildTestApp(t): the real app on a real port over a fresh database, closed when the test
-// ends. Requests go over HTTP with fetch, as a client's would.
+// buildTestApp(t): the real app on a real port over a fresh database (on SQLite, a copy of
+// one migrated once per process), closed when the test ends. Requests go over HTTP with
+// fetch, as a client's would.
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/deps.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
-import { createTestDatabase } from './database.ts';
+import { createTestDatabase, migratedSqliteImage, ON_POSTGRES } from './database.ts';
 
 /** The bootstrap admin key every test app accepts. */
 export const ADMIN_KEY = 'test_admin_key_0123456789abcdef';
@@ -56,7 +57,8 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     ...options.env,
   });
   const clock = options.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));
-  const deps = await createDeps(config, { clock, schema: database.schema });
+  const sqliteImage = ON_POSTGRES ? undefined : await migratedSqliteImage();
+  const deps = await createDeps(config, { clock, schema: database.schema, sqliteImage });
   const app = await buildApp(deps, { logStream: options.logStream as never });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
