@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/deps.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { createTestDatabase, migratedSqliteImage, ON_POSTGRES } from './database.ts';
+import { SHARED_SCHEMA_COMPILERS } from './schema-compilers.ts';
 
 /** The bootstrap admin key every test app accepts. */
 export const ADMIN_KEY = 'test_admin_key_0123456789abcdef';
@@ -59,7 +60,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   const clock = options.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));
   const sqliteImage = ON_POSTGRES ? undefined : await migratedSqliteImage();
   const deps = await createDeps(config, { clock, schema: database.schema, sqliteImage });
-  const app = await buildApp(deps, { logStream: options.logStream as never });
+  const app = await buildApp(deps, { logStream: options.logStream as never, schemaController: SHARED_SCHEMA_COMPILERS });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
