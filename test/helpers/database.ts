@@ -1,6 +1,8 @@
 // Test databases: SQLite in memory, or — when TEST_DATABASE_URL names PostgreSQL — a fresh
 // schema per test on that server, dropped afterwards. Each test owns its data.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/connect.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
@@ -16,6 +18,7 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** Runs `text` (one statement or several) on its own connection to TEST_DATABASE_URL. */
 async function adminQuery(text: string): Promise<void> {
   const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await client.connect();
@@ -59,6 +62,85 @@ export async function createTestDatabase(file?: string): Promise<TestDatabase> {
   return {
     url: TEST_DATABASE_URL,
     schema,
+    drop: () => adminQuery(`drop schema if exists ${schema} cascade`),
+  };
+}
+
+let postgresTemplate: Promise<{ name: string; sql: string } | null> | undefined;
+
+/**
+ * Every migration applied once per test process to a PostgreSQL schema, as SQL that rebuilds
+ * it (`pg_dump --inserts`: tables, constraints, indexes, sequences and the migration
+ * bookkeeping rows), the schema then dropped. Migrating takes seconds on PostgreSQL (the
+ * Migrator's advisory lock is one for the whole database, so parallel tests queue on it);
+ * replaying the dump is one round trip. Null when pg_dump cannot be run (not installed, or
+ * older than the server): tests then migrate their own schema.
+ */
+function migratedPostgresTemplate(): Promise<{ name: string; sql: string } | null> {
+  postgresTemplate ??= (async () => {
+    const name = `t_template_${randomBytes(8).toString('hex')}`;
+    await adminQuery(`create schema ${name}`);
+    try {
+      const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: name, poolSize: 1 });
+      try {
+        await migrateToLatest(handle);
+      } finally {
+        await handle.close();
+      }
+      const { stdout } = await promisify(execFile)(
+        'pg_dump',
+        ['--schema-only', '--no-owner', '--no-privileges', `--schema=${name}`, TEST_DATABASE_URL],
+        { maxBuffer: 16 * 1024 * 1024 },
+      );
+      const rows = await promisify(execFile)(
+        'pg_dump',
+        ['--data-only', '--inserts', `--schema=${name}`, TEST_DATABASE_URL],
+        { maxBuffer: 16 * 1024 * 1024 },
+      );
+      // psql meta-commands (\restrict …) are not SQL; the rest is, schema-qualified by `name`.
+      const sql = `${stdout}\n${rows.stdout}`
+        .split('\n')
+        .filter((line) => !line.startsWith('\\'))
+        .join('\n');
+      return { name, sql };
+    } catch {
+      return null;
+    } finally {
+      await adminQuery(`drop schema if exists ${name} cascade`);
+    }
+  })();
+  return postgresTemplate;
+}
+
+export interface MigratedTestDatabase extends TestDatabase {
+  /** SQLite: the migrated image to give createDeps (each app gets its own copy). */
+  sqliteImage: Uint8Array | undefined;
+  /**
+   * True when the database is migrated already (createDeps may skip `migrateToLatest`, whose
+   * check alone takes seconds on a busy PostgreSQL: it queues on the database-wide lock).
+   */
+  migrated: boolean;
+}
+
+/**
+ * A fresh database for one test with every migration applied: on SQLite in memory, give
+ * `sqliteImage` to createDeps; on PostgreSQL, a new schema rebuilt from a template migrated
+ * once per process (see migratedPostgresTemplate), dropped by `drop()` — or an empty schema
+ * when there is no template (`migrated` false: createDeps migrates it).
+ */
+export async function createMigratedTestDatabase(): Promise<MigratedTestDatabase> {
+  if (!ON_POSTGRES) {
+    return { ...(await createTestDatabase()), sqliteImage: await migratedSqliteImage(), migrated: true };
+  }
+  const template = await migratedPostgresTemplate();
+  if (!template) return { ...(await createTestDatabase()), sqliteImage: undefined, migrated: false };
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  await adminQuery(template.sql.replaceAll(template.name, schema));
+  return {
+    url: TEST_DATABASE_URL,
+    schema,
+    sqliteImage: undefined,
+    migrated: true,
     drop: () => adminQuery(`drop schema if exists ${schema} cascade`),
   };
 }
