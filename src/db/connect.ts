@@ -109,7 +109,20 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
   const db = new Kysely<Database>({
     dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }),
   });
-  return { db, dialect: 'sqlite', schema: undefined, serialize: () => database.serialize(), close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    schema: undefined,
+    serialize: () => database.serialize(),
+    // Kysely closes the database only if a query ever opened its connection: close it anyway,
+    // so no query runs after close (a migrated test database may never have been queried).
+    // Closing twice is a no-op.
+    close: async () => {
+      if (!database.isOpen) return;
+      await db.destroy();
+      if (database.isOpen) database.close();
+    },
+  };
 }
 
 /** Kysely's own bookkeeping tables, hidden unless asked for (as Kysely's introspectors do). */
@@ -204,7 +217,17 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }, schema) });
-  return { db, dialect: 'postgres', schema, close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    schema,
+    // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
+    close: async () => {
+      if (pool.ended) return;
+      await db.destroy();
+      if (!pool.ended) await pool.end();
+    },
+  };
 }
 
 /**
