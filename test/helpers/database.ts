@@ -1,7 +1,10 @@
 // Test databases: SQLite in memory, or — when TEST_DATABASE_URL names PostgreSQL — a fresh
 // schema per test on that server, dropped afterwards. Each test owns its data.
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { globSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/connect.ts';
@@ -69,45 +72,65 @@ export async function createTestDatabase(file?: string): Promise<TestDatabase> {
 let postgresTemplate: Promise<{ name: string; sql: string } | null> | undefined;
 
 /**
- * Every migration applied once per test process to a PostgreSQL schema, as SQL that rebuilds
- * it (`pg_dump --inserts`: tables, constraints, indexes, sequences and the migration
- * bookkeeping rows), the schema then dropped. Migrating takes seconds on PostgreSQL (the
- * Migrator's advisory lock is one for the whole database, so parallel tests queue on it);
- * replaying the dump is one round trip. Null when pg_dump cannot be run (not installed, or
- * older than the server): tests then migrate their own schema.
+ * Every migration applied to a PostgreSQL schema, as SQL that rebuilds it (`pg_dump
+ * --inserts`: tables, constraints, indexes, sequences and the migration bookkeeping rows),
+ * the schema then dropped. Migrating takes seconds on PostgreSQL (the Migrator's advisory
+ * lock is one for the whole database, so parallel tests queue on it); replaying the dump is
+ * one round trip. Null when pg_dump cannot be run (not installed, or older than the server):
+ * tests then migrate their own schema.
+ */
+async function dumpMigratedSchema(): Promise<{ name: string; sql: string } | null> {
+  const name = `t_template_${randomBytes(8).toString('hex')}`;
+  await adminQuery(`create schema ${name}`);
+  try {
+    const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: name, poolSize: 1 });
+    try {
+      await migrateToLatest(handle);
+    } finally {
+      await handle.close();
+    }
+    const dump = (args: string[]) =>
+      promisify(execFile)('pg_dump', [...args, `--schema=${name}`, TEST_DATABASE_URL], { maxBuffer: 16 * 1024 * 1024 });
+    const ddl = await dump(['--schema-only', '--no-owner', '--no-privileges']);
+    const rows = await dump(['--data-only', '--inserts']);
+    // psql meta-commands (\restrict …) are not SQL; the rest is, schema-qualified by `name`.
+    const sql = `${ddl.stdout}\n${rows.stdout}`
+      .split('\n')
+      .filter((line) => !line.startsWith('\\'))
+      .join('\n');
+    return { name, sql };
+  } catch {
+    return null;
+  } finally {
+    await adminQuery(`drop schema if exists ${name} cascade`);
+  }
+}
+
+/**
+ * dumpMigratedSchema once per suite run rather than once per test file: kept in the temp dir
+ * under a hash of the migrations and the server's URL, so a changed migration makes a new one.
  */
 function migratedPostgresTemplate(): Promise<{ name: string; sql: string } | null> {
   postgresTemplate ??= (async () => {
-    const name = `t_template_${randomBytes(8).toString('hex')}`;
-    await adminQuery(`create schema ${name}`);
-    try {
-      const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: name, poolSize: 1 });
-      try {
-        await migrateToLatest(handle);
-      } finally {
-        await handle.close();
-      }
-      const { stdout } = await promisify(execFile)(
-        'pg_dump',
-        ['--schema-only', '--no-owner', '--no-privileges', `--schema=${name}`, TEST_DATABASE_URL],
-        { maxBuffer: 16 * 1024 * 1024 },
-      );
-      const rows = await promisify(execFile)(
-        'pg_dump',
-        ['--data-only', '--inserts', `--schema=${name}`, TEST_DATABASE_URL],
-        { maxBuffer: 16 * 1024 * 1024 },
-      );
-      // psql meta-commands (\restrict …) are not SQL; the rest is, schema-qualified by `name`.
-      const sql = `${stdout}\n${rows.stdout}`
-        .split('\n')
-        .filter((line) => !line.startsWith('\\'))
-        .join('\n');
-      return { name, sql };
-    } catch {
-      return null;
-    } finally {
-      await adminQuery(`drop schema if exists ${name} cascade`);
+    const hash = createHash('sha256').update(TEST_DATABASE_URL);
+    const dbDir = new URL('../../src/db/', import.meta.url);
+    for (const file of globSync('{migrate.ts,migrations/*.ts}', { cwd: dbDir }).sort()) {
+      hash.update(file).update(readFileSync(new URL(file, dbDir)));
     }
+    const file = join(tmpdir(), `billing-test-pg-template-${hash.digest('hex').slice(0, 16)}.json`);
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as { name: string; sql: string };
+    } catch {
+      // not made yet (or half-written by a process that died): make it
+    }
+    const template = await dumpMigratedSchema();
+    if (template) {
+      // Written whole, then renamed: a process reading meanwhile never sees half of it.
+      const partial = `${file}.${process.pid}`;
+      writeFileSync(partial, JSON.stringify(template));
+      renameSync(partial, file);
+    }
+    return template;
   })();
   return postgresTemplate;
 }
