@@ -1,6 +1,6 @@
 // buildApp(deps): HTTP plumbing first, then every module's routes in ONE list.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Deps } from './deps.ts';
 import { authenticate } from './http/auth.ts';
@@ -52,6 +52,8 @@ export interface AppOptions {
   logStream?: DestinationStream;
   /** Metrics to record into (default: new ones with every database gauge); see `app.metrics`. */
   metrics?: Metrics;
+  /** Route schema compilers (default: Fastify's); tests share compiled schemas across the apps they build. */
+  schemaController?: FastifyServerOptions['schemaController'];
 }
 
 /** Builds the Fastify app over `deps`. Call `ready()`/`listen()`; closing the app does not close deps. */
@@ -59,6 +61,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   const app = Fastify({
     logger: loggerOptions(deps.config.logLevel, options.logStream),
     bodyLimit: BODY_LIMIT_BYTES,
+    schemaController: options.schemaController,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];

@@ -24,6 +24,15 @@ Configuration comes from environment variables; see the README.`;
 
 class UsageError extends Error {}
 
+/** Where a command reads its configuration and writes its output (the process's, by default). */
+export interface CliIo {
+  env: Readonly<Record<string, string | undefined>>;
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+const PROCESS_IO: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr };
+
 /** The options of `keys …`; an unknown option or a missing value is a usage error (exit 64). */
 function parseKeysArgs(args: string[]) {
   try {
@@ -63,14 +72,14 @@ function parseKeysCommand(args: string[]): KeysAction {
   throw new UsageError(`unknown keys action "${action ?? ''}"`);
 }
 
-async function keysCommand(config: Readonly<Config>, args: string[]): Promise<void> {
+async function keysCommand(config: Readonly<Config>, args: string[], io: CliIo): Promise<void> {
   const command = parseKeysCommand(args);
   const deps = await createDeps(config);
   try {
     if (command.action === 'create') {
       const created = await apiKeys.createApiKey(deps.db, deps.clock, command);
-      process.stderr.write(`created ${created.id} (${created.scope}); the key is shown only now:\n`);
-      process.stdout.write(`${created.key}\n`);
+      io.stderr.write(`created ${created.id} (${created.scope}); the key is shown only now:\n`);
+      io.stdout.write(`${created.key}\n`);
     } else if (command.action === 'list') {
       let page = 0;
       for (;;) {
@@ -84,7 +93,7 @@ async function keysCommand(config: Readonly<Config>, args: string[]): Promise<vo
             : key.expires_at && key.expires_at <= deps.clock.now().toISOString()
               ? 'expired'
               : 'active';
-          process.stdout.write(
+          io.stdout.write(
             `${key.id}\t${key.prefix}…${key.last4}\t${key.scope}\t${state}\t${key.name}\tlast used ${key.last_used_at ?? 'never'}\n`,
           );
         }
@@ -93,22 +102,27 @@ async function keysCommand(config: Readonly<Config>, args: string[]): Promise<vo
       }
     } else {
       const revoked = await apiKeys.revokeApiKey(deps.db, deps.clock, command.id);
-      process.stdout.write(`revoked ${revoked.id}\n`);
+      io.stdout.write(`revoked ${revoked.id}\n`);
     }
   } finally {
     await deps.close();
   }
 }
 
-/** Runs one CLI command with `argv` (without node and script). Resolves with the exit code. */
-export async function runCli(argv: string[]): Promise<number> {
+/**
+ * Runs one CLI command with `argv` (without node and script). Resolves with the exit code,
+ * or -1 for `serve` and `worker`, which keep running (they log to the process's stdout and
+ * stop on its signals). `io` defaults to the process's environment and streams; tests run
+ * commands in-process with their own.
+ */
+export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<number> {
   const [command, ...args] = argv;
   let config: Readonly<Config>;
   try {
-    config = loadConfig();
+    config = loadConfig(io.env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`config error: ${error.message}\n`);
+      io.stderr.write(`config error: ${error.message}\n`);
       return EXIT_CONFIG;
     }
     throw error;
@@ -131,7 +145,7 @@ export async function runCli(argv: string[]): Promise<number> {
         const handle = openDatabase(config.database);
         try {
           const applied = await migrateToLatest(handle);
-          process.stdout.write(
+          io.stdout.write(
             applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n',
           );
         } finally {
@@ -140,23 +154,23 @@ export async function runCli(argv: string[]): Promise<number> {
         return 0;
       }
       case 'keys':
-        await keysCommand(config, args);
+        await keysCommand(config, args, io);
         return 0;
       case 'help':
       case '--help':
       case '-h':
-        process.stdout.write(`${USAGE}\n`);
+        io.stdout.write(`${USAGE}\n`);
         return 0;
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+      io.stderr.write(`${error.message}\n\n${USAGE}\n`);
       return EXIT_USAGE;
     }
     if (error instanceof Error && 'code' in error && error.code === 'not_found') {
-      process.stderr.write(`${error.message}\n`);
+      io.stderr.write(`${error.message}\n`);
       return 1;
     }
     throw error;

@@ -24,13 +24,15 @@ export interface DepsOptions {
   clock?: Clock;
   /** PostgreSQL schema to use (tests). */
   schema?: string;
+  /** SQLite in memory: start from this serialized database (tests; see ConnectOptions). */
+  sqliteImage?: Uint8Array;
   /** Run pending migrations before returning (default true). */
   migrate?: boolean;
 }
 
 /** Opens and (by default) migrates the database, and wires the shared services. */
 export async function createDeps(config: Readonly<Config>, options: DepsOptions = {}): Promise<Deps> {
-  const database = openDatabase(config.database, { schema: options.schema });
+  const database = openDatabase(config.database, { schema: options.schema, sqliteImage: options.sqliteImage });
   try {
     if (options.migrate !== false) await migrateToLatest(database);
   } catch (error) {

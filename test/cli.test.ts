@@ -1,4 +1,6 @@
-// The `billing` CLI (SPEC §1), run as a real process through bin/billing.js.
+// The `billing` CLI (SPEC §1). A real process through bin/billing.js where the process is
+// the point (its stdout and stderr, exit codes, signals); otherwise runCli in this process,
+// with its own environment and output (a process start costs more than the command).
 //
 // Database: a SQLite file in a fresh temp dir, in BOTH test passes (also when
 // TEST_DATABASE_URL names PostgreSQL). The CLI takes its database from DATABASE_URL only and
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
+import { runCli } from '../src/cli.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
 
@@ -31,11 +34,38 @@ function tempDatabaseUrl(t: TestContext): string {
   return `sqlite:${join(dir, 'billing.db')}`;
 }
 
-/** Runs `billing …args` with only the given environment (plus PATH), as a user's shell would. */
-function billing(args: string[], env: Record<string, string>): Promise<CliResult> {
+/** The environment of a `billing` run: only `env` (plus PATH), as a user's shell would give. */
+function cliEnv(env: Record<string, string>): Record<string, string> {
+  const cache = process.env.NODE_COMPILE_CACHE; // start-up speed only (scripts/test.ts)
+  return { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...(cache ? { NODE_COMPILE_CACHE: cache } : {}), ...env };
+}
+
+/**
+ * Runs `billing …args` in this process (runCli, as bin/billing.js calls it), with only the
+ * given environment; an error runCli throws ends as bin/billing.js ends it (exit 1).
+ */
+async function billing(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const io = {
+    env: cliEnv(env),
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  };
+  try {
+    const code = await runCli(args, io);
+    return { code, stdout, stderr };
+  } catch (error) {
+    stderr += `billing: ${error instanceof Error ? error.message : String(error)}\n`;
+    return { code: 1, stdout, stderr };
+  }
+}
+
+/** Runs `billing …args` as a real process through bin/billing.js, with only the given environment. */
+function billingProcess(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
+      env: cliEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -77,11 +107,11 @@ async function createKey(databaseUrl: string, extra: string[] = []): Promise<{ k
   return { key: result.stdout.trimEnd(), id };
 }
 
-// Every test owns its temp database, so they run concurrently (each spawn mostly waits on start-up).
+// Every test owns its temp database, so they run concurrently.
 describe('billing CLI', { concurrency: true }, () => {
   test('keys create prints exactly one line on stdout, the key; the id goes to stderr', async (t) => {
     const databaseUrl = tempDatabaseUrl(t);
-    const result = await billing(['keys', 'create', '--name', 'demo'], { DATABASE_URL: databaseUrl });
+    const result = await billingProcess(['keys', 'create', '--name', 'demo'], { DATABASE_URL: databaseUrl });
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^\S{32,}\n$/, 'one line holding only the key');
     const key = result.stdout.trimEnd();
@@ -179,7 +209,7 @@ describe('billing CLI', { concurrency: true }, () => {
       ['DATABASE_URL', { DATABASE_URL: 'mysql://localhost/billing' }],
       ['LOG_LEVEL', { LOG_LEVEL: 'loud', DATABASE_URL: databaseUrl }],
     ] as const;
-    const results = await Promise.all(cases.map(([, env]) => billing(['keys', 'list'], env)));
+    const results = await Promise.all(cases.map(([, env]) => billingProcess(['keys', 'list'], env)));
     for (const [i, result] of results.entries()) {
       const variable = cases[i]?.[0] ?? '';
       assert.equal(result.code, 78, `${variable}: ${result.stderr}`);

@@ -32,6 +32,8 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** PostgreSQL schema the tables live in (`public` unless a search path was given); undefined on SQLite. */
   schema: string | undefined;
+  /** SQLite only: the database's bytes (`DatabaseSync.serialize()`), e.g. a migrated image for `sqliteImage`. */
+  serialize?: () => Uint8Array;
   close(): Promise<void>;
 }
 
@@ -40,6 +42,12 @@ export interface ConnectOptions {
   schema?: string;
   /** PostgreSQL only: pool size (default 10). */
   poolSize?: number;
+  /**
+   * SQLite in memory only: start from a copy of these bytes (a `serialize()` result) instead
+   * of an empty database. Tests give every app a copy of one database migrated once, as
+   * migrating a fresh one per test costs more than the test.
+   */
+  sqliteImage?: Uint8Array;
 }
 
 const PG_INT8 = 20;
@@ -86,10 +94,12 @@ class ImmediateSqliteDialect extends SqliteDialect {
   }
 }
 
-function openSqlite(path: string): DatabaseHandle {
+function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle {
   const inMemory = path === ':memory:';
   if (!inMemory) mkdirSync(dirname(path), { recursive: true });
+  if (image && !inMemory) throw new Error('sqliteImage needs an in-memory SQLite database');
   const database = new DatabaseSync(path);
+  if (image) database.deserialize(image);
   // WAL lets readers run beside the writer; FULL makes every acknowledged commit durable.
   // busy_timeout first: switching to WAL needs the lock another process may hold right now.
   database.exec('PRAGMA busy_timeout = 5000');
@@ -99,7 +109,20 @@ function openSqlite(path: string): DatabaseHandle {
   const db = new Kysely<Database>({
     dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }),
   });
-  return { db, dialect: 'sqlite', schema: undefined, close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'sqlite',
+    schema: undefined,
+    serialize: () => database.serialize(),
+    // Kysely closes the database only if a query ever opened its connection: close it anyway,
+    // so no query runs after close (a migrated test database may never have been queried).
+    // Closing twice is a no-op.
+    close: async () => {
+      if (!database.isOpen) return;
+      await db.destroy();
+      if (database.isOpen) database.close();
+    },
+  };
 }
 
 /** Kysely's own bookkeeping tables, hidden unless asked for (as Kysely's introspectors do). */
@@ -194,7 +217,17 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }, schema) });
-  return { db, dialect: 'postgres', schema, close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    schema,
+    // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
+    close: async () => {
+      if (pool.ended) return;
+      await db.destroy();
+      if (!pool.ended) await pool.end();
+    },
+  };
 }
 
 /**
@@ -202,5 +235,5 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
  * timeout; the file's directory is created. PostgreSQL: a `pg` pool. Does not migrate.
  */
 export function openDatabase(config: DatabaseConfig, options: ConnectOptions = {}): DatabaseHandle {
-  return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, options);
+  return config.kind === 'sqlite' ? openSqlite(config.path, options.sqliteImage) : openPostgres(config.url, options);
 }

@@ -1,12 +1,14 @@
-// buildTestApp(t): the real app on a real port over a fresh database, closed when the test
-// ends. Requests go over HTTP with fetch, as a client's would.
+// buildTestApp(t): the real app on a real port over a fresh database (a copy of one
+// migrated once per process), closed when the test ends. Requests go over HTTP with
+// fetch, as a client's would.
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/deps.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
-import { createTestDatabase } from './database.ts';
+import { createMigratedTestDatabase } from './database.ts';
+import { SHARED_SCHEMA_COMPILERS } from './schema-compilers.ts';
 
 /** The bootstrap admin key every test app accepts. */
 export const ADMIN_KEY = 'test_admin_key_0123456789abcdef';
@@ -45,7 +47,7 @@ export interface TestAppOptions {
 
 /** Starts the app on 127.0.0.1 at a free port over a fresh database; stops it on `t.after`. */
 export async function buildTestApp(t: TestContext, options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = await createMigratedTestDatabase();
   const config = loadConfig({
     DATABASE_URL: database.url,
     API_KEYS: ADMIN_KEY,
@@ -56,8 +58,13 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     ...options.env,
   });
   const clock = options.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));
-  const deps = await createDeps(config, { clock, schema: database.schema });
-  const app = await buildApp(deps, { logStream: options.logStream as never });
+  const deps = await createDeps(config, {
+    clock,
+    schema: database.schema,
+    sqliteImage: database.sqliteImage,
+    migrate: !database.migrated,
+  });
+  const app = await buildApp(deps, { logStream: options.logStream as never, schemaController: SHARED_SCHEMA_COMPILERS });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
