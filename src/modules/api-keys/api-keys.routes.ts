@@ -7,47 +7,11 @@ import {
   API_KEY_SECURITY,
   errorResponses,
   idParams,
-  nullableTimestamp,
   nullableTimestampInput,
-  timestamp,
 } from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
+import { apiKeySchema, createdKeySchema } from './api-keys.schemas.ts';
 import * as service from './api-keys.service.ts';
-
-const apiKeySchema = {
-  type: 'object',
-  required: [
-    'id',
-    'name',
-    'scope',
-    'prefix',
-    'last4',
-    'created_at',
-    'expires_at',
-    'revoked_at',
-    'last_used_at',
-  ],
-  properties: {
-    id: { type: 'string', examples: ['key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    name: { type: 'string' },
-    scope: { type: 'string', enum: ['read', 'write', 'admin'] },
-    prefix: { type: 'string', description: 'First characters of the key, to recognise it.' },
-    last4: { type: 'string', description: 'Last four characters of the key.' },
-    created_at: timestamp,
-    expires_at: nullableTimestamp,
-    revoked_at: nullableTimestamp,
-    last_used_at: { ...nullableTimestamp, description: 'Recorded in batches; may lag by a few seconds.' },
-  },
-} as const;
-
-const createdKeySchema = {
-  ...apiKeySchema,
-  required: [...apiKeySchema.required, 'key'],
-  properties: {
-    ...apiKeySchema.properties,
-    key: { type: 'string', description: 'The secret key. Shown only now.' },
-  },
-} as const;
 
 const tags = ['API keys'];
 const common = { tags, security: API_KEY_SECURITY };

@@ -6,59 +6,11 @@ import {
   API_KEY_SECURITY,
   errorResponses,
   idParams,
-  metadataOut,
   metadataSchema,
-  nullableTimestamp,
-  timestamp,
 } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from './subscription-status.ts';
+import { subscriptionSchema } from './subscriptions.schemas.ts';
 import * as service from './subscriptions.service.ts';
-
-const subscriptionSchema = {
-  type: 'object',
-  required: [
-    'id',
-    'customer_id',
-    'plan_id',
-    'status',
-    'entitled',
-    'current_period_start',
-    'current_period_end',
-    'trial_end',
-    'cancel_at_period_end',
-    'cancelled_at',
-    'ended_at',
-    'cancellation_reason',
-    'cancellation_comment',
-    'metadata',
-    'created_at',
-    'updated_at',
-  ],
-  properties: {
-    id: { type: 'string', examples: ['sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    customer_id: { type: 'string' },
-    plan_id: { type: 'string' },
-    status: { type: 'string', enum: [...SUBSCRIPTION_STATUSES] },
-    entitled: {
-      type: 'boolean',
-      description: 'May the customer use the product now? (trialing, active, past_due)',
-    },
-    current_period_start: nullableTimestamp,
-    current_period_end: nullableTimestamp,
-    trial_end: nullableTimestamp,
-    cancel_at_period_end: { type: 'boolean' },
-    cancelled_at: nullableTimestamp,
-    ended_at: nullableTimestamp,
-    cancellation_reason: {
-      type: ['string', 'null'],
-      enum: ['requested', 'dunning_exhausted', 'incomplete_expired', null],
-    },
-    cancellation_comment: { type: ['string', 'null'] },
-    metadata: metadataOut,
-    created_at: timestamp,
-    updated_at: timestamp,
-  },
-} as const;
 
 const common = { tags: ['Subscriptions'], security: API_KEY_SECURITY };
 const stateChangeResponses = { 200: subscriptionSchema, ...errorResponses(400, 401, 403, 404, 409, 415) };

@@ -1,0 +1,31 @@
+// The subscription resource, defined once: this TypeBox schema validates, serializes and
+// documents the routes, and `Subscription` is its static type.
+import Type, { type Static } from 'typebox';
+import { metadataOut, Nullable, nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
+import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
+import { CANCELLATION_REASONS, type CancellationReason } from './subscriptions.table.ts';
+
+/** A subscription as the API returns it (SPEC §4 fields). */
+export const subscriptionSchema = Type.Object({
+  id: Type.String({ examples: ['sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+  customer_id: Type.String(),
+  plan_id: Type.String(),
+  status: StringEnum(SUBSCRIPTION_STATUSES),
+  entitled: Type.Boolean({ description: 'May the customer use the product now? (trialing, active, past_due)' }),
+  current_period_start: nullableTimestamp,
+  current_period_end: nullableTimestamp,
+  trial_end: nullableTimestamp,
+  cancel_at_period_end: Type.Boolean(),
+  cancelled_at: nullableTimestamp,
+  ended_at: nullableTimestamp,
+  cancellation_reason: Type.Unsafe<CancellationReason | null>({
+    type: ['string', 'null'],
+    enum: [...CANCELLATION_REASONS, null],
+  }),
+  cancellation_comment: Nullable(Type.String()),
+  metadata: metadataOut,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export type Subscription = Static<typeof subscriptionSchema>;
