@@ -139,11 +139,7 @@ export const metadataOut = Type.Unsafe<Record<string, string>>({
 });
 
 /** Path parameter `{id}` — any string; malformed ids are answered 404 by the service. */
-export const idParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', maxLength: 64 } },
-} as const;
+export const idParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
 /** Security requirement for routes that need an API key (either header). */
 export const API_KEY_SECURITY: { [scheme: string]: string[] }[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];

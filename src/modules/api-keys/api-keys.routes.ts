@@ -58,7 +58,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.listApiKeys(db, parseListParams(request.query)),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/api-keys/:id',
       config: { scope: 'admin' },
@@ -70,7 +70,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.getApiKey(db, request.params.id),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'DELETE',
       url: '/api/api-keys/:id',
       config: { scope: 'admin' },

@@ -33,7 +33,7 @@ export function eventRoutes(deps: Deps): Route[] {
         });
       },
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/events/:id',
       schema: {

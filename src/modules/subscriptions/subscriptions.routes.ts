@@ -60,7 +60,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         return service.listSubscriptions(db, parseListParams(request.query), { customer_id, status });
       },
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/subscriptions/:id',
       schema: {
@@ -93,7 +93,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       handler: async (request) =>
         service.cancelSubscription(db, clock, request.params.id, request.body ?? {}),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/pause',
       schema: {
@@ -106,7 +106,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.pauseSubscription(db, clock, request.params.id),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/resume',
       schema: {
