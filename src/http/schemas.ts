@@ -86,7 +86,7 @@ export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null
 /** A string among `values`: `{type: 'string', enum}` typed as the union of `values`. */
 export function StringEnum<const V extends readonly string[]>(
   values: V,
-  options: { description?: string; examples?: V[number][] } = {},
+  options: { description?: string; examples?: V[number][]; default?: V[number] } = {},
 ): TUnsafe<V[number]> {
   return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
 }

@@ -3,14 +3,9 @@ import type { Deps } from '../../deps.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import {
-  API_KEY_SECURITY,
-  errorResponses,
-  idParams,
-  nullableTimestampInput,
-} from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
-import { apiKeySchema, createdKeySchema } from './api-keys.schemas.ts';
+import { apiKeySchema, createdKeySchema, createKeyBody, rotateKeyBody } from './api-keys.schemas.ts';
 import * as service from './api-keys.service.ts';
 
 const tags = ['API keys'];
@@ -20,23 +15,14 @@ const common = { tags, security: API_KEY_SECURITY };
 export function apiKeyRoutes(deps: Deps): Route[] {
   const { db, clock } = deps;
   return [
-    defineRoute<{ Body: { name: string; scope?: service.KeyScope; expires_at?: string | null } }>({
+    defineRoute({
       method: 'POST',
       url: '/api/api-keys',
       config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
       schema: {
         ...common,
         summary: 'Create an API key',
-        body: {
-          type: 'object',
-          required: ['name'],
-          additionalProperties: false,
-          properties: {
-            name: { type: 'string', minLength: 1, maxLength: 100 },
-            scope: { type: 'string', enum: ['read', 'write', 'admin'], default: 'write' },
-            expires_at: nullableTimestampInput,
-          },
-        },
+        body: createKeyBody,
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403) },
       },
       handler: async (request, reply) => {
@@ -83,7 +69,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.revokeApiKey(db, clock, request.params.id),
     }),
-    defineRoute<{ Params: { id: string }; Body: { grace?: string } | undefined }>({
+    defineRoute({
       method: 'POST',
       url: '/api/api-keys/:id/rotate',
       config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
@@ -93,13 +79,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
         description:
           'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
         params: idParams,
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: {
-            grace: { type: 'string', description: 'Duration such as 30m, 24h or 7d.', examples: ['24h'] },
-          },
-        },
+        body: rotateKeyBody,
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403, 404, 422) },
       },
       handler: async (request, reply) => {

@@ -1,8 +1,8 @@
-// The API-key resource, defined once: these TypeBox schemas serialize and document the
-// routes, and `ApiKeyView` is the static type. Never the secret (except once, at creation),
+// The API-key resource and its request bodies, defined once: these TypeBox schemas validate,
+// serialize and document the routes, and `ApiKeyView` is the resource's static type. Never the secret (except once, at creation),
 // never its hash.
 import Type, { type Static } from 'typebox';
-import { nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
+import { Nullable, nullableTimestamp, nullableTimestampInput, StringEnum, timestamp } from '../../http/schemas.ts';
 import { KEY_SCOPES } from './api-keys.table.ts';
 
 export const apiKeySchema = Type.Object({
@@ -28,3 +28,22 @@ export const createdKeySchema = Type.Object({
   ...apiKeySchema.properties,
   key: Type.String({ description: 'The secret key. Shown only now.' }),
 });
+
+export const createKeyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    scope: Type.Optional(StringEnum(KEY_SCOPES, { default: 'write' })),
+    expires_at: Type.Optional(nullableTimestampInput),
+  },
+  { additionalProperties: false },
+);
+
+/** The body of POST …/rotate: optional, so null (or none) means the default grace. */
+export const rotateKeyBody = Nullable(
+  Type.Object(
+    {
+      grace: Type.Optional(Type.String({ description: 'Duration such as 30m, 24h or 7d.', examples: ['24h'] })),
+    },
+    { additionalProperties: false },
+  ),
+);

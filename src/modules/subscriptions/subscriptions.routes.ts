@@ -2,14 +2,9 @@
 import type { Deps } from '../../deps.ts';
 import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import {
-  API_KEY_SECURITY,
-  errorResponses,
-  idParams,
-  metadataSchema,
-} from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from './subscription-status.ts';
-import { subscriptionSchema } from './subscriptions.schemas.ts';
+import { cancelBody, createSubscriptionBody, subscriptionSchema } from './subscriptions.schemas.ts';
 import * as service from './subscriptions.service.ts';
 
 const common = { tags: ['Subscriptions'], security: API_KEY_SECURITY };
@@ -19,7 +14,7 @@ const stateChangeResponses = { 200: subscriptionSchema, ...errorResponses(400, 4
 export function subscriptionRoutes(deps: Deps): Route[] {
   const { db, clock } = deps;
   return [
-    defineRoute<{ Body: service.CreateSubscriptionInput }>({
+    defineRoute({
       method: 'POST',
       url: '/api/subscriptions',
       schema: {
@@ -27,17 +22,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         summary: 'Create a subscription',
         description:
           '`trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment. Emits `subscription.created`.',
-        body: {
-          type: 'object',
-          required: ['customer_id', 'plan_id'],
-          additionalProperties: false,
-          properties: {
-            customer_id: { type: 'string', minLength: 1, maxLength: 64 },
-            plan_id: { type: 'string', minLength: 1, maxLength: 64 },
-            trial_period_days: { type: 'integer', minimum: 0, maximum: 730 },
-            metadata: metadataSchema,
-          },
-        },
+        body: createSubscriptionBody,
         response: { 201: subscriptionSchema, ...errorResponses(400, 401, 403, 404, 413, 415, 422) },
       },
       handler: async (request, reply) =>
@@ -71,7 +56,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.getSubscription(db, request.params.id),
     }),
-    defineRoute<{ Params: { id: string }; Body: service.CancelInput | null | undefined }>({
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/cancel',
       schema: {
@@ -80,14 +65,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         description:
           'Body optional. Immediate by default (emits `subscription.cancelled`); `at_period_end: true` (from trialing/active only) flags it to end at `current_period_end`. From `cancelled` or `incomplete_expired`: 409 `validation_error`.',
         params: idParams,
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: {
-            at_period_end: { type: 'boolean', default: false },
-            comment: { type: 'string', maxLength: 500 },
-          },
-        },
+        body: cancelBody,
         response: stateChangeResponses,
       },
       handler: async (request) =>

@@ -1,7 +1,7 @@
-// The subscription resource, defined once: this TypeBox schema validates, serializes and
-// documents the routes, and `Subscription` is its static type.
+// The subscription resource and its request bodies, defined once: these TypeBox schemas
+// validate, serialize and document the routes, and the API types are their static types.
 import Type, { type Static } from 'typebox';
-import { metadataOut, Nullable, nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
+import { metadataOut, metadataSchema, Nullable, nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from './subscriptions.table.ts';
 
@@ -29,3 +29,28 @@ export const subscriptionSchema = Type.Object({
 });
 
 export type Subscription = Static<typeof subscriptionSchema>;
+
+export const createSubscriptionBody = Type.Object(
+  {
+    customer_id: Type.String({ minLength: 1, maxLength: 64 }),
+    plan_id: Type.String({ minLength: 1, maxLength: 64 }),
+    trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
+    metadata: Type.Optional(metadataSchema),
+  },
+  { additionalProperties: false },
+);
+
+export type CreateSubscriptionInput = Static<typeof createSubscriptionBody>;
+
+const cancelFields = Type.Object(
+  {
+    at_period_end: Type.Optional(Type.Boolean({ default: false })),
+    comment: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+/** The body of PUT …/cancel: optional, so null (or none) means all defaults. */
+export const cancelBody = Nullable(cancelFields);
+
+export type CancelInput = Static<typeof cancelFields>;

@@ -137,7 +137,7 @@ export function webhookRoutes(deps: Deps): Route[] {
         });
       },
     }),
-    defineRoute<{ Params: { id: string; delivery_id: string } }>({
+    defineRoute({
       method: 'POST',
       url: '/api/webhooks/:id/deliveries/:delivery_id/retry',
       schema: {

@@ -106,8 +106,7 @@ export const deliverySchema = Type.Object({
 /** A delivery as the API returns it, with its attempts oldest first. */
 export type Delivery = Static<typeof deliverySchema>;
 
-export const deliveryParams = {
-  type: 'object',
-  required: ['id', 'delivery_id'],
-  properties: { id: { type: 'string', maxLength: 64 }, delivery_id: { type: 'string', maxLength: 64 } },
-} as const;
+export const deliveryParams = Type.Object({
+  id: Type.String({ maxLength: 64 }),
+  delivery_id: Type.String({ maxLength: 64 }),
+});
