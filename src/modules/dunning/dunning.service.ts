@@ -60,12 +60,8 @@ export async function getCase(db: Kysely<Database>, id: string): Promise<Dunning
     .execute();
   return {
     ...toDunningCase(row),
-    steps: steps.map((s) => ({
-      step: s.step,
-      final: Boolean(s.final),
-      taken_at: s.taken_at,
-      event_id: s.event_id,
-    })),
+    // Rows as they are but `final` (1/0 on SQLite); the response schema keeps stepSchema's fields.
+    steps: steps.map((s): DunningStep => ({ ...s, final: Boolean(s.final) })),
   };
 }
 

@@ -2,9 +2,9 @@
 // serialize and document the routes; `Plan` and the inputs are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, StringEnum, timestamp } from '../../http/schemas.ts';
+import { PLAN_INTERVALS } from './plans.table.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
-export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
 /**
  * The largest `interval_count` per interval: a billing period is at most three years, as
  * Stripe bounds a price's recurring interval. Longer periods buy nothing a customer needs
