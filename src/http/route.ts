@@ -1,6 +1,10 @@
 // A route is a schema plus a few lines (ARCHITECTURE "Style" 3). `defineRoute` keeps the
-// handler's request types while letting app.ts hold every route in one plain list.
+// handler's request types while letting app.ts hold every route in one plain list; with the
+// TypeBox type provider they come from the route's own TypeBox schemas.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
+  ContextConfigDefault,
+  FastifySchema,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
   RawServerDefault,
@@ -35,9 +39,21 @@ declare module 'fastify' {
 
 export type Route = RouteOptions;
 
-/** Declares one route with typed `Body`/`Querystring`/`Params`; returns it untyped for the list. */
-export function defineRoute<G extends RouteGenericInterface>(
-  options: RouteOptions<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, G>,
+/**
+ * Declares one route; returns it untyped for the list. The handler's `Body`/`Querystring`/
+ * `Params` are inferred from TypeBox schemas (`schema.body: createCustomerBody`), or given
+ * as `defineRoute<{ Querystring: … }>` where the schema is plain JSON Schema.
+ */
+export function defineRoute<G extends RouteGenericInterface = RouteGenericInterface, S extends FastifySchema = FastifySchema>(
+  options: RouteOptions<
+    RawServerDefault,
+    RawRequestDefaultExpression,
+    RawReplyDefaultExpression,
+    G,
+    ContextConfigDefault,
+    S,
+    TypeBoxTypeProvider
+  >,
 ): Route {
   return options as unknown as Route;
 }

@@ -1,5 +1,9 @@
 // Schema pieces every route shares: error bodies, metadata, timestamps, ids. Routes use
 // these so that validation, serialization and /openapi.json come from one definition.
+// Resources are TypeBox schemas (the API type is `Static<typeof X>`); `Nullable` and
+// `StringEnum` keep the JSON Schema the API has always published (`type: [T, 'null']`,
+// `type: 'string'` + `enum`) rather than TypeBox's `anyOf` forms.
+import Type, { type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
 import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../shared/timestamps.ts';
 import { ERROR_CODES } from './errors.ts';
 
@@ -69,9 +73,39 @@ export function errorResponses(...statuses: number[]): Record<number, object> {
   return responses;
 }
 
+/**
+ * `schema` or null, written as `type: [schema.type, 'null']` (one schema, not an `anyOf`):
+ * the OpenAPI document and the validation messages stay those of the plain type. `schema`
+ * must have a single string `type`.
+ */
+export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
+  const { type } = schema as unknown as { type: string };
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] });
+}
+
+/** A string among `values`: `{type: 'string', enum}` typed as the union of `values`. */
+export function StringEnum<const V extends readonly string[]>(
+  values: V,
+  options: { description?: string; examples?: V[number][]; default?: V[number] } = {},
+): TUnsafe<V[number]> {
+  return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+/**
+ * The resource `schema` describes, taken from `row` (a table row or any superset of the
+ * resource): exactly the schema's properties, in its order. Responses need no such step
+ * (the response schema drops other properties when it serializes); event `data` and other
+ * values stored as JSON do, so that a new column never leaks into them.
+ */
+export function pickFields<S extends TObject>(schema: S, row: Static<S>): Static<S> {
+  const picked: Record<string, unknown> = {};
+  for (const key of Object.keys(schema.properties)) picked[key] = (row as Record<string, unknown>)[key];
+  return picked as Static<S>;
+}
+
 /** ISO 8601 UTC timestamp with milliseconds. */
-export const timestamp = { type: 'string', format: 'date-time' } as const;
-export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+export const timestamp = Type.String({ format: 'date-time' });
+export const nullableTimestamp = Nullable(timestamp);
 
 /**
  * A date-time a client sends: RFC 3339, and between MIN_TIMESTAMP and MAX_TIMESTAMP once
@@ -80,37 +114,32 @@ export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time'
  * are the stored range of src/shared/timestamps.ts. `formatMinimum`/`formatMaximum` are
  * ajv-formats keywords, comparing instants.
  */
-export const timestampInput = {
-  type: 'string',
+export const timestampInput = Type.String({
   format: 'date-time',
   formatMinimum: MIN_TIMESTAMP,
   formatMaximum: MAX_TIMESTAMP,
   description: `ISO 8601 date-time from ${MIN_TIMESTAMP} to ${MAX_TIMESTAMP}.`,
-} as const;
-export const nullableTimestampInput = { ...timestampInput, type: ['string', 'null'] } as const;
+});
+export const nullableTimestampInput = Nullable(timestampInput);
 
 /** Metadata: string→string, ≤ 50 keys, keys ≤ 40 chars, values ≤ 500 chars (SPEC §2). */
-export const metadataSchema = {
+export const metadataSchema = Type.Unsafe<Record<string, string>>({
   type: 'object',
   description:
     'Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters.',
   maxProperties: 50,
   propertyNames: { minLength: 1, maxLength: 40 },
   additionalProperties: { type: 'string', maxLength: 500 },
-} as const;
+});
 
 /** The metadata as responses carry it (no limits needed to serialize). */
-export const metadataOut = {
+export const metadataOut = Type.Unsafe<Record<string, string>>({
   type: 'object',
   additionalProperties: { type: 'string' },
-} as const;
+});
 
 /** Path parameter `{id}` — any string; malformed ids are answered 404 by the service. */
-export const idParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', maxLength: 64 } },
-} as const;
+export const idParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
 /** Security requirement for routes that need an API key (either header). */
 export const API_KEY_SECURITY: { [scheme: string]: string[] }[] = [{ bearerAuth: [] }, { apiKeyHeader: [] }];

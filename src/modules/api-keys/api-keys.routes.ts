@@ -3,51 +3,10 @@ import type { Deps } from '../../deps.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import {
-  API_KEY_SECURITY,
-  errorResponses,
-  idParams,
-  nullableTimestamp,
-  nullableTimestampInput,
-  timestamp,
-} from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
+import { apiKeySchema, createdKeySchema, createKeyBody, rotateKeyBody } from './api-keys.schemas.ts';
 import * as service from './api-keys.service.ts';
-
-const apiKeySchema = {
-  type: 'object',
-  required: [
-    'id',
-    'name',
-    'scope',
-    'prefix',
-    'last4',
-    'created_at',
-    'expires_at',
-    'revoked_at',
-    'last_used_at',
-  ],
-  properties: {
-    id: { type: 'string', examples: ['key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    name: { type: 'string' },
-    scope: { type: 'string', enum: ['read', 'write', 'admin'] },
-    prefix: { type: 'string', description: 'First characters of the key, to recognise it.' },
-    last4: { type: 'string', description: 'Last four characters of the key.' },
-    created_at: timestamp,
-    expires_at: nullableTimestamp,
-    revoked_at: nullableTimestamp,
-    last_used_at: { ...nullableTimestamp, description: 'Recorded in batches; may lag by a few seconds.' },
-  },
-} as const;
-
-const createdKeySchema = {
-  ...apiKeySchema,
-  required: [...apiKeySchema.required, 'key'],
-  properties: {
-    ...apiKeySchema.properties,
-    key: { type: 'string', description: 'The secret key. Shown only now.' },
-  },
-} as const;
 
 const tags = ['API keys'];
 const common = { tags, security: API_KEY_SECURITY };
@@ -56,23 +15,14 @@ const common = { tags, security: API_KEY_SECURITY };
 export function apiKeyRoutes(deps: Deps): Route[] {
   const { db, clock } = deps;
   return [
-    defineRoute<{ Body: { name: string; scope?: service.KeyScope; expires_at?: string | null } }>({
+    defineRoute({
       method: 'POST',
       url: '/api/api-keys',
       config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
       schema: {
         ...common,
         summary: 'Create an API key',
-        body: {
-          type: 'object',
-          required: ['name'],
-          additionalProperties: false,
-          properties: {
-            name: { type: 'string', minLength: 1, maxLength: 100 },
-            scope: { type: 'string', enum: ['read', 'write', 'admin'], default: 'write' },
-            expires_at: nullableTimestampInput,
-          },
-        },
+        body: createKeyBody,
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403) },
       },
       handler: async (request, reply) => {
@@ -94,7 +44,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.listApiKeys(db, parseListParams(request.query)),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/api-keys/:id',
       config: { scope: 'admin' },
@@ -106,7 +56,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.getApiKey(db, request.params.id),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'DELETE',
       url: '/api/api-keys/:id',
       config: { scope: 'admin' },
@@ -119,7 +69,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.revokeApiKey(db, clock, request.params.id),
     }),
-    defineRoute<{ Params: { id: string }; Body: { grace?: string } | undefined }>({
+    defineRoute({
       method: 'POST',
       url: '/api/api-keys/:id/rotate',
       config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
@@ -129,13 +79,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
         description:
           'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
         params: idParams,
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: {
-            grace: { type: 'string', description: 'Duration such as 30m, 24h or 7d.', examples: ['24h'] },
-          },
-        },
+        body: rotateKeyBody,
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403, 404, 422) },
       },
       handler: async (request, reply) => {

@@ -6,45 +6,28 @@ import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ListParams, Page } from '../../http/lists.ts';
 import { listPage } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Principal } from '../../http/route.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { addClamped, isStorableTime, MAX_TIMESTAMP } from '../../shared/timestamps.ts';
 import { generateKey, hashKey, keyHints } from './api-keys.keys.ts';
 import * as repo from './api-keys.repository.ts';
-import type { ApiKeyRow } from './api-keys.table.ts';
+import { type ApiKeyView, apiKeySchema } from './api-keys.schemas.ts';
+import type { ApiKeyRow, KeyScope } from './api-keys.table.ts';
 
-export type KeyScope = ApiKeyRow['scope'];
-
-/** An API key as the API shows it: never the secret, never its hash. */
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  scope: KeyScope;
-  prefix: string;
-  last4: string;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  last_used_at: string | null;
-}
+export type { ApiKeyView, KeyScope };
 
 /** Default and longest overlap during which a rotated key keeps working (SPEC §3). */
 export const DEFAULT_ROTATION_GRACE_MS = 24 * 3_600_000;
 export const MAX_ROTATION_GRACE_MS = 7 * 86_400_000;
 
+/**
+ * A key's row as the API shows it. An explicit pick, not left to the response schema: the
+ * hash never leaves this module, whoever prints the view (routes, the CLI).
+ */
 export function toApiKeyView(row: ApiKeyRow): ApiKeyView {
-  return {
-    id: row.id,
-    name: row.name,
-    scope: row.scope,
-    prefix: row.prefix,
-    last4: row.last4,
-    created_at: row.created_at,
-    expires_at: row.expires_at,
-    revoked_at: row.revoked_at,
-    last_used_at: row.last_used_at,
-  };
+  return pickFields(apiKeySchema, row);
 }
 
 /**

@@ -2,10 +2,13 @@
 // let people recognise a key in a list without it being recoverable.
 import type { Selectable } from 'kysely';
 
+export const KEY_SCOPES = ['read', 'write', 'admin'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
 export interface ApiKeysTable {
   id: string;
   name: string;
-  scope: 'read' | 'write' | 'admin';
+  scope: KeyScope;
   /** Lowercase hex SHA-256 of the whole key. */
   key_hash: string;
   prefix: string;

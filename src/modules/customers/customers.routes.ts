@@ -4,11 +4,9 @@ import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } fro
 import { defineRoute, type Route } from '../../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import {
-  type CreateCustomerInput,
   CUSTOMER_SORT_FIELDS,
   createCustomerBody,
   customerSchema,
-  type UpdateCustomerInput,
   updateCustomerBody,
 } from './customers.schemas.ts';
 import * as service from './customers.service.ts';
@@ -19,7 +17,7 @@ const common = { tags: ['Customers'], security: API_KEY_SECURITY };
 export function customerRoutes(deps: Deps): Route[] {
   const { db, clock } = deps;
   return [
-    defineRoute<{ Body: CreateCustomerInput }>({
+    defineRoute({
       method: 'POST',
       url: '/api/customers',
       schema: {
@@ -44,7 +42,7 @@ export function customerRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.listCustomers(db, parseListParams(request.query)),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/customers/:id',
       schema: {
@@ -55,7 +53,7 @@ export function customerRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.getCustomer(db, request.params.id),
     }),
-    defineRoute<{ Params: { id: string }; Body: UpdateCustomerInput }>({
+    defineRoute({
       method: 'PATCH',
       url: '/api/customers/:id',
       schema: {
@@ -68,7 +66,7 @@ export function customerRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.updateCustomer(db, clock, request.params.id, request.body),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'DELETE',
       url: '/api/customers/:id',
       schema: {

@@ -1,6 +1,8 @@
-// JSON schemas of the customers routes: they validate, serialize and document. Emails use
-// JSON Schema's `idn-email` (RFC 6531), checked by isValidEmail (see EMAIL_FORMATS).
-import { metadataOut, metadataSchema, timestamp } from '../../http/schemas.ts';
+// The customer resource and its request bodies, defined once: these TypeBox schemas validate,
+// serialize and document the routes; `Customer` and the inputs are their static types. Emails
+// use JSON Schema's `idn-email` (RFC 6531), checked by isValidEmail (see EMAIL_FORMATS).
+import Type, { type Static } from 'typebox';
+import { metadataOut, metadataSchema, Nullable, timestamp } from '../../http/schemas.ts';
 import { EMAIL_MAX_LENGTH, isValidEmail } from './customer-email.ts';
 
 /**
@@ -11,59 +13,41 @@ export const EMAIL_FORMATS = { 'idn-email': isValidEmail } as const;
 
 export const CUSTOMER_SORT_FIELDS = ['created_at', 'updated_at', 'email', 'name'] as const;
 
-export const customerSchema = {
-  type: 'object',
-  required: ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'updated_at'],
-  properties: {
-    id: { type: 'string', examples: ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    email: { type: 'string', format: 'idn-email' },
-    name: { type: ['string', 'null'] },
-    phone: { type: ['string', 'null'] },
-    metadata: metadataOut,
-    created_at: timestamp,
-    updated_at: timestamp,
+export const customerSchema = Type.Object({
+  id: Type.String({ examples: ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+  email: Type.String({ format: 'idn-email' }),
+  name: Nullable(Type.String()),
+  phone: Nullable(Type.String()),
+  metadata: metadataOut,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+/** A customer as the API returns it. */
+export type Customer = Static<typeof customerSchema>;
+
+const email = Type.String({ format: 'idn-email', maxLength: EMAIL_MAX_LENGTH, examples: ['ada@example.com'] });
+const name = Nullable(Type.String({ minLength: 1, maxLength: 255, examples: ['Ada Lovelace'] }));
+const phone = Nullable(Type.String({ minLength: 1, maxLength: 40, examples: ['+2348012345678'] }));
+
+export const createCustomerBody = Type.Object(
+  { email, name: Type.Optional(name), phone: Type.Optional(phone), metadata: Type.Optional(metadataSchema) },
+  { additionalProperties: false },
+);
+
+export const updateCustomerBody = Type.Object(
+  {
+    email: Type.Optional(email),
+    name: Type.Optional(name),
+    phone: Type.Optional(phone),
+    metadata: Type.Optional(Nullable(metadataSchema)),
   },
-} as const;
+  {
+    additionalProperties: false,
+    description:
+      'Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
+  },
+);
 
-const email = {
-  type: 'string',
-  format: 'idn-email',
-  maxLength: EMAIL_MAX_LENGTH,
-  examples: ['ada@example.com'],
-} as const;
-const name = { type: ['string', 'null'], minLength: 1, maxLength: 255, examples: ['Ada Lovelace'] } as const;
-const phone = {
-  type: ['string', 'null'],
-  minLength: 1,
-  maxLength: 40,
-  examples: ['+2348012345678'],
-} as const;
-
-export const createCustomerBody = {
-  type: 'object',
-  required: ['email'],
-  additionalProperties: false,
-  properties: { email, name, phone, metadata: metadataSchema },
-} as const;
-
-export const updateCustomerBody = {
-  type: 'object',
-  additionalProperties: false,
-  description:
-    'Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
-  properties: { email, name, phone, metadata: { ...metadataSchema, type: ['object', 'null'] } },
-} as const;
-
-export interface CreateCustomerInput {
-  email: string;
-  name?: string | null;
-  phone?: string | null;
-  metadata?: Record<string, string>;
-}
-
-export interface UpdateCustomerInput {
-  email?: string;
-  name?: string | null;
-  phone?: string | null;
-  metadata?: Record<string, string> | null;
-}
+export type CreateCustomerInput = Static<typeof createCustomerBody>;
+export type UpdateCustomerInput = Static<typeof updateCustomerBody>;

@@ -9,6 +9,7 @@ import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
@@ -16,30 +17,18 @@ import { emitEvent } from '../events/events.service.ts';
 import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { isValidEmail, normalizeEmail } from './customer-email.ts';
 import * as repo from './customers.repository.ts';
-import { type CreateCustomerInput, CUSTOMER_SORT_FIELDS, type UpdateCustomerInput } from './customers.schemas.ts';
+import {
+  type CreateCustomerInput,
+  type Customer,
+  CUSTOMER_SORT_FIELDS,
+  customerSchema,
+  type UpdateCustomerInput,
+} from './customers.schemas.ts';
 import type { CustomerRow } from './customers.table.ts';
 
-/** A customer as the API returns it. */
-export interface Customer {
-  id: string;
-  email: string;
-  name: string | null;
-  phone: string | null;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
-
+/** A customers row as the API shows it: `metadata` parsed from its JSON text. */
 export function toCustomer(row: CustomerRow): Customer {
-  return {
-    id: row.id,
-    email: row.email,
-    name: row.name,
-    phone: row.phone,
-    metadata: JSON.parse(row.metadata),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  return pickFields(customerSchema, { ...row, metadata: JSON.parse(row.metadata) });
 }
 
 function emailTaken(email: string): AppError {

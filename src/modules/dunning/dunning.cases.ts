@@ -5,10 +5,12 @@ import type { Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { nextActionAt } from './dunning-schedule.ts';
+import { caseSchema, type DunningCase } from './dunning.schemas.ts';
 import type { DunningCaseRow, DunningCaseStatus, DunningReason } from './dunning.table.ts';
 
 /** What dunning needs from the running service: the time and the schedule (Deps fits). */
@@ -17,31 +19,14 @@ export interface DunningContext {
   config: Pick<Config, 'dunningScheduleMs' | 'dunningFinalAction'>;
 }
 
-/**
- * A dunning case as the API returns it (SPEC §4 fields): exactly the row's columns;
- * `amount_due` in minor units, times ISO 8601. toDunningCase copies them one by one so a
- * column added later never leaks into responses or events unnoticed.
- */
-export type DunningCase = DunningCaseRow;
+export type { DunningCase };
 
+/**
+ * A case row as the API and its events show it: an explicit pick of caseSchema's fields, so
+ * a column added later never leaks into events (responses are cut by their schema anyway).
+ */
 export function toDunningCase(row: DunningCaseRow): DunningCase {
-  return {
-    id: row.id,
-    customer_id: row.customer_id,
-    subscription_id: row.subscription_id,
-    payment_id: row.payment_id,
-    status: row.status,
-    reason: row.reason,
-    attempts: row.attempts,
-    step: row.step,
-    next_action_at: row.next_action_at,
-    amount_due: row.amount_due,
-    currency: row.currency,
-    opened_at: row.opened_at,
-    closed_at: row.closed_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  return pickFields(caseSchema, row);
 }
 
 /** What opened (or re-failed) a case: the cause, and what is owed. */

@@ -4,101 +4,16 @@ import type { Deps } from '../../deps.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams, simpleListSchema } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams, nullableTimestamp, timestamp } from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
 import { DUNNING_CASE_STATUSES } from './dunning.table.ts';
+import { caseSchema, caseWithStepsSchema, pastDueSchema, upcomingSchema } from './dunning.schemas.ts';
 import * as service from './dunning.service.ts';
 
 const common = { tags: ['Dunning'], security: API_KEY_SECURITY };
 
 /** The longest `within` the upcoming list accepts. */
 const MAX_WITHIN_MS = 366 * 86_400_000;
-
-const caseProperties = {
-  id: { type: 'string', description: '`dun_…`' },
-  customer_id: { type: 'string' },
-  subscription_id: { type: 'string' },
-  payment_id: { type: ['string', 'null'], description: 'The failed payment that opened the case.' },
-  status: { type: 'string', enum: [...DUNNING_CASE_STATUSES] },
-  reason: { type: 'string', enum: ['payment_failed', 'renewal_unpaid'] },
-  attempts: { type: 'integer', description: 'Failed payments while the case was open, the first included.' },
-  step: { type: 'integer', description: 'Steps of DUNNING_SCHEDULE taken so far.' },
-  next_action_at: {
-    ...nullableTimestamp,
-    description: 'When the next reminder, or after the last one the final action, is due; null once closed.',
-  },
-  amount_due: { type: 'integer', description: 'Minor units.' },
-  currency: { type: 'string' },
-  opened_at: timestamp,
-  closed_at: nullableTimestamp,
-  created_at: timestamp,
-  updated_at: timestamp,
-} as const;
-
-const caseSchema = {
-  type: 'object',
-  required: Object.keys(caseProperties),
-  properties: caseProperties,
-} as const;
-
-const caseWithStepsSchema = {
-  type: 'object',
-  required: [...Object.keys(caseProperties), 'steps'],
-  properties: {
-    ...caseProperties,
-    steps: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['step', 'final', 'taken_at', 'event_id'],
-        properties: {
-          step: { type: 'integer' },
-          final: { type: 'boolean', description: 'The last reminder, the warning before the final action.' },
-          taken_at: timestamp,
-          event_id: { type: 'string', description: 'The `dunning.reminder` event this step emitted.' },
-        },
-      },
-    },
-  },
-} as const;
-
-const upcomingSchema = {
-  type: 'object',
-  required: [...Object.keys(caseProperties), 'next_action', 'next_step'],
-  properties: {
-    ...caseProperties,
-    next_action: { type: 'string', enum: ['reminder', 'final_action'] },
-    next_step: { type: ['integer', 'null'] },
-  },
-} as const;
-
-const pastDueSchema = {
-  type: 'object',
-  required: [
-    'subscription_id',
-    'customer_id',
-    'customer_email',
-    'plan_id',
-    'status',
-    'dunning_case_id',
-    'amount_due',
-    'currency',
-    'overdue_since',
-    'days_overdue',
-  ],
-  properties: {
-    subscription_id: { type: 'string' },
-    customer_id: { type: 'string' },
-    customer_email: { type: 'string' },
-    plan_id: { type: 'string' },
-    status: { type: 'string', enum: ['past_due', 'unpaid'] },
-    dunning_case_id: { type: ['string', 'null'], description: 'The open case, if any.' },
-    amount_due: { type: 'integer', description: 'Minor units.' },
-    currency: { type: 'string' },
-    overdue_since: timestamp,
-    days_overdue: { type: 'integer' },
-  },
-} as const;
 
 /** Routes of the dunning module. */
 export function dunningRoutes(deps: Deps): Route[] {
@@ -118,7 +33,7 @@ export function dunningRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.listCases(db, parseListParams(request.query), request.query.status),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/dunning/cases/:id',
       schema: {

@@ -8,24 +8,20 @@ import { NotFoundError } from '../../http/errors.ts';
 import { type ListParams, listPage, type SimpleList, simpleListOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
-import type { SubscriptionStatus } from '../subscriptions/subscription-status.ts';
-import { type DunningCase, toDunningCase } from './dunning.cases.ts';
+import { toDunningCase } from './dunning.cases.ts';
+import type {
+  DunningCase,
+  DunningCaseWithSteps,
+  DunningStep,
+  PastDueSubscription,
+  UpcomingCase,
+} from './dunning.schemas.ts';
 import { isFinalActionNext } from './dunning-schedule.ts';
 import type { DunningCaseRow, DunningCaseStatus } from './dunning.table.ts';
 
 const DAY_MS = 86_400_000;
 
-/** One step taken on a case: when, whether it was the final warning, and its event. */
-export interface DunningStep {
-  step: number;
-  final: boolean;
-  taken_at: string;
-  event_id: string;
-}
-
-export interface DunningCaseWithSteps extends DunningCase {
-  steps: DunningStep[];
-}
+export type { DunningCaseWithSteps, DunningStep, PastDueSubscription, UpcomingCase };
 
 /** The fields `sort_by` may name on the cases lists (GET /api/dunning/cases, …/upcoming). */
 export const CASE_SORT_FIELDS = ['created_at', 'next_action_at'] as const;
@@ -64,30 +60,9 @@ export async function getCase(db: Kysely<Database>, id: string): Promise<Dunning
     .execute();
   return {
     ...toDunningCase(row),
-    steps: steps.map((s) => ({
-      step: s.step,
-      final: Boolean(s.final),
-      taken_at: s.taken_at,
-      event_id: s.event_id,
-    })),
+    // Rows as they are but `final` (1/0 on SQLite); the response schema keeps stepSchema's fields.
+    steps: steps.map((s): DunningStep => ({ ...s, final: Boolean(s.final) })),
   };
-}
-
-/** One row of the past-due list. `amount_due` in minor units. */
-export interface PastDueSubscription {
-  subscription_id: string;
-  customer_id: string;
-  customer_email: string;
-  plan_id: string;
-  status: Extract<SubscriptionStatus, 'past_due' | 'unpaid'>;
-  /** The open case's id; null once dunning is exhausted (`unpaid`) or before any case. */
-  dunning_case_id: string | null;
-  amount_due: number;
-  currency: string;
-  /** When the subscription fell behind: its latest case's opening, else its period end. */
-  overdue_since: string;
-  /** Whole days from `overdue_since` to now. */
-  days_overdue: number;
 }
 
 export const PAST_DUE_SORT_FIELDS = ['created_at', 'current_period_end'] as const;
@@ -159,13 +134,6 @@ export async function listPastDue(
     };
   });
   return { data, total: page.meta.total };
-}
-
-/** An open case with what happens next: reminder step `next_step`, or the final action. */
-export interface UpcomingCase extends DunningCase {
-  next_action: 'reminder' | 'final_action';
-  /** The step the next reminder will be; null when the final action is next. */
-  next_step: number | null;
 }
 
 /**

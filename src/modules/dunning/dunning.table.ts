@@ -3,7 +3,8 @@ import type { Selectable } from 'kysely';
 
 export const DUNNING_CASE_STATUSES = ['open', 'recovered', 'exhausted', 'cancelled'] as const;
 export type DunningCaseStatus = (typeof DUNNING_CASE_STATUSES)[number];
-export type DunningReason = 'payment_failed' | 'renewal_unpaid';
+export const DUNNING_REASONS = ['payment_failed', 'renewal_unpaid'] as const;
+export type DunningReason = (typeof DUNNING_REASONS)[number];
 
 export interface DunningCasesTable {
   id: string;

@@ -2,28 +2,10 @@
 import type { Deps } from '../../deps.ts';
 import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import {
-  API_KEY_SECURITY,
-  errorResponses,
-  idParams,
-  nullableTimestamp,
-  timestamp,
-} from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { eventSchema } from './events.schemas.ts';
 import * as service from './events.service.ts';
 import { TOPICS, type Topic } from './topics.ts';
-
-const eventSchema = {
-  type: 'object',
-  required: ['id', 'topic', 'data', 'created_at', 'delivered', 'delivered_at'],
-  properties: {
-    id: { type: 'string', examples: ['evt_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    topic: { type: 'string', enum: [...TOPICS] },
-    data: { type: 'object', additionalProperties: true, description: 'The resource as the API returned it.' },
-    created_at: timestamp,
-    delivered: { type: 'boolean', description: 'True once every webhook delivery of this event succeeded.' },
-    delivered_at: nullableTimestamp,
-  },
-} as const;
 
 const common = { tags: ['Events'], security: API_KEY_SECURITY };
 
@@ -51,7 +33,7 @@ export function eventRoutes(deps: Deps): Route[] {
         });
       },
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/events/:id',
       schema: {

@@ -5,31 +5,24 @@ import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { type EventView, eventSchema } from './events.schemas.ts';
 import type { EventRow } from './events.table.ts';
 import { ringOutbox } from './outbox-signal.ts';
 import type { Topic } from './topics.ts';
 
-/** An event as the API returns it; `data` is the resource as the API returned it then. */
-export interface EventView {
-  id: string;
-  topic: Topic;
-  data: unknown;
-  created_at: string;
-  delivered: boolean;
-  delivered_at: string | null;
-}
+export type { EventView };
 
+/** An events row as the API shows it: `data` parsed from its JSON text, `delivered` computed. */
 export function toEventView(row: EventRow): EventView {
-  return {
-    id: row.id,
+  return pickFields(eventSchema, {
+    ...row,
     topic: row.topic as Topic,
     data: JSON.parse(row.data),
-    created_at: row.created_at,
     delivered: row.delivered_at !== null,
-    delivered_at: row.delivered_at,
-  };
+  });
 }
 
 /**

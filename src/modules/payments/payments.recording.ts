@@ -8,7 +8,9 @@ import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { type Payment, sumSucceededRefunds, toPayment } from './payments.service.ts';
+import { pickFields } from '../../http/schemas.ts';
+import { type Payment, paymentSchema } from './payments.schemas.ts';
+import { sumSucceededRefunds } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
 import { canonicalReference, lockPaymentByReference } from './payments.references.ts';
 import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
@@ -128,7 +130,7 @@ export async function recordPaymentReport(
     const reference = await canonicalReference(trx, input.provider, input.reference);
     const created = await insertPayment(trx, newPaymentRow({ ...input, reference }, status, clock.now().toISOString()));
     if (created) {
-      const payment = toPayment(created);
+      const payment = pickFields(paymentSchema, created);
       await emitEvent(trx, clock, topic, payment);
       await addToCount(trx, 'payments', 1);
       return {
@@ -160,10 +162,10 @@ export async function recordPaymentReport(
   // Attribution learnt from a failure report is not news once the payment has succeeded.
   const relevant = becameSucceeded || (status === 'succeeded' ? paid : !paid);
   if (!relevant || Object.keys(changes).length === 0) {
-    return { refused: false, payment: toPayment(row), becameSucceeded: false, becameFailed: false, subscriptionAttached: false };
+    return { refused: false, payment: pickFields(paymentSchema, row), becameSucceeded: false, becameFailed: false, subscriptionAttached: false };
   }
   const updated = await updatePayment(trx, clock, row, changes);
-  const payment = toPayment(updated);
+  const payment = pickFields(paymentSchema, updated);
   await emitEvent(trx, clock, topic, payment);
   return {
     refused: false,
@@ -262,7 +264,7 @@ export async function recordRefundReports(
     }
   }
 
-  let result = toPayment(payment);
+  let result = pickFields(paymentSchema, payment);
   if (succeeded || failed) {
     // The one rule, from the rows themselves: amount_refunded = the succeeded refunds' sum.
     const refunded = await sumSucceededRefunds(trx, payment.id);
@@ -270,7 +272,7 @@ export async function recordRefundReports(
       amount_refunded: refunded,
       status: statusAfterRefunds(Number(payment.amount), refunded),
     });
-    result = toPayment(updated);
+    result = pickFields(paymentSchema, updated);
     if (succeeded) await emitEvent(trx, clock, 'payment.refunded', result);
     if (failed) await emitEvent(trx, clock, 'payment.refund_failed', result);
   }

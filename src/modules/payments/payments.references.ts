@@ -11,7 +11,9 @@ import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { type Payment, sumSucceededRefunds, toPayment } from './payments.service.ts';
+import { pickFields } from '../../http/schemas.ts';
+import { type Payment, paymentSchema } from './payments.schemas.ts';
+import { sumSucceededRefunds } from './payments.service.ts';
 import type { PaymentRow } from './payments.table.ts';
 import { statusAfterRefunds } from './refund-totals.ts';
 
@@ -209,7 +211,7 @@ export async function recordPaymentLink(
 ): Promise<LinkChange> {
   if (link.conflict !== null) throw new Error(`link ${link.alias} → ${link.canonical} conflicts: ${link.conflict}`);
   const { provider, alias, canonical, aliasPayment, canonicalPayment } = link;
-  const unchanged = { payment: canonicalPayment ? toPayment(canonicalPayment) : null, mergedPaymentId: null, owedEffect: null };
+  const unchanged = { payment: canonicalPayment ? pickFields(paymentSchema, canonicalPayment) : null, mergedPaymentId: null, owedEffect: null };
   if (link.known) return unchanged;
   const now = clock.now().toISOString();
   await trx
@@ -226,7 +228,7 @@ export async function recordPaymentLink(
       .set({ provider_reference: canonical, updated_at: now })
       .where('id', '=', aliasPayment.id)
       .execute();
-    const payment = toPayment(rekeyed);
+    const payment = pickFields(paymentSchema, rekeyed);
     await emitEvent(trx, clock, isPaid(rekeyed) ? 'payment.succeeded' : 'payment.failed', payment);
     return { payment, mergedPaymentId: null, owedEffect: null };
   }
@@ -266,7 +268,7 @@ async function mergePayments(
   };
   await trx.updateTable('payments').set(changes).where('id', '=', first.id).execute();
   const merged: PaymentRow = { ...first, ...changes };
-  const payment = toPayment(merged);
+  const payment = pickFields(paymentSchema, merged);
   await emitEvent(trx, clock, 'payment.merged', { ...payment, merged_payment_id: second.id });
   // Counted after the event (one lock order for the shared counters, see insertPayment in payments.recording.ts).
   await addToCount(trx, 'payments', -1);

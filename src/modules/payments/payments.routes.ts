@@ -41,7 +41,7 @@ export function paymentRoutes(deps: Deps): Route[] {
         });
       },
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/payments/:id',
       schema: {
@@ -64,7 +64,7 @@ export function paymentRoutes(deps: Deps): Route[] {
       handler: async (request) =>
         service.listRefunds(db, parseListParams(request.query), { payment_id: request.query.payment_id }),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/refunds/:id',
       schema: {

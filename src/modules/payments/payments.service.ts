@@ -6,74 +6,10 @@ import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import { isIdOf } from '../../shared/ids.ts';
-import { PAYMENT_SORT_FIELDS, REFUND_SORT_FIELDS } from './payments.schemas.ts';
-import type { PaymentRow, PaymentStatus, RefundRow, RefundStatus } from './payments.table.ts';
+import { type Payment, PAYMENT_SORT_FIELDS, type Refund, REFUND_SORT_FIELDS } from './payments.schemas.ts';
+import type { PaymentStatus } from './payments.table.ts';
 
-/** A payment as the API returns it (SPEC §4 fields). Amounts in minor units. */
-export interface Payment {
-  id: string;
-  customer_id: string | null;
-  subscription_id: string | null;
-  provider: string;
-  provider_reference: string;
-  amount: number;
-  amount_refunded: number;
-  currency: string;
-  status: PaymentStatus;
-  failure_reason: string | null;
-  paid_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** A refund as the API returns it. Amount in minor units; `failed` refunds do not count in `amount_refunded`. */
-export interface Refund {
-  id: string;
-  payment_id: string;
-  provider: string;
-  provider_reference: string;
-  amount: number;
-  currency: string;
-  status: RefundStatus;
-  refunded_at: string;
-  created_at: string;
-  updated_at: string;
-}
-
-/** The API shape of a payments row (bigint columns as numbers). */
-export function toPayment(row: PaymentRow): Payment {
-  return {
-    id: row.id,
-    customer_id: row.customer_id,
-    subscription_id: row.subscription_id,
-    provider: row.provider,
-    provider_reference: row.provider_reference,
-    amount: Number(row.amount),
-    amount_refunded: Number(row.amount_refunded),
-    currency: row.currency,
-    status: row.status,
-    failure_reason: row.failure_reason,
-    paid_at: row.paid_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
-
-/** The API shape of a refunds row. */
-export function toRefund(row: RefundRow): Refund {
-  return {
-    id: row.id,
-    payment_id: row.payment_id,
-    provider: row.provider,
-    provider_reference: row.provider_reference,
-    amount: Number(row.amount),
-    currency: row.currency,
-    status: row.status,
-    refunded_at: row.refunded_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
+export type { Payment, Refund };
 
 export interface PaymentFilters {
   customer_id?: string;
@@ -100,7 +36,7 @@ export async function listPayments(
     },
     params,
     keptTotal: () => readCount(db, 'payments'),
-    map: (rows) => rows.map(toPayment),
+    map: (rows) => rows,
   });
 }
 
@@ -110,7 +46,7 @@ export async function getPayment(db: Kysely<Database>, id: string): Promise<Paym
     ? await db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst()
     : undefined;
   if (!row) throw new NotFoundError('payment', id);
-  return toPayment(row);
+  return row;
 }
 
 /** A page of refunds, newest first by default; filter `payment_id`. */
@@ -126,7 +62,7 @@ export async function listRefunds(
     filters: { payment_id: filters.payment_id },
     params,
     keptTotal: () => readCount(db, 'refunds'),
-    map: (rows) => rows.map(toRefund),
+    map: (rows) => rows,
   });
 }
 
@@ -136,7 +72,7 @@ export async function getRefund(db: Kysely<Database>, id: string): Promise<Refun
     ? await db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirst()
     : undefined;
   if (!row) throw new NotFoundError('refund', id);
-  return toRefund(row);
+  return row;
 }
 
 /**

@@ -5,7 +5,6 @@ import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } fro
 import { defineRoute, type Route } from '../../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import {
-  type CreatePlanInput,
   createPlanBody,
   IMMUTABLE_PLAN_FIELDS,
   PLAN_SORT_FIELDS,
@@ -21,7 +20,7 @@ const common = { tags: ['Plans'], security: API_KEY_SECURITY };
 export function planRoutes(deps: Deps): Route[] {
   const { db, clock } = deps;
   return [
-    defineRoute<{ Body: CreatePlanInput }>({
+    defineRoute({
       method: 'POST',
       url: '/api/plans',
       schema: {
@@ -44,7 +43,7 @@ export function planRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.listPlans(db, parseListParams(request.query)),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/plans/:id',
       schema: {

@@ -1,8 +1,10 @@
-// JSON schemas of the plans routes: they validate, serialize and document.
-import { metadataOut, metadataSchema, timestamp } from '../../http/schemas.ts';
+// The plan resource and its request bodies, defined once: these TypeBox schemas validate,
+// serialize and document the routes; `Plan` and the inputs are their static types.
+import Type, { type Static } from 'typebox';
+import { metadataOut, metadataSchema, Nullable, StringEnum, timestamp } from '../../http/schemas.ts';
+import { PLAN_INTERVALS } from './plans.table.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
-export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
 /**
  * The largest `interval_count` per interval: a billing period is at most three years, as
  * Stripe bounds a price's recurring interval. Longer periods buy nothing a customer needs
@@ -18,90 +20,66 @@ export const IMMUTABLE_PLAN_FIELDS = [
   'trial_period_days',
 ] as const;
 
-export const planSchema = {
-  type: 'object',
-  required: [
-    'id',
-    'name',
-    'amount',
-    'currency',
-    'interval',
-    'interval_count',
-    'trial_period_days',
-    'active',
-    'metadata',
-    'created_at',
-    'updated_at',
-  ],
-  properties: {
-    id: { type: 'string', examples: ['plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    name: { type: 'string' },
-    amount: { type: 'integer', description: 'Price per period in minor units (5000 = 50.00).' },
-    currency: { type: 'string', description: 'ISO 4217, upper-case.' },
-    interval: { type: 'string', enum: [...PLAN_INTERVALS] },
-    interval_count: { type: 'integer' },
-    trial_period_days: { type: 'integer' },
-    active: { type: 'boolean', description: 'false = archived: no new subscriptions.' },
-    metadata: metadataOut,
-    created_at: timestamp,
-    updated_at: timestamp,
-  },
-} as const;
+export const planSchema = Type.Object({
+  id: Type.String({ examples: ['plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+  name: Type.String(),
+  amount: Type.Integer({ description: 'Price per period in minor units (5000 = 50.00).' }),
+  currency: Type.String({ description: 'ISO 4217, upper-case.' }),
+  interval: StringEnum(PLAN_INTERVALS),
+  interval_count: Type.Integer(),
+  trial_period_days: Type.Integer(),
+  active: Type.Boolean({ description: 'false = archived: no new subscriptions.' }),
+  metadata: metadataOut,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
 
-export const createPlanBody = {
-  type: 'object',
-  required: ['name', 'amount', 'currency', 'interval'],
-  additionalProperties: false,
-  properties: {
-    name: { type: 'string', minLength: 1, maxLength: 255, examples: ['Pro monthly'] },
-    amount: { type: 'integer', minimum: 0, maximum: 1_000_000_000_000, examples: [5000] },
+/** A plan as the API returns it. */
+export type Plan = Static<typeof planSchema>;
+
+export const createPlanBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255, examples: ['Pro monthly'] }),
+    amount: Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, examples: [5000] }),
     // No `pattern`: its failure could only say "not in the expected format"; the service
     // checks the code against ISO 4217 and says so (e.g. for "usd").
-    currency: {
-      type: 'string',
-      minLength: 3,
-      maxLength: 3,
-      description: 'ISO 4217 code, upper-case.',
-      examples: ['NGN'],
-    },
-    interval: { type: 'string', enum: [...PLAN_INTERVALS] },
+    currency: Type.String({ minLength: 3, maxLength: 3, description: 'ISO 4217 code, upper-case.', examples: ['NGN'] }),
+    interval: StringEnum(PLAN_INTERVALS),
     // The bound depends on `interval` (MAX_INTERVAL_COUNT); the service checks it and says so.
-    interval_count: {
-      type: 'integer',
-      minimum: 1,
-      default: 1,
-      description: 'Intervals per billing period; at most three years: day ≤ 1095, week ≤ 156, month ≤ 36, year ≤ 3.',
-    },
-    trial_period_days: { type: 'integer', minimum: 0, maximum: 730, default: 0 },
-    metadata: metadataSchema,
-  },
-} as const;
-
-export const updatePlanBody = {
-  type: 'object',
-  additionalProperties: false,
-  description: 'Only `name`, `active` and `metadata` change; prices are immutable (create a new plan).',
-  properties: {
-    name: { type: 'string', minLength: 1, maxLength: 255 },
-    active: { type: 'boolean' },
-    metadata: { ...metadataSchema, type: ['object', 'null'] },
-    // Listed so the error can say why they are refused (see plans.routes.ts).
-    ...Object.fromEntries(
-      IMMUTABLE_PLAN_FIELDS.map((f) => [f, { description: 'Immutable: refused with 400.' }]),
+    interval_count: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: 1,
+        description:
+          'Intervals per billing period; at most three years: day ≤ 1095, week ≤ 156, month ≤ 36, year ≤ 3.',
+      }),
     ),
+    trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730, default: 0 })),
+    metadata: Type.Optional(metadataSchema),
   },
-} as const;
+  { additionalProperties: false },
+);
 
-export interface CreatePlanInput {
-  name: string;
-  amount: number;
-  currency: string;
-  interval: (typeof PLAN_INTERVALS)[number];
-  interval_count?: number;
-  trial_period_days?: number;
-  metadata?: Record<string, string>;
-}
+// Listed so the error can say why they are refused (see plans.routes.ts).
+const immutableFields = Object.fromEntries(
+  IMMUTABLE_PLAN_FIELDS.map((f) => [f, Type.Optional(Type.Unknown({ description: 'Immutable: refused with 400.' }))]),
+);
 
+export const updatePlanBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    active: Type.Optional(Type.Boolean()),
+    metadata: Type.Optional(Nullable(metadataSchema)),
+    ...immutableFields,
+  },
+  {
+    additionalProperties: false,
+    description: 'Only `name`, `active` and `metadata` change; prices are immutable (create a new plan).',
+  },
+);
+
+export type CreatePlanInput = Static<typeof createPlanBody>;
+/** The changes a client may ask for; the immutable fields never reach the service (plans.routes.ts). */
 export interface UpdatePlanInput {
   name?: string;
   active?: boolean;

@@ -4,41 +4,23 @@ import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
-import { type CreatePlanInput, MAX_INTERVAL_COUNT, PLAN_SORT_FIELDS, type UpdatePlanInput } from './plans.schemas.ts';
+import {
+  type CreatePlanInput,
+  MAX_INTERVAL_COUNT,
+  type Plan,
+  PLAN_SORT_FIELDS,
+  planSchema,
+  type UpdatePlanInput,
+} from './plans.schemas.ts';
 import type { PlanRow } from './plans.table.ts';
 
-/** A plan as the API returns it. */
-export interface Plan {
-  id: string;
-  name: string;
-  amount: number;
-  currency: string;
-  interval: PlanRow['interval'];
-  interval_count: number;
-  trial_period_days: number;
-  active: boolean;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
-
+/** A plans row as the API shows it: `active` as a boolean (SQLite stores 1/0), `metadata` parsed. */
 export function toPlan(row: PlanRow): Plan {
-  return {
-    id: row.id,
-    name: row.name,
-    amount: Number(row.amount),
-    currency: row.currency,
-    interval: row.interval,
-    interval_count: row.interval_count,
-    trial_period_days: row.trial_period_days,
-    active: Boolean(row.active),
-    metadata: JSON.parse(row.metadata),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  return pickFields(planSchema, { ...row, active: Boolean(row.active), metadata: JSON.parse(row.metadata) });
 }
 
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));

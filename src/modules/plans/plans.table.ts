@@ -2,7 +2,8 @@
 // change after creation; a new price is a new plan.
 import type { Selectable } from 'kysely';
 
-export type PlanInterval = 'day' | 'week' | 'month' | 'year';
+export const PLAN_INTERVALS = ['day', 'week', 'month', 'year'] as const;
+export type PlanInterval = (typeof PLAN_INTERVALS)[number];
 
 export interface PlansTable {
   id: string;

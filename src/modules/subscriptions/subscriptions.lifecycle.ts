@@ -5,6 +5,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { NotFoundError } from '../../http/errors.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -15,47 +16,22 @@ import {
   nextStatus,
   type SubscriptionStatus,
 } from './subscription-status.ts';
+import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
 import type { SubscriptionRow, SubscriptionsTable } from './subscriptions.table.ts';
 
-/** A subscription as the API returns it (SPEC §4 fields). */
-export interface Subscription {
-  id: string;
-  customer_id: string;
-  plan_id: string;
-  status: SubscriptionStatus;
-  entitled: boolean;
-  current_period_start: string | null;
-  current_period_end: string | null;
-  trial_end: string | null;
-  cancel_at_period_end: boolean;
-  cancelled_at: string | null;
-  ended_at: string | null;
-  cancellation_reason: SubscriptionRow['cancellation_reason'];
-  cancellation_comment: string | null;
-  metadata: Record<string, string>;
-  created_at: string;
-  updated_at: string;
-}
+export type { Subscription };
 
+/**
+ * A subscriptions row as the API shows it: `entitled` computed from the status,
+ * `cancel_at_period_end` as a boolean (SQLite stores 1/0), `metadata` parsed.
+ */
 export function toSubscription(row: SubscriptionRow): Subscription {
-  return {
-    id: row.id,
-    customer_id: row.customer_id,
-    plan_id: row.plan_id,
-    status: row.status,
+  return pickFields(subscriptionSchema, {
+    ...row,
     entitled: isEntitled(row.status),
-    current_period_start: row.current_period_start,
-    current_period_end: row.current_period_end,
-    trial_end: row.trial_end,
     cancel_at_period_end: Boolean(row.cancel_at_period_end),
-    cancelled_at: row.cancelled_at,
-    ended_at: row.ended_at,
-    cancellation_reason: row.cancellation_reason,
-    cancellation_comment: row.cancellation_comment,
     metadata: JSON.parse(row.metadata),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  });
 }
 
 /** Thrown when the transition table forbids `event` in the subscription's state. */

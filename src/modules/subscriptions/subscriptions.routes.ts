@@ -2,63 +2,10 @@
 import type { Deps } from '../../deps.ts';
 import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import {
-  API_KEY_SECURITY,
-  errorResponses,
-  idParams,
-  metadataOut,
-  metadataSchema,
-  nullableTimestamp,
-  timestamp,
-} from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from './subscription-status.ts';
+import { cancelBody, createSubscriptionBody, subscriptionSchema } from './subscriptions.schemas.ts';
 import * as service from './subscriptions.service.ts';
-
-const subscriptionSchema = {
-  type: 'object',
-  required: [
-    'id',
-    'customer_id',
-    'plan_id',
-    'status',
-    'entitled',
-    'current_period_start',
-    'current_period_end',
-    'trial_end',
-    'cancel_at_period_end',
-    'cancelled_at',
-    'ended_at',
-    'cancellation_reason',
-    'cancellation_comment',
-    'metadata',
-    'created_at',
-    'updated_at',
-  ],
-  properties: {
-    id: { type: 'string', examples: ['sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] },
-    customer_id: { type: 'string' },
-    plan_id: { type: 'string' },
-    status: { type: 'string', enum: [...SUBSCRIPTION_STATUSES] },
-    entitled: {
-      type: 'boolean',
-      description: 'May the customer use the product now? (trialing, active, past_due)',
-    },
-    current_period_start: nullableTimestamp,
-    current_period_end: nullableTimestamp,
-    trial_end: nullableTimestamp,
-    cancel_at_period_end: { type: 'boolean' },
-    cancelled_at: nullableTimestamp,
-    ended_at: nullableTimestamp,
-    cancellation_reason: {
-      type: ['string', 'null'],
-      enum: ['requested', 'dunning_exhausted', 'incomplete_expired', null],
-    },
-    cancellation_comment: { type: ['string', 'null'] },
-    metadata: metadataOut,
-    created_at: timestamp,
-    updated_at: timestamp,
-  },
-} as const;
 
 const common = { tags: ['Subscriptions'], security: API_KEY_SECURITY };
 const stateChangeResponses = { 200: subscriptionSchema, ...errorResponses(400, 401, 403, 404, 409, 415) };
@@ -67,7 +14,7 @@ const stateChangeResponses = { 200: subscriptionSchema, ...errorResponses(400, 4
 export function subscriptionRoutes(deps: Deps): Route[] {
   const { db, clock } = deps;
   return [
-    defineRoute<{ Body: service.CreateSubscriptionInput }>({
+    defineRoute({
       method: 'POST',
       url: '/api/subscriptions',
       schema: {
@@ -75,17 +22,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         summary: 'Create a subscription',
         description:
           '`trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment. Emits `subscription.created`.',
-        body: {
-          type: 'object',
-          required: ['customer_id', 'plan_id'],
-          additionalProperties: false,
-          properties: {
-            customer_id: { type: 'string', minLength: 1, maxLength: 64 },
-            plan_id: { type: 'string', minLength: 1, maxLength: 64 },
-            trial_period_days: { type: 'integer', minimum: 0, maximum: 730 },
-            metadata: metadataSchema,
-          },
-        },
+        body: createSubscriptionBody,
         response: { 201: subscriptionSchema, ...errorResponses(400, 401, 403, 404, 413, 415, 422) },
       },
       handler: async (request, reply) =>
@@ -108,7 +45,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         return service.listSubscriptions(db, parseListParams(request.query), { customer_id, status });
       },
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/subscriptions/:id',
       schema: {
@@ -119,7 +56,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.getSubscription(db, request.params.id),
     }),
-    defineRoute<{ Params: { id: string }; Body: service.CancelInput | null | undefined }>({
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/cancel',
       schema: {
@@ -128,20 +65,13 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         description:
           'Body optional. Immediate by default (emits `subscription.cancelled`); `at_period_end: true` (from trialing/active only) flags it to end at `current_period_end`. From `cancelled` or `incomplete_expired`: 409 `validation_error`.',
         params: idParams,
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: {
-            at_period_end: { type: 'boolean', default: false },
-            comment: { type: 'string', maxLength: 500 },
-          },
-        },
+        body: cancelBody,
         response: stateChangeResponses,
       },
       handler: async (request) =>
         service.cancelSubscription(db, clock, request.params.id, request.body ?? {}),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/pause',
       schema: {
@@ -154,7 +84,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => service.pauseSubscription(db, clock, request.params.id),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/resume',
       schema: {

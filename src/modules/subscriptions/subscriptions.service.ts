@@ -20,19 +20,15 @@ import {
   toSubscription,
   transitionSubscription,
 } from './subscriptions.lifecycle.ts';
+import type { CancelInput, CreateSubscriptionInput } from './subscriptions.schemas.ts';
 import type { SubscriptionRow } from './subscriptions.table.ts';
+
+export type { CancelInput, CreateSubscriptionInput };
 
 const DAY_MS = 86_400_000;
 
 /** The exact 409 body text for a cancel the state forbids (SPEC §2). */
 export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current state';
-
-export interface CreateSubscriptionInput {
-  customer_id: string;
-  plan_id: string;
-  trial_period_days?: number;
-  metadata?: Record<string, string>;
-}
 
 /**
  * Creates a subscription: `trialing` when trial days (from the request, else the plan) are
@@ -116,11 +112,6 @@ export async function listSubscriptions(
     keptTotal: () => readCount(db, 'subscriptions'),
     map: (rows) => rows.map(toSubscription),
   });
-}
-
-export interface CancelInput {
-  at_period_end?: boolean;
-  comment?: string;
 }
 
 function cannotCancel(): StateConflictError {

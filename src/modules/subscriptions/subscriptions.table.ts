@@ -3,7 +3,8 @@
 import type { Selectable } from 'kysely';
 import type { SubscriptionStatus } from './subscription-status.ts';
 
-export type CancellationReason = 'requested' | 'dunning_exhausted' | 'incomplete_expired';
+export const CANCELLATION_REASONS = ['requested', 'dunning_exhausted', 'incomplete_expired'] as const;
+export type CancellationReason = (typeof CANCELLATION_REASONS)[number];
 
 export interface SubscriptionsTable {
   id: string;

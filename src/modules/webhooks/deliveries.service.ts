@@ -6,6 +6,7 @@ import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { markEventsFannedOut } from '../events/events.delivery-state.ts';
@@ -13,60 +14,22 @@ import { emitEvent } from '../events/events.service.ts';
 import { ringOutbox } from '../events/outbox-signal.ts';
 import type { Topic } from '../events/topics.ts';
 import { findEndpoint, lockEndpoint, toEndpoint } from './endpoints.service.ts';
-import { DELIVERY_SORT_FIELDS } from './webhooks.schemas.ts';
+import { type Delivery, type DeliveryAttempt, DELIVERY_SORT_FIELDS, deliverySchema } from './webhooks.schemas.ts';
 import type { AttemptRow, DeliveryRow, DeliveryStatus } from './webhooks.table.ts';
 
-export interface DeliveryAttempt {
-  number: number;
-  attempted_at: string;
-  status_code: number | null;
-  duration_ms: number;
-  response_body: string | null;
-  error: string | null;
-}
+export type { Delivery, DeliveryAttempt };
 
-/** A delivery as the API returns it, with its attempts oldest first. */
-export interface Delivery {
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  topic: Topic;
-  status: DeliveryStatus;
-  attempt_count: number;
-  next_attempt_at: string | null;
-  last_attempt_at: string | null;
-  delivered_at: string | null;
-  created_at: string;
-  updated_at: string;
-  attempts: DeliveryAttempt[];
-}
-
-function toAttempt(row: AttemptRow): DeliveryAttempt {
-  return {
-    number: row.number,
-    attempted_at: row.attempted_at,
-    status_code: row.status_code,
-    duration_ms: row.duration_ms,
-    response_body: row.response_body,
-    error: row.error,
-  };
-}
-
+/**
+ * A delivery row as the API shows it: `next_attempt_at` only while pending, with its
+ * attempts (rows; the response schema serializes their API fields).
+ */
 function toDelivery(row: DeliveryRow, attempts: AttemptRow[]): Delivery {
-  return {
-    id: row.id,
-    endpoint_id: row.endpoint_id,
-    event_id: row.event_id,
+  return pickFields(deliverySchema, {
+    ...row,
     topic: row.topic as Topic,
-    status: row.status,
-    attempt_count: row.attempt_count,
     next_attempt_at: row.status === 'pending' ? row.next_attempt_at : null,
-    last_attempt_at: row.last_attempt_at,
-    delivered_at: row.delivered_at,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    attempts: attempts.map(toAttempt),
-  };
+    attempts,
+  });
 }
 
 async function withAttempts(db: Kysely<Database>, rows: DeliveryRow[]): Promise<Delivery[]> {

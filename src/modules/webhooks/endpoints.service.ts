@@ -7,39 +7,27 @@ import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { TOPICS } from '../events/topics.ts';
 import { UnsafeUrlError } from './url-safety.ts';
-import { type CreateEndpointInput, ENDPOINT_SORT_FIELDS, type UpdateEndpointInput } from './webhooks.schemas.ts';
+import {
+  type CreateEndpointInput,
+  ENDPOINT_SORT_FIELDS,
+  endpointSchema,
+  type UpdateEndpointInput,
+  type WebhookEndpoint,
+} from './webhooks.schemas.ts';
 import type { DisabledReason, EndpointRow, EndpointStatus } from './webhooks.table.ts';
 
-/** A webhook endpoint as the API returns it. */
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  events: string[];
-  has_secret: boolean;
-  status: EndpointStatus;
-  disabled_reason: DisabledReason | null;
-  created_at: string;
-  updated_at: string;
-}
+export type { WebhookEndpoint };
 
-/** The API view of an endpoint row: the secret becomes `has_secret`. */
+/** The API view of an endpoint row: `events` parsed from its JSON text, the secret becomes `has_secret`. */
 export function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    url: row.url,
-    events: JSON.parse(row.events),
-    has_secret: row.secret !== null,
-    status: row.status,
-    disabled_reason: row.disabled_reason,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
+  return pickFields(endpointSchema, { ...row, events: JSON.parse(row.events), has_secret: row.secret !== null });
 }
 
 /** Checks a client's url (SPEC §6) and throws UnsafeUrlError; routes pass one bound to the network. */

@@ -7,14 +7,12 @@ import * as deliveries from './deliveries.service.ts';
 import * as endpoints from './endpoints.service.ts';
 import { AllowedCidrs, checkWebhookUrl } from './url-safety.ts';
 import {
-  type CreateEndpointInput,
   createEndpointBody,
   DELIVERY_SORT_FIELDS,
   deliveryParams,
   deliverySchema,
   ENDPOINT_SORT_FIELDS,
   endpointSchema,
-  type UpdateEndpointInput,
   updateEndpointBody,
 } from './webhooks.schemas.ts';
 import type { DeliveryStatus, EndpointStatus } from './webhooks.table.ts';
@@ -29,7 +27,7 @@ export function webhookRoutes(deps: Deps): Route[] {
   // Read per request, so the network settings (resolver) can be swapped after the app is built.
   const checkUrl: endpoints.UrlCheck = (url) => checkWebhookUrl(url, webhookNetwork(deps).resolve, allowed);
   return [
-    defineRoute<{ Body: CreateEndpointInput }>({
+    defineRoute({
       method: 'POST',
       url: '/api/webhooks',
       schema: {
@@ -58,7 +56,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       handler: async (request) =>
         endpoints.listEndpoints(db, parseListParams(request.query), { status: request.query.status }),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'GET',
       url: '/api/webhooks/:id',
       schema: {
@@ -69,7 +67,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => endpoints.getEndpoint(db, request.params.id),
     }),
-    defineRoute<{ Params: { id: string }; Body: UpdateEndpointInput }>({
+    defineRoute({
       method: 'PATCH',
       url: '/api/webhooks/:id',
       schema: {
@@ -85,7 +83,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       handler: async (request) =>
         endpoints.updateEndpoint(db, clock, checkUrl, request.params.id, request.body),
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'DELETE',
       url: '/api/webhooks/:id',
       schema: {
@@ -100,7 +98,7 @@ export function webhookRoutes(deps: Deps): Route[] {
         return reply.code(204).send();
       },
     }),
-    defineRoute<{ Params: { id: string } }>({
+    defineRoute({
       method: 'POST',
       url: '/api/webhooks/:id/test',
       schema: {
@@ -139,7 +137,7 @@ export function webhookRoutes(deps: Deps): Route[] {
         });
       },
     }),
-    defineRoute<{ Params: { id: string; delivery_id: string } }>({
+    defineRoute({
       method: 'POST',
       url: '/api/webhooks/:id/deliveries/:delivery_id/retry',
       schema: {

@@ -2,10 +2,13 @@
 // (event, endpoint) with its lease, and every attempt of a delivery.
 import type { Generated, Selectable } from 'kysely';
 
-export type EndpointStatus = 'enabled' | 'disabled';
+export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const;
+export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
 /** Why an endpoint is disabled: by PATCH, by a `410 Gone`, or after 5 days of failures. */
-export type DisabledReason = 'manual' | 'gone' | 'failing';
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+export const DISABLED_REASONS = ['manual', 'gone', 'failing'] as const;
+export type DisabledReason = (typeof DISABLED_REASONS)[number];
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface WebhookEndpointsTable {
   id: string;

@@ -1,0 +1,56 @@
+// The subscription resource and its request bodies, defined once: these TypeBox schemas
+// validate, serialize and document the routes, and the API types are their static types.
+import Type, { type Static } from 'typebox';
+import { metadataOut, metadataSchema, Nullable, nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
+import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
+import { CANCELLATION_REASONS, type CancellationReason } from './subscriptions.table.ts';
+
+/** A subscription as the API returns it (SPEC §4 fields). */
+export const subscriptionSchema = Type.Object({
+  id: Type.String({ examples: ['sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+  customer_id: Type.String(),
+  plan_id: Type.String(),
+  status: StringEnum(SUBSCRIPTION_STATUSES),
+  entitled: Type.Boolean({ description: 'May the customer use the product now? (trialing, active, past_due)' }),
+  current_period_start: nullableTimestamp,
+  current_period_end: nullableTimestamp,
+  trial_end: nullableTimestamp,
+  cancel_at_period_end: Type.Boolean(),
+  cancelled_at: nullableTimestamp,
+  ended_at: nullableTimestamp,
+  cancellation_reason: Type.Unsafe<CancellationReason | null>({
+    type: ['string', 'null'],
+    enum: [...CANCELLATION_REASONS, null],
+  }),
+  cancellation_comment: Nullable(Type.String()),
+  metadata: metadataOut,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export type Subscription = Static<typeof subscriptionSchema>;
+
+export const createSubscriptionBody = Type.Object(
+  {
+    customer_id: Type.String({ minLength: 1, maxLength: 64 }),
+    plan_id: Type.String({ minLength: 1, maxLength: 64 }),
+    trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
+    metadata: Type.Optional(metadataSchema),
+  },
+  { additionalProperties: false },
+);
+
+export type CreateSubscriptionInput = Static<typeof createSubscriptionBody>;
+
+const cancelFields = Type.Object(
+  {
+    at_period_end: Type.Optional(Type.Boolean({ default: false })),
+    comment: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+/** The body of PUT …/cancel: optional, so null (or none) means all defaults. */
+export const cancelBody = Nullable(cancelFields);
+
+export type CancelInput = Static<typeof cancelFields>;
