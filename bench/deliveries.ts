@@ -154,7 +154,8 @@ export async function benchDeliveries(
         headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify({ url: receiver.url, events: ['customer.created'], secret: 'bench-secret-0123456789' }),
       });
-      if (response.status !== 201) throw new Error(`POST /api/webhooks answered ${response.status} ${await response.text()}`);
+      if (response.status !== 201)
+        throw new Error(`POST /api/webhooks answered ${response.status} ${await response.text()}`);
     }
     const burstEvents = settings.events ?? 3000;
     const pacedEvents = Math.round((settings.duration * TARGET_DELIVERIES_PER_SECOND) / RECEIVERS);
@@ -200,7 +201,8 @@ export async function benchDeliveries(
         `${fmt(pacedRate)} | ${percentile(pacedDelays, 50).toFixed(0)} | ${percentile(pacedDelays, 99).toFixed(0)} | ` +
         `${pacedDelays.at(-1)?.toFixed(0)} |`,
     );
-    if (!burstComplete || !pacedComplete) log(`WARNING: not every delivery arrived within ${DRAIN_TIMEOUT_MS / 1000} s`);
+    if (!burstComplete || !pacedComplete)
+      log(`WARNING: not every delivery arrived within ${DRAIN_TIMEOUT_MS / 1000} s`);
     log(`correctness: burst — ${exactlyOnce(burst, burstEvents)}; paced — ${exactlyOnce(paced, pacedEvents)}`);
     const verdict = (met: boolean) => (met ? 'met' : 'MISSED');
     log('targets (measured, not enforced):');

@@ -78,6 +78,12 @@ export async function measureAll(
   return totals.map(({ latencies, seconds, failures }) => {
     const sorted = Float64Array.from(latencies).sort();
     const requests = latencies.length;
-    return { rps: requests / seconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), requests, failures };
+    return {
+      rps: requests / seconds,
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+      requests,
+      failures,
+    };
   });
 }

@@ -194,7 +194,11 @@ export async function benchNotify(
   let acknowledged = 0;
   try {
     const probe = chargeBody();
-    const response = await fetch(`${app.url}/api/notify?p=paystack`, { method: 'POST', body: probe, headers: signed(probe) });
+    const response = await fetch(`${app.url}/api/notify?p=paystack`, {
+      method: 'POST',
+      body: probe,
+      headers: signed(probe),
+    });
     const text = await response.text();
     if (response.status !== 200) throw new Error(`POST /api/notify answered ${response.status} ${text.slice(0, 200)}`);
     acknowledged += 1;

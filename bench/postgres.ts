@@ -76,7 +76,11 @@ async function checkList(app: RunningServer, rows: number): Promise<void> {
 /** Fails early when an instance does not take a signed event with 200. */
 async function checkNotify(app: RunningServer): Promise<void> {
   const event = chargeBody();
-  const notify = await fetch(`${app.url}/api/notify?p=paystack`, { method: 'POST', body: event, headers: signed(event) });
+  const notify = await fetch(`${app.url}/api/notify?p=paystack`, {
+    method: 'POST',
+    body: event,
+    headers: signed(event),
+  });
   const text = await notify.text();
   if (notify.status !== 200) throw new Error(`POST /api/notify answered ${notify.status} ${text.slice(0, 200)}`);
 }
@@ -160,7 +164,12 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
     const both = [first.url, second.url];
     const scenarios: Scenario[] = [
       { label: 'bare Fastify GET / (baseline)', url: bare.url, path: '/' },
-      { label: `GET /api/customers @ ${count(rows)}, 1 instance`, url: first.url, path: '/api/customers', headers: auth },
+      {
+        label: `GET /api/customers @ ${count(rows)}, 1 instance`,
+        url: first.url,
+        path: '/api/customers',
+        headers: auth,
+      },
       {
         label: `GET /api/customers @ ${count(rows)}, 2 instances`,
         url: both,
@@ -220,7 +229,9 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
     try {
       await adminQuery(serverUrl, `drop database if exists ${databaseName} with (force)`);
     } catch (error) {
-      log(`WARNING: could not drop database ${databaseName}: ${error instanceof Error ? error.message : String(error)}`);
+      log(
+        `WARNING: could not drop database ${databaseName}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 }

@@ -135,7 +135,12 @@ async function main(workDir: string): Promise<void> {
     { label: 'bare Fastify GET / (baseline)', url: bareServer.url, path: '/' },
     { label: `GET /api/customers @ ${count(SMALL_ROWS)}`, url: small.url, path: '/api/customers', headers: auth },
     { label: `GET /api/customers @ ${count(settings.bigRows)}`, url: big.url, path: '/api/customers', headers: auth },
-    { label: `GET /api/customers/{id} @ ${count(settings.bigRows)}`, url: big.url, path: randomCustomer, headers: auth },
+    {
+      label: `GET /api/customers/{id} @ ${count(settings.bigRows)}`,
+      url: big.url,
+      path: randomCustomer,
+      headers: auth,
+    },
   ];
   process.stdout.write(`measuring ${scenarios.length} scenarios in ${settings.rounds} interleaved rounds … `);
   const results = await measureAll(scenarios, settings, (round) => process.stdout.write(`${round} `));
@@ -178,9 +183,7 @@ process.once('SIGTERM', () => void cleanUp().finally(() => process.exit(143)));
 try {
   await main(workDir);
 } catch (error) {
-  process.stderr.write(
-    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
+  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;
 } finally {
   await cleanUp();

@@ -15,12 +15,40 @@ const COLUMNS = ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'upda
 const SPAN_MS = 2 * 365 * 86_400_000;
 
 const FIRST_NAMES = [
-  'Ada', 'Chinedu', 'Grace', 'Tunde', 'Amara', 'Kofi', 'Zainab', 'Emeka', 'Ngozi', 'Yusuf', 'Fatima',
-  'Olu', 'Maria', 'John', 'Aisha', 'Ken',
+  'Ada',
+  'Chinedu',
+  'Grace',
+  'Tunde',
+  'Amara',
+  'Kofi',
+  'Zainab',
+  'Emeka',
+  'Ngozi',
+  'Yusuf',
+  'Fatima',
+  'Olu',
+  'Maria',
+  'John',
+  'Aisha',
+  'Ken',
 ];
 const LAST_NAMES = [
-  'Lovelace', 'Okafor', 'Hopper', 'Bakare', 'Nwosu', 'Mensah', 'Bello', 'Eze', 'Adeyemi', 'Ibrahim',
-  'Garcia', 'Smith', 'Musa', 'Obi', 'Diallo', 'Thompson',
+  'Lovelace',
+  'Okafor',
+  'Hopper',
+  'Bakare',
+  'Nwosu',
+  'Mensah',
+  'Bello',
+  'Eze',
+  'Adeyemi',
+  'Ibrahim',
+  'Garcia',
+  'Smith',
+  'Musa',
+  'Obi',
+  'Diallo',
+  'Thompson',
 ];
 const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example.io'];
 
@@ -73,8 +101,7 @@ function* customerRows(count: number, sampleIds: string[], sampleSize: number): 
     const first = pick(FIRST_NAMES, random);
     const last = pick(LAST_NAMES, random);
     const createdMs = start + i * step + Math.floor(random() * step);
-    const updatedMs =
-      random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
+    const updatedMs = random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
     yield [
       id,
       `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase(),
@@ -90,9 +117,7 @@ function* customerRows(count: number, sampleIds: string[], sampleSize: number): 
 
 function insertStatement(db: DatabaseSync, rows: number): StatementSync {
   const tuple = `(${COLUMNS.map(() => '?').join(', ')})`;
-  return db.prepare(
-    `insert into customers (${COLUMNS.join(', ')}) values ${Array(rows).fill(tuple).join(', ')}`,
-  );
+  return db.prepare(`insert into customers (${COLUMNS.join(', ')}) values ${Array(rows).fill(tuple).join(', ')}`);
 }
 
 /**

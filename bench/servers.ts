@@ -65,9 +65,7 @@ export async function startServer(
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
       running.delete(child);
-      throw new Error(
-        `${script} exited (${child.exitCode ?? child.signalCode}) before answering ${readyPath}`,
-      );
+      throw new Error(`${script} exited (${child.exitCode ?? child.signalCode}) before answering ${readyPath}`);
     }
     try {
       const response = await fetch(url + readyPath, { signal: AbortSignal.timeout(1_000) });

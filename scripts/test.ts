@@ -24,10 +24,14 @@ function run(label: string, databaseUrl: string | undefined): boolean {
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_COMPILE_CACHE: compileCache };
   delete env.TEST_DATABASE_URL;
   if (databaseUrl) env.TEST_DATABASE_URL = databaseUrl;
-  const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], {
-    stdio: 'inherit',
-    env,
-  });
+  const result = spawnSync(
+    process.execPath,
+    ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+    {
+      stdio: 'inherit',
+      env,
+    },
+  );
   return result.status === 0;
 }
 

@@ -83,10 +83,7 @@ async function keysCommand(config: Readonly<Config>, args: string[], io: CliIo):
     } else if (command.action === 'list') {
       let page = 0;
       for (;;) {
-        const result = await apiKeys.listApiKeys(
-          deps.db,
-          parseListParams({ page: String(page), limit: '100' }),
-        );
+        const result = await apiKeys.listApiKeys(deps.db, parseListParams({ page: String(page), limit: '100' }));
         for (const key of result.data) {
           const state = key.revoked_at
             ? 'revoked'
@@ -145,9 +142,7 @@ export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<nu
         const handle = openDatabase(config.database);
         try {
           const applied = await migrateToLatest(handle);
-          io.stdout.write(
-            applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n',
-          );
+          io.stdout.write(applied.length ? `applied ${applied.join(', ')}\n` : 'database is up to date\n');
         } finally {
           await handle.close();
         }

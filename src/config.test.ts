@@ -90,8 +90,7 @@ test('a bad value names its variable', () => {
     if (value === '') continue; // empty means "use the default"
     assert.throws(
       () => loadConfig({ [name]: value }),
-      (error: unknown) =>
-        error instanceof ConfigError && error.variable === name && error.message.startsWith(name),
+      (error: unknown) => error instanceof ConfigError && error.variable === name && error.message.startsWith(name),
       name,
     );
   }
@@ -138,12 +137,14 @@ test('DUNNING_SCHEDULE offsets must be strictly ascending', () => {
 });
 
 test('WEBHOOK_RETRY_SCHEDULE delays must be non-decreasing; a fixed interval such as 5m,5m,5m is valid', () => {
-  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5m,5m,5m' }).webhookRetryScheduleMs, [
-    300_000, 300_000, 300_000,
-  ]);
-  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5s,5m,5m,1h' }).webhookRetryScheduleMs, [
-    5_000, 300_000, 300_000, 3_600_000,
-  ]);
+  assert.deepEqual(
+    loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5m,5m,5m' }).webhookRetryScheduleMs,
+    [300_000, 300_000, 300_000],
+  );
+  assert.deepEqual(
+    loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5s,5m,5m,1h' }).webhookRetryScheduleMs,
+    [5_000, 300_000, 300_000, 3_600_000],
+  );
   for (const value of ['3d,1d', '5m,5m,1m']) {
     assert.throws(
       () => loadConfig({ WEBHOOK_RETRY_SCHEDULE: value }),

@@ -85,19 +85,11 @@ function duration(env: Env, name: string, fallback: string, minMs = 1): number {
  * step twice), `non-decreasing` for delays between attempts (a fixed-interval retry
  * schedule such as `5m,5m,5m` is normal; a shrinking one is a typo).
  */
-function durationList(
-  env: Env,
-  name: string,
-  fallback: string,
-  order: 'ascending' | 'non-decreasing',
-): number[] {
+function durationList(env: Env, name: string, fallback: string, order: 'ascending' | 'non-decreasing'): number[] {
   const text = read(env, name, fallback);
   const list = parseDurationList(text);
   if (list === undefined) {
-    throw new ConfigError(
-      name,
-      `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`,
-    );
+    throw new ConfigError(name, `must be a comma-separated list of durations such as 5s,5m,2h (got "${text}")`);
   }
   if (list.some((ms) => ms <= 0)) {
     throw new ConfigError(name, `must list positive durations (got "${text}")`);

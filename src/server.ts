@@ -67,11 +67,7 @@ export async function drain(
   // The worker's in-flight deliveries get most of the budget, then are aborted with their
   // leases given back (another worker sends them), so stop() itself ends within the bound.
   const graceMs = Math.max(0, timeoutMs - WORKER_ABORT_MARGIN_MS);
-  const stopping = Promise.all([
-    parts.app?.close(),
-    parts.worker?.stop({ graceMs }),
-    parts.metricsServer?.close(),
-  ]);
+  const stopping = Promise.all([parts.app?.close(), parts.worker?.stop({ graceMs }), parts.metricsServer?.close()]);
   let outcome: 'drained' | 'timed_out' = 'drained';
   try {
     if ((await within(stopping, timeoutMs)) === 'timed_out') {

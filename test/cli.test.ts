@@ -83,9 +83,7 @@ function billingProcess(args: string[], env: Record<string, string>): Promise<Cl
 
 /** The API over the same database file as the CLI, on a real port; stopped after the test. */
 async function startApp(t: TestContext, databaseUrl: string): Promise<(key: string) => Promise<Response>> {
-  const deps = await createDeps(
-    loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0' }),
-  );
+  const deps = await createDeps(loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0' }));
   const app = await buildApp(deps);
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(async () => {
@@ -94,8 +92,7 @@ async function startApp(t: TestContext, databaseUrl: string): Promise<(key: stri
   });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  return (key) =>
-    fetch(`http://127.0.0.1:${port}/api/customers`, { headers: { authorization: `Bearer ${key}` } });
+  return (key) => fetch(`http://127.0.0.1:${port}/api/customers`, { headers: { authorization: `Bearer ${key}` } });
 }
 
 /** Creates a key with the CLI and returns it with its id (from stderr). */
@@ -231,7 +228,11 @@ describe('billing CLI', { concurrency: true }, () => {
 });
 
 /** Starts a long-running `billing` command, waits for `ready` in its output, sends SIGTERM. */
-function runUntilReady(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ code: number | null; out: string }> {
+function runUntilReady(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
     let out = '';
@@ -251,7 +252,11 @@ function runUntilReady(args: string[], env: Record<string, string>, ready: RegEx
 
 describe('billing worker and serve', () => {
   test('worker runs the background jobs alone and exits 0 on SIGTERM', async (t) => {
-    const result = await runUntilReady(['worker'], { DATABASE_URL: tempDatabaseUrl(t), LOG_LEVEL: 'info' }, /worker started/);
+    const result = await runUntilReady(
+      ['worker'],
+      { DATABASE_URL: tempDatabaseUrl(t), LOG_LEVEL: 'info' },
+      /worker started/,
+    );
     assert.equal(result.code, 0, result.out);
     assert.match(result.out, /expire_incomplete_subscriptions/);
   });

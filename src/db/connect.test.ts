@@ -36,18 +36,22 @@ test('migrations apply once; a second run applies nothing', async (t) => {
   assert.deepEqual(await migrateToLatest(handle), []);
 });
 
-test('instances migrating at once on PostgreSQL apply each migration exactly once', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite has one process per file here',
-}, async (t) => {
-  const database = await createTestDatabase();
-  t.after(() => database.drop());
-  const handles = [1, 2, 3].map(() =>
-    openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: database.schema }),
-  );
-  t.after(() => Promise.all(handles.map((h) => h.close())));
-  const applied = await Promise.all(handles.map((h) => migrateToLatest(h)));
-  assert.deepEqual(applied.flat().sort(), [...MIGRATION_NAMES]);
-});
+test(
+  'instances migrating at once on PostgreSQL apply each migration exactly once',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: SQLite has one process per file here',
+  },
+  async (t) => {
+    const database = await createTestDatabase();
+    t.after(() => database.drop());
+    const handles = [1, 2, 3].map(() =>
+      openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: database.schema }),
+    );
+    t.after(() => Promise.all(handles.map((h) => h.close())));
+    const applied = await Promise.all(handles.map((h) => migrateToLatest(h)));
+    assert.deepEqual(applied.flat().sort(), [...MIGRATION_NAMES]);
+  },
+);
 
 test('processes migrating one fresh SQLite file at once apply each migration exactly once', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'billing-race-'));
@@ -79,32 +83,36 @@ test('processes migrating one fresh SQLite file at once apply each migration exa
   assert.equal(runs.filter((r) => r.out.includes('database is up to date')).length, 2);
 });
 
-test('PostgreSQL introspection (the Migrator) sees only its own schema, even while others are dropped', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: schemas',
-}, async (t) => {
-  const own = await createTestDatabase();
-  const other = await createTestDatabase();
-  t.after(() => Promise.all([own.drop(), other.drop()]));
-  const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: own.schema });
-  const otherHandle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: other.schema });
-  t.after(() => Promise.all([handle.close(), otherHandle.close()]));
-  await sql.raw(`create table ${other.schema}.stranger (id int)`).execute(otherHandle.db);
-  await migrateToLatest(handle);
-  const tables = await handle.db.introspection.getTables();
-  assert.ok(tables.every((table) => table.schema === own.schema));
-  assert.ok(tables.some((table) => table.name === 'customers'));
-  assert.ok(!tables.some((table) => table.name === 'stranger'));
-  assert.ok(!tables.some((table) => table.name === 'kysely_migration'), 'Kysely tables hidden by default');
-  const customers = tables.find((table) => table.name === 'customers');
-  assert.ok(customers?.columns.some((column) => column.name === 'email' && column.dataType === 'text'));
-  // Schemas created and dropped while migrating another never break its table lookup.
-  const churn = (async () => {
-    for (let i = 0; i < 20; i++) {
-      const temporary = await createTestDatabase();
-      await sql.raw(`create table ${temporary.schema}.t (id serial primary key)`).execute(otherHandle.db);
-      await temporary.drop();
-    }
-  })();
-  for (let i = 0; i < 20; i++) assert.deepEqual(await migrateToLatest(handle), []);
-  await churn;
-});
+test(
+  'PostgreSQL introspection (the Migrator) sees only its own schema, even while others are dropped',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: schemas',
+  },
+  async (t) => {
+    const own = await createTestDatabase();
+    const other = await createTestDatabase();
+    t.after(() => Promise.all([own.drop(), other.drop()]));
+    const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: own.schema });
+    const otherHandle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: other.schema });
+    t.after(() => Promise.all([handle.close(), otherHandle.close()]));
+    await sql.raw(`create table ${other.schema}.stranger (id int)`).execute(otherHandle.db);
+    await migrateToLatest(handle);
+    const tables = await handle.db.introspection.getTables();
+    assert.ok(tables.every((table) => table.schema === own.schema));
+    assert.ok(tables.some((table) => table.name === 'customers'));
+    assert.ok(!tables.some((table) => table.name === 'stranger'));
+    assert.ok(!tables.some((table) => table.name === 'kysely_migration'), 'Kysely tables hidden by default');
+    const customers = tables.find((table) => table.name === 'customers');
+    assert.ok(customers?.columns.some((column) => column.name === 'email' && column.dataType === 'text'));
+    // Schemas created and dropped while migrating another never break its table lookup.
+    const churn = (async () => {
+      for (let i = 0; i < 20; i++) {
+        const temporary = await createTestDatabase();
+        await sql.raw(`create table ${temporary.schema}.t (id serial primary key)`).execute(otherHandle.db);
+        await temporary.drop();
+      }
+    })();
+    for (let i = 0; i < 20; i++) assert.deepEqual(await migrateToLatest(handle), []);
+    await churn;
+  },
+);

@@ -21,10 +21,7 @@ test('totals stay exact under concurrent writers, before and after the worker fo
   assert.equal(pending.length, ON_POSTGRES ? 62 : 0, 'PostgreSQL appends deltas; SQLite updates the counter');
 
   // Folding while writers keep adding: nothing lost, nothing counted twice.
-  const [folded] = await Promise.all([
-    foldCountDeltas(db),
-    ...Array.from({ length: 20 }, () => add('payments', 1)),
-  ]);
+  const [folded] = await Promise.all([foldCountDeltas(db), ...Array.from({ length: 20 }, () => add('payments', 1))]);
   if (ON_POSTGRES) assert.ok(folded >= 62 && folded <= 82, `folded ${folded}`);
   else assert.equal(folded, 0);
   assert.equal(await readCount(db, 'payments'), 70);

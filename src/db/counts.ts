@@ -27,9 +27,7 @@ export async function addToCount(trx: Transaction<Database>, name: CountName, de
   await trx
     .insertInto('row_counts')
     .values({ name, count: delta })
-    .onConflict((oc) =>
-      oc.column('name').doUpdateSet((eb) => ({ count: eb('row_counts.count', '+', delta) })),
-    )
+    .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ count: eb('row_counts.count', '+', delta) })))
     .execute();
 }
 

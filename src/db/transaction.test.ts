@@ -18,35 +18,45 @@ async function bump(trx: Transaction<Database>, name: Row): Promise<void> {
     .execute();
 }
 
-test('two transactions locking two rows in opposite order deadlock; the victim runs again and both commit', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite runs one writer at a time and never deadlocks',
-}, async (t) => {
-  const { deps } = await buildTestApp(t);
-  const { db } = deps;
-  await db.insertInto('row_counts').values([{ name: 'payments', count: 0 }, { name: 'refunds', count: 0 }]).execute();
-  let holding = 0;
-  let release = () => {};
-  const bothHoldOne = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const runs: number[] = [];
-  const lockBoth = (first: Row, second: Row) =>
-    transactionWithRetry(db, async (trx) => {
-      runs.push(1);
-      await bump(trx, first);
-      holding += 1;
-      if (holding === 2) release();
-      await bothHoldOne; // each holds one row and now asks for the other's: a real deadlock
-      await bump(trx, second);
+test(
+  'two transactions locking two rows in opposite order deadlock; the victim runs again and both commit',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: SQLite runs one writer at a time and never deadlocks',
+  },
+  async (t) => {
+    const { deps } = await buildTestApp(t);
+    const { db } = deps;
+    await db
+      .insertInto('row_counts')
+      .values([
+        { name: 'payments', count: 0 },
+        { name: 'refunds', count: 0 },
+      ])
+      .execute();
+    let holding = 0;
+    let release = () => {};
+    const bothHoldOne = new Promise<void>((resolve) => {
+      release = resolve;
     });
-  await Promise.all([lockBoth('payments', 'refunds'), lockBoth('refunds', 'payments')]);
-  assert.equal(runs.length, 3, 'the deadlock victim ran once more');
-  const rows = await db.selectFrom('row_counts').select(['name', 'count']).orderBy('name').execute();
-  assert.deepEqual(rows, [
-    { name: 'payments', count: 2 },
-    { name: 'refunds', count: 2 },
-  ]);
-});
+    const runs: number[] = [];
+    const lockBoth = (first: Row, second: Row) =>
+      transactionWithRetry(db, async (trx) => {
+        runs.push(1);
+        await bump(trx, first);
+        holding += 1;
+        if (holding === 2) release();
+        await bothHoldOne; // each holds one row and now asks for the other's: a real deadlock
+        await bump(trx, second);
+      });
+    await Promise.all([lockBoth('payments', 'refunds'), lockBoth('refunds', 'payments')]);
+    assert.equal(runs.length, 3, 'the deadlock victim ran once more');
+    const rows = await db.selectFrom('row_counts').select(['name', 'count']).orderBy('name').execute();
+    assert.deepEqual(rows, [
+      { name: 'payments', count: 2 },
+      { name: 'refunds', count: 2 },
+    ]);
+  },
+);
 
 test('an error that is not a deadlock or serialization failure is thrown at once, and rolls back', async (t) => {
   const { deps } = await buildTestApp(t);
@@ -62,7 +72,11 @@ test('an error that is not a deadlock or serialization failure is thrown at once
     }),
   );
   assert.equal(runs, 1);
-  const row = await db.selectFrom('row_counts').select('count').where('name', '=', 'payments').executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('row_counts')
+    .select('count')
+    .where('name', '=', 'payments')
+    .executeTakeFirstOrThrow();
   assert.equal(row.count, 0);
 });
 

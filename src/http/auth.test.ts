@@ -75,8 +75,7 @@ function send(testApp: TestApp, op: Operation, headers: Record<string, string>) 
   return testApp.request(op.method, op.url, { key: null, headers, ...(hasBody ? { body: {} } : {}) });
 }
 
-const basic = (user: string, password: string) =>
-  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 /** Requests that present no usable key: each must get exactly the contract's 401 body (SPEC §2). */
 const UNUSABLE_CREDENTIALS: [string, Record<string, string>][] = [
@@ -93,9 +92,7 @@ describe('requires an API key', () => {
   test('every documented operation except the public ones declares security', async (t) => {
     const testApp = await buildTestApp(t, { env: ENV });
     const operations = await documentedOperations(testApp);
-    const undeclared = operations.filter(
-      (op) => !op.secured && !PUBLIC_OPERATIONS.has(`${op.method} ${op.path}`),
-    );
+    const undeclared = operations.filter((op) => !op.secured && !PUBLIC_OPERATIONS.has(`${op.method} ${op.path}`));
     assert.deepEqual(
       undeclared.map((op) => `${op.method} ${op.path}`),
       [],

@@ -157,9 +157,7 @@ export function errorResponse(error: unknown): { status: number; body: object } 
     return {
       status,
       body:
-        status === 400
-          ? validationBody('malformed request', [])
-          : envelope('validation_error', 'malformed request'),
+        status === 400 ? validationBody('malformed request', []) : envelope('validation_error', 'malformed request'),
     };
   }
   return { status: 500, body: envelope('internal_error', 'internal server error') };
@@ -204,7 +202,11 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, reason, body] =
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large', envelope('validation_error', 'request headers (the URL included) must not exceed 16 KiB')]
+      ? [
+          431,
+          'Request Header Fields Too Large',
+          envelope('validation_error', 'request headers (the URL included) must not exceed 16 KiB'),
+        ]
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', envelope('validation_error', 'the request was not received in time')]
         : [400, 'Bad Request', validationBody('malformed request', [])];

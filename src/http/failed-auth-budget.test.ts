@@ -45,7 +45,11 @@ test('in memory: at most `capacity` IPs are kept, the least recently seen droppe
   assert.equal((await store.take('b', 1000)).count, 1);
 });
 
-const redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+const redis = new Redis('redis://127.0.0.1:6379', {
+  lazyConnect: true,
+  maxRetriesPerRequest: 0,
+  retryStrategy: () => null,
+});
 redis.on('error', () => {});
 const noRedis = await redisSkipReason();
 if (!noRedis) await redis.connect();

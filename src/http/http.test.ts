@@ -17,12 +17,7 @@ test('unknown routes are 404 not_found in the envelope, with or without a key', 
 
 test('malformed JSON is 400 in the two-shape body and changes nothing', async (t) => {
   const { request } = await buildTestApp(t);
-  for (const rawBody of [
-    '{"email":',
-    '{bad json}',
-    'null x',
-    '{"__proto__":{"admin":true},"email":"p@x.io"}',
-  ]) {
+  for (const rawBody of ['{"email":', '{bad json}', 'null x', '{"__proto__":{"admin":true},"email":"p@x.io"}']) {
     const res = await request('POST', '/api/customers', {
       rawBody,
       headers: { 'content-type': 'application/json' },
@@ -96,9 +91,7 @@ test('unexpected failures are 500 internal_error with no stack or SQL; health sa
 });
 
 test('errorResponse never leaks an unexpected error message', () => {
-  const { status, body } = errorResponse(
-    new Error('syntax error at or near "selec" in select * from customers'),
-  );
+  const { status, body } = errorResponse(new Error('syntax error at or near "selec" in select * from customers'));
   assert.equal(status, 500);
   assert.deepEqual(body, { code: 'internal_error', message: 'internal server error', details: null });
 });

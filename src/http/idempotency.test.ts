@@ -9,12 +9,7 @@ import { buildApp } from '../app.ts';
 import { createDeps } from '../deps.ts';
 import { authenticateKey } from '../modules/api-keys/api-keys.service.ts';
 import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
-import {
-  IDEMPOTENCY_LEASE_MS,
-  IDEMPOTENCY_TTL_MS,
-  MAX_FINGERPRINT_DEPTH,
-  requestFingerprint,
-} from './idempotency.ts';
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, MAX_FINGERPRINT_DEPTH, requestFingerprint } from './idempotency.ts';
 
 const SECOND_KEY = 'test_second_key_0123456789abcdef';
 
@@ -79,7 +74,10 @@ test('the fingerprint covers method, path and body, not key order or whitespace'
   assert.notEqual(requestFingerprint('PUT', '/api/customers', { email: 'a@x.io', name: 'A' }), base);
   assert.notEqual(requestFingerprint('POST', '/api/plans', { email: 'a@x.io', name: 'A' }), base);
   assert.notEqual(requestFingerprint('POST', '/api/customers', { email: 'a@x.io' }), base);
-  assert.notEqual(requestFingerprint('POST', '/api/customers', undefined), requestFingerprint('POST', '/api/customers', {}));
+  assert.notEqual(
+    requestFingerprint('POST', '/api/customers', undefined),
+    requestFingerprint('POST', '/api/customers', {}),
+  );
 });
 
 test('a retry whose JSON differs only in key order and whitespace is a replay', async (t) => {
@@ -88,13 +86,19 @@ test('a retry whose JSON differs only in key order and whitespace is a replay', 
   const first = await app.request(
     'POST',
     '/api/customers',
-    withKey('spacing', { rawBody: JSON.stringify({ email, name: 'B' }), headers: { 'content-type': 'application/json' } }),
+    withKey('spacing', {
+      rawBody: JSON.stringify({ email, name: 'B' }),
+      headers: { 'content-type': 'application/json' },
+    }),
   );
   assert.equal(first.status, 201);
   const again = await app.request(
     'POST',
     '/api/customers',
-    withKey('spacing', { rawBody: `{ "name": "B",\n  "email": "${email}" }`, headers: { 'content-type': 'application/json' } }),
+    withKey('spacing', {
+      rawBody: `{ "name": "B",\n  "email": "${email}" }`,
+      headers: { 'content-type': 'application/json' },
+    }),
   );
   assert.equal(again.status, 201);
   assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -124,7 +128,11 @@ test('an empty Idempotency-Key or one over 255 characters is 400; 255 characters
     assert.deepEqual(res.body.errors, [{ name: 'Idempotency-Key', reason: res.body.message }]);
   }
   assert.equal(await countCustomers(app), 0);
-  const longest = await app.request('POST', '/api/customers', withKey('k'.repeat(255), { body: { email: uniqueEmail() } }));
+  const longest = await app.request(
+    'POST',
+    '/api/customers',
+    withKey('k'.repeat(255), { body: { email: uniqueEmail() } }),
+  );
   assert.equal(longest.status, 201);
 });
 
@@ -138,7 +146,14 @@ test('a body too deeply nested to fingerprint is 400, not a 500 (routes without 
   assert.equal(res.body.code, 'validation_error');
   assert.equal((await rowsOf(app)).length, 0);
   // Nesting within the limit is fingerprinted as before.
-  assert.match(requestFingerprint('POST', '/x', JSON.parse(`${'['.repeat(MAX_FINGERPRINT_DEPTH)}${']'.repeat(MAX_FINGERPRINT_DEPTH)}`)), /^[0-9a-f]{64}$/);
+  assert.match(
+    requestFingerprint(
+      'POST',
+      '/x',
+      JSON.parse(`${'['.repeat(MAX_FINGERPRINT_DEPTH)}${']'.repeat(MAX_FINGERPRINT_DEPTH)}`),
+    ),
+    /^[0-9a-f]{64}$/,
+  );
 });
 
 test('GET, PATCH and DELETE ignore Idempotency-Key (SPEC: POST and PUT carry it)', async (t) => {
@@ -264,7 +279,10 @@ test('a retry while the first request is still running is 409; once its instance
 
 test('after 24 h a key is new again; before, it is not', async (t) => {
   const app = await buildTestApp(t);
-  assert.equal((await app.request('POST', '/api/customers', withKey('daily', { body: { email: uniqueEmail() } }))).status, 201);
+  assert.equal(
+    (await app.request('POST', '/api/customers', withKey('daily', { body: { email: uniqueEmail() } }))).status,
+    201,
+  );
   app.clock.advance(IDEMPOTENCY_TTL_MS - 1);
   const late = await app.request('POST', '/api/customers', withKey('daily', { body: { email: uniqueEmail() } }));
   assert.equal(late.status, 409);
@@ -319,44 +337,48 @@ test('keys live in the database: a retry that lands on another instance is repla
   assert.equal(await countCustomers(app), 1);
 });
 
-test('PostgreSQL: a duplicate sent while the first request is blocked is 409, then replays its 200', { skip: !ON_POSTGRES && 'PostgreSQL only (row locks)' }, async (t) => {
-  const app = await buildTestApp(t);
-  const subscription = await createSubscription(app);
-  const path = `/api/subscriptions/${subscription.id}/cancel`;
-  // Hold the subscription's row lock from another connection so the first cancel waits in its handler.
-  const holder = await createDeps(app.deps.config, { schema: app.deps.database.schema, migrate: false });
-  t.after(() => holder.close());
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let locked!: () => void;
-  const isLocked = new Promise<void>((resolve) => {
-    locked = resolve;
-  });
-  const holding = holder.db.transaction().execute(async (trx) => {
-    await trx.selectFrom('subscriptions').select('id').where('id', '=', subscription.id).forUpdate().execute();
-    locked();
-    await released;
-  });
-  await isLocked;
+test(
+  'PostgreSQL: a duplicate sent while the first request is blocked is 409, then replays its 200',
+  { skip: !ON_POSTGRES && 'PostgreSQL only (row locks)' },
+  async (t) => {
+    const app = await buildTestApp(t);
+    const subscription = await createSubscription(app);
+    const path = `/api/subscriptions/${subscription.id}/cancel`;
+    // Hold the subscription's row lock from another connection so the first cancel waits in its handler.
+    const holder = await createDeps(app.deps.config, { schema: app.deps.database.schema, migrate: false });
+    t.after(() => holder.close());
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const holding = holder.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('subscriptions').select('id').where('id', '=', subscription.id).forUpdate().execute();
+      locked();
+      await released;
+    });
+    await isLocked;
 
-  const first = app.request('PUT', path, withKey('blocked', { body: {} }));
-  // Wait until the first request has claimed the key (it is then blocked on the row lock).
-  while ((await rowsOf(app)).length === 0) await new Promise((resolve) => setImmediate(resolve));
-  const duplicate = await app.request('PUT', path, withKey('blocked', { body: {} }));
-  assert.equal(duplicate.status, 409);
-  assert.equal(duplicate.body.code, 'idempotency_error');
+    const first = app.request('PUT', path, withKey('blocked', { body: {} }));
+    // Wait until the first request has claimed the key (it is then blocked on the row lock).
+    while ((await rowsOf(app)).length === 0) await new Promise((resolve) => setImmediate(resolve));
+    const duplicate = await app.request('PUT', path, withKey('blocked', { body: {} }));
+    assert.equal(duplicate.status, 409);
+    assert.equal(duplicate.body.code, 'idempotency_error');
 
-  release();
-  await holding;
-  const done = await first;
-  assert.equal(done.status, 200);
-  const replay = await app.request('PUT', path, withKey('blocked', { body: {} }));
-  assert.equal(replay.status, 200);
-  assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-  assert.deepEqual(replay.body, done.body);
-});
+    release();
+    await holding;
+    const done = await first;
+    assert.equal(done.status, 200);
+    const replay = await app.request('PUT', path, withKey('blocked', { body: {} }));
+    assert.equal(replay.status, 200);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replay.body, done.body);
+  },
+);
 
 test('responses that carry a new API key are never stored: Idempotency-Key is ignored there', async (t) => {
   const app = await buildTestApp(t);

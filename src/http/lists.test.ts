@@ -38,7 +38,9 @@ async function itemsTable(t: { after: (fn: () => Promise<void>) => void }) {
   const handle = openDatabase({ kind: 'sqlite', path: ':memory:' });
   t.after(() => handle.close());
   const db = handle.db as unknown as Kysely<ItemsDatabase>;
-  await sql`create table items (id text primary key, created_at text, name text, status text, archived_at text)`.execute(db);
+  await sql`create table items (id text primary key, created_at text, name text, status text, archived_at text)`.execute(
+    db,
+  );
   await db
     .insertInto('items')
     .values([
@@ -87,7 +89,10 @@ test('listPage reads the kept total unless a filter is set, then counts the filt
       },
       map: ids,
     });
-  assert.deepEqual(await page({ status: undefined }), { data: ['d', 'c', 'a', 'b'], meta: { total: 99, page: 0, limit: 10 } });
+  assert.deepEqual(await page({ status: undefined }), {
+    data: ['d', 'c', 'a', 'b'],
+    meta: { total: 99, page: 0, limit: 10 },
+  });
   assert.equal(keptReads, 1);
   assert.deepEqual(await page({ status: 'on' }), { data: ['d', 'c', 'a'], meta: { total: 3, page: 0, limit: 10 } });
   assert.deepEqual((await page({ archived_at: { isNull: false } })).data, ['b']);

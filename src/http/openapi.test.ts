@@ -50,7 +50,10 @@ test('/openapi.json documents the 429 of every API route and Idempotency-Key on 
     for (const [method, operation] of Object.entries<any>(operations)) {
       assert.match(JSON.stringify(operation.responses['429'] ?? null), /Error/, `${method} ${path} documents 429`);
       const idempotency = (operation.parameters ?? []).find((p: { name: string }) => p.name === 'idempotency-key');
-      const keyed = (method === 'post' || method === 'put') && operation.security !== undefined && !path.startsWith('/api/api-keys');
+      const keyed =
+        (method === 'post' || method === 'put') &&
+        operation.security !== undefined &&
+        !path.startsWith('/api/api-keys');
       assert.equal(Boolean(idempotency), keyed, `${method} ${path}: Idempotency-Key documented iff keyed POST/PUT`);
       if (idempotency) assert.equal(idempotency.schema.maxLength, 255);
     }

@@ -68,8 +68,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transform: documentPlumbing,
     refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) =>
-        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
   await app.register(scalar, {

@@ -193,26 +193,34 @@ test('with REDIS_URL, instances share one budget per key and per IP', { skip: no
   assertLimitHeaders(await a.request('GET', '/api/health', { key: null }), 30, 14);
 });
 
-test('with REDIS_URL, a flood of bad keys across instances is refused before any lookup', { skip: noRedis }, async (t) => {
-  const env = { REDIS_URL: redisUrlFor(t) };
-  const a = await buildTestApp(t, limited(1, env));
-  const b = await buildTestApp(t, limited(1, env));
-  for (let i = 0; i < 10; i++) {
-    assert.equal((await (i % 2 ? a : b).request('GET', '/api/customers', { key: `${BAD_KEY}${i}` })).status, 401);
-  }
-  const queries = countQueries(b);
-  assertTooMany(await b.request('GET', '/api/customers', { key: BAD_KEY }), 10);
-  assert.equal(queries(), 0);
-});
+test(
+  'with REDIS_URL, a flood of bad keys across instances is refused before any lookup',
+  { skip: noRedis },
+  async (t) => {
+    const env = { REDIS_URL: redisUrlFor(t) };
+    const a = await buildTestApp(t, limited(1, env));
+    const b = await buildTestApp(t, limited(1, env));
+    for (let i = 0; i < 10; i++) {
+      assert.equal((await (i % 2 ? a : b).request('GET', '/api/customers', { key: `${BAD_KEY}${i}` })).status, 401);
+    }
+    const queries = countQueries(b);
+    assertTooMany(await b.request('GET', '/api/customers', { key: BAD_KEY }), 10);
+    assert.equal(queries(), 0);
+  },
+);
 
-test('with REDIS_URL, a burst of bad keys across instances: at most the failed-auth budget reaches the key lookup', { skip: noRedis }, async (t) => {
-  const env = { REDIS_URL: redisUrlFor(t) };
-  const a = await buildTestApp(t, limited(5, env));
-  const b = await buildTestApp(t, limited(5, env));
-  assert.equal((await a.request('GET', '/api/customers')).status, 200);
-  assert.equal((await b.request('GET', '/api/customers', { key: SECOND_KEY })).status, 200);
-  await floodOfBadKeys([a, b], 50);
-});
+test(
+  'with REDIS_URL, a burst of bad keys across instances: at most the failed-auth budget reaches the key lookup',
+  { skip: noRedis },
+  async (t) => {
+    const env = { REDIS_URL: redisUrlFor(t) };
+    const a = await buildTestApp(t, limited(5, env));
+    const b = await buildTestApp(t, limited(5, env));
+    assert.equal((await a.request('GET', '/api/customers')).status, 200);
+    assert.equal((await b.request('GET', '/api/customers', { key: SECOND_KEY })).status, 200);
+    await floodOfBadKeys([a, b], 50);
+  },
+);
 
 test('when Redis does not answer, requests are let through rather than refused', async (t) => {
   const app = await buildTestApp(t, limited(1, { REDIS_URL: 'redis://127.0.0.1:1' }));

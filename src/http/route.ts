@@ -44,7 +44,10 @@ export type Route = RouteOptions;
  * `Params` are inferred from TypeBox schemas (`schema.body: createCustomerBody`), or given
  * as `defineRoute<{ Querystring: … }>` where the schema is plain JSON Schema.
  */
-export function defineRoute<G extends RouteGenericInterface = RouteGenericInterface, S extends FastifySchema = FastifySchema>(
+export function defineRoute<
+  G extends RouteGenericInterface = RouteGenericInterface,
+  S extends FastifySchema = FastifySchema,
+>(
   options: RouteOptions<
     RawServerDefault,
     RawRequestDefaultExpression,

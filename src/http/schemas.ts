@@ -125,8 +125,7 @@ export const nullableTimestampInput = Nullable(timestampInput);
 /** Metadata: string→string, ≤ 50 keys, keys ≤ 40 chars, values ≤ 500 chars (SPEC §2). */
 export const metadataSchema = Type.Unsafe<Record<string, string>>({
   type: 'object',
-  description:
-    'Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters.',
+  description: 'Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters.',
   maxProperties: 50,
   propertyNames: { minLength: 1, maxLength: 40 },
   additionalProperties: { type: 'string', maxLength: 500 },

@@ -68,7 +68,9 @@ test('/docs renders under a same-origin policy that allows exactly its own scrip
   const inline = [...page.text.matchAll(/<script\b(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/gi)];
   assert.ok(inline.length > 0);
   for (const [, code] of inline) {
-    const hash = `'sha256-${createHash('sha256').update(code ?? '').digest('base64')}'`;
+    const hash = `'sha256-${createHash('sha256')
+      .update(code ?? '')
+      .digest('base64')}'`;
     assert.ok(scriptSources.includes(hash), `inline script allowed by ${hash}`);
   }
   const external = [...page.text.matchAll(/<script\b[^>]*\bsrc="([^"]+)"/gi)].map((match) => match[1]!);

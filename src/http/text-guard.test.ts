@@ -12,10 +12,18 @@ test('a NUL character in a query, path or body value is a 400 naming the field, 
     ['POST', '/api/customers', '{"email":"nul@example.com","metadata":{"k":"\\u0000"}}', 'metadata.k'],
   ];
   for (const [method, path, rawBody, field] of cases) {
-    const res = await app.request(method, path, rawBody ? { rawBody, headers: { 'content-type': 'application/json' } } : {});
+    const res = await app.request(
+      method,
+      path,
+      rawBody ? { rawBody, headers: { 'content-type': 'application/json' } } : {},
+    );
     assert.equal(res.status, 400, `${method} ${path} ${res.text}`);
     assert.equal(res.body.code, 'validation_error');
-    assert.deepEqual(res.body.errors.map((e: { name: string }) => e.name), [field], res.text);
+    assert.deepEqual(
+      res.body.errors.map((e: { name: string }) => e.name),
+      [field],
+      res.text,
+    );
   }
   const list = await app.request('GET', '/api/customers');
   assert.equal(list.body.meta.total, 0, 'nothing was stored');

@@ -95,10 +95,7 @@ export function validationMessage(
       };
     case 'minLength':
       return {
-        message:
-          p.limit === 1
-            ? `${subject} must not be empty`
-            : `${subject} must be at least ${p.limit} characters`,
+        message: p.limit === 1 ? `${subject} must not be empty` : `${subject} must be at least ${p.limit} characters`,
         field,
       };
     case 'maxLength':
@@ -136,8 +133,7 @@ export function validationMessage(
       return { message: `${subject} has an invalid key "${p.propertyName}"`, field };
     case 'minItems':
       return {
-        message:
-          p.limit === 1 ? `${subject} must not be empty` : `${subject} must have at least ${p.limit} items`,
+        message: p.limit === 1 ? `${subject} must not be empty` : `${subject} must have at least ${p.limit} items`,
         field,
       };
     case 'maxItems':

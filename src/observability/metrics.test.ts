@@ -57,7 +57,10 @@ test('GET /metrics on its own port: requests counted and timed by method, route 
   assert.equal(sample(text, 'billing_http_requests_total', { ...byId, status: '404' }), 1);
   assert.equal(sample(text, 'billing_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }), 1);
   assert.equal(sample(text, 'billing_http_requests_total', { ...list, status: '401' }), 1);
-  assert.equal(sample(text, 'billing_http_requests_total', { method: 'POST', route: '/api/customers', status: '201' }), 1);
+  assert.equal(
+    sample(text, 'billing_http_requests_total', { method: 'POST', route: '/api/customers', status: '201' }),
+    1,
+  );
   assert.ok(!text.includes('/no/such/route'), 'raw URLs never become labels');
 });
 
@@ -79,7 +82,10 @@ test('database gauges are read at scrape time; a failing one shows NaN and the s
     help: 'Customers, counted at scrape time.',
     labelNames: ['kind'],
     collect: async ({ db }) => {
-      const row = await db.selectFrom('customers').select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom('customers')
+        .select(sql<number>`count(*)`.as('n'))
+        .executeTakeFirstOrThrow();
       return [{ labels: { kind: 'all' }, value: Number(row.n) }];
     },
   };
@@ -92,7 +98,11 @@ test('database gauges are read at scrape time; a failing one shows NaN and the s
     },
   };
   const warnings: string[] = [];
-  const metrics = new Metrics(app.deps, { warn: (_o, message) => warnings.push(message) }, { gauges: [customers, broken] });
+  const metrics = new Metrics(
+    app.deps,
+    { warn: (_o, message) => warnings.push(message) },
+    { gauges: [customers, broken] },
+  );
 
   assert.equal(sample((await scrape(t, metrics)).text, 'billing_test_customers', { kind: 'all' }), 0);
   await createCustomer(app);
@@ -145,7 +155,13 @@ test('each app instance has its own registry (many apps in one process)', async 
   await second.inject({ method: 'GET', url: '/api/health' });
   const one = (await scrape(t, first.app.metrics)).text;
   const two = (await scrape(t, second.metrics)).text;
-  assert.equal(sample(one, 'billing_http_requests_total', { method: 'GET', route: '/api/health', status: '200' }), undefined);
+  assert.equal(
+    sample(one, 'billing_http_requests_total', { method: 'GET', route: '/api/health', status: '200' }),
+    undefined,
+  );
   assert.equal(sample(two, 'billing_http_requests_total', { method: 'GET', route: '/api/health', status: '200' }), 1);
-  assert.equal(sample(two, 'billing_http_requests_total', { method: 'GET', route: '/api/customers', status: '200' }), undefined);
+  assert.equal(
+    sample(two, 'billing_http_requests_total', { method: 'GET', route: '/api/customers', status: '200' }),
+    undefined,
+  );
 });

@@ -34,4 +34,3 @@ export class ManualClock implements Clock {
     this.#ms = date.getTime();
   }
 }
-

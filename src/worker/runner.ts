@@ -23,12 +23,7 @@ export class Worker {
    * `jobs` and `services` come from the worker's one list (jobs.ts JOBS and SERVICES; tests
    * pass fewer). `runOnce` never runs the services; start() does.
    */
-  constructor(
-    deps: Deps,
-    jobs: readonly Job[],
-    log: WorkerLogger,
-    services: readonly WorkerService[] = [],
-  ) {
+  constructor(deps: Deps, jobs: readonly Job[], log: WorkerLogger, services: readonly WorkerService[] = []) {
     this.#deps = deps;
     this.#jobs = jobs;
     this.#log = log;

@@ -64,7 +64,10 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     sqliteImage: database.sqliteImage,
     migrate: !database.migrated,
   });
-  const app = await buildApp(deps, { logStream: options.logStream as never, schemaController: SHARED_SCHEMA_COMPILERS });
+  const app = await buildApp(deps, {
+    logStream: options.logStream as never,
+    schemaController: SHARED_SCHEMA_COMPILERS,
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -75,11 +78,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     await database.drop();
   });
 
-  async function request<T>(
-    method: string,
-    path: string,
-    opts: RequestOptions = {},
-  ): Promise<TestResponse<T>> {
+  async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     const key = opts.key === undefined ? ADMIN_KEY : opts.key;
     if (key !== null && !('authorization' in headers) && !('x-api-key' in headers)) {

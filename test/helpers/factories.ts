@@ -70,7 +70,11 @@ export async function createPayment(
     // rides on the subscription object.
     const failure = paystackInvoiceFailed({ subscriptionCode: `SUB_${reference}`, amount: options.amount ?? 5000 });
     reference = `F${reference}`;
-    Object.assign(failure.data.transaction, { reference, currency: options.currency ?? 'NGN', gateway_response: 'Declined' });
+    Object.assign(failure.data.transaction, {
+      reference,
+      currency: options.currency ?? 'NGN',
+      gateway_response: 'Declined',
+    });
     Object.assign(failure.data.subscription, { metadata });
     res = await postPaystack(app, failure);
   } else {

@@ -103,7 +103,9 @@ export function money(_now: Date): fc.Arbitrary<History> {
       // (nothing links them): its expectations are the example tests'.
       .map((payments) =>
         payments.map((p) =>
-          p.outcome === 'failed' ? { ...p, refunds: [], stripeShape: p.stripeShape === 'basil' ? 'intent' : p.stripeShape } : p,
+          p.outcome === 'failed'
+            ? { ...p, refunds: [], stripeShape: p.stripeShape === 'basil' ? 'intent' : p.stripeShape }
+            : p,
         ),
       ),
     order: fc.array(fc.nat({ max: 1000 }), { minLength: 40, maxLength: 40 }),
@@ -132,7 +134,10 @@ function report(provider: Provider, label: string, body: unknown): Report {
 }
 
 /** The payments of `history` with fresh references (one run's), and every report that tells them. */
-export function reportsOf(history: History, subs: readonly SubscriptionFacts[]): { payments: ModelPayment[]; reports: Report[] } {
+export function reportsOf(
+  history: History,
+  subs: readonly SubscriptionFacts[],
+): { payments: ModelPayment[]; reports: Report[] } {
   const payments: ModelPayment[] = [];
   const reports: Report[] = [];
   const run = nextSeq();
@@ -166,7 +171,12 @@ export function reportsOf(history: History, subs: readonly SubscriptionFacts[]):
         const failure = paystackInvoiceFailed({ subscriptionCode: `SUB_${sub.id}`, amount: plan.failedAmount });
         failure.data.created_at = new Date(failedAt).toISOString();
         Object.assign(failure.data.subscription, { metadata });
-        failure.data.transaction = { reference: model.reference, amount: plan.failedAmount, currency: 'NGN', gateway_response: 'Declined' };
+        failure.data.transaction = {
+          reference: model.reference,
+          amount: plan.failedAmount,
+          currency: 'NGN',
+          gateway_response: 'Declined',
+        };
         reports.push(report('paystack', label('invoice.payment_failed'), failure));
       }
       if (succeededAt !== null) {
@@ -177,13 +187,25 @@ export function reportsOf(history: History, subs: readonly SubscriptionFacts[]):
       model.refunds.forEach((refund, r) => {
         const reference = refund.reference;
         const at = new Date(timeOf(plan, 20 + r * 5)).toISOString();
-        const processed = paystackRefund({ transactionReference: model.reference, amount: String(refund.amount), refundReference: reference });
+        const processed = paystackRefund({
+          transactionReference: model.reference,
+          amount: String(refund.amount),
+          refundReference: reference,
+        });
         Object.assign(processed.data, { refunded_at: at });
         reports.push(report('paystack', label(`refund.processed ${reference}`), processed));
         if (refund.fails) {
-          const failed = paystackRefund({ transactionReference: model.reference, amount: String(refund.amount), refundReference: reference });
+          const failed = paystackRefund({
+            transactionReference: model.reference,
+            amount: String(refund.amount),
+            refundReference: reference,
+          });
           Object.assign(failed, { event: 'refund.failed' });
-          Object.assign(failed.data, { status: 'failed', refunded_at: null, updated_at: new Date(timeOf(plan, 22 + r * 5)).toISOString() });
+          Object.assign(failed.data, {
+            status: 'failed',
+            refunded_at: null,
+            updated_at: new Date(timeOf(plan, 22 + r * 5)).toISOString(),
+          });
           reports.push(report('paystack', label(`refund.failed ${reference}`), failed));
         }
       });
@@ -193,7 +215,14 @@ export function reportsOf(history: History, subs: readonly SubscriptionFacts[]):
     const intent = (status: string, amount: number, error?: string) =>
       stripePaymentIntent({ id: model.reference, amount, status, metadata, email: null, ...(error ? { error } : {}) });
     const invoice = (paid: boolean, amount: number) => ({
-      ...stripeInvoice({ style: 'legacy', subscription: `sub_S${sub.id}`, paymentIntent: model.reference, amount, paid, subscriptionMetadata: metadata }),
+      ...stripeInvoice({
+        style: 'legacy',
+        subscription: `sub_S${sub.id}`,
+        paymentIntent: model.reference,
+        amount,
+        paid,
+        subscriptionMetadata: metadata,
+      }),
       currency: 'usd',
     });
     const basil = plan.stripeShape === 'basil';
@@ -206,44 +235,124 @@ export function reportsOf(history: History, subs: readonly SubscriptionFacts[]):
     // no PaymentIntent: only the invoice tells the subscription.
     const invoiceId = `in_${run}_${index}`;
     const basilIntent = (status: string, amount: number, error?: string) =>
-      stripePaymentIntent({ id: model.reference, amount, status, metadata: {}, email: null, ...(error ? { error } : {}) });
+      stripePaymentIntent({
+        id: model.reference,
+        amount,
+        status,
+        metadata: {},
+        email: null,
+        ...(error ? { error } : {}),
+      });
     const basilInvoice = (paid: boolean, amount: number) => ({
-      ...stripeInvoice({ style: 'basil', subscription: `sub_S${sub.id}`, amount, paid, subscriptionMetadata: metadata }),
+      ...stripeInvoice({
+        style: 'basil',
+        subscription: `sub_S${sub.id}`,
+        amount,
+        paid,
+        subscriptionMetadata: metadata,
+      }),
       id: invoiceId,
     });
     if (basil) {
       if (failedAt !== null) {
-        reports.push(report('stripe', label('invoice.payment_failed (basil)'), event('invoice.payment_failed', basilInvoice(false, plan.failedAmount), failedAt)));
-        reports.push(report('stripe', label('payment_intent.payment_failed (basil)'), event('payment_intent.payment_failed', basilIntent('requires_payment_method', plan.failedAmount, 'Your card was declined.'), failedAt)));
+        reports.push(
+          report(
+            'stripe',
+            label('invoice.payment_failed (basil)'),
+            event('invoice.payment_failed', basilInvoice(false, plan.failedAmount), failedAt),
+          ),
+        );
+        reports.push(
+          report(
+            'stripe',
+            label('payment_intent.payment_failed (basil)'),
+            event(
+              'payment_intent.payment_failed',
+              basilIntent('requires_payment_method', plan.failedAmount, 'Your card was declined.'),
+              failedAt,
+            ),
+          ),
+        );
       }
       if (succeededAt !== null) {
-        reports.push(report('stripe', label('invoice.paid (basil)'), event('invoice.paid', basilInvoice(true, plan.amount), succeededAt)));
-        reports.push(report('stripe', label('payment_intent.succeeded (basil)'), event('payment_intent.succeeded', basilIntent('succeeded', plan.amount), succeededAt)));
+        reports.push(
+          report(
+            'stripe',
+            label('invoice.paid (basil)'),
+            event('invoice.paid', basilInvoice(true, plan.amount), succeededAt),
+          ),
+        );
+        reports.push(
+          report(
+            'stripe',
+            label('payment_intent.succeeded (basil)'),
+            event('payment_intent.succeeded', basilIntent('succeeded', plan.amount), succeededAt),
+          ),
+        );
         const link = stripeInvoicePayment({ invoice: invoiceId, paymentIntent: model.reference, amount: plan.amount });
         reports.push(report('stripe', label('invoice_payment.paid'), event('invoice_payment.paid', link, succeededAt)));
       }
     }
     if (failedAt !== null && !basil) {
-      reports.push(report('stripe', label('payment_intent.payment_failed'), event('payment_intent.payment_failed', intent('requires_payment_method', plan.failedAmount, 'Your card was declined.'), failedAt)));
+      reports.push(
+        report(
+          'stripe',
+          label('payment_intent.payment_failed'),
+          event(
+            'payment_intent.payment_failed',
+            intent('requires_payment_method', plan.failedAmount, 'Your card was declined.'),
+            failedAt,
+          ),
+        ),
+      );
       if (plan.stripeShape === 'intent_and_invoice') {
-        reports.push(report('stripe', label('invoice.payment_failed'), event('invoice.payment_failed', invoice(false, plan.failedAmount), failedAt)));
+        reports.push(
+          report(
+            'stripe',
+            label('invoice.payment_failed'),
+            event('invoice.payment_failed', invoice(false, plan.failedAmount), failedAt),
+          ),
+        );
       }
     }
     if (succeededAt !== null && !basil) {
-      reports.push(report('stripe', label('payment_intent.succeeded'), event('payment_intent.succeeded', intent('succeeded', plan.amount), succeededAt)));
+      reports.push(
+        report(
+          'stripe',
+          label('payment_intent.succeeded'),
+          event('payment_intent.succeeded', intent('succeeded', plan.amount), succeededAt),
+        ),
+      );
       if (plan.stripeShape === 'intent_and_invoice') {
-        reports.push(report('stripe', label('invoice.paid'), event('invoice.paid', invoice(true, plan.amount), succeededAt)));
+        reports.push(
+          report('stripe', label('invoice.paid'), event('invoice.paid', invoice(true, plan.amount), succeededAt)),
+        );
       }
     }
     model.refunds.forEach((refund, r) => {
       const reference = refund.reference;
       const updated = plan.refunds[r]!.updated;
       const at = timeOf(plan, 20 + r * 5);
-      const object = (status: string) => ({ ...stripeRefund({ id: reference, paymentIntent: model.reference, amount: refund.amount, status }), created: seconds(at) });
-      reports.push(report('stripe', label(`refund.created ${reference}`), event('refund.created', object('succeeded'), at)));
-      if (updated) reports.push(report('stripe', label(`refund.updated ${reference}`), event('refund.updated', object('succeeded'), at + 1000)));
+      const object = (status: string) => ({
+        ...stripeRefund({ id: reference, paymentIntent: model.reference, amount: refund.amount, status }),
+        created: seconds(at),
+      });
+      reports.push(
+        report('stripe', label(`refund.created ${reference}`), event('refund.created', object('succeeded'), at)),
+      );
+      if (updated)
+        reports.push(
+          report(
+            'stripe',
+            label(`refund.updated ${reference}`),
+            event('refund.updated', object('succeeded'), at + 1000),
+          ),
+        );
       if (refund.fails) {
-        const failed = r % 2 === 0 ? event('refund.failed', { ...object('failed'), failure_reason: 'expired_or_canceled_card' }, at + 2000) : event('refund.updated', object('canceled'), at + 2000);
+        const failed =
+          r % 2 === 0
+            ? event('refund.failed', { ...object('failed'), failure_reason: 'expired_or_canceled_card' }, at + 2000)
+            : event('refund.updated', object('canceled'), at + 2000);
         reports.push(report('stripe', label(`${failed.type} ${reference}`), failed));
       }
     });

@@ -189,7 +189,11 @@ export function paystackInvoiceFailed(options: {
 // ---- Stripe payloads (https://docs.stripe.com/api/events) ----
 
 /** A Stripe event envelope around `object`. */
-export function stripeEvent(type: string, object: Record<string, unknown>, options: { id?: string; apiVersion?: string } = {}) {
+export function stripeEvent(
+  type: string,
+  object: Record<string, unknown>,
+  options: { id?: string; apiVersion?: string } = {},
+) {
   return {
     id: options.id ?? `evt_${nextSeq()}`,
     object: 'event',
@@ -281,7 +285,11 @@ export function stripeInvoice(options: {
   return {
     ...base,
     parent: options.subscription
-      ? { type: 'subscription_details', quote_details: null, subscription_details: { metadata, subscription: options.subscription } }
+      ? {
+          type: 'subscription_details',
+          quote_details: null,
+          subscription_details: { metadata, subscription: options.subscription },
+        }
       : null,
     ...(options.paymentIntent
       ? {
@@ -340,12 +348,21 @@ export function stripeInvoicePayment(options: {
     livemode: false,
     payment,
     status,
-    status_transitions: { canceled_at: status === 'canceled' ? 1768471200 : null, paid_at: status === 'paid' ? 1768471200 : null },
+    status_transitions: {
+      canceled_at: status === 'canceled' ? 1768471200 : null,
+      paid_at: status === 'paid' ? 1768471200 : null,
+    },
   };
 }
 
 /** A Refund object. */
-export function stripeRefund(options: { paymentIntent: string; amount: number; id?: string; status?: string; currency?: string }) {
+export function stripeRefund(options: {
+  paymentIntent: string;
+  amount: number;
+  id?: string;
+  status?: string;
+  currency?: string;
+}) {
   return {
     id: options.id ?? `re_${nextSeq()}`,
     object: 'refund',

@@ -47,10 +47,14 @@ const buildSerializer: Factory = (externalSchemas, options) => {
   const pool = JSON.stringify([externalSchemas, options]);
   let compile: Compile | undefined;
   return (route) =>
-    remember(serializers, pool + JSON.stringify([route.schema, route.method, route.url, route.httpStatus, route.contentType]), () => {
-      compile ??= defaultSerializers(externalSchemas, options);
-      return compile(route);
-    });
+    remember(
+      serializers,
+      pool + JSON.stringify([route.schema, route.method, route.url, route.httpStatus, route.contentType]),
+      () => {
+        compile ??= defaultSerializers(externalSchemas, options);
+        return compile(route);
+      },
+    );
 };
 
 /**

@@ -65,11 +65,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('delivered_at', t.timestamp)
     .execute();
   await db.schema.createIndex('events_by_created_at').on('events').columns(['created_at', 'id']).execute();
-  await db.schema
-    .createIndex('events_by_topic')
-    .on('events')
-    .columns(['topic', 'created_at', 'id'])
-    .execute();
+  await db.schema.createIndex('events_by_topic').on('events').columns(['topic', 'created_at', 'id']).execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it

@@ -12,9 +12,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('amount', t.bigint, (c) => c.notNull().check(sql`amount >= 0`))
     .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('interval', 'text', (c) =>
-      c.notNull().check(sql`interval in ('day', 'week', 'month', 'year')`),
-    )
+    .addColumn('interval', 'text', (c) => c.notNull().check(sql`interval in ('day', 'week', 'month', 'year')`))
     .addColumn('interval_count', 'integer', (c) => c.notNull().check(sql`interval_count >= 1`))
     .addColumn('trial_period_days', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('active', t.boolean, (c) => c.notNull())
@@ -45,11 +43,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', t.timestamp, (c) => c.notNull())
     .execute();
   for (const field of ['created_at', 'current_period_end', 'status']) {
-    await db.schema
-      .createIndex(`subscriptions_by_${field}`)
-      .on('subscriptions')
-      .columns([field, 'id'])
-      .execute();
+    await db.schema.createIndex(`subscriptions_by_${field}`).on('subscriptions').columns([field, 'id']).execute();
   }
   await db.schema
     .createIndex('subscriptions_by_customer')

@@ -16,7 +16,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('provider_reference', 'text', (c) => c.notNull())
     .addColumn('amount', t.bigint, (c) => c.notNull().check(sql`amount >= 0`))
     .addColumn('amount_refunded', t.bigint, (c) =>
-      c.notNull().defaultTo(0).check(sql`amount_refunded >= 0 and amount_refunded <= amount`),
+      c
+        .notNull()
+        .defaultTo(0)
+        .check(sql`amount_refunded >= 0 and amount_refunded <= amount`),
     )
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('status', 'text', (c) =>
@@ -57,11 +60,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   for (const field of ['created_at', 'amount']) {
     await db.schema.createIndex(`refunds_by_${field}`).on('refunds').columns([field, 'id']).execute();
   }
-  await db.schema
-    .createIndex('refunds_by_payment')
-    .on('refunds')
-    .columns(['payment_id', 'created_at', 'id'])
-    .execute();
+  await db.schema.createIndex('refunds_by_payment').on('refunds').columns(['payment_id', 'created_at', 'id']).execute();
 
   // The inbox: every verified event, committed before it is processed (SPEC §5).
   await db.schema

@@ -14,9 +14,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('events', 'text', (c) => c.notNull())
     .addColumn('secret', 'text')
     .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('enabled', 'disabled')`))
-    .addColumn('disabled_reason', 'text', (c) =>
-      c.check(sql`disabled_reason in ('manual', 'gone', 'failing')`),
-    )
+    .addColumn('disabled_reason', 'text', (c) => c.check(sql`disabled_reason in ('manual', 'gone', 'failing')`))
     .addColumn('failing_since', t.timestamp)
     .addColumn('created_at', t.timestamp, (c) => c.notNull())
     .addColumn('updated_at', t.timestamp, (c) => c.notNull())
@@ -32,14 +30,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('webhook_deliveries')
     .addColumn('id', 'text', (c) => c.primaryKey())
-    .addColumn('endpoint_id', 'text', (c) =>
-      c.notNull().references('webhook_endpoints.id').onDelete('cascade'),
-    )
+    .addColumn('endpoint_id', 'text', (c) => c.notNull().references('webhook_endpoints.id').onDelete('cascade'))
     .addColumn('event_id', 'text', (c) => c.notNull().references('events.id'))
     .addColumn('topic', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) =>
-      c.notNull().check(sql`status in ('pending', 'succeeded', 'failed')`),
-    )
+    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('pending', 'succeeded', 'failed')`))
     .addColumn('attempt_count', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('next_attempt_at', t.timestamp)
     // The lease: a worker owns the delivery until `locked_until` (its send happens outside
@@ -71,9 +65,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await db.schema
     .createTable('webhook_attempts')
-    .addColumn('delivery_id', 'text', (c) =>
-      c.notNull().references('webhook_deliveries.id').onDelete('cascade'),
-    )
+    .addColumn('delivery_id', 'text', (c) => c.notNull().references('webhook_deliveries.id').onDelete('cascade'))
     .addColumn('number', 'integer', (c) => c.notNull())
     .addColumn('attempted_at', t.timestamp, (c) => c.notNull())
     .addColumn('duration_ms', 'integer', (c) => c.notNull())

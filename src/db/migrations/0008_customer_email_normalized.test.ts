@@ -3,10 +3,7 @@ import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../../test/helpers/database.ts';
-import {
-  findOrCreateCustomerByEmail,
-  updateCustomer,
-} from '../../modules/customers/customers.service.ts';
+import { findOrCreateCustomerByEmail, updateCustomer } from '../../modules/customers/customers.service.ts';
 import { ManualClock } from '../../shared/clock.ts';
 import { openDatabase } from '../connect.ts';
 import { isUniqueViolation } from '../errors.ts';

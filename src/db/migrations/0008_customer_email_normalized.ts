@@ -31,14 +31,10 @@ async function backfill(db: Kysely<any>): Promise<void> {
     if (after) {
       const { created_at, id } = after;
       query = query.where((eb) =>
-        eb.or([
-          eb('created_at', '>', created_at),
-          eb.and([eb('created_at', '=', created_at), eb('id', '>', id)]),
-        ]),
+        eb.or([eb('created_at', '>', created_at), eb.and([eb('created_at', '=', created_at), eb('id', '>', id)])]),
       );
     }
-    const rows: { id: string; email: string; created_at: string; deleted_at: string | null }[] =
-      await query.execute();
+    const rows: { id: string; email: string; created_at: string; deleted_at: string | null }[] = await query.execute();
     for (const row of rows) {
       let value = normalizeEmail(row.email);
       if (row.deleted_at === null) {

@@ -31,7 +31,9 @@ async function setStatuses(db: Kysely<any>, statuses: readonly string[]): Promis
     .addUniqueConstraint('refunds_provider_reference_unique', ['provider', 'provider_reference'])
     .execute();
   await sql`insert into refunds_rebuilt (id, payment_id, provider, provider_reference, amount, currency, status, refunded_at, created_at, updated_at)
-    select id, payment_id, provider, provider_reference, amount, currency, status, refunded_at, created_at, updated_at from refunds`.execute(db);
+    select id, payment_id, provider, provider_reference, amount, currency, status, refunded_at, created_at, updated_at from refunds`.execute(
+    db,
+  );
   await db.schema.dropTable('refunds').execute();
   await db.schema.alterTable('refunds_rebuilt').renameTo('refunds').execute();
   for (const field of ['created_at', 'amount']) {

@@ -16,10 +16,7 @@ interface CreatedKey {
   expires_at: string | null;
 }
 
-async function createKey(
-  testApp: TestApp,
-  body: Record<string, unknown> = { name: 'test key' },
-): Promise<CreatedKey> {
+async function createKey(testApp: TestApp, body: Record<string, unknown> = { name: 'test key' }): Promise<CreatedKey> {
   const res = await testApp.request<CreatedKey>('POST', '/api/api-keys', { body });
   assert.equal(res.status, 201, res.text);
   return res.body;
@@ -56,11 +53,7 @@ describe('POST /api/api-keys', () => {
   test('the key is stored only as its SHA-256 hash', async (t) => {
     const testApp = await buildTestApp(t);
     const { id, key } = await createKey(testApp);
-    const row = await testApp.deps.db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
+    const row = await testApp.deps.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.equal(row.key_hash, hashKey(key));
     assert.ok(!Object.values(row).includes(key), 'no column holds the secret');
   });
@@ -90,10 +83,7 @@ describe('POST /api/api-keys', () => {
     const testApp = await buildTestApp(t);
     const created = await createKey(testApp, { name: 'no scope given' });
     assert.equal(created.scope, 'write');
-    assert.equal(
-      (await testApp.request('POST', '/api/customers', { key: created.key, body: {} })).status,
-      400,
-    );
+    assert.equal((await testApp.request('POST', '/api/customers', { key: created.key, body: {} })).status, 400);
   });
 
   test('a missing name is 400 "Name is required"', async (t) => {
@@ -227,10 +217,7 @@ describe('DELETE /api/api-keys/{id}', () => {
     assert.equal(res.body.id, id);
     assert.equal(res.body.revoked_at, testApp.clock.now().toISOString());
     assert.ok(!res.text.includes(key));
-    const presentations: Record<string, string>[] = [
-      { authorization: `Bearer ${key}` },
-      { 'x-api-key': key },
-    ];
+    const presentations: Record<string, string>[] = [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }];
     for (const headers of presentations) {
       const after = await testApp.request('GET', '/api/customers', { key: null, headers });
       assert.equal(after.status, 401);
@@ -326,11 +313,7 @@ describe('POST /api/api-keys/{id}/rotate', () => {
     assert.equal(res.status, 201);
     assert.equal(res.body.expires_at, new Date(testApp.clock.now().getTime() + 30 * DAY).toISOString());
     const oldView = await testApp.request('GET', `/api/api-keys/${old.id}`);
-    assert.equal(
-      oldView.body.expires_at,
-      new Date(createdAt + 30 * DAY).toISOString(),
-      'grace ends at the old expiry',
-    );
+    assert.equal(oldView.body.expires_at, new Date(createdAt + 30 * DAY).toISOString(), 'grace ends at the old expiry');
   });
 
   test('rotating a key that expires at the end of year 9999 issues a working key whose expiry is clamped to it', async (t) => {

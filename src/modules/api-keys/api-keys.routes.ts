@@ -27,9 +27,7 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       },
       handler: async (request, reply) => {
         const { name, scope = 'write', expires_at } = request.body;
-        return reply
-          .code(201)
-          .send(await service.createApiKey(db, clock, { name, scope, expiresAt: expires_at }));
+        return reply.code(201).send(await service.createApiKey(db, clock, { name, scope, expiresAt: expires_at }));
       },
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
@@ -76,16 +74,14 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: 'Rotate an API key',
-        description:
-          'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
+        description: 'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
         params: idParams,
         body: rotateKeyBody,
         response: { 201: createdKeySchema, ...errorResponses(400, 401, 403, 404, 422) },
       },
       handler: async (request, reply) => {
         const graceText = request.body?.grace;
-        const graceMs =
-          graceText === undefined ? service.DEFAULT_ROTATION_GRACE_MS : parseDuration(graceText);
+        const graceMs = graceText === undefined ? service.DEFAULT_ROTATION_GRACE_MS : parseDuration(graceText);
         if (graceMs === undefined || graceMs > service.MAX_ROTATION_GRACE_MS) {
           throw new ValidationError('grace must be a duration from 0s to 7d, such as 30m or 24h', 'grace');
         }

@@ -53,8 +53,7 @@ export async function createApiKey(
         'expires_at',
       );
     }
-    if (at.getTime() <= now.getTime())
-      throw new ValidationError('expires_at must be in the future', 'expires_at');
+    if (at.getTime() <= now.getTime()) throw new ValidationError('expires_at must be in the future', 'expires_at');
     // The route's schema already bounds it; the CLI (`keys create --expires-at`) comes here directly.
     if (!isStorableTime(at.getTime()))
       throw new ValidationError(`expires_at must be no later than ${MAX_TIMESTAMP}`, 'expires_at');

@@ -13,12 +13,7 @@ export async function insertCustomer(trx: Transaction<Database>, row: CustomersT
 
 /** The live customer with this id. */
 export async function findCustomer(db: Kysely<Database>, id: string): Promise<CustomerRow | undefined> {
-  return db
-    .selectFrom('customers')
-    .selectAll()
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return db.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
 /** The live customer whose `email_normalized` is `normalized` (see customer-email.ts). */

@@ -55,10 +55,7 @@ test('bad field values are 400 with a sentence naming the field, and change noth
     [{ email: 'a@example.com', name: 7 }, 'name must be a string or null'],
     [{ email: 'a@example.com', unknown_field: 1 }, 'unknown_field is not a known field'],
     [{ email: 'a@example.com', metadata: { k: 5 } }, 'metadata.k must be a string'],
-    [
-      { email: 'a@example.com', metadata: { k: 'v'.repeat(501) } },
-      'metadata.k must be at most 500 characters',
-    ],
+    [{ email: 'a@example.com', metadata: { k: 'v'.repeat(501) } }, 'metadata.k must be at most 500 characters'],
     [
       { email: 'a@example.com', metadata: { ['k'.repeat(41)]: 'v' } },
       `metadata keys must be at most 40 characters (got "${'k'.repeat(41)}")`,
@@ -88,10 +85,7 @@ test('bad field values are 400 with a sentence naming the field, and change noth
 
 test('email is unique case-insensitively: 409 conflict', async (t) => {
   const { request } = await buildTestApp(t);
-  assert.equal(
-    (await request('POST', '/api/customers', { body: { email: 'Grace@Example.com' } })).status,
-    201,
-  );
+  assert.equal((await request('POST', '/api/customers', { body: { email: 'Grace@Example.com' } })).status, 201);
   const dup = await request('POST', '/api/customers', { body: { email: 'grace@example.COM' } });
   assert.equal(dup.status, 409);
   assert.equal(dup.body.code, 'conflict');
@@ -183,9 +177,7 @@ test('patch changes the given fields, merges metadata and emits customer.updated
 
 test('patch with nothing new changes nothing and emits nothing', async (t) => {
   const { request, clock } = await buildTestApp(t);
-  const created = (
-    await request('POST', '/api/customers', { body: { email: 'same@example.com', name: 'S' } })
-  ).body;
+  const created = (await request('POST', '/api/customers', { body: { email: 'same@example.com', name: 'S' } })).body;
   clock.advance(1000);
   const res = await request('PATCH', `/api/customers/${created.id}`, { body: { name: 'S' } });
   assert.equal(res.status, 200);
@@ -206,7 +198,7 @@ test("patch to another customer's email is 409; to a new case of its own email i
   assert.equal(recase.body.email, 'A@Example.com');
 });
 
-test('patch to an email that normalises (NFC + lower case) like another customer\'s is 409 and changes nothing', async (t) => {
+test("patch to an email that normalises (NFC + lower case) like another customer's is 409 and changes nothing", async (t) => {
   const { request } = await buildTestApp(t);
   const a = (await request('POST', '/api/customers', { body: { email: 'a@example.com' } })).body;
   const b = (await request('POST', '/api/customers', { body: { email: 'Ädä.Ünï@example.com' } })).body;
@@ -233,8 +225,7 @@ test('patch to an email that normalises (NFC + lower case) like another customer
 test('patch metadata merge beyond 50 keys is 400 and changes nothing', async (t) => {
   const { request } = await buildTestApp(t);
   const metadata = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v']));
-  const created = (await request('POST', '/api/customers', { body: { email: 'm@example.com', metadata } }))
-    .body;
+  const created = (await request('POST', '/api/customers', { body: { email: 'm@example.com', metadata } })).body;
   const res = await request('PATCH', `/api/customers/${created.id}`, { body: { metadata: { extra: 'v' } } });
   assert.equal(res.status, 400);
   assert.equal(res.body.message, 'Metadata must have at most 50 keys');
@@ -269,9 +260,7 @@ test('list pages, sorts on whitelisted fields with id tie-break, and totals', as
   const names = ['carol', 'alice', 'bob', 'dave', 'erin'];
   const created = [];
   for (const name of names) {
-    created.push(
-      (await request('POST', '/api/customers', { body: { email: `${name}@example.com`, name } })).body,
-    );
+    created.push((await request('POST', '/api/customers', { body: { email: `${name}@example.com`, name } })).body);
     if (name !== 'alice') clock.advance(1000); // alice and bob share a created_at: the id breaks the tie
   }
   const byDefault = await request('GET', '/api/customers');

@@ -3,12 +3,7 @@ import type { Deps } from '../../deps.ts';
 import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
-import {
-  CUSTOMER_SORT_FIELDS,
-  createCustomerBody,
-  customerSchema,
-  updateCustomerBody,
-} from './customers.schemas.ts';
+import { CUSTOMER_SORT_FIELDS, createCustomerBody, customerSchema, updateCustomerBody } from './customers.schemas.ts';
 import * as service from './customers.service.ts';
 
 const common = { tags: ['Customers'], security: API_KEY_SECURITY };
@@ -28,8 +23,7 @@ export function customerRoutes(deps: Deps): Route[] {
         body: createCustomerBody,
         response: { 201: customerSchema, ...errorResponses(400, 401, 403, 409, 413, 415) },
       },
-      handler: async (request, reply) =>
-        reply.code(201).send(await service.createCustomer(db, clock, request.body)),
+      handler: async (request, reply) => reply.code(201).send(await service.createCustomer(db, clock, request.body)),
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
       method: 'GET',

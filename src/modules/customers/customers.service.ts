@@ -171,8 +171,7 @@ export async function updateCustomer(
       email: patch.email ?? current.email,
       name: patch.name === undefined ? current.name : patch.name,
       phone: patch.phone === undefined ? current.phone : patch.phone,
-      metadata:
-        patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+      metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
     };
     const changed =
       next.email !== current.email ||
@@ -210,10 +209,7 @@ export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: str
   await transactionWithRetry(db, async (trx) => {
     const customer = toCustomer(await lockCustomer(trx, id));
     if (await customerHasLiveSubscription(trx, id)) {
-      throw new AppError(
-        'conflict',
-        `customer ${id} has a subscription that is not cancelled or expired`,
-      );
+      throw new AppError('conflict', `customer ${id} has a subscription that is not cancelled or expired`);
     }
     const now = clock.now().toISOString();
     await repo.markCustomerDeleted(trx, id, now);

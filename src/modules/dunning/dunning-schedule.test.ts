@@ -12,7 +12,10 @@ test('each step is due its delay after the opening; the final action one more ga
     [0, 1, 2, 3, 4].map((taken) => nextActionAt(opened, taken, schedule)),
     [at(1), at(3), at(7), at(14), at(21)],
   );
-  assert.deepEqual([0, 3, 4].map((taken) => isFinalActionNext(taken, schedule)), [false, false, true]);
+  assert.deepEqual(
+    [0, 3, 4].map((taken) => isFinalActionNext(taken, schedule)),
+    [false, false, true],
+  );
 });
 
 test('a one-step schedule waits that step again before the final action', () => {

@@ -52,12 +52,7 @@ export async function getCase(db: Kysely<Database>, id: string): Promise<Dunning
     ? await db.selectFrom('dunning_cases').selectAll().where('id', '=', id).executeTakeFirst()
     : undefined;
   if (!row) throw new NotFoundError('dunning case', id);
-  const steps = await db
-    .selectFrom('dunning_steps')
-    .selectAll()
-    .where('case_id', '=', id)
-    .orderBy('step')
-    .execute();
+  const steps = await db.selectFrom('dunning_steps').selectAll().where('case_id', '=', id).orderBy('step').execute();
   return {
     ...toDunningCase(row),
     // Rows as they are but `final` (1/0 on SQLite); the response schema keeps stepSchema's fields.

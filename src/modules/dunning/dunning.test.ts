@@ -60,9 +60,7 @@ async function eventsSince(app: TestApp, since: string, prefix = 'dunning.') {
     .where('created_at', '>=', since)
     .orderBy('id')
     .execute();
-  return rows
-    .filter((r) => r.topic.startsWith(prefix))
-    .map((r) => ({ topic: r.topic, data: JSON.parse(r.data) }));
+  return rows.filter((r) => r.topic.startsWith(prefix)).map((r) => ({ topic: r.topic, data: JSON.parse(r.data) }));
 }
 
 async function subscription(app: TestApp, id: string) {
@@ -147,7 +145,14 @@ test('failure → started → each reminder → exhausted → cancelled (DUNNING
   assert.deepEqual(topics.slice(-2), ['dunning.exhausted', 'subscription.cancelled']);
   assert.deepEqual(
     topics.filter((topic) => topic.startsWith('dunning.')),
-    ['dunning.started', 'dunning.reminder', 'dunning.reminder', 'dunning.reminder', 'dunning.reminder', 'dunning.exhausted'],
+    [
+      'dunning.started',
+      'dunning.reminder',
+      'dunning.reminder',
+      'dunning.reminder',
+      'dunning.reminder',
+      'dunning.exhausted',
+    ],
   );
 });
 
@@ -323,7 +328,10 @@ test('the cases list: {data,total} only, default status open, filters, sorts and
     [subs[1].id],
   );
   assert.equal(recovered.body.total, 1);
-  const all = await app.request('GET', '/api/dunning/cases?status=all&limit=1&page=1&sort_by=next_action_at&sort_order=asc');
+  const all = await app.request(
+    'GET',
+    '/api/dunning/cases?status=all&limit=1&page=1&sort_by=next_action_at&sort_order=asc',
+  );
   assert.equal(all.body.total, 3);
   assert.equal(all.body.data.length, 1);
   const byNext = await app.request('GET', '/api/dunning/cases?sort_by=next_action_at&sort_order=asc');
@@ -433,42 +441,46 @@ test('the upcoming list holds open cases due within `within` (default 7d) and sa
   }
 });
 
-test('each step runs once when two workers share one PostgreSQL database', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite in memory cannot be opened by a second handle',
-}, async (t) => {
-  const app = await buildTestApp(t);
-  const second = await createDeps(app.deps.config, {
-    clock: app.clock,
-    schema: app.deps.database.schema,
-    migrate: false,
-  });
-  t.after(() => second.close());
-  const subs = [];
-  for (let i = 0; i < 30; i++) {
-    const sub = await activeSubscription(app);
-    await fail(app, sub.id);
-    subs.push(sub);
-  }
-  const start = app.clock.now().getTime();
-  let total = 0;
-  for (const days of [...STEP_DAYS, FINAL_DAY]) {
-    app.clock.set(new Date(start + days * DAY));
-    const [a, b] = await Promise.all([runWorker(app.deps), runWorker(second)]);
-    const handled = (a.run_dunning_schedule ?? 0) + (b.run_dunning_schedule ?? 0);
-    assert.equal(handled, subs.length, `day ${days}: each case handled once`);
-    total += handled;
-  }
-  assert.equal(total, subs.length * 5);
-  const steps = await app.deps.db.selectFrom('dunning_steps').select(['case_id', 'step']).execute();
-  assert.equal(steps.length, subs.length * STEP_DAYS.length);
-  const reminders = await app.deps.db
-    .selectFrom('events')
-    .select('id')
-    .where('topic', '=', 'dunning.reminder')
-    .execute();
-  assert.equal(reminders.length, subs.length * STEP_DAYS.length);
-  for (const sub of subs) assert.equal((await subscription(app, sub.id)).status, 'cancelled');
-});
+test(
+  'each step runs once when two workers share one PostgreSQL database',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: SQLite in memory cannot be opened by a second handle',
+  },
+  async (t) => {
+    const app = await buildTestApp(t);
+    const second = await createDeps(app.deps.config, {
+      clock: app.clock,
+      schema: app.deps.database.schema,
+      migrate: false,
+    });
+    t.after(() => second.close());
+    const subs = [];
+    for (let i = 0; i < 30; i++) {
+      const sub = await activeSubscription(app);
+      await fail(app, sub.id);
+      subs.push(sub);
+    }
+    const start = app.clock.now().getTime();
+    let total = 0;
+    for (const days of [...STEP_DAYS, FINAL_DAY]) {
+      app.clock.set(new Date(start + days * DAY));
+      const [a, b] = await Promise.all([runWorker(app.deps), runWorker(second)]);
+      const handled = (a.run_dunning_schedule ?? 0) + (b.run_dunning_schedule ?? 0);
+      assert.equal(handled, subs.length, `day ${days}: each case handled once`);
+      total += handled;
+    }
+    assert.equal(total, subs.length * 5);
+    const steps = await app.deps.db.selectFrom('dunning_steps').select(['case_id', 'step']).execute();
+    assert.equal(steps.length, subs.length * STEP_DAYS.length);
+    const reminders = await app.deps.db
+      .selectFrom('events')
+      .select('id')
+      .where('topic', '=', 'dunning.reminder')
+      .execute();
+    assert.equal(reminders.length, subs.length * STEP_DAYS.length);
+    for (const sub of subs) assert.equal((await subscription(app, sub.id)).status, 'cancelled');
+  },
+);
 
 test('a step that fails mid-way rolls back whole and is taken once on the next run', async (t) => {
   const app = await buildTestApp(t);
@@ -487,7 +499,11 @@ test('a step that fails mid-way rolls back whole and is taken once on the next r
   assert.equal(errors.length, 1);
   const unchanged = await onlyCase(app, sub.id);
   assert.equal(unchanged.step, 0, 'the case did not move');
-  const reminders = await app.deps.db.selectFrom('events').select('id').where('topic', '=', 'dunning.reminder').execute();
+  const reminders = await app.deps.db
+    .selectFrom('events')
+    .select('id')
+    .where('topic', '=', 'dunning.reminder')
+    .execute();
   assert.equal(reminders.length, 0, 'no reminder event without its step');
   await app.deps.db.deleteFrom('dunning_steps').where('case_id', '=', opened.id).execute();
   assert.equal((await runWorker(app.deps)).run_dunning_schedule, 1);

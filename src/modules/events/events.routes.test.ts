@@ -45,10 +45,7 @@ test('events filter on topic and delivered; bad filter values are 400', async (t
 test('a failed change writes no event', async (t) => {
   const { request } = await buildTestApp(t);
   await request('POST', '/api/customers', { body: { email: 'once@example.com' } });
-  assert.equal(
-    (await request('POST', '/api/customers', { body: { email: 'ONCE@example.com' } })).status,
-    409,
-  );
+  assert.equal((await request('POST', '/api/customers', { body: { email: 'ONCE@example.com' } })).status, 409);
   assert.equal((await request('GET', '/api/events')).body.meta.total, 1);
 });
 

@@ -42,11 +42,7 @@ const iso = (date: Date, plusMs = 0) => new Date(date.getTime() + plusMs).toISOS
  * (the first request with this key has not finished). An expired row, or a running one whose
  * lease has passed (its instance crashed), is taken over as if new.
  */
-export async function claimIdempotencyKey(
-  db: Kysely<Database>,
-  use: KeyUse,
-  times: ClaimTimes,
-): Promise<ClaimOutcome> {
+export async function claimIdempotencyKey(db: Kysely<Database>, use: KeyUse, times: ClaimTimes): Promise<ClaimOutcome> {
   const now = iso(times.now);
   const fresh = {
     fingerprint: use.fingerprint,
@@ -140,11 +136,7 @@ export async function releaseIdempotencyKey(db: Kysely<Database>, claim: Claim):
  * On PostgreSQL the rows are picked with SKIP LOCKED, so workers purging at once never wait
  * on each other.
  */
-export async function purgeExpiredIdempotencyKeys(
-  db: Kysely<Database>,
-  now: Date,
-  limit: number,
-): Promise<number> {
+export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, now: Date, limit: number): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const due = await claimRows(
       trx

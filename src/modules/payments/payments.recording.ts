@@ -86,7 +86,11 @@ function filledAttribution(row: PaymentRow, input: PaymentInput): Partial<Paymen
   const changes: Partial<PaymentRow> = {};
   if (row.customer_id === null && input.customerId !== null) changes.customer_id = input.customerId;
   const customer = changes.customer_id ?? row.customer_id;
-  if (row.subscription_id === null && input.subscriptionId !== null && (customer === input.customerId || customer === null)) {
+  if (
+    row.subscription_id === null &&
+    input.subscriptionId !== null &&
+    (customer === input.customerId || customer === null)
+  ) {
     changes.subscription_id = input.subscriptionId;
   }
   return changes;
@@ -156,13 +160,24 @@ export async function recordPaymentReport(
   if (becameSucceeded) {
     // The amount is what the success report says was received (the failed attempt's may
     // differ); its currency is the payment's, checked above: both come from this report.
-    Object.assign(changes, { status: 'succeeded', amount: input.amount, paid_at: input.occurredAt, failure_reason: null });
+    Object.assign(changes, {
+      status: 'succeeded',
+      amount: input.amount,
+      paid_at: input.occurredAt,
+      failure_reason: null,
+    });
   }
   const paid = row.status !== 'failed';
   // Attribution learnt from a failure report is not news once the payment has succeeded.
   const relevant = becameSucceeded || (status === 'succeeded' ? paid : !paid);
   if (!relevant || Object.keys(changes).length === 0) {
-    return { refused: false, payment: pickFields(paymentSchema, row), becameSucceeded: false, becameFailed: false, subscriptionAttached: false };
+    return {
+      refused: false,
+      payment: pickFields(paymentSchema, row),
+      becameSucceeded: false,
+      becameFailed: false,
+      subscriptionAttached: false,
+    };
   }
   const updated = await updatePayment(trx, clock, row, changes);
   const payment = pickFields(paymentSchema, updated);
@@ -225,7 +240,11 @@ export async function recordRefundReports(
       reason: `refund ${elsewhere.provider_reference} is recorded for another payment (${elsewhere.payment_id})`,
     };
   }
-  const recorded = rows.map((row) => ({ reference: row.provider_reference, amount: Number(row.amount), status: row.status }));
+  const recorded = rows.map((row) => ({
+    reference: row.provider_reference,
+    amount: Number(row.amount),
+    status: row.status,
+  }));
   const plan = planRefunds({ id: payment.id, amount: Number(payment.amount) }, recorded, refunds);
   if (!plan.accepted) return { refused: true, reason: plan.reason };
 

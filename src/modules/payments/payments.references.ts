@@ -211,7 +211,11 @@ export async function recordPaymentLink(
 ): Promise<LinkChange> {
   if (link.conflict !== null) throw new Error(`link ${link.alias} → ${link.canonical} conflicts: ${link.conflict}`);
   const { provider, alias, canonical, aliasPayment, canonicalPayment } = link;
-  const unchanged = { payment: canonicalPayment ? pickFields(paymentSchema, canonicalPayment) : null, mergedPaymentId: null, owedEffect: null };
+  const unchanged = {
+    payment: canonicalPayment ? pickFields(paymentSchema, canonicalPayment) : null,
+    mergedPaymentId: null,
+    owedEffect: null,
+  };
   if (link.known) return unchanged;
   const now = clock.now().toISOString();
   await trx
@@ -246,7 +250,11 @@ async function mergePayments(
 ): Promise<LinkChange> {
   const [first, second] = inCreationOrder(a, b);
   const money = mergedMoney(a, b);
-  await trx.updateTable('refunds').set({ payment_id: first.id, updated_at: now }).where('payment_id', '=', second.id).execute();
+  await trx
+    .updateTable('refunds')
+    .set({ payment_id: first.id, updated_at: now })
+    .where('payment_id', '=', second.id)
+    .execute();
   await trx.deleteFrom('payments').where('id', '=', second.id).execute();
   const amount = Number(money.amount);
   let refunded = 0;
@@ -275,7 +283,9 @@ async function mergePayments(
   // Each payment moves its subscription once: a row that already had this subscription and
   // this outcome applied it when it was recorded.
   const subscriptionId = merged.subscription_id;
-  const applied = [first, second].some((row) => row.subscription_id === subscriptionId && isPaid(row) === isPaid(merged));
+  const applied = [first, second].some(
+    (row) => row.subscription_id === subscriptionId && isPaid(row) === isPaid(merged),
+  );
   const owedEffect = subscriptionId === null || applied ? null : isPaid(merged) ? 'succeeded' : 'failed';
   return { payment, mergedPaymentId: second.id, owedEffect };
 }

@@ -24,7 +24,10 @@ test('payments list: filters by customer, subscription, status and provider; sor
   app.clock.advance(1000);
   await postStripe(
     app,
-    stripeEvent('payment_intent.payment_failed', stripePaymentIntent({ amount: 50, error: 'declined', status: 'requires_payment_method' })),
+    stripeEvent(
+      'payment_intent.payment_failed',
+      stripePaymentIntent({ amount: 50, error: 'declined', status: 'requires_payment_method' }),
+    ),
   );
 
   const all = (await app.request('GET', '/api/payments')).body;

@@ -58,13 +58,24 @@ test('a failure reverses a succeeded refund; failed is final and a repeat change
     refunded: 0,
   });
   const failed = [failure];
-  assert.deepEqual(planRefunds(PAYMENT, failed, [{ ...failure, status: 'succeeded' }]), { accepted: true, changes: [], refunded: 0 });
-  assert.deepEqual(planRefunds(PAYMENT, failed, [failure]), { accepted: true, changes: [], refunded: 0 });
-  assert.deepEqual(planRefunds(PAYMENT, recorded, ok(4000).map((r) => ({ ...r, reference: 're_1' }))), {
+  assert.deepEqual(planRefunds(PAYMENT, failed, [{ ...failure, status: 'succeeded' }]), {
     accepted: true,
     changes: [],
-    refunded: 4000,
+    refunded: 0,
   });
+  assert.deepEqual(planRefunds(PAYMENT, failed, [failure]), { accepted: true, changes: [], refunded: 0 });
+  assert.deepEqual(
+    planRefunds(
+      PAYMENT,
+      recorded,
+      ok(4000).map((r) => ({ ...r, reference: 're_1' })),
+    ),
+    {
+      accepted: true,
+      changes: [],
+      refunded: 4000,
+    },
+  );
 });
 
 test('a failure report for an unknown refund records it failed, and it frees nothing it never took', () => {
@@ -82,7 +93,9 @@ test('the same success and failure reports in every order end in the same refund
   ];
   function permutations<T>(items: T[]): T[][] {
     if (items.length <= 1) return [items];
-    return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
+    return items.flatMap((item, i) =>
+      permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]),
+    );
   }
   const finals = new Set<string>();
   for (const order of permutations(reports)) {
@@ -97,16 +110,19 @@ test('the same success and failure reports in every order end in the same refund
     const refunds = [...recorded.values()].sort((a, b) => a.reference.localeCompare(b.reference));
     finals.add(JSON.stringify({ refunds, refunded }));
   }
-  assert.deepEqual([...finals].map((final) => JSON.parse(final)), [
-    {
-      refunds: [
-        { reference: 're_1', amount: 5000, status: 'failed' },
-        { reference: 're_2', amount: 4000, status: 'succeeded' },
-        { reference: 're_3', amount: 1000, status: 'succeeded' },
-      ],
-      refunded: 5000,
-    },
-  ]);
+  assert.deepEqual(
+    [...finals].map((final) => JSON.parse(final)),
+    [
+      {
+        refunds: [
+          { reference: 're_1', amount: 5000, status: 'failed' },
+          { reference: 're_2', amount: 4000, status: 'succeeded' },
+          { reference: 're_3', amount: 1000, status: 'succeeded' },
+        ],
+        refunded: 5000,
+      },
+    ],
+  );
 });
 
 test('status follows the refunded total, back to succeeded when nothing stays refunded', () => {

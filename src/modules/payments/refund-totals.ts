@@ -17,12 +17,12 @@ export interface RefundFact {
  * One change a report makes to the recorded refunds: `insert` the report (a refund not
  * recorded yet, with the status reported), or `fail` a recorded succeeded refund.
  */
-export type RefundChange<T extends RefundFact> = { action: 'insert'; refund: T } | { action: 'fail'; refund: RefundFact };
+export type RefundChange<T extends RefundFact> =
+  { action: 'insert'; refund: T } | { action: 'fail'; refund: RefundFact };
 
 /** What reports do: the changes to make, or why they are refused (nothing is to be written). */
 export type RefundPlan<T extends RefundFact> =
-  | { accepted: true; changes: RefundChange<T>[]; refunded: number }
-  | { accepted: false; reason: string };
+  { accepted: true; changes: RefundChange<T>[]; refunded: number } | { accepted: false; reason: string };
 
 /** The payment's `amount_refunded`: the sum of its succeeded refunds (minor units). */
 export function refundedTotal(refunds: readonly RefundFact[]): number {

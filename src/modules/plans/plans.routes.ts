@@ -29,8 +29,7 @@ export function planRoutes(deps: Deps): Route[] {
         body: createPlanBody,
         response: { 201: planSchema, ...errorResponses(400, 401, 403, 413, 415) },
       },
-      handler: async (request, reply) =>
-        reply.code(201).send(await service.createPlan(db, clock, request.body)),
+      handler: async (request, reply) => reply.code(201).send(await service.createPlan(db, clock, request.body)),
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
       method: 'GET',

@@ -12,13 +12,7 @@ export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
  */
 export const MAX_INTERVAL_COUNT = { day: 1095, week: 156, month: 36, year: 3 } as const;
 /** Fields fixed at creation (SPEC §3: prices are immutable). */
-export const IMMUTABLE_PLAN_FIELDS = [
-  'amount',
-  'currency',
-  'interval',
-  'interval_count',
-  'trial_period_days',
-] as const;
+export const IMMUTABLE_PLAN_FIELDS = ['amount', 'currency', 'interval', 'interval_count', 'trial_period_days'] as const;
 
 export const planSchema = Type.Object({
   id: Type.String({ examples: ['plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
@@ -50,8 +44,7 @@ export const createPlanBody = Type.Object(
       Type.Integer({
         minimum: 1,
         default: 1,
-        description:
-          'Intervals per billing period; at most three years: day ≤ 1095, week ≤ 156, month ≤ 36, year ≤ 3.',
+        description: 'Intervals per billing period; at most three years: day ≤ 1095, week ≤ 156, month ≤ 36, year ≤ 3.',
       }),
     ),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730, default: 0 })),

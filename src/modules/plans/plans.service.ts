@@ -63,10 +63,7 @@ export async function createPlan(db: Kysely<Database>, clock: Clock, input: Crea
 }
 
 /** The plan row by id, or undefined (malformed ids included). */
-export async function findPlan(
-  db: Kysely<Database> | Transaction<Database>,
-  id: string,
-): Promise<PlanRow | undefined> {
+export async function findPlan(db: Kysely<Database> | Transaction<Database>, id: string): Promise<PlanRow | undefined> {
   if (!isIdOf('plan', id)) return undefined;
   return db.selectFrom('plans').selectAll().where('id', '=', id).executeTakeFirst();
 }
@@ -107,8 +104,7 @@ export async function updatePlan(
       ...current,
       name: patch.name ?? current.name,
       active: patch.active ?? current.active,
-      metadata:
-        patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+      metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
     };
     if (JSON.stringify(next) === JSON.stringify(current)) return current;
     next.updated_at = clock.now().toISOString();

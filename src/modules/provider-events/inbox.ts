@@ -106,10 +106,7 @@ export async function findUnfinishedRow(
 }
 
 /** The inbox row `id`, locked on PostgreSQL so one processor at a time handles it. */
-export async function lockInboxRow(
-  trx: Transaction<Database>,
-  id: string,
-): Promise<ProviderEventRow | undefined> {
+export async function lockInboxRow(trx: Transaction<Database>, id: string): Promise<ProviderEventRow | undefined> {
   return forUpdate(trx.selectFrom('provider_events').selectAll().where('id', '=', id), trx).executeTakeFirst();
 }
 

@@ -15,7 +15,14 @@ import { periodAfterPayment } from '../subscriptions/billing-period.ts';
 import { nextStatus, type SubscriptionStatus } from '../subscriptions/subscription-status.ts';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createCustomer, createPlan, createWebhookEndpoint } from '../../../test/helpers/factories.ts';
-import { arrivalOrder, type History, type ModelPayment, money, type Report, reportsOf } from '../../../test/helpers/money-model.ts';
+import {
+  arrivalOrder,
+  type History,
+  type ModelPayment,
+  money,
+  type Report,
+  reportsOf,
+} from '../../../test/helpers/money-model.ts';
 import { PROVIDER_ENV, postPaystack, postStripe } from '../../../test/helpers/provider-events.ts';
 
 const RUNS = Number(process.env.MONEY_PROPERTY_RUNS ?? 100);
@@ -90,24 +97,39 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
 
   // Every acknowledged event is in the inbox exactly once; a 5xx only for one not stored.
   for (const { report, status } of answers) {
-    const rows = await db.selectFrom('provider_events').select(['status', 'next_attempt_at', 'error'])
-      .where('provider', '=', report.provider).where('payload', '=', report.text).execute();
+    const rows = await db
+      .selectFrom('provider_events')
+      .select(['status', 'next_attempt_at', 'error'])
+      .where('provider', '=', report.provider)
+      .where('payload', '=', report.text)
+      .execute();
     if (status === 200) assert.equal(rows.length, 1, `${report.label}: stored once`);
     else assert.equal(rows.length, 0, `${report.label}: answered ${status} but stored`);
     for (const row of rows) {
       assert.notEqual(row.status, 'received', `${report.label}: processed`);
-      assert.ok(!(row.status === 'failed' && row.next_attempt_at !== null), `${report.label}: no retryable failure (${row.error})`);
+      assert.ok(
+        !(row.status === 'failed' && row.next_attempt_at !== null),
+        `${report.label}: no retryable failure (${row.error})`,
+      );
     }
   }
 
   const now = app.clock.now();
   for (const payment of payments) {
-    const rows = await db.selectFrom('payments').selectAll().where('provider', '=', payment.provider)
-      .where('provider_reference', '=', payment.reference).execute();
+    const rows = await db
+      .selectFrom('payments')
+      .selectAll()
+      .where('provider', '=', payment.provider)
+      .where('provider_reference', '=', payment.reference)
+      .execute();
     assert.equal(rows.length, 1, `${payment.reference}: one payment`);
     const row = rows[0]!;
     // Amount and currency from one report: the success's when it succeeded.
-    assert.equal(row.amount, payment.succeededAt !== null ? payment.amount : payment.failedAmount, `${payment.reference}: amount`);
+    assert.equal(
+      row.amount,
+      payment.succeededAt !== null ? payment.amount : payment.failedAmount,
+      `${payment.reference}: amount`,
+    );
     assert.equal(row.currency, payment.currency, `${payment.reference}: currency`);
     if (payment.succeededAt === null) {
       assert.equal(row.status, 'failed', `${payment.reference}: failed`);
@@ -119,7 +141,8 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
     // amount_refunded = the sum of succeeded refunds ≤ amount.
     assert.equal(row.amount_refunded, refundedSum, `${payment.reference}: amount_refunded is the refunds' sum`);
     assert.ok(refundedSum <= row.amount, `${payment.reference}: refunds within the amount`);
-    const expectedStatus = refundedSum === 0 ? 'succeeded' : refundedSum >= row.amount ? 'refunded' : 'partially_refunded';
+    const expectedStatus =
+      refundedSum === 0 ? 'succeeded' : refundedSum >= row.amount ? 'refunded' : 'partially_refunded';
     assert.equal(row.status, expectedStatus, `${payment.reference}: status`);
     for (const refund of payment.refunds) {
       const stored = refunds.find((r) => r.provider_reference === refund.reference);
@@ -135,12 +158,27 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
       }
     }
     // The last payment event shows the payment as stored; each event is a change.
-    const events = await db.selectFrom('events').select(['topic', 'data']).where('topic', 'like', 'payment.%')
-      .where('data', 'like', `%${row.id}%`).orderBy('created_at').orderBy('id').execute();
-    const shown = events.map((event) => JSON.parse(event.data) as Record<string, unknown>).filter((data) => data.id === row.id);
+    const events = await db
+      .selectFrom('events')
+      .select(['topic', 'data'])
+      .where('topic', 'like', 'payment.%')
+      .where('data', 'like', `%${row.id}%`)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    const shown = events
+      .map((event) => JSON.parse(event.data) as Record<string, unknown>)
+      .filter((data) => data.id === row.id);
     assert.ok(shown.length > 0, `${payment.reference}: has events`);
     const last = shown.at(-1)!;
-    for (const field of ['status', 'amount', 'amount_refunded', 'currency', 'customer_id', 'subscription_id'] as const) {
+    for (const field of [
+      'status',
+      'amount',
+      'amount_refunded',
+      'currency',
+      'customer_id',
+      'subscription_id',
+    ] as const) {
       assert.deepEqual(last[field], row[field], `${payment.reference}: last event ${field}`);
     }
   }
@@ -150,20 +188,38 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
     const expected = expectedSubscription(sub, index, payments, now);
     assert.equal(row.status, expected.status, `${sub.id}: status`);
     assert.equal(row.current_period_end, expected.current_period_end, `${sub.id}: period end`);
-    const open = await db.selectFrom('dunning_cases').select(['amount_due']).where('subscription_id', '=', sub.id)
-      .where('status', '=', 'open').execute();
-    assert.equal(open.length, row.status === 'past_due' ? 1 : 0, `${sub.id}: an open dunning case exactly while past_due`);
+    const open = await db
+      .selectFrom('dunning_cases')
+      .select(['amount_due'])
+      .where('subscription_id', '=', sub.id)
+      .where('status', '=', 'open')
+      .execute();
+    assert.equal(
+      open.length,
+      row.status === 'past_due' ? 1 : 0,
+      `${sub.id}: an open dunning case exactly while past_due`,
+    );
     for (const dunningCase of open) assert.ok(dunningCase.amount_due > 0, `${sub.id}: a case owes money`);
-    const events = await db.selectFrom('events').select(['data']).where('topic', 'like', 'subscription.%')
-      .where('data', 'like', `%${sub.id}%`).orderBy('created_at').orderBy('id').execute();
-    const shown = events.map((event) => JSON.parse(event.data) as Record<string, unknown>).filter((data) => data.id === sub.id);
+    const events = await db
+      .selectFrom('events')
+      .select(['data'])
+      .where('topic', 'like', 'subscription.%')
+      .where('data', 'like', `%${sub.id}%`)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    const shown = events
+      .map((event) => JSON.parse(event.data) as Record<string, unknown>)
+      .filter((data) => data.id === sub.id);
     const last = shown.at(-1)!;
     assert.equal(last.status, row.status, `${sub.id}: last event status`);
     assert.equal(last.current_period_end, row.current_period_end, `${sub.id}: last event period end`);
     for (let i = 1; i < shown.length; i += 1) {
       const [before, after] = [shown[i - 1]!, shown[i]!];
       assert.ok(
-        before.status !== after.status || before.current_period_end !== after.current_period_end || before.cancel_at_period_end !== after.cancel_at_period_end,
+        before.status !== after.status ||
+          before.current_period_end !== after.current_period_end ||
+          before.cancel_at_period_end !== after.cancel_at_period_end,
         `${sub.id}: event ${i} records a change`,
       );
     }
@@ -175,7 +231,11 @@ async function checkDeliveries(app: TestApp, endpointId: string) {
   const { db } = app.deps;
   while ((await fanOutEvents(db, app.clock, 1000)) > 0);
   const events = await db.selectFrom('events').select('id').where('topic', '!=', 'webhook.test').execute();
-  const deliveries = await db.selectFrom('webhook_deliveries').select('event_id').where('endpoint_id', '=', endpointId).execute();
+  const deliveries = await db
+    .selectFrom('webhook_deliveries')
+    .select('event_id')
+    .where('endpoint_id', '=', endpointId)
+    .execute();
   assert.equal(deliveries.length, events.length, 'one delivery per event');
   assert.deepEqual(new Set(deliveries.map((d) => d.event_id)), new Set(events.map((e) => e.id)));
 }

@@ -169,7 +169,10 @@ test('any content type (or none) is read as raw bytes for the signature', async 
 test('verified JSON a handled type cannot use is stored as failed with its reason, answered 200, changes nothing', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const cases: [unknown, RegExp][] = [
-    [{ ...paystackCharge(), data: { ...paystackCharge().data, reference: undefined, id: 91 } }, /data.reference is missing/],
+    [
+      { ...paystackCharge(), data: { ...paystackCharge().data, reference: undefined, id: 91 } },
+      /data.reference is missing/,
+    ],
     [paystackCharge({ amount: -500 }), /data.amount must be a non-negative integer/],
     [paystackCharge({ amount: 12.5 }), /data.amount must be a non-negative integer/],
     [paystackCharge({ amount: '12.50' }), /data.amount must be a non-negative integer/],
@@ -227,7 +230,10 @@ test('notify needs no API key and is in /openapi.json', async (t) => {
   assert.equal(res.status, 200);
   const doc = (await app.request('GET', '/openapi.json', { key: null })).body;
   const operation = doc.paths['/api/notify'].post;
-  assert.deepEqual(operation.parameters.find((p: { name: string }) => p.name === 'p').schema.enum, ['paystack', 'stripe']);
+  assert.deepEqual(operation.parameters.find((p: { name: string }) => p.name === 'p').schema.enum, [
+    'paystack',
+    'stripe',
+  ]);
   assert.ok(operation.responses['401']);
   assert.ok(doc.paths['/api/payments'].get);
   assert.ok(doc.paths['/api/refunds/{id}'].get);

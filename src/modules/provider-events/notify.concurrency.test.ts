@@ -15,7 +15,9 @@ import {
 
 test('concurrent deliveries, each sent twice at once, take effect exactly once', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
-  const charges = Array.from({ length: 20 }, (_, i) => paystackCharge({ amount: 100 + i, email: 'same.payer@example.com' }));
+  const charges = Array.from({ length: 20 }, (_, i) =>
+    paystackCharge({ amount: 100 + i, email: 'same.payer@example.com' }),
+  );
   const bodies = charges.map((charge) => JSON.stringify(charge));
   const results = await Promise.all([...bodies, ...bodies].map((body) => postPaystack(app, body)));
   assert.deepEqual(new Set(results.map((r) => r.status)), new Set([200]));

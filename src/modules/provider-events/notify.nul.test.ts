@@ -118,7 +118,10 @@ test('a key or type holding a NUL is stored hashed / spelled out, and is distinc
   assert.equal(rows[0]!.event_type, 'payment_intent.succeeded\\u0000');
   assert.equal(rows[0]!.status, 'failed');
   // A backslash followed by "u0000" is ordinary text: stored as sent and processed.
-  assert.deepEqual({ ...rows[1] }, { event_key: 'evt_\\u0000x', event_type: 'payment_intent.succeeded', status: 'processed' });
+  assert.deepEqual(
+    { ...rows[1] },
+    { event_key: 'evt_\\u0000x', event_type: 'payment_intent.succeeded', status: 'processed' },
+  );
 });
 
 test('a raw NUL byte in a signed body is not JSON: 400, nothing stored', async (t) => {

@@ -131,7 +131,13 @@ test('metadata attribution activates the subscription; a later failure by subscr
   const failure = paystackInvoiceFailed({
     subscriptionCode: code,
     amount: 5000,
-    transaction: { reference: `T${nextSeq()}`, status: 'failed', amount: 5000, currency: 'NGN', gateway_response: 'Insufficient Funds' },
+    transaction: {
+      reference: `T${nextSeq()}`,
+      status: 'failed',
+      amount: 5000,
+      currency: 'NGN',
+      gateway_response: 'Insufficient Funds',
+    },
   });
   assert.equal((await postPaystack(app, failure)).status, 200);
   const failed = (await app.request('GET', '/api/payments?status=failed')).body.data[0];
@@ -183,7 +189,12 @@ test('invoice.payment_failed with an empty transaction takes the currency from t
   const code = `SUB_${nextSeq()}`;
   await postPaystack(
     app,
-    paystackCharge({ amount: 5000, currency: 'GHS', metadata: { subscription_id: subscription.id }, subscriptionCode: code }),
+    paystackCharge({
+      amount: 5000,
+      currency: 'GHS',
+      metadata: { subscription_id: subscription.id },
+      subscriptionCode: code,
+    }),
   );
   const failure = paystackInvoiceFailed({ subscriptionCode: code, amount: 5000 });
   await postPaystack(app, failure);
@@ -259,7 +270,8 @@ test('refund.processed: partial then full, amounts as strings; a refund beyond t
   const refused = (await inboxRows(app)).filter((row) => row.status === 'failed');
   assert.equal(refused.length, 1);
   assert.match(refused[0]!.error ?? '', /of 100 exceeds the 0 remaining/);
-  const refunds = (await app.request('GET', `/api/refunds?payment_id=${payment.id}&sort_by=amount&sort_order=asc`)).body;
+  const refunds = (await app.request('GET', `/api/refunds?payment_id=${payment.id}&sort_by=amount&sort_order=asc`))
+    .body;
   assert.equal(refunds.meta.total, 2);
   assert.deepEqual(
     refunds.data.map((r: { amount: number }) => r.amount),
@@ -301,7 +313,10 @@ test('a refund before its payment is held, then applied: both orders end in the 
     const rows = await inboxRows(app);
     return {
       payment: { status: payment.status, amount: payment.amount, amount_refunded: payment.amount_refunded },
-      refunds: refunds.data.map((r: { amount: number; provider_reference: string }) => [r.amount, r.provider_reference]),
+      refunds: refunds.data.map((r: { amount: number; provider_reference: string }) => [
+        r.amount,
+        r.provider_reference,
+      ]),
       inbox: rows.map((r) => r.status),
       topics: (await app.request('GET', '/api/events?sort_order=asc')).body.data.map((e: { topic: string }) => e.topic),
     };
@@ -311,7 +326,10 @@ test('a refund before its payment is held, then applied: both orders end in the 
   assert.deepEqual(refundFirst.payment, { status: 'refunded', amount: 9000, amount_refunded: 9000 });
   assert.deepEqual(refundFirst.payment, paymentFirst.payment);
   assert.equal(refundFirst.refunds.length, 1);
-  assert.deepEqual(refundFirst.refunds.map((r: unknown[]) => r[0]), paymentFirst.refunds.map((r: unknown[]) => r[0]));
+  assert.deepEqual(
+    refundFirst.refunds.map((r: unknown[]) => r[0]),
+    paymentFirst.refunds.map((r: unknown[]) => r[0]),
+  );
   assert.deepEqual(refundFirst.inbox, ['processed', 'processed']);
   assert.deepEqual(refundFirst.topics, paymentFirst.topics);
 });
@@ -320,7 +338,10 @@ test('a refund whose currency differs from its payment is kept as failed', async
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const charge = paystackCharge({ amount: 1000 });
   await postPaystack(app, charge);
-  await postPaystack(app, paystackRefund({ transactionReference: charge.data.reference, amount: '10', currency: 'USD' }));
+  await postPaystack(
+    app,
+    paystackRefund({ transactionReference: charge.data.reference, amount: '10', currency: 'USD' }),
+  );
   const row = (await inboxRows(app)).at(-1)!;
   assert.equal(row.status, 'failed');
   assert.match(row.error ?? '', /currency USD differs/);

@@ -41,7 +41,9 @@ async function inbox(app: TestApp) {
 async function assertInvariant(app: TestApp) {
   const payment = await onlyPayment(app);
   const refunds = await refundsOf(app, payment.id);
-  const succeeded = refunds.filter((refund) => refund.status === 'succeeded').reduce((sum, refund) => sum + refund.amount, 0);
+  const succeeded = refunds
+    .filter((refund) => refund.status === 'succeeded')
+    .reduce((sum, refund) => sum + refund.amount, 0);
   assert.equal(payment.amount_refunded, succeeded);
   assert.ok(payment.amount_refunded <= payment.amount);
   return { payment, refunds };
@@ -53,15 +55,27 @@ test('four refunds of 4000 on a 10000 payment: two succeed, the rest are refused
   await postPaystack(app, charge);
   for (let i = 0; i < 4; i++) {
     app.clock.advance(1000);
-    const res = await postPaystack(app, paystackRefund({ transactionReference: charge.data.reference, amount: '4000' }));
+    const res = await postPaystack(
+      app,
+      paystackRefund({ transactionReference: charge.data.reference, amount: '4000' }),
+    );
     assert.equal(res.status, 200);
   }
   const { payment, refunds } = await assertInvariant(app);
   assert.equal(payment.amount_refunded, 8000);
   assert.equal(payment.status, 'partially_refunded');
-  assert.deepEqual(refunds.map((refund) => [refund.amount, refund.status]), [[4000, 'succeeded'], [4000, 'succeeded']]);
+  assert.deepEqual(
+    refunds.map((refund) => [refund.amount, refund.status]),
+    [
+      [4000, 'succeeded'],
+      [4000, 'succeeded'],
+    ],
+  );
   const rows = await inbox(app);
-  assert.deepEqual(rows.map((row) => row.status), ['processed', 'processed', 'processed', 'failed', 'failed']);
+  assert.deepEqual(
+    rows.map((row) => row.status),
+    ['processed', 'processed', 'processed', 'failed', 'failed'],
+  );
   assert.match(rows[3]!.error!, new RegExp(`refund \\S+ of 4000 exceeds the 2000 remaining on payment ${payment.id}$`));
   assert.equal(rows[3]!.next_attempt_at, null);
   assert.equal((await topicData(app, 'payment.refunded')).length, 2);
@@ -86,7 +100,10 @@ test('Stripe charge.refunded listing refunds beyond the amount is refused whole:
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const intent = stripePaymentIntent({ amount: 3000 });
   await postStripe(app, stripeEvent('payment_intent.succeeded', intent));
-  const refunds = [stripeRefund({ paymentIntent: intent.id, amount: 2000 }), stripeRefund({ paymentIntent: intent.id, amount: 2000 })];
+  const refunds = [
+    stripeRefund({ paymentIntent: intent.id, amount: 2000 }),
+    stripeRefund({ paymentIntent: intent.id, amount: 2000 }),
+  ];
   const charge = stripeRefundedCharge({ paymentIntent: intent.id, amount: 3000, amountRefunded: 3000, refunds });
   await postStripe(app, stripeEvent('charge.refunded', charge));
   const { payment } = await assertInvariant(app);
@@ -99,7 +116,13 @@ test('Stripe charge.refunded without its refunds list (API ≥ 2022-11-15) is ig
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const intent = stripePaymentIntent({ amount: 3000 });
   await postStripe(app, stripeEvent('payment_intent.succeeded', intent));
-  await postStripe(app, stripeEvent('charge.refunded', stripeRefundedCharge({ paymentIntent: intent.id, amount: 3000, amountRefunded: 3000 })));
+  await postStripe(
+    app,
+    stripeEvent(
+      'charge.refunded',
+      stripeRefundedCharge({ paymentIntent: intent.id, amount: 3000, amountRefunded: 3000 }),
+    ),
+  );
   assert.equal((await onlyPayment(app)).amount_refunded, 0);
   const row = (await inbox(app))[1]!;
   assert.equal(row.status, 'ignored');
@@ -135,10 +158,16 @@ test('a full refund reversed puts the payment back to succeeded', async (t) => {
   const refund = stripeRefund({ paymentIntent: intent.id, amount: 5000 });
   await postStripe(app, stripeEvent('refund.created', refund));
   assert.equal((await onlyPayment(app)).status, 'refunded');
-  await postStripe(app, stripeEvent('refund.failed', { ...refund, status: 'failed', failure_reason: 'lost_or_stolen_card' }));
+  await postStripe(
+    app,
+    stripeEvent('refund.failed', { ...refund, status: 'failed', failure_reason: 'lost_or_stolen_card' }),
+  );
   const { payment, refunds } = await assertInvariant(app);
   assert.deepEqual([payment.status, payment.amount_refunded], ['succeeded', 0]);
-  assert.deepEqual(refunds.map((r) => [r.provider_reference, r.status]), [[refund.id, 'failed']]);
+  assert.deepEqual(
+    refunds.map((r) => [r.provider_reference, r.status]),
+    [[refund.id, 'failed']],
+  );
   assert.deepEqual(await topicData(app, 'payment.refund_failed'), [payment]);
 });
 
@@ -168,13 +197,18 @@ test('Stripe refund reports in every order (created succeeded, updated canceled,
     const { payment, refunds } = await assertInvariant(app);
     finals.push({
       payment: [payment.status, payment.amount_refunded],
-      refunds: refunds.map((r) => [r.provider_reference === refund.id ? 'reversed' : 'kept', r.amount, r.status]).sort(),
+      refunds: refunds
+        .map((r) => [r.provider_reference === refund.id ? 'reversed' : 'kept', r.amount, r.status])
+        .sort(),
       inbox: (await inbox(app)).map((row) => row.status),
     });
   }
   assert.deepEqual(finals[0], {
     payment: ['partially_refunded', 1000],
-    refunds: [['kept', 1000, 'succeeded'], ['reversed', 1500, 'failed']],
+    refunds: [
+      ['kept', 1000, 'succeeded'],
+      ['reversed', 1500, 'failed'],
+    ],
     inbox: ['processed', 'processed', 'processed', 'processed', 'processed'],
   });
   for (const final of finals) assert.deepEqual(final, finals[0]);

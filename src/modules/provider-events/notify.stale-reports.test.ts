@@ -23,7 +23,11 @@ async function renewingSubscription(t: TestContext) {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const subscription = await createSubscription(app);
   const code = `SUB_${nextSeq()}`;
-  const first = paystackCharge({ amount: 5000, subscriptionCode: code, metadata: { subscription_id: subscription.id } });
+  const first = paystackCharge({
+    amount: 5000,
+    subscriptionCode: code,
+    metadata: { subscription_id: subscription.id },
+  });
   first.data.paid_at = '2026-01-15T10:00:00.000Z';
   assert.equal((await postPaystack(app, first)).status, 200);
   app.clock.set(RENEWAL_DUE);
@@ -42,7 +46,13 @@ function renewalFailure(code: string, createdAt: string) {
   const failure = paystackInvoiceFailed({
     subscriptionCode: code,
     amount: 5000,
-    transaction: { reference: `T${nextSeq()}`, status: 'failed', amount: 5000, currency: 'NGN', gateway_response: 'Insufficient Funds' },
+    transaction: {
+      reference: `T${nextSeq()}`,
+      status: 'failed',
+      amount: 5000,
+      currency: 'NGN',
+      gateway_response: 'Insufficient Funds',
+    },
   });
   failure.data.created_at = createdAt;
   return failure;

@@ -82,9 +82,13 @@ test('invoice.paid, payment_intent.succeeded and invoice_payment.paid in any ord
     const after = (await app.request('GET', `/api/subscriptions/${subscription.id}`)).body;
     // Activated once: one period, not two.
     assert.equal(after.current_period_end, '2026-02-15T10:00:00.000Z', order.join());
-    const moves = (await topics(app, 'subscription.updated')).length + (await topics(app, 'subscription.renewed')).length;
+    const moves =
+      (await topics(app, 'subscription.updated')).length + (await topics(app, 'subscription.renewed')).length;
     assert.equal(moves, 1, order.join());
-    assert.deepEqual((await inbox(app)).map((row) => row.status), ['processed', 'processed', 'processed']);
+    assert.deepEqual(
+      (await inbox(app)).map((row) => row.status),
+      ['processed', 'processed', 'processed'],
+    );
     ends.push({
       payment: {
         byIntent: payment.provider_reference === intent.id,
@@ -115,7 +119,9 @@ test('the three reports of five renewals sent all at once: five payments, no dea
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const renewals = [];
   for (let i = 0; i < 5; i++) renewals.push(await paidRenewal(app));
-  const events = renewals.flatMap(({ events: e }, i) => (i % 2 === 0 ? [e.link, e.intent, e.invoice] : [e.invoice, e.intent, e.link]));
+  const events = renewals.flatMap(({ events: e }, i) =>
+    i % 2 === 0 ? [e.link, e.intent, e.invoice] : [e.invoice, e.intent, e.link],
+  );
   const results = await Promise.all(events.map((event) => postStripe(app, event)));
   assert.deepEqual(new Set(results.map((r) => r.status)), new Set([200]));
   const list = (await allPayments(app)).data;
@@ -128,7 +134,10 @@ test('the three reports of five renewals sent all at once: five payments, no dea
     assert.equal(after.current_period_end, '2026-02-15T10:00:00.000Z');
   }
   const rows = await app.deps.db.selectFrom('provider_events').select(['status', 'attempts', 'error']).execute();
-  assert.deepEqual(rows.filter((row) => row.status !== 'processed' || row.attempts !== 1), []);
+  assert.deepEqual(
+    rows.filter((row) => row.status !== 'processed' || row.attempts !== 1),
+    [],
+  );
 });
 
 test('payments recorded under the invoice and the PaymentIntent merge into the first: refunds move, payment.merged names the other', async (t) => {
@@ -137,7 +146,10 @@ test('payments recorded under the invoice and the PaymentIntent merge into the f
   await postStripe(app, events.invoice);
   app.clock.advance(1000);
   await postStripe(app, events.intent);
-  await postStripe(app, stripeEvent('refund.created', stripeRefund({ paymentIntent: intent.id, amount: 1000 }), { apiVersion: BASIL }));
+  await postStripe(
+    app,
+    stripeEvent('refund.created', stripeRefund({ paymentIntent: intent.id, amount: 1000 }), { apiVersion: BASIL }),
+  );
   const before = (await allPayments(app)).data;
   assert.equal(before.length, 2);
   const [invoicePayment, intentPayment] = before;
@@ -184,7 +196,12 @@ for (const failureFirst of ['invoice', 'intent'] as const) {
     assert.equal(active.status, 'active');
 
     app.clock.advance(31 * 86_400_000);
-    const intent = stripePaymentIntent({ amount: 2000, email: null, status: 'requires_payment_method', error: 'Your card was declined.' });
+    const intent = stripePaymentIntent({
+      amount: 2000,
+      email: null,
+      status: 'requires_payment_method',
+      error: 'Your card was declined.',
+    });
     const invoice = stripeInvoice({
       style: 'basil',
       subscription: stripeSubscription,
@@ -210,13 +227,19 @@ for (const failureFirst of ['invoice', 'intent'] as const) {
     // The retry succeeds with the same PaymentIntent; the link arrives before invoice.paid,
     // so the merge itself owes the subscription its recovery.
     const paidIntent = { ...intent, status: 'succeeded', amount_received: 2000, last_payment_error: null };
-    await postStripe(app, { ...stripeEvent('payment_intent.succeeded', paidIntent, { apiVersion: BASIL }), created: created + 60 });
+    await postStripe(app, {
+      ...stripeEvent('payment_intent.succeeded', paidIntent, { apiVersion: BASIL }),
+      created: created + 60,
+    });
     assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'past_due');
     const link = stripeInvoicePayment({ invoice: invoice.id, paymentIntent: intent.id });
     await postStripe(app, stripeEvent('invoice_payment.paid', link, { apiVersion: BASIL }));
     assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'active');
     const paidInvoice = { ...invoice, amount_paid: 2000, amount_remaining: 0, status: 'paid' };
-    await postStripe(app, { ...stripeEvent('invoice.paid', paidInvoice, { apiVersion: BASIL }), created: created + 60 });
+    await postStripe(app, {
+      ...stripeEvent('invoice.paid', paidInvoice, { apiVersion: BASIL }),
+      created: created + 60,
+    });
 
     const payments = (await app.request('GET', '/api/payments?limit=100')).body;
     assert.equal(payments.meta.total, 2, 'the first renewal and this one');
@@ -225,7 +248,10 @@ for (const failureFirst of ['invoice', 'intent'] as const) {
     assert.equal(renewal.subscription_id, subscription.id);
     const after = (await app.request('GET', `/api/subscriptions/${subscription.id}`)).body;
     assert.equal(after.status, 'active');
-    assert.equal((await topics(app, 'subscription.renewed')).length + (await topics(app, 'subscription.updated')).length, 2);
+    assert.equal(
+      (await topics(app, 'subscription.renewed')).length + (await topics(app, 'subscription.updated')).length,
+      2,
+    );
     cases = (await app.request('GET', '/api/dunning/cases?status=recovered')).body.data;
     assert.equal(cases.length, 1);
     assert.equal(cases[0].attempts, 1);
@@ -237,14 +263,23 @@ for (const failureFirst of ['invoice', 'intent'] as const) {
 test('a refund held for the PaymentIntent applies to the invoice payment once invoice_payment.paid links them', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const { intent, events } = await paidRenewal(app, 2500);
-  await postStripe(app, stripeEvent('refund.created', stripeRefund({ paymentIntent: intent.id, amount: 2500 }), { apiVersion: BASIL }));
+  await postStripe(
+    app,
+    stripeEvent('refund.created', stripeRefund({ paymentIntent: intent.id, amount: 2500 }), { apiVersion: BASIL }),
+  );
   await postStripe(app, events.invoice);
-  assert.deepEqual((await inbox(app)).map((row) => row.status), ['held', 'processed']);
+  assert.deepEqual(
+    (await inbox(app)).map((row) => row.status),
+    ['held', 'processed'],
+  );
   await postStripe(app, events.link);
   const [payment] = (await allPayments(app)).data;
   assert.equal(payment.provider_reference, intent.id);
   assert.equal(payment.status, 'refunded');
-  assert.deepEqual((await inbox(app)).map((row) => row.status), ['processed', 'processed', 'processed']);
+  assert.deepEqual(
+    (await inbox(app)).map((row) => row.status),
+    ['processed', 'processed', 'processed'],
+  );
 });
 
 test('a link that would merge payments in two currencies, or give an invoice a second PaymentIntent, is failed and changes nothing', async (t) => {
@@ -276,7 +311,10 @@ test('invoice_payment.paid for a payment without PaymentIntent (charge, out-of-b
     await postStripe(app, stripeEvent('invoice_payment.paid', object, { apiVersion: BASIL }));
   }
   const rows = await inbox(app);
-  assert.deepEqual(rows.map((row) => row.status), ['ignored', 'ignored', 'ignored']);
+  assert.deepEqual(
+    rows.map((row) => row.status),
+    ['ignored', 'ignored', 'ignored'],
+  );
   const links = await app.deps.db.selectFrom('payment_references').selectAll().execute();
   assert.equal(links.length, 0);
 });

@@ -32,7 +32,12 @@ async function subscriptionOf(app: TestApp, id: string) {
 }
 
 async function inboxStatuses(app: TestApp) {
-  const rows = await app.deps.db.selectFrom('provider_events').select('status').orderBy('received_at').orderBy('id').execute();
+  const rows = await app.deps.db
+    .selectFrom('provider_events')
+    .select('status')
+    .orderBy('received_at')
+    .orderBy('id')
+    .execute();
   return rows.map((r) => r.status);
 }
 
@@ -61,7 +66,12 @@ test('payment_intent.payment_failed then succeeded: one payment, past_due then a
   const subscription = await createSubscription(app, { plan: { currency: 'USD', amount: 2000 } });
   await app.request('POST', '/api/notify'); // unrelated noise: 400, nothing stored
   const metadata = { subscription_id: subscription.id };
-  const failedIntent = stripePaymentIntent({ amount: 2000, metadata, status: 'requires_payment_method', error: 'Your card was declined.' });
+  const failedIntent = stripePaymentIntent({
+    amount: 2000,
+    metadata,
+    status: 'requires_payment_method',
+    error: 'Your card was declined.',
+  });
   await postStripe(app, stripeEvent('payment_intent.payment_failed', failedIntent));
   let payment = await onlyPayment(app);
   assert.equal(payment.status, 'failed');
@@ -145,7 +155,10 @@ for (const order of ['intent first', 'invoice first'] as const) {
       assert.equal(after.status, 'active');
       // Activated once: one period, not two.
       assert.equal(after.current_period_end, '2026-02-15T10:00:00.000Z');
-      assert.equal((await topics(app, 'subscription.updated')).length + (await topics(app, 'subscription.renewed')).length, 1);
+      assert.equal(
+        (await topics(app, 'subscription.updated')).length + (await topics(app, 'subscription.renewed')).length,
+        1,
+      );
       assert.deepEqual(await inboxStatuses(app), ['processed', 'processed']);
     });
   }
@@ -167,11 +180,20 @@ test('a zero-amount failure owes nothing: stored and ignored, no payment, no pas
   const active = await subscriptionOf(app, subscription.id);
   assert.equal(active.status, 'active');
   // Stripe's dashboard test event: an invoice of 0 that "failed".
-  const invoice = stripeInvoice({ style: 'basil', subscription: 'sub_test', amount: 0, paid: false, subscriptionMetadata: metadata });
+  const invoice = stripeInvoice({
+    style: 'basil',
+    subscription: 'sub_test',
+    amount: 0,
+    paid: false,
+    subscriptionMetadata: metadata,
+  });
   const failures = [
     { ...stripeEvent('invoice.payment_failed', invoice), created: 1768471260 },
     {
-      ...stripeEvent('payment_intent.payment_failed', stripePaymentIntent({ amount: 0, metadata, status: 'requires_payment_method', error: 'Declined' })),
+      ...stripeEvent(
+        'payment_intent.payment_failed',
+        stripePaymentIntent({ amount: 0, metadata, status: 'requires_payment_method', error: 'Declined' }),
+      ),
       created: 1768471260,
     },
   ];
@@ -185,13 +207,32 @@ test('a zero-amount failure owes nothing: stored and ignored, no payment, no pas
 test("a payment's amount and currency come from one report: a report in another currency is refused, in either order", async (t) => {
   async function run(failedFirst: boolean) {
     const app = await buildTestApp(t, { env: PROVIDER_ENV });
-    const failedIntent = stripePaymentIntent({ amount: 100, currency: 'usd', status: 'requires_payment_method', error: 'Declined' });
-    const succeeded = { ...failedIntent, status: 'succeeded', amount: 15000, amount_received: 15000, currency: 'jpy', last_payment_error: null };
-    const events = [stripeEvent('payment_intent.payment_failed', failedIntent), stripeEvent('payment_intent.succeeded', succeeded)];
+    const failedIntent = stripePaymentIntent({
+      amount: 100,
+      currency: 'usd',
+      status: 'requires_payment_method',
+      error: 'Declined',
+    });
+    const succeeded = {
+      ...failedIntent,
+      status: 'succeeded',
+      amount: 15000,
+      amount_received: 15000,
+      currency: 'jpy',
+      last_payment_error: null,
+    };
+    const events = [
+      stripeEvent('payment_intent.payment_failed', failedIntent),
+      stripeEvent('payment_intent.succeeded', succeeded),
+    ];
     if (!failedFirst) events.reverse();
     for (const event of events) assert.equal((await postStripe(app, event)).status, 200);
     const payment = await onlyPayment(app);
-    const refused = await app.deps.db.selectFrom('provider_events').selectAll().where('event_key', '=', events[1]!.id).executeTakeFirstOrThrow();
+    const refused = await app.deps.db
+      .selectFrom('provider_events')
+      .selectAll()
+      .where('event_key', '=', events[1]!.id)
+      .executeTakeFirstOrThrow();
     assert.equal(refused.status, 'failed');
     assert.equal(refused.next_attempt_at, null);
     const recorded = await topics(app, failedFirst ? 'payment.failed' : 'payment.succeeded');
@@ -228,7 +269,10 @@ test('refund.created and refund.updated for one refund, and charge.refunded, mak
     const events = [
       stripeEvent('refund.created', refund),
       stripeEvent('refund.updated', { ...refund, metadata: { note: 'updated' } }),
-      stripeEvent('charge.refunded', stripeRefundedCharge({ paymentIntent: intent.id, amount: 5000, amountRefunded: 1500 })),
+      stripeEvent(
+        'charge.refunded',
+        stripeRefundedCharge({ paymentIntent: intent.id, amount: 5000, amountRefunded: 1500 }),
+      ),
     ];
     for (const i of order) assert.equal((await postStripe(app, events[i])).status, 200);
     const payment = await onlyPayment(app);
@@ -256,7 +300,12 @@ test('charge.refunded listing its refunds (older API versions) records each; the
   const first = stripeRefund({ paymentIntent: intent.id, amount: 1000 });
   const second = stripeRefund({ paymentIntent: intent.id, amount: 2000 });
   const pending = stripeRefund({ paymentIntent: intent.id, amount: 500, status: 'pending' });
-  const charge = stripeRefundedCharge({ paymentIntent: intent.id, amount: 3000, amountRefunded: 3000, refunds: [first, second, pending] });
+  const charge = stripeRefundedCharge({
+    paymentIntent: intent.id,
+    amount: 3000,
+    amountRefunded: 3000,
+    refunds: [first, second, pending],
+  });
   await postStripe(app, stripeEvent('charge.refunded', charge));
   await postStripe(app, stripeEvent('refund.created', first));
   const payment = await onlyPayment(app);
@@ -287,7 +336,10 @@ test('a refund before its payment (and a failed attempt) is held until the payme
   const intent = stripePaymentIntent({ amount: 4000 });
   await postStripe(app, stripeEvent('refund.created', stripeRefund({ paymentIntent: intent.id, amount: 4000 })));
   assert.deepEqual(await inboxStatuses(app), ['held']);
-  await postStripe(app, stripeEvent('payment_intent.payment_failed', { ...intent, status: 'requires_payment_method', error: null }));
+  await postStripe(
+    app,
+    stripeEvent('payment_intent.payment_failed', { ...intent, status: 'requires_payment_method', error: null }),
+  );
   assert.equal((await onlyPayment(app)).status, 'failed');
   assert.deepEqual(await inboxStatuses(app), ['held', 'processed']);
   await postStripe(app, stripeEvent('payment_intent.succeeded', intent));
@@ -309,14 +361,20 @@ test('a repeated event id is a duplicate; unhandled Stripe types are stored and 
 test('a payment reported failed, then succeeded for less: the amount is what was received, in either order', async (t) => {
   async function run(failedFirst: boolean) {
     const app = await buildTestApp(t, { env: PROVIDER_ENV });
-    const failedIntent = stripePaymentIntent({ amount: 2000, email: 'partial@example.com', status: 'requires_payment_method', error: 'Declined' });
+    const failedIntent = stripePaymentIntent({
+      amount: 2000,
+      email: 'partial@example.com',
+      status: 'requires_payment_method',
+      error: 'Declined',
+    });
     // A partial capture: Stripe received 1500 of the 2000 the intent asked for.
     const succeeded = { ...failedIntent, status: 'succeeded', amount_received: 1500, last_payment_error: null };
     const events = [
       stripeEvent('payment_intent.payment_failed', failedIntent),
       stripeEvent('payment_intent.succeeded', succeeded),
     ];
-    for (const event of failedFirst ? events : events.reverse()) assert.equal((await postStripe(app, event)).status, 200);
+    for (const event of failedFirst ? events : events.reverse())
+      assert.equal((await postStripe(app, event)).status, 200);
     const payment = await onlyPayment(app);
     return { status: payment.status, amount: payment.amount };
   }

@@ -101,7 +101,10 @@ async function processIsolated<T>(
     await trx.commit().execute();
     return [head, outcomes];
   } catch (error) {
-    await trx.rollback().execute().catch(() => {});
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {});
     throw error;
   }
 }

@@ -13,10 +13,16 @@ import { MAX_ATTEMPTS } from './retry-backoff.ts';
 /** Makes every insert into payments fail, as a real database error would. */
 async function breakPayments(app: TestApp): Promise<void> {
   if (ON_POSTGRES) {
-    await sql`create function refuse_payment() returns trigger language plpgsql as $$ begin raise exception 'payments are unavailable'; end $$`.execute(app.deps.db);
-    await sql`create trigger refuse_payment before insert on payments for each row execute function refuse_payment()`.execute(app.deps.db);
+    await sql`create function refuse_payment() returns trigger language plpgsql as $$ begin raise exception 'payments are unavailable'; end $$`.execute(
+      app.deps.db,
+    );
+    await sql`create trigger refuse_payment before insert on payments for each row execute function refuse_payment()`.execute(
+      app.deps.db,
+    );
   } else {
-    await sql`create trigger refuse_payment before insert on payments begin select raise(abort, 'payments are unavailable'); end`.execute(app.deps.db);
+    await sql`create trigger refuse_payment before insert on payments begin select raise(abort, 'payments are unavailable'); end`.execute(
+      app.deps.db,
+    );
   }
 }
 
@@ -75,7 +81,10 @@ test('after the last attempt the row stays failed and is not retried', async (t)
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   await breakPayments(app);
   await postPaystack(app, paystackCharge());
-  await app.deps.db.updateTable('provider_events').set({ attempts: MAX_ATTEMPTS - 1 }).execute();
+  await app.deps.db
+    .updateTable('provider_events')
+    .set({ attempts: MAX_ATTEMPTS - 1 })
+    .execute();
   app.clock.advance(60_000);
   assert.equal(await retryProviderEvents.run(app.deps), 1);
   const row = await onlyRow(app);
@@ -90,7 +99,12 @@ test('an event stored but never processed (a crash between the commits) is proce
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const charge = paystackCharge({ amount: 4200 });
   const [id] = await storeEvents(app.deps.db, app.clock, [
-    { provider: 'paystack', key: `charge.success:${charge.data.id}`, type: 'charge.success', payload: JSON.stringify(charge) },
+    {
+      provider: 'paystack',
+      key: `charge.success:${charge.data.id}`,
+      type: 'charge.success',
+      payload: JSON.stringify(charge),
+    },
   ]);
   assert.ok(id);
   assert.equal((await onlyRow(app)).status, 'received');
@@ -109,7 +123,12 @@ test('a redelivery of an event stored but never processed processes it at once',
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const charge = paystackCharge({ amount: 4300 });
   await storeEvents(app.deps.db, app.clock, [
-    { provider: 'paystack', key: `charge.success:${charge.data.id}`, type: 'charge.success', payload: JSON.stringify(charge) },
+    {
+      provider: 'paystack',
+      key: `charge.success:${charge.data.id}`,
+      type: 'charge.success',
+      payload: JSON.stringify(charge),
+    },
   ]);
   const res = await postPaystack(app, charge);
   assert.equal(res.status, 200);
@@ -138,10 +157,16 @@ test('a redelivery of an event whose processing failed retries it at once', asyn
 test('an event that could not be stored is a 5xx so the provider retries', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   if (ON_POSTGRES) {
-    await sql`create function refuse_event() returns trigger language plpgsql as $$ begin raise exception 'inbox is unavailable'; end $$`.execute(app.deps.db);
-    await sql`create trigger refuse_event before insert on provider_events for each row execute function refuse_event()`.execute(app.deps.db);
+    await sql`create function refuse_event() returns trigger language plpgsql as $$ begin raise exception 'inbox is unavailable'; end $$`.execute(
+      app.deps.db,
+    );
+    await sql`create trigger refuse_event before insert on provider_events for each row execute function refuse_event()`.execute(
+      app.deps.db,
+    );
   } else {
-    await sql`create trigger refuse_event before insert on provider_events begin select raise(abort, 'inbox is unavailable'); end`.execute(app.deps.db);
+    await sql`create trigger refuse_event before insert on provider_events begin select raise(abort, 'inbox is unavailable'); end`.execute(
+      app.deps.db,
+    );
   }
   const res = await postPaystack(app, paystackCharge());
   assert.equal(res.status, 500);
@@ -153,7 +178,12 @@ test('one stored row processed by two processors at once takes effect once', asy
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const charge = paystackCharge({ amount: 777 });
   const [row] = await storeEvents(app.deps.db, app.clock, [
-    { provider: 'paystack', key: `charge.success:${charge.data.id}`, type: 'charge.success', payload: JSON.stringify(charge) },
+    {
+      provider: 'paystack',
+      key: `charge.success:${charge.data.id}`,
+      type: 'charge.success',
+      payload: JSON.stringify(charge),
+    },
   ]);
   assert.ok(row);
   // Both hold the row as stored ('received'), as a request and a worker past the lease would.
@@ -176,9 +206,9 @@ test('a failed attempt recorded after another processor finished the row leaves 
   assert.equal((await postPaystack(app, paystackCharge({ email: 'finished@example.com' }))).status, 200);
   const finished = await onlyRow(app);
   assert.equal(finished.status, 'processed');
-  await app.deps.db.transaction().execute((trx) =>
-    recordFailedAttempt(trx, app.clock, finished.id, new Error('lost a race')),
-  );
+  await app.deps.db
+    .transaction()
+    .execute((trx) => recordFailedAttempt(trx, app.clock, finished.id, new Error('lost a race')));
   const row = await onlyRow(app);
   assert.equal(row.status, 'processed');
   assert.equal(row.error, null);
@@ -186,23 +216,29 @@ test('a failed attempt recorded after another processor finished the row leaves 
   assert.equal(await paymentCount(app), 1);
 });
 
-test('a row that loses a race on PostgreSQL (deadlock) runs again at once: processed, not left for the worker', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite runs one writer at a time and never reports a deadlock',
-}, async (t) => {
-  const app = await buildTestApp(t, { env: PROVIDER_ENV });
-  // The first two payment inserts are aborted as PostgreSQL aborts a deadlock's victim (40P01):
-  // the plain transaction and the row's first savepoint both lose, the second savepoint wins.
-  // A sequence, because nextval is not undone by the rollback that the abort causes.
-  await sql`create sequence lost_races`.execute(app.deps.db);
-  await sql`create function lose_race() returns trigger language plpgsql as $$
+test(
+  'a row that loses a race on PostgreSQL (deadlock) runs again at once: processed, not left for the worker',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: SQLite runs one writer at a time and never reports a deadlock',
+  },
+  async (t) => {
+    const app = await buildTestApp(t, { env: PROVIDER_ENV });
+    // The first two payment inserts are aborted as PostgreSQL aborts a deadlock's victim (40P01):
+    // the plain transaction and the row's first savepoint both lose, the second savepoint wins.
+    // A sequence, because nextval is not undone by the rollback that the abort causes.
+    await sql`create sequence lost_races`.execute(app.deps.db);
+    await sql`create function lose_race() returns trigger language plpgsql as $$
     begin
       if nextval('lost_races') <= 2 then raise exception 'deadlock detected' using errcode = '40P01'; end if;
       return new;
     end $$`.execute(app.deps.db);
-  await sql`create trigger lose_race before insert on payments for each row execute function lose_race()`.execute(app.deps.db);
-  assert.equal((await postPaystack(app, paystackCharge({ email: 'race@example.com' }))).status, 200);
-  const row = await onlyRow(app);
-  assert.equal(row.status, 'processed');
-  assert.equal(row.error, null);
-  assert.equal(await paymentCount(app), 1);
-});
+    await sql`create trigger lose_race before insert on payments for each row execute function lose_race()`.execute(
+      app.deps.db,
+    );
+    assert.equal((await postPaystack(app, paystackCharge({ email: 'race@example.com' }))).status, 200);
+    const row = await onlyRow(app);
+    assert.equal(row.status, 'processed');
+    assert.equal(row.error, null);
+    assert.equal(await paymentCount(app), 1);
+  },
+);

@@ -54,7 +54,13 @@ export async function processInboxRow(
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
   const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
   const now = ctx.clock.now().toISOString();
-  const done = { processed_at: now, attempts: row.attempts + 1, error: null, next_attempt_at: null, held_reference: null };
+  const done = {
+    processed_at: now,
+    attempts: row.attempts + 1,
+    error: null,
+    next_attempt_at: null,
+    held_reference: null,
+  };
   switch (event.kind) {
     case 'ignored':
       await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' });
@@ -190,9 +196,7 @@ async function recordRefunds(
   if (!payment || payment.status === 'failed') return event.paymentReference;
   for (const { currency } of event.refunds) {
     if (currency !== payment.currency) {
-      throw new UnusableEventError(
-        `refund currency ${currency} differs from the payment's ${payment.currency}`,
-      );
+      throw new UnusableEventError(`refund currency ${currency} differs from the payment's ${payment.currency}`);
     }
   }
   const outcome = await recordRefundReports(trx, clock, payment, event.refunds);
@@ -226,7 +230,8 @@ async function linkPaymentReferences(
     // failure arriving later is still recognised as older. A failed row keeps no provider
     // time: its owed failure counts as the newest report.
     const paidAt = payment.paid_at ?? undefined;
-    if (owedEffect === 'succeeded') await applySuccessfulPayment(trx, ctx, payment.subscription_id, { ...facts, occurredAt: paidAt });
+    if (owedEffect === 'succeeded')
+      await applySuccessfulPayment(trx, ctx, payment.subscription_id, { ...facts, occurredAt: paidAt });
     else await applyFailedPayment(trx, ctx, payment.subscription_id, facts);
   }
   if (payment.status !== 'failed') await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
@@ -257,7 +262,10 @@ async function releaseHeldRefunds(
 }
 
 /** Locks the distinct subscriptions among `ids` in id order (one lock order for everyone). */
-async function lockSubscriptions(trx: Transaction<Database>, ids: readonly (string | null | undefined)[]): Promise<void> {
+async function lockSubscriptions(
+  trx: Transaction<Database>,
+  ids: readonly (string | null | undefined)[],
+): Promise<void> {
   const distinct = new Set(ids.filter((id): id is string => typeof id === 'string'));
   for (const id of [...distinct].sort()) await lockSubscription(trx, id);
 }

@@ -160,7 +160,7 @@ const MAX_READ_DEPTH = 32;
 
 function nulAt(value: unknown, path: string, depth: number): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
-  if (depth > MAX_READ_DEPTH || !isObject(value) && !Array.isArray(value)) return undefined;
+  if (depth > MAX_READ_DEPTH || (!isObject(value) && !Array.isArray(value))) return undefined;
   for (const [key, item] of Object.entries(value)) {
     const place = path === '' ? key : `${path}.${key}`;
     if (key.includes('\u0000')) return place;

@@ -14,7 +14,9 @@ import { storeEvents } from './inbox.ts';
 import { processEvents } from './processing-batches.ts';
 
 function store(app: TestApp, body: { event: string; data: Record<string, unknown> }, key: string) {
-  return storeEvents(app.deps.db, app.clock, [{ provider: 'paystack', key, type: body.event, payload: JSON.stringify(body) }]);
+  return storeEvents(app.deps.db, app.clock, [
+    { provider: 'paystack', key, type: body.event, payload: JSON.stringify(body) },
+  ]);
 }
 
 /** Backends waiting (directly) on one that waits on `pid`: a chain of two lock waits. */
@@ -41,7 +43,11 @@ test('a refund held while its payment is being recorded concurrently is applied,
   const refund = paystackRefund({ transactionReference: charge.data.reference, amount: '4000' });
   // Another payment, processed in the refund's transaction after it, that waits on a lock.
   const other = paystackCharge({ amount: 5000, metadata: { subscription_id: subscription.id } });
-  const [refundRow] = await store(app, refund, `refund.processed:${charge.data.reference}:${refund.data.refund_reference}`);
+  const [refundRow] = await store(
+    app,
+    refund,
+    `refund.processed:${charge.data.reference}:${refund.data.refund_reference}`,
+  );
   const [otherRow] = await store(app, other, `charge.success:${other.data.id}`);
   const [chargeRow] = await store(app, charge, `charge.success:${charge.data.id}`);
   assert.ok(refundRow && otherRow && chargeRow);
@@ -67,7 +73,10 @@ test('a refund held while its payment is being recorded concurrently is applied,
       await blocker.commit().execute();
       await Promise.all([refundSide, paymentSide]);
     } catch (error) {
-      await blocker.rollback().execute().catch(() => {});
+      await blocker
+        .rollback()
+        .execute()
+        .catch(() => {});
       throw error;
     }
   } else {
@@ -85,6 +94,10 @@ test('a refund held while its payment is being recorded concurrently is applied,
     .executeTakeFirstOrThrow();
   assert.equal(Number(payment.amount_refunded), 4000);
   assert.equal(payment.status, 'partially_refunded');
-  const row = await app.deps.db.selectFrom('provider_events').selectAll().where('id', '=', refundRow.id).executeTakeFirstOrThrow();
+  const row = await app.deps.db
+    .selectFrom('provider_events')
+    .selectAll()
+    .where('id', '=', refundRow.id)
+    .executeTakeFirstOrThrow();
   assert.equal(row.status, 'processed');
 });

@@ -116,10 +116,7 @@ test('a payment exactly at current_period_end starts the next period at that ins
 test('periodAfterPayment uses the plan interval and count', () => {
   const now = at('2026-01-31T00:00:00.000Z');
   const base = { active: false, now, currentPeriodStart: null, currentPeriodEnd: null };
-  assert.equal(
-    iso(periodAfterPayment({ ...base, interval: 'day', intervalCount: 7 }).end),
-    '2026-02-07T00:00:00.000Z',
-  );
+  assert.equal(iso(periodAfterPayment({ ...base, interval: 'day', intervalCount: 7 }).end), '2026-02-07T00:00:00.000Z');
   assert.equal(
     iso(periodAfterPayment({ ...base, interval: 'month', intervalCount: 1 }).end),
     '2026-02-28T00:00:00.000Z',

@@ -51,49 +51,48 @@ export interface Transition {
 const cancel: Transition = { to: 'cancelled', topic: 'subscription.cancelled' };
 
 /** The whole state machine. A missing entry means the event is not allowed in that state. */
-export const TRANSITIONS: Readonly<Record<SubscriptionStatus, Partial<Record<LifecycleEvent, Transition>>>> =
-  {
-    incomplete: {
-      payment_succeeded: { to: 'active', topic: 'subscription.updated' },
-      incomplete_expired: { to: 'incomplete_expired', topic: 'subscription.updated' },
-      cancel,
-    },
-    trialing: {
-      payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
-      payment_failed: { to: 'past_due', topic: 'subscription.past_due' },
-      renewal_unpaid: { to: 'past_due', topic: 'subscription.past_due' },
-      cancel,
-      schedule_cancel: { to: 'trialing', topic: 'subscription.updated' },
-      unschedule_cancel: { to: 'trialing', topic: 'subscription.updated' },
-      period_end_cancel: cancel,
-    },
-    active: {
-      payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
-      payment_failed: { to: 'past_due', topic: 'subscription.past_due' },
-      renewal_unpaid: { to: 'past_due', topic: 'subscription.past_due' },
-      pause: { to: 'paused', topic: 'subscription.updated' },
-      cancel,
-      schedule_cancel: { to: 'active', topic: 'subscription.updated' },
-      unschedule_cancel: { to: 'active', topic: 'subscription.updated' },
-      period_end_cancel: cancel,
-    },
-    past_due: {
-      payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
-      dunning_exhausted_cancel: cancel,
-      dunning_exhausted_unpaid: { to: 'unpaid', topic: 'subscription.updated' },
-      cancel,
-    },
-    unpaid: {
-      payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
-      cancel,
-    },
-    paused: {
-      resume: { to: 'active', topic: 'subscription.updated' },
-      cancel,
-    },
-    cancelled: {},
-    incomplete_expired: {},
-  };
+export const TRANSITIONS: Readonly<Record<SubscriptionStatus, Partial<Record<LifecycleEvent, Transition>>>> = {
+  incomplete: {
+    payment_succeeded: { to: 'active', topic: 'subscription.updated' },
+    incomplete_expired: { to: 'incomplete_expired', topic: 'subscription.updated' },
+    cancel,
+  },
+  trialing: {
+    payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
+    payment_failed: { to: 'past_due', topic: 'subscription.past_due' },
+    renewal_unpaid: { to: 'past_due', topic: 'subscription.past_due' },
+    cancel,
+    schedule_cancel: { to: 'trialing', topic: 'subscription.updated' },
+    unschedule_cancel: { to: 'trialing', topic: 'subscription.updated' },
+    period_end_cancel: cancel,
+  },
+  active: {
+    payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
+    payment_failed: { to: 'past_due', topic: 'subscription.past_due' },
+    renewal_unpaid: { to: 'past_due', topic: 'subscription.past_due' },
+    pause: { to: 'paused', topic: 'subscription.updated' },
+    cancel,
+    schedule_cancel: { to: 'active', topic: 'subscription.updated' },
+    unschedule_cancel: { to: 'active', topic: 'subscription.updated' },
+    period_end_cancel: cancel,
+  },
+  past_due: {
+    payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
+    dunning_exhausted_cancel: cancel,
+    dunning_exhausted_unpaid: { to: 'unpaid', topic: 'subscription.updated' },
+    cancel,
+  },
+  unpaid: {
+    payment_succeeded: { to: 'active', topic: 'subscription.renewed' },
+    cancel,
+  },
+  paused: {
+    resume: { to: 'active', topic: 'subscription.updated' },
+    cancel,
+  },
+  cancelled: {},
+  incomplete_expired: {},
+};
 
 /** The transition for `event` in `status`, or undefined when the table forbids it. */
 export function nextStatus(status: SubscriptionStatus, event: LifecycleEvent): Transition | undefined {

@@ -92,9 +92,7 @@ test('expiry leaves paid, trialing and cancelled subscriptions alone', async (t)
   const app = await buildTestApp(t);
   const paid = await pay(app, (await createSubscription(app)).id);
   const trialing = await createSubscription(app, { trialPeriodDays: 30 });
-  const cancelled = (
-    await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)
-  ).body;
+  const cancelled = (await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)).body;
   const before = await topics(app);
   app.clock.advance(TTL + DAY);
   assert.equal((await runWorker(app.deps)).expire_incomplete_subscriptions, 0);
@@ -193,9 +191,8 @@ test('a period-end cancel applies at current_period_end: cancelled, ended_at = p
 test('the unpaid-renewal job leaves a subscription flagged to cancel at period end to the cancel job', async (t) => {
   const app = await buildTestApp(t);
   const sub = await pay(app, (await createSubscription(app)).id);
-  const flagged = (
-    await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true } })
-  ).body;
+  const flagged = (await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true } }))
+    .body;
   app.clock.set(after(sub.current_period_end, 2 * GRACE));
   assert.equal(await markUnpaidRenewalsPastDue.run(app.deps), 0);
   assert.deepEqual(await get(app, sub.id), flagged);
@@ -225,10 +222,7 @@ test('a resumed (un-flagged) subscription is not cancelled at period end', async
 test('paused subscriptions are untouched by every job', async (t) => {
   const app = await buildTestApp(t);
   const paused = (
-    await app.request(
-      'PUT',
-      `/api/subscriptions/${(await pay(app, (await createSubscription(app)).id)).id}/pause`,
-    )
+    await app.request('PUT', `/api/subscriptions/${(await pay(app, (await createSubscription(app)).id)).id}/pause`)
   ).body;
   const before = await topics(app);
   app.clock.advance(365 * DAY);
@@ -289,51 +283,55 @@ test('a backlog larger than one batch drains in one run', async (t) => {
   assert.equal(expired.body.meta.total, count);
 });
 
-test('two workers on two connections handle each due subscription exactly once', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite in memory cannot be opened by a second handle',
-}, async (t) => {
-  const app = await buildTestApp(t);
-  const second = await createDeps(app.deps.config, {
-    clock: app.clock,
-    schema: app.deps.database.schema,
-    migrate: false,
-  });
-  try {
-    const customer = await createCustomer(app);
-    const plan = await createPlan(app);
-    const ids = { expire: [] as string[], pastDue: [] as string[], cancel: [] as string[] };
-    for (let i = 0; i < 60; i++) {
-      const sub = await createSubscription(app, { customerId: customer.id, planId: plan.id });
-      if (i % 3 === 0) ids.expire.push(sub.id);
-      else {
-        await pay(app, sub.id);
-        if (i % 3 === 1) ids.pastDue.push(sub.id);
+test(
+  'two workers on two connections handle each due subscription exactly once',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: SQLite in memory cannot be opened by a second handle',
+  },
+  async (t) => {
+    const app = await buildTestApp(t);
+    const second = await createDeps(app.deps.config, {
+      clock: app.clock,
+      schema: app.deps.database.schema,
+      migrate: false,
+    });
+    try {
+      const customer = await createCustomer(app);
+      const plan = await createPlan(app);
+      const ids = { expire: [] as string[], pastDue: [] as string[], cancel: [] as string[] };
+      for (let i = 0; i < 60; i++) {
+        const sub = await createSubscription(app, { customerId: customer.id, planId: plan.id });
+        if (i % 3 === 0) ids.expire.push(sub.id);
         else {
-          await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true } });
-          ids.cancel.push(sub.id);
+          await pay(app, sub.id);
+          if (i % 3 === 1) ids.pastDue.push(sub.id);
+          else {
+            await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true } });
+            ids.cancel.push(sub.id);
+          }
         }
       }
-    }
-    app.clock.advance(45 * DAY);
-    const [a, b] = await Promise.all([runWorker(app.deps), runWorker(second)]);
-    for (const job of SUBSCRIPTION_JOBS) assert.equal((a[job] ?? 0) + (b[job] ?? 0), 20, job);
+      app.clock.advance(45 * DAY);
+      const [a, b] = await Promise.all([runWorker(app.deps), runWorker(second)]);
+      for (const job of SUBSCRIPTION_JOBS) assert.equal((a[job] ?? 0) + (b[job] ?? 0), 20, job);
 
-    const events = await app.deps.db
-      .selectFrom('events')
-      .select(['topic', 'data'])
-      .where('created_at', '>=', app.clock.now().toISOString())
-      .where('topic', 'like', 'subscription.%')
-      .execute();
-    const byId = new Map<string, string[]>();
-    for (const event of events) {
-      const id = JSON.parse(event.data).id as string;
-      byId.set(id, [...(byId.get(id) ?? []), event.topic]);
+      const events = await app.deps.db
+        .selectFrom('events')
+        .select(['topic', 'data'])
+        .where('created_at', '>=', app.clock.now().toISOString())
+        .where('topic', 'like', 'subscription.%')
+        .execute();
+      const byId = new Map<string, string[]>();
+      for (const event of events) {
+        const id = JSON.parse(event.data).id as string;
+        byId.set(id, [...(byId.get(id) ?? []), event.topic]);
+      }
+      assert.equal(events.length, 60);
+      for (const id of ids.expire) assert.deepEqual(byId.get(id), ['subscription.updated'], id);
+      for (const id of ids.pastDue) assert.deepEqual(byId.get(id), ['subscription.past_due'], id);
+      for (const id of ids.cancel) assert.deepEqual(byId.get(id), ['subscription.cancelled'], id);
+    } finally {
+      await second.close();
     }
-    assert.equal(events.length, 60);
-    for (const id of ids.expire) assert.deepEqual(byId.get(id), ['subscription.updated'], id);
-    for (const id of ids.pastDue) assert.deepEqual(byId.get(id), ['subscription.past_due'], id);
-    for (const id of ids.cancel) assert.deepEqual(byId.get(id), ['subscription.cancelled'], id);
-  } finally {
-    await second.close();
-  }
-});
+  },
+);

@@ -10,12 +10,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/topics.ts';
-import {
-  isEntitled,
-  type LifecycleEvent,
-  nextStatus,
-  type SubscriptionStatus,
-} from './subscription-status.ts';
+import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscription-status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
 import type { SubscriptionRow, SubscriptionsTable } from './subscriptions.table.ts';
 
@@ -52,20 +47,14 @@ export class ForbiddenTransitionError extends Error {
  */
 export async function lockSubscription(trx: Transaction<Database>, id: string): Promise<SubscriptionRow> {
   const row = isIdOf('subscription', id)
-    ? await forUpdate(
-        trx.selectFrom('subscriptions').selectAll().where('id', '=', id),
-        trx,
-      ).executeTakeFirst()
+    ? await forUpdate(trx.selectFrom('subscriptions').selectAll().where('id', '=', id), trx).executeTakeFirst()
     : undefined;
   if (!row) throw new NotFoundError('subscription', id);
   return row;
 }
 
 export type SubscriptionChanges = Partial<
-  Omit<
-    SubscriptionsTable,
-    'id' | 'customer_id' | 'plan_id' | 'status' | 'created_at' | 'updated_at' | 'metadata'
-  >
+  Omit<SubscriptionsTable, 'id' | 'customer_id' | 'plan_id' | 'status' | 'created_at' | 'updated_at' | 'metadata'>
 >;
 
 /**
@@ -126,10 +115,7 @@ export async function updateSubscription(
  * such a customer cannot be deleted). Here, beside the status rules, so the customers
  * module can ask without importing the subscriptions service (which locks customers).
  */
-export async function customerHasLiveSubscription(
-  db: Kysely<Database>,
-  customerId: string,
-): Promise<boolean> {
+export async function customerHasLiveSubscription(db: Kysely<Database>, customerId: string): Promise<boolean> {
   const row = await db
     .selectFrom('subscriptions')
     .select('id')

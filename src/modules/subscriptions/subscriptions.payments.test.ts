@@ -171,9 +171,8 @@ test('a payment recovers unpaid to active with a new period from now', async (t)
 
 test('a payment after cancellation, expiry or during a pause changes nothing and emits nothing', async (t) => {
   const app = await buildTestApp(t);
-  const cancelled = (
-    await app.request('PUT', `/api/subscriptions/${(await active(app)).id}/cancel`, { body: {} })
-  ).body;
+  const cancelled = (await app.request('PUT', `/api/subscriptions/${(await active(app)).id}/cancel`, { body: {} }))
+    .body;
   const cancelledIncomplete = (
     await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)
   ).body;

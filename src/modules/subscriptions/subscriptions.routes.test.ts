@@ -164,14 +164,8 @@ test('create rejects bad bodies with 400', async (t) => {
   const cases: [unknown, string][] = [
     [{ plan_id: plan.id }, 'customer_id is required'],
     [{ customer_id: customer.id }, 'plan_id is required'],
-    [
-      { customer_id: customer.id, plan_id: plan.id, trial_period_days: -1 },
-      'trial_period_days must be at least 0',
-    ],
-    [
-      { customer_id: customer.id, plan_id: plan.id, trial_period_days: 1.5 },
-      'trial_period_days must be an integer',
-    ],
+    [{ customer_id: customer.id, plan_id: plan.id, trial_period_days: -1 }, 'trial_period_days must be at least 0'],
+    [{ customer_id: customer.id, plan_id: plan.id, trial_period_days: 1.5 }, 'trial_period_days must be an integer'],
     [{ customer_id: customer.id, plan_id: plan.id, status: 'active' }, 'status is not a known field'],
   ];
   for (const [body, message] of cases) {
@@ -364,8 +358,7 @@ test('cancel with at_period_end is 409 from incomplete, past_due, unpaid and pau
   assert.equal(pastDue.status, 'past_due');
   const unpaid = await unpaidSubscription(app);
   assert.equal(unpaid.status, 'unpaid');
-  const paused = (await app.request('PUT', `/api/subscriptions/${(await activeSubscription(app)).id}/pause`))
-    .body;
+  const paused = (await app.request('PUT', `/api/subscriptions/${(await activeSubscription(app)).id}/pause`)).body;
   assert.equal(paused.status, 'paused');
   const before = await topics(app);
   for (const sub of [incomplete, pastDue, unpaid, paused]) {
@@ -422,8 +415,7 @@ test('every non-terminal state cancels at once with subscription.cancelled', asy
   const active = await activeSubscription(app);
   const pastDue = await failPayment(app, (await activeSubscription(app)).id);
   const unpaid = await unpaidSubscription(app);
-  const paused = (await app.request('PUT', `/api/subscriptions/${(await activeSubscription(app)).id}/pause`))
-    .body;
+  const paused = (await app.request('PUT', `/api/subscriptions/${(await activeSubscription(app)).id}/pause`)).body;
   const states = [incomplete, trialing, active, pastDue, unpaid, paused];
   assert.deepEqual(
     states.map((s) => s.status),
@@ -461,11 +453,8 @@ test('pause is 409 validation_error from every state but active, and changes not
   const trialing = await createSubscription(app, { trialPeriodDays: 3 });
   const pastDue = await failPayment(app, (await activeSubscription(app)).id);
   const unpaid = await unpaidSubscription(app);
-  const paused = (await app.request('PUT', `/api/subscriptions/${(await activeSubscription(app)).id}/pause`))
-    .body;
-  const cancelled = (
-    await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)
-  ).body;
+  const paused = (await app.request('PUT', `/api/subscriptions/${(await activeSubscription(app)).id}/pause`)).body;
+  const cancelled = (await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)).body;
   const before = await topics(app);
   for (const sub of [incomplete, trialing, pastDue, unpaid, paused, cancelled]) {
     const res = await app.request('PUT', `/api/subscriptions/${sub.id}/pause`);
@@ -494,10 +483,7 @@ test('resume moves paused to active with its payment due now (period restarts no
 
 test('resume undoes a pending period-end cancel, keeping the status and period', async (t) => {
   const app = await buildTestApp(t);
-  for (const start of [
-    await activeSubscription(app),
-    await createSubscription(app, { trialPeriodDays: 7 }),
-  ]) {
+  for (const start of [await activeSubscription(app), await createSubscription(app, { trialPeriodDays: 7 })]) {
     await app.request('PUT', `/api/subscriptions/${start.id}/cancel`, {
       body: { at_period_end: true, comment: 'maybe' },
     });
@@ -525,9 +511,7 @@ test('resume is 409 validation_error without a pause or a pending cancel, and ch
   const active = await activeSubscription(app);
   const pastDue = await failPayment(app, (await activeSubscription(app)).id);
   const unpaid = await unpaidSubscription(app);
-  const cancelled = (
-    await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)
-  ).body;
+  const cancelled = (await app.request('PUT', `/api/subscriptions/${(await createSubscription(app)).id}/cancel`)).body;
   const before = await topics(app);
   for (const sub of [incomplete, trialing, active, pastDue, unpaid, cancelled]) {
     const res = await app.request('PUT', `/api/subscriptions/${sub.id}/resume`);
@@ -618,11 +602,7 @@ test('concurrent cancels of one subscription: exactly one 200, the rest 409, one
     const final = (await app.request('GET', `/api/subscriptions/${sub.id}`)).body;
     assert.equal(final.status, 'cancelled');
     const added = (await topics(app)).slice(before);
-    assert.equal(
-      added.filter((topic) => topic === 'subscription.cancelled').length,
-      1,
-      JSON.stringify(added),
-    );
+    assert.equal(added.filter((topic) => topic === 'subscription.cancelled').length, 1, JSON.stringify(added));
   }
   const events = await app.request('GET', '/api/events?topic=subscription.cancelled');
   assert.equal(events.body.meta.total, 2);
@@ -631,11 +611,17 @@ test('concurrent cancels of one subscription: exactly one 200, the rest 409, one
 test('a repeated period-end cancel with a new comment keeps the first request time and records the comment', async (t) => {
   const app = await buildTestApp(t);
   const sub = await createSubscription(app, { trialPeriodDays: 14 });
-  const first = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true, comment: 'too pricey' } });
+  const first = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, {
+    body: { at_period_end: true, comment: 'too pricey' },
+  });
   app.clock.advance(60_000);
-  const same = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true, comment: 'too pricey' } });
+  const same = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, {
+    body: { at_period_end: true, comment: 'too pricey' },
+  });
   assert.deepEqual(same.body, first.body);
-  const again = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true, comment: 'found another tool' } });
+  const again = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, {
+    body: { at_period_end: true, comment: 'found another tool' },
+  });
   assert.equal(again.status, 200);
   assert.equal(again.body.cancellation_comment, 'found another tool');
   assert.equal(again.body.cancelled_at, first.body.cancelled_at);

@@ -68,8 +68,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         body: cancelBody,
         response: stateChangeResponses,
       },
-      handler: async (request) =>
-        service.cancelSubscription(db, clock, request.params.id, request.body ?? {}),
+      handler: async (request) => service.cancelSubscription(db, clock, request.params.id, request.body ?? {}),
     }),
     defineRoute({
       method: 'PUT',

@@ -47,8 +47,7 @@ export async function createSubscription(
     const customer = await lockCustomer(trx, input.customer_id);
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
-    if (!plan.active)
-      throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
+    if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
 
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
@@ -163,11 +162,7 @@ export async function cancelSubscription(
 }
 
 /** `active` → `paused` (no renewals, no dunning). Throws 404; 409 `validation_error` from other states. */
-export async function pauseSubscription(
-  db: Kysely<Database>,
-  clock: Clock,
-  id: string,
-): Promise<Subscription> {
+export async function pauseSubscription(db: Kysely<Database>, clock: Clock, id: string): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     try {
@@ -187,11 +182,7 @@ export async function pauseSubscription(
  * subscription flagged to cancel at period end, clears the flag. Throws 404; 409
  * `validation_error` otherwise.
  */
-export async function resumeSubscription(
-  db: Kysely<Database>,
-  clock: Clock,
-  id: string,
-): Promise<Subscription> {
+export async function resumeSubscription(db: Kysely<Database>, clock: Clock, id: string): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
     const now = clock.now().toISOString();

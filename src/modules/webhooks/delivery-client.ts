@@ -113,7 +113,10 @@ export class WebhookClient {
         const error = Object.assign(new Error(`no vetted address for ${hostname}`), { code: 'ENOTFOUND' });
         callback(error, '', 0);
       } else if (lookupOptions.all) {
-        callback(null, addresses.map((address) => ({ address, family: isIP(address) })));
+        callback(
+          null,
+          addresses.map((address) => ({ address, family: isIP(address) })),
+        );
       } else {
         callback(null, addresses[0]!, isIP(addresses[0]!));
       }

@@ -89,15 +89,7 @@ export async function claimDueDeliveries(
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
       .innerJoin('events as ev', 'ev.id', 'd.event_id')
-      .select([
-        'd.id',
-        'd.endpoint_id',
-        'd.event_id',
-        'd.topic',
-        'e.url',
-        'e.secret',
-        'ev.data',
-      ])
+      .select(['d.id', 'd.endpoint_id', 'd.event_id', 'd.topic', 'e.url', 'e.secret', 'ev.data'])
       .where('d.id', 'in', chosen)
       .execute();
     return rows.map((row) => ({
@@ -233,8 +225,7 @@ async function recordAttempt(
     .returning(['failing_since', 'status'])
     .executeTakeFirst();
   const failingSince = endpoint?.failing_since ?? null;
-  const failingTooLong =
-    failingSince !== null && now.getTime() - Date.parse(failingSince) >= FAILING_DISABLE_AFTER_MS;
+  const failingTooLong = failingSince !== null && now.getTime() - Date.parse(failingSince) >= FAILING_DISABLE_AFTER_MS;
   const retryAfterMs = parseRetryAfter(response.retryAfter, now);
   const schedule = settings.config.webhookRetryScheduleMs;
   const delay = gone ? undefined : nextRetryDelay(number, schedule, retryAfterMs, settings.random);
@@ -247,8 +238,7 @@ async function recordAttempt(
       ...(owned
         ? {
             status: delay === undefined ? 'failed' : 'pending',
-            next_attempt_at:
-              delay === undefined || parked ? null : new Date(now.getTime() + delay).toISOString(),
+            next_attempt_at: delay === undefined || parked ? null : new Date(now.getTime() + delay).toISOString(),
             locked_until: null,
             locked_by: null,
           }

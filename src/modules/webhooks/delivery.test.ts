@@ -309,7 +309,10 @@ test('POST …/test sends webhook.test to that endpoint only', async (t) => {
   assert.equal(bystander.requests.length, 0);
   assert.equal(target.requests.length, 1);
   const body = verifier().verify(target.requests[0]!.body, target.requests[0]!.headers as Record<string, string>);
-  assert.deepEqual(body, { topic: 'webhook.test', data: (await app.request('GET', `/api/webhooks/${endpoint.id}`)).body });
+  assert.deepEqual(body, {
+    topic: 'webhook.test',
+    data: (await app.request('GET', `/api/webhooks/${endpoint.id}`)).body,
+  });
   const event = await eventOf(app, 'webhook.test');
   assert.equal(target.requests[0]!.headers['x-event-id'], event.id);
   assert.equal(event.delivered, true);
@@ -371,10 +374,7 @@ test('a name that resolved to a public address at creation and a private one at 
   const [delivery] = await deliveriesOf(app, endpoint.id);
   assert.equal(delivery.status, 'pending');
   assert.equal(delivery.attempts[0].status_code, null);
-  assert.equal(
-    delivery.attempts[0].error,
-    'blocked: url must resolve to public addresses only (10.0.0.1 is private)',
-  );
+  assert.equal(delivery.attempts[0].error, 'blocked: url must resolve to public addresses only (10.0.0.1 is private)');
 });
 
 test('a name is resolved once per connection and the connection goes to that vetted address', async (t) => {
@@ -394,7 +394,11 @@ test('a stored url that is no longer acceptable is checked at delivery, IP liter
   const receiver = await startReceiver(t);
   const endpoint = await createWebhookEndpoint(app, receiver.url);
   // As if the url had been stored under another WEBHOOK_ALLOW_PRIVATE_CIDRS.
-  const urls = [`https://127.0.0.2:${receiver.port}/hook`, `https://[::ffff:127.0.0.2]:${receiver.port}/hook`, 'https://10.0.0.1:1/'];
+  const urls = [
+    `https://127.0.0.2:${receiver.port}/hook`,
+    `https://[::ffff:127.0.0.2]:${receiver.port}/hook`,
+    'https://10.0.0.1:1/',
+  ];
   const errors: string[] = [];
   for (const url of urls) {
     await app.deps.db.updateTable('webhook_endpoints').set({ url }).where('id', '=', endpoint.id).execute();
@@ -461,7 +465,10 @@ test('receivers that hang, reset, redirect, answer late or send 50 MB do not hur
   assert.equal(wasReset.status_code, null);
   assert.match(wasReset.error, /^connection (reset|closed) by the receiver$/);
   const redirected = await attempt('redirect');
-  assert.deepEqual([redirected.status, redirected.status_code, redirected.error], ['pending', 302, 'redirects are not followed']);
+  assert.deepEqual(
+    [redirected.status, redirected.status_code, redirected.error],
+    ['pending', 302, 'redirects are not followed'],
+  );
   assert.equal(target.requests.length, 0, 'the redirect was not followed');
   const tooLate = await attempt('slow');
   assert.deepEqual([tooLate.status, tooLate.status_code, tooLate.error], ['pending', null, 'timed out after 400 ms']);

@@ -89,7 +89,10 @@ test('an event is delivered once each of its deliveries succeeded, or when none 
   assert.equal(waiting.length, 1);
   assert.equal((await app.request('DELETE', `/api/webhooks/${broken.id}`)).status, 204);
   assert.equal((await app.request('GET', `/api/events/${waiting[0].id}`)).body.delivered, true);
-  assert.equal((await deliveryRows(app)).every((row) => row.endpoint_id !== broken.id), true);
+  assert.equal(
+    (await deliveryRows(app)).every((row) => row.endpoint_id !== broken.id),
+    true,
+  );
 
   // With no endpoint interested, an event is delivered as soon as it is fanned out.
   const plan = await app.request('POST', '/api/plans', {
@@ -205,36 +208,40 @@ test('the worker runs delivery as a service: an event is sent without a poll, an
   assert.deepEqual(errors, []);
 });
 
-test('two workers on two connections fan out and send each delivery exactly once', {
-  skip: !ON_POSTGRES && 'PostgreSQL only: SQLite in memory cannot be opened by a second handle',
-}, async (t) => {
-  const app = await buildWebhookTestApp(t);
-  const second = await createDeps(app.deps.config, {
-    clock: app.clock,
-    schema: app.deps.database.schema,
-    migrate: false,
-  });
-  t.after(() => second.close());
-  setWebhookNetwork(second, webhookNetwork(app.deps));
-  const a = await startReceiver(t);
-  const b = await startReceiver(t);
-  await createWebhookEndpoint(app, a.url);
-  await createWebhookEndpoint(app, b.url, { events: ['customer.created'] });
-  const count = 40;
-  for (let i = 0; i < count; i++) await createCustomer(app);
+test(
+  'two workers on two connections fan out and send each delivery exactly once',
+  {
+    skip: !ON_POSTGRES && 'PostgreSQL only: SQLite in memory cannot be opened by a second handle',
+  },
+  async (t) => {
+    const app = await buildWebhookTestApp(t);
+    const second = await createDeps(app.deps.config, {
+      clock: app.clock,
+      schema: app.deps.database.schema,
+      migrate: false,
+    });
+    t.after(() => second.close());
+    setWebhookNetwork(second, webhookNetwork(app.deps));
+    const a = await startReceiver(t);
+    const b = await startReceiver(t);
+    await createWebhookEndpoint(app, a.url);
+    await createWebhookEndpoint(app, b.url, { events: ['customer.created'] });
+    const count = 40;
+    for (let i = 0; i < count; i++) await createCustomer(app);
 
-  const one = app.newDispatcher({ fanOutBatch: 5, maxInFlight: 8 });
-  const two = new WebhookDispatcher(second, { fanOutBatch: 5, maxInFlight: 8, random: () => 0.5 });
-  t.after(() => two.stop());
-  await Promise.all([one.runUntilIdle(), two.runUntilIdle()]);
-  await one.runUntilIdle();
+    const one = app.newDispatcher({ fanOutBatch: 5, maxInFlight: 8 });
+    const two = new WebhookDispatcher(second, { fanOutBatch: 5, maxInFlight: 8, random: () => 0.5 });
+    t.after(() => two.stop());
+    await Promise.all([one.runUntilIdle(), two.runUntilIdle()]);
+    await one.runUntilIdle();
 
-  assert.equal((await deliveryRows(app)).length, 2 * count);
-  for (const receiver of [a, b]) {
-    const ids = receiver.requests.map((r) => r.headers['x-event-id']);
-    assert.equal(ids.length, count);
-    assert.equal(new Set(ids).size, count, 'no event twice');
-  }
-  const attempts = await app.deps.db.selectFrom('webhook_attempts').select('delivery_id').execute();
-  assert.equal(attempts.length, 2 * count);
-});
+    assert.equal((await deliveryRows(app)).length, 2 * count);
+    for (const receiver of [a, b]) {
+      const ids = receiver.requests.map((r) => r.headers['x-event-id']);
+      assert.equal(ids.length, count);
+      assert.equal(new Set(ids).size, count, 'no event twice');
+    }
+    const attempts = await app.deps.db.selectFrom('webhook_attempts').select('delivery_id').execute();
+    assert.equal(attempts.length, 2 * count);
+  },
+);

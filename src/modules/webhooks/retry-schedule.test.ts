@@ -13,8 +13,14 @@ test('each failed attempt waits its scheduled delay; after the last one the deli
 });
 
 test('jitter stays within ±10% of the scheduled delay', () => {
-  assert.equal(nextRetryDelay(2, SCHEDULE, undefined, () => 0), 270_000);
-  assert.equal(nextRetryDelay(2, SCHEDULE, undefined, () => 0.999_999_9), 330_000);
+  assert.equal(
+    nextRetryDelay(2, SCHEDULE, undefined, () => 0),
+    270_000,
+  );
+  assert.equal(
+    nextRetryDelay(2, SCHEDULE, undefined, () => 0.999_999_9),
+    330_000,
+  );
   for (let i = 0; i < 1000; i++) {
     const delay = nextRetryDelay(1, SCHEDULE, undefined)!;
     assert.ok(delay >= 4_500 && delay <= 5_500, String(delay));

@@ -69,8 +69,7 @@ function inRange(address: Address, range: [Address, number]): boolean {
 /** The IPv4 address an IPv6 address carries, for the forms that route to it; else undefined. */
 function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   const p = address.parts;
-  const fromWords = (high: number, low: number) =>
-    new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+  const fromWords = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
   if (address.isIPv4MappedAddress()) return address.toIPv4Address(); // ::ffff:a.b.c.d
   const range = address.range();
   if (range === 'rfc6052' && p[2] === 0) return fromWords(p[6]!, p[7]!); // NAT64 64:ff9b::/96

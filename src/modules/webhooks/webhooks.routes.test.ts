@@ -69,7 +69,11 @@ test('each url of the issue corpus is 400 validation_error naming url', async (t
     const res = await app.request('POST', '/api/webhooks', { body: { url, events: ['*'] } });
     assert.equal(res.status, 400, url);
     assert.equal(res.body.code, 'validation_error', url);
-    assert.deepEqual(res.body.errors.map((e: { name: string }) => e.name), ['url'], url);
+    assert.deepEqual(
+      res.body.errors.map((e: { name: string }) => e.name),
+      ['url'],
+      url,
+    );
     assert.match(res.body.message, /^url /, url);
   }
   assert.equal((await app.request('GET', '/api/webhooks')).body.meta.total, 0);
@@ -118,7 +122,11 @@ test('events: empty, unknown, duplicated or not an array is 400 naming events', 
     const res = await app.request('POST', '/api/webhooks', { body: { url: PUBLIC_URL, events } });
     assert.equal(res.status, 400, JSON.stringify(events));
     assert.equal(res.body.code, 'validation_error');
-    assert.deepEqual(res.body.errors.map((e: { name: string }) => e.name), ['events'], JSON.stringify(events));
+    assert.deepEqual(
+      res.body.errors.map((e: { name: string }) => e.name),
+      ['events'],
+      JSON.stringify(events),
+    );
     assert.match(res.body.message, message);
   }
   const missing = await app.request('POST', '/api/webhooks', { body: { url: PUBLIC_URL } });
@@ -130,9 +138,18 @@ test('events: empty, unknown, duplicated or not an array is 400 naming events', 
 
 test('WEBHOOK_ALLOW_PRIVATE_CIDRS lets a private receiver in, over http too', async (t) => {
   const app = await setup(t, { WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.1/32' });
-  assert.equal((await app.request('POST', '/api/webhooks', { body: { url: 'https://127.0.0.1:9/', events: ['*'] } })).status, 201);
-  assert.equal((await app.request('POST', '/api/webhooks', { body: { url: `http://${RECEIVER_HOST}:9/`, events: ['*'] } })).status, 201);
-  assert.equal((await app.request('POST', '/api/webhooks', { body: { url: 'https://127.0.0.2/', events: ['*'] } })).status, 400);
+  assert.equal(
+    (await app.request('POST', '/api/webhooks', { body: { url: 'https://127.0.0.1:9/', events: ['*'] } })).status,
+    201,
+  );
+  assert.equal(
+    (await app.request('POST', '/api/webhooks', { body: { url: `http://${RECEIVER_HOST}:9/`, events: ['*'] } })).status,
+    201,
+  );
+  assert.equal(
+    (await app.request('POST', '/api/webhooks', { body: { url: 'https://127.0.0.2/', events: ['*'] } })).status,
+    400,
+  );
 });
 
 test('patch changes url, events, secret and status; a bad url or events is 400', async (t) => {
@@ -190,7 +207,10 @@ test('delete is 204, then the endpoint is 404; unknown and malformed ids are 404
     assert.equal(res.body.code, 'not_found');
   }
   assert.equal((await app.request('DELETE', `/api/webhooks/${endpoint.id}`)).status, 404);
-  assert.equal((await app.request('PATCH', `/api/webhooks/${endpoint.id}`, { body: { status: 'disabled' } })).status, 404);
+  assert.equal(
+    (await app.request('PATCH', `/api/webhooks/${endpoint.id}`, { body: { status: 'disabled' } })).status,
+    404,
+  );
   assert.equal((await app.request('POST', `/api/webhooks/${endpoint.id}/test`)).status, 404);
   assert.equal(
     (await app.request('POST', `/api/webhooks/${endpoint.id}/deliveries/del_01JD3Q7Z8X9Y0A1B2C3D4E5F6G/retry`)).status,

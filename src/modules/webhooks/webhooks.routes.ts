@@ -80,8 +80,7 @@ export function webhookRoutes(deps: Deps): Route[] {
         body: updateEndpointBody,
         response: { 200: endpointSchema, ...errorResponses(400, 401, 403, 404, 413, 415) },
       },
-      handler: async (request) =>
-        endpoints.updateEndpoint(db, clock, checkUrl, request.params.id, request.body),
+      handler: async (request) => endpoints.updateEndpoint(db, clock, checkUrl, request.params.id, request.body),
     }),
     defineRoute({
       method: 'DELETE',
@@ -121,7 +120,8 @@ export function webhookRoutes(deps: Deps): Route[] {
       schema: {
         ...common,
         summary: "List an endpoint's deliveries",
-        description: 'Each delivery with every attempt: status code, duration, error, time, and ≤ 1 KiB of the response body.',
+        description:
+          'Each delivery with every attempt: status code, duration, error, time, and ≤ 1 KiB of the response body.',
         params: idParams,
         querystring: listQuerySchema(DELIVERY_SORT_FIELDS, {
           status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
@@ -149,9 +149,7 @@ export function webhookRoutes(deps: Deps): Route[] {
         response: { 202: deliverySchema, ...errorResponses(401, 403, 404, 422) },
       },
       handler: async (request, reply) =>
-        reply
-          .code(202)
-          .send(await deliveries.retryDelivery(db, clock, request.params.id, request.params.delivery_id)),
+        reply.code(202).send(await deliveries.retryDelivery(db, clock, request.params.id, request.params.delivery_id)),
     }),
   ];
 }

@@ -59,7 +59,8 @@ function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
     email: readText(customer.email),
     name: customerName(customer),
     metadata: flatMetadata(data.metadata),
-    subscriptionReference: readText(readObject(data.subscription).subscription_code) ?? readText(data.subscription_code),
+    subscriptionReference:
+      readText(readObject(data.subscription).subscription_code) ?? readText(data.subscription_code),
     failureReason: null,
     occurredAt: isoTime(data.paid_at ?? data.paidAt ?? data.created_at, now),
   };

@@ -29,15 +29,22 @@ test('the registry maps each p value to its adapter; unknown names (and prototyp
   assert.deepEqual(PROVIDER_NAMES, ['paystack', 'stripe']);
   for (const [name, adapter] of Object.entries(PROVIDERS)) assert.equal(adapter.name, name);
   assert.equal(findProvider('paystack'), paystack);
-  for (const name of ['razorpay', 'toString', '__proto__', 'constructor', '']) assert.equal(findProvider(name), undefined);
+  for (const name of ['razorpay', 'toString', '__proto__', 'constructor', ''])
+    assert.equal(findProvider(name), undefined);
 });
 
 test('paystack verify: the hex HMAC-SHA512 of the exact bytes, any case', () => {
   const body = raw(paystackCharge());
   const signature = signPaystack(body);
-  assert.deepEqual(paystack.verify(body, { 'x-paystack-signature': signature }, PAYSTACK_SECRET, RECEIVED), JSON.parse(body.toString()));
+  assert.deepEqual(
+    paystack.verify(body, { 'x-paystack-signature': signature }, PAYSTACK_SECRET, RECEIVED),
+    JSON.parse(body.toString()),
+  );
   assert.ok(paystack.verify(body, { 'x-paystack-signature': signature.toUpperCase() }, PAYSTACK_SECRET, RECEIVED));
-  assert.throws(() => paystack.verify(body, { 'x-paystack-signature': [signature, signature] }, PAYSTACK_SECRET, RECEIVED), SignatureError);
+  assert.throws(
+    () => paystack.verify(body, { 'x-paystack-signature': [signature, signature] }, PAYSTACK_SECRET, RECEIVED),
+    SignatureError,
+  );
   assert.throws(() => paystack.verify(body, { 'x-paystack-signature': signature }, 'other', RECEIVED), SignatureError);
 });
 
@@ -47,15 +54,34 @@ test('stripe verify: tolerance is measured from the injected receive time, both 
   const header = signStripe(body, t);
   // The real clock is far from 2026-01-15; the receive time given is what counts.
   assert.ok(stripe.verify(Buffer.from(body), { 'stripe-signature': header }, STRIPE_SECRET, RECEIVED));
-  assert.ok(stripe.verify(Buffer.from(body), { 'stripe-signature': header }, STRIPE_SECRET, new Date(RECEIVED.getTime() + 300_000)));
+  assert.ok(
+    stripe.verify(
+      Buffer.from(body),
+      { 'stripe-signature': header },
+      STRIPE_SECRET,
+      new Date(RECEIVED.getTime() + 300_000),
+    ),
+  );
   for (const offset of [-301_000, 301_000]) {
     assert.throws(
-      () => stripe.verify(Buffer.from(body), { 'stripe-signature': header }, STRIPE_SECRET, new Date(RECEIVED.getTime() + offset)),
+      () =>
+        stripe.verify(
+          Buffer.from(body),
+          { 'stripe-signature': header },
+          STRIPE_SECRET,
+          new Date(RECEIVED.getTime() + offset),
+        ),
       /tolerance/,
     );
   }
   assert.throws(
-    () => stripe.verify(Buffer.from(body), { 'stripe-signature': signStripe(body, t, STRIPE_SECRET, 'v0') }, STRIPE_SECRET, RECEIVED),
+    () =>
+      stripe.verify(
+        Buffer.from(body),
+        { 'stripe-signature': signStripe(body, t, STRIPE_SECRET, 'v0') },
+        STRIPE_SECRET,
+        RECEIVED,
+      ),
     SignatureError,
   );
 });
@@ -96,14 +122,29 @@ test('paystack charge.success: metadata object, "", 0 or JSON string; amount in 
 });
 
 test('paystack refund.processed: string amounts, linked by transaction_reference', () => {
-  const event = paystack.normalize(paystackRefund({ transactionReference: 'T77', amount: '2500', refundReference: null }), RECEIVED);
+  const event = paystack.normalize(
+    paystackRefund({ transactionReference: 'T77', amount: '2500', refundReference: null }),
+    RECEIVED,
+  );
   assert.deepEqual(event, {
     kind: 'refunds',
     paymentReference: 'T77',
-    refunds: [{ reference: 'T77:refund:2500', amount: 2500, currency: 'NGN', status: 'succeeded', occurredAt: RECEIVED.toISOString() }],
+    refunds: [
+      {
+        reference: 'T77:refund:2500',
+        amount: 2500,
+        currency: 'NGN',
+        status: 'succeeded',
+        occurredAt: RECEIVED.toISOString(),
+      },
+    ],
   });
   for (const amount of ['-5', '2.5', 'abc', 0, '0', -1, {}, true]) {
-    assert.throws(() => paystack.normalize(paystackRefund({ transactionReference: 'T77', amount }), RECEIVED), UnusableEventError, String(amount));
+    assert.throws(
+      () => paystack.normalize(paystackRefund({ transactionReference: 'T77', amount }), RECEIVED),
+      UnusableEventError,
+      String(amount),
+    );
   }
 });
 
@@ -120,8 +161,18 @@ test('paystack refund.failed names the refund as refund.processed does, so it re
 });
 
 test('stripe invoices: the subscription before and since API version 2025-03-31', () => {
-  const legacy = stripeInvoice({ style: 'legacy', subscription: 'sub_L', paymentIntent: 'pi_L', subscriptionMetadata: { subscription_id: 'sub_ours' } });
-  const basil = stripeInvoice({ style: 'basil', subscription: 'sub_B', paymentIntent: 'pi_B', subscriptionMetadata: { subscription_id: 'sub_ours' } });
+  const legacy = stripeInvoice({
+    style: 'legacy',
+    subscription: 'sub_L',
+    paymentIntent: 'pi_L',
+    subscriptionMetadata: { subscription_id: 'sub_ours' },
+  });
+  const basil = stripeInvoice({
+    style: 'basil',
+    subscription: 'sub_B',
+    paymentIntent: 'pi_B',
+    subscriptionMetadata: { subscription_id: 'sub_ours' },
+  });
   const basilNoPayments = stripeInvoice({ style: 'basil', subscription: 'sub_C' });
   const read = (invoice: object) => {
     const event = stripe.normalize(stripeEvent('invoice.paid', invoice as Record<string, unknown>), RECEIVED);
@@ -134,7 +185,10 @@ test('stripe invoices: the subscription before and since API version 2025-03-31'
   assert.equal(read(basilNoPayments).reference, basilNoPayments.id);
   assert.equal(read(basil).currency, 'USD');
   // An expanded subscription object reads as its id.
-  assert.equal(read({ ...legacy, subscription: { id: 'sub_X', object: 'subscription' } }).subscriptionReference, 'sub_X');
+  assert.equal(
+    read({ ...legacy, subscription: { id: 'sub_X', object: 'subscription' } }).subscriptionReference,
+    'sub_X',
+  );
 });
 
 test('stripe refunds: charge.refunded only through the refunds it lists; refund.* by status', () => {
@@ -155,31 +209,59 @@ test('stripe refunds: charge.refunded only through the refunds it lists; refund.
     RECEIVED,
   );
   assert.ok(listed.kind === 'refunds');
-  assert.deepEqual(listed.refunds.map((r) => [r.reference, r.status]), [['re_1', 'succeeded'], ['re_2', 'failed']]);
+  assert.deepEqual(
+    listed.refunds.map((r) => [r.reference, r.status]),
+    [
+      ['re_1', 'succeeded'],
+      ['re_2', 'failed'],
+    ],
+  );
   assert.equal(listed.paymentReference, 'pi_1');
   // Since API 2022-11-15 the list is left out: a bare running total is not itemised money.
-  const unlisted = stripe.normalize(stripeEvent('charge.refunded', stripeRefundedCharge({ paymentIntent: 'pi_1', amount: 1000, amountRefunded: 1000 })), RECEIVED);
+  const unlisted = stripe.normalize(
+    stripeEvent('charge.refunded', stripeRefundedCharge({ paymentIntent: 'pi_1', amount: 1000, amountRefunded: 1000 })),
+    RECEIVED,
+  );
   assert.equal(unlisted.kind, 'ignored');
   assert.match(unlisted.kind === 'ignored' ? unlisted.reason : '', /lists no settled refund/);
-  const pending = stripe.normalize(stripeEvent('refund.created', stripeRefund({ paymentIntent: 'pi_1', amount: 5, status: 'pending' })), RECEIVED);
+  const pending = stripe.normalize(
+    stripeEvent('refund.created', stripeRefund({ paymentIntent: 'pi_1', amount: 5, status: 'pending' })),
+    RECEIVED,
+  );
   assert.deepEqual(pending, { kind: 'ignored', reason: 'refund status pending' });
   const statusOf = (type: string, status: string) => {
-    const event = stripe.normalize(stripeEvent(type, stripeRefund({ paymentIntent: 'pi_1', amount: 5, status })), RECEIVED);
+    const event = stripe.normalize(
+      stripeEvent(type, stripeRefund({ paymentIntent: 'pi_1', amount: 5, status })),
+      RECEIVED,
+    );
     return event.kind === 'refunds' ? event.refunds[0]!.status : event.kind;
   };
   assert.deepEqual(
-    [statusOf('refund.updated', 'succeeded'), statusOf('refund.updated', 'canceled'), statusOf('refund.updated', 'failed'), statusOf('refund.failed', 'failed'), statusOf('refund.updated', 'requires_action')],
+    [
+      statusOf('refund.updated', 'succeeded'),
+      statusOf('refund.updated', 'canceled'),
+      statusOf('refund.updated', 'failed'),
+      statusOf('refund.failed', 'failed'),
+      statusOf('refund.updated', 'requires_action'),
+    ],
     ['succeeded', 'failed', 'failed', 'failed', 'ignored'],
   );
 });
 
 test('stripe invoice_payment.paid links the invoice to its PaymentIntent; other payment types and statuses are ignored', () => {
   const link = (object: unknown) =>
-    stripe.normalize(stripeEvent('invoice_payment.paid', object as Record<string, unknown>, { apiVersion: '2025-05-28.basil' }), RECEIVED);
+    stripe.normalize(
+      stripeEvent('invoice_payment.paid', object as Record<string, unknown>, { apiVersion: '2025-05-28.basil' }),
+      RECEIVED,
+    );
   const paid = stripeInvoicePayment({ invoice: 'in_1', paymentIntent: 'pi_1' });
   assert.deepEqual(link(paid), { kind: 'payment_linked', reference: 'in_1', canonicalReference: 'pi_1' });
   // Expanded objects read as their ids.
-  const expanded = { ...paid, invoice: { id: 'in_1', object: 'invoice' }, payment: { type: 'payment_intent', payment_intent: { id: 'pi_1', object: 'payment_intent' } } };
+  const expanded = {
+    ...paid,
+    invoice: { id: 'in_1', object: 'invoice' },
+    payment: { type: 'payment_intent', payment_intent: { id: 'pi_1', object: 'payment_intent' } },
+  };
   assert.deepEqual(link(expanded), { kind: 'payment_linked', reference: 'in_1', canonicalReference: 'pi_1' });
   assert.deepEqual(link(stripeInvoicePayment({ invoice: 'in_1', paymentIntent: 'pi_1', type: 'charge' })), {
     kind: 'ignored',

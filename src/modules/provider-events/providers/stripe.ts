@@ -102,7 +102,10 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
   const legacyDetails = readObject(invoice.subscription_details);
   return {
     reference: invoicePaymentIntent(invoice) ?? readRequiredText(invoice.id, 'data.object.id'),
-    amount: minorUnits(failed ? invoice.amount_due : invoice.amount_paid, failed ? 'data.object.amount_due' : 'data.object.amount_paid'),
+    amount: minorUnits(
+      failed ? invoice.amount_due : invoice.amount_paid,
+      failed ? 'data.object.amount_due' : 'data.object.amount_paid',
+    ),
     currency: currencyCode(invoice.currency, 'data.object.currency'),
     email: readText(invoice.customer_email),
     name: readText(invoice.customer_name),
@@ -150,7 +153,12 @@ function refundOutcome(status: string | null): RefundReport['status'] | null {
   return null;
 }
 
-function refundReport(refund: JsonObject, status: RefundReport['status'], fallbackCurrency: unknown, occurredAt: string): RefundReport {
+function refundReport(
+  refund: JsonObject,
+  status: RefundReport['status'],
+  fallbackCurrency: unknown,
+  occurredAt: string,
+): RefundReport {
   const amount = minorUnits(refund.amount, 'refund amount');
   if (amount === 0) throw new UnusableEventError('refund amount must be above 0');
   return {
@@ -194,7 +202,8 @@ function refundEvent(type: string, refund: JsonObject, occurredAt: string): Prov
   const status = type === 'refund.failed' ? 'failed' : refundOutcome(reported);
   if (status === null) return { kind: 'ignored', reason: `refund status ${reported ?? 'missing'}` };
   const paymentReference = idOf(refund.payment_intent) ?? idOf(refund.charge);
-  if (paymentReference === null) throw new UnusableEventError('data.object.payment_intent and data.object.charge are missing');
+  if (paymentReference === null)
+    throw new UnusableEventError('data.object.payment_intent and data.object.charge are missing');
   return { kind: 'refunds', paymentReference, refunds: [refundReport(refund, status, refund.currency, occurredAt)] };
 }
 
@@ -247,7 +256,9 @@ export const stripe: ProviderAdapter = {
       case 'payment_intent.succeeded':
       case 'invoice.paid': {
         const payment =
-          type === 'invoice.paid' ? invoiceReport(object, false, occurredAt) : paymentIntentReport(object, false, occurredAt);
+          type === 'invoice.paid'
+            ? invoiceReport(object, false, occurredAt)
+            : paymentIntentReport(object, false, occurredAt);
         return { kind: 'payment_succeeded', payment };
       }
       case 'payment_intent.payment_failed':
