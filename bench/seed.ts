@@ -6,11 +6,22 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import { normalizeEmail } from '../src/modules/customers/customer-email.ts';
 import { newId } from '../src/shared/ids.ts';
 
 /** Rows per multi-row INSERT: 8 columns × 500 rows stays far below SQLite's 32,766 bind limit. */
 const ROWS_PER_INSERT = 500;
-const COLUMNS = ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'updated_at', 'deleted_at'] as const;
+const COLUMNS = [
+  'id',
+  'email',
+  'email_normalized',
+  'name',
+  'phone',
+  'metadata',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+] as const;
 /** Customers are created over the two years before the seed runs. */
 const SPAN_MS = 2 * 365 * 86_400_000;
 
@@ -102,9 +113,11 @@ function* customerRows(count: number, sampleIds: string[], sampleSize: number): 
     const last = pick(LAST_NAMES, random);
     const createdMs = start + i * step + Math.floor(random() * step);
     const updatedMs = random() < 0.2 ? createdMs + Math.floor(random() * (Date.now() - createdMs)) : createdMs;
+    const email = `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase();
     yield [
       id,
-      `${first}.${last}.${i}@${pick(DOMAINS, random)}`.toLowerCase(),
+      email,
+      normalizeEmail(email),
       random() < 0.9 ? `${first} ${last}` : null,
       random() < 0.5 ? `+234${String(8_000_000_000 + Math.floor(random() * 999_999_999))}` : null,
       '{}',
@@ -179,7 +192,17 @@ export async function seedCustomers(path: string, count: number, sampleSize = 10
 
 /** Rows per `insert … select from unnest(…)` on PostgreSQL (one array parameter per column). */
 const PG_ROWS_PER_INSERT = 10_000;
-const PG_COLUMN_TYPES = ['text', 'text', 'text', 'text', 'text', 'timestamptz', 'timestamptz', 'timestamptz'] as const;
+const PG_COLUMN_TYPES = [
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'timestamptz',
+  'timestamptz',
+  'timestamptz',
+] as const;
 
 /**
  * Migrates the (empty) PostgreSQL database at `url` to the project's schema and inserts

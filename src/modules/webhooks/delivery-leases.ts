@@ -5,6 +5,7 @@
 // (at-least-once, SPEC §6–7).
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { claimRows, forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -141,10 +142,13 @@ export async function recordOutcomes(
   const key = (outcome: Outcome) => `${outcome.delivery.eventId} ${outcome.delivery.id}`;
   const ordered = [...outcomes].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   await db.transaction().execute(async (trx) => {
-    await forUpdate(
-      trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).orderBy('id'),
-      trx,
-    ).execute();
+    // Only PostgreSQL has row locks to take; SQLite's one writer needs no read for them.
+    if (isPostgres(trx)) {
+      await forUpdate(
+        trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).orderBy('id'),
+        trx,
+      ).execute();
+    }
     for (const outcome of ordered) {
       if (outcome.kind === 'release') {
         await trx
