@@ -49,7 +49,9 @@ test(
         await bump(trx, second);
       });
     await Promise.all([lockBoth('payments', 'refunds'), lockBoth('refunds', 'payments')]);
-    assert.equal(runs.length, 3, 'the deadlock victim ran once more');
+    // Usually one victim runs once more (3 runs); on a loaded machine PostgreSQL has been seen
+    // to pick both in turn (4). What matters: the loser ran again, and both committed below.
+    assert.ok(runs.length >= 3 && runs.length <= 4, `the deadlock victim ran again (${runs.length} runs)`);
     const rows = await db.selectFrom('row_counts').select(['name', 'count']).orderBy('name').execute();
     assert.deepEqual(rows, [
       { name: 'payments', count: 2 },
