@@ -55,10 +55,11 @@ test(
   },
   async (t) => {
     // Redis tests run against the real Redis on 127.0.0.1:6379 where it answers. CI and
-    // the development machines have one; a laptop without Redis skips this test, saying why.
+    // the development machines have one (and CI sets REQUIRE_REDIS=1, so there a missing
+    // Redis fails instead); a laptop without Redis skips this test, saying why.
     const noRedis = await redisSkipReason();
     if (noRedis) {
-      t.skip(noRedis);
+      t.skip(noRedis); // reason: "Redis does not answer on 127.0.0.1:6379"
       return;
     }
     const databaseUrl = await ownDatabaseUrl(t);

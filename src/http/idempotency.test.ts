@@ -2,11 +2,10 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { sql } from 'kysely';
-import { ADMIN_KEY, buildTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { ADMIN_KEY, buildTestApp, type TestApp, connectSecondInstance } from '../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../test/helpers/database.ts';
 import { createCustomer, createSubscription } from '../../test/helpers/factories.ts';
 import { buildApp } from '../app.ts';
-import { createDeps } from '../deps.ts';
 import { authenticateKey } from '../modules/api-keys/api-keys.service.ts';
 import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS, MAX_FINGERPRINT_DEPTH, requestFingerprint } from './idempotency.ts';
@@ -313,7 +312,7 @@ test('the worker purges keys past their 24 h and keeps the others', async (t) =>
 async function secondInstance(t: TestContext, app: TestApp): Promise<string> {
   let deps = app.deps;
   if (ON_POSTGRES) {
-    deps = await createDeps(app.deps.config, { clock: app.clock, schema: app.deps.database.schema, migrate: false });
+    deps = await connectSecondInstance(app);
     t.after(() => deps.close());
   }
   const other = await buildApp(deps);
@@ -345,7 +344,7 @@ test(
     const subscription = await createSubscription(app);
     const path = `/api/subscriptions/${subscription.id}/cancel`;
     // Hold the subscription's row lock from another connection so the first cancel waits in its handler.
-    const holder = await createDeps(app.deps.config, { schema: app.deps.database.schema, migrate: false });
+    const holder = await connectSecondInstance(app, { sameClock: false });
     t.after(() => holder.close());
     let release!: () => void;
     const released = new Promise<void>((resolve) => {

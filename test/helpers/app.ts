@@ -101,3 +101,16 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
 
   return { app, deps, clock, baseUrl, request };
 }
+
+/**
+ * A second instance's dependencies over `app`'s database (its own connection or pool, the
+ * same clock and schema, no migration), as a second worker or server process would have:
+ * for tests of what several instances do to one PostgreSQL database. The caller closes it.
+ */
+export function connectSecondInstance(app: TestApp, options: { sameClock?: boolean } = {}): Promise<Deps> {
+  return createDeps(app.deps.config, {
+    ...(options.sameClock === false ? {} : { clock: app.clock }),
+    schema: app.deps.database.schema,
+    migrate: false,
+  });
+}

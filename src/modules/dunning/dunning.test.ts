@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
+import { buildTestApp, type TestApp, connectSecondInstance } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
-import { createDeps, type Deps } from '../../deps.ts';
+import type { Deps } from '../../deps.ts';
 import { JOBS } from '../../worker/jobs.ts';
 import { Worker } from '../../worker/runner.ts';
 import { applyFailedPayment, applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
@@ -448,11 +448,7 @@ test(
   },
   async (t) => {
     const app = await buildTestApp(t);
-    const second = await createDeps(app.deps.config, {
-      clock: app.clock,
-      schema: app.deps.database.schema,
-      migrate: false,
-    });
+    const second = await connectSecondInstance(app);
     t.after(() => second.close());
     const subs = [];
     for (let i = 0; i < 30; i++) {

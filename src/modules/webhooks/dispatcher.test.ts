@@ -5,7 +5,7 @@ import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createCustomer, createWebhookEndpoint } from '../../../test/helpers/factories.ts';
 import { answer, startReceiver } from '../../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp, type WebhookTestApp } from '../../../test/helpers/webhooks.ts';
-import { createDeps } from '../../deps.ts';
+import { connectSecondInstance } from '../../../test/helpers/app.ts';
 import { Worker } from '../../worker/runner.ts';
 import { claimDueDeliveries } from './delivery-leases.ts';
 import { WebhookDispatcher, webhookDeliveryService } from './dispatcher.ts';
@@ -215,11 +215,7 @@ test(
   },
   async (t) => {
     const app = await buildWebhookTestApp(t);
-    const second = await createDeps(app.deps.config, {
-      clock: app.clock,
-      schema: app.deps.database.schema,
-      migrate: false,
-    });
+    const second = await connectSecondInstance(app);
     t.after(() => second.close());
     setWebhookNetwork(second, webhookNetwork(app.deps));
     const a = await startReceiver(t);
