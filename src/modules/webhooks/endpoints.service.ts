@@ -1,6 +1,7 @@
 // Webhook endpoints (SPEC §3, §6): create, read, update, delete, and the one way an endpoint
 // is disabled (PATCH, a 410, or 5 days of failures), which emits `webhook_endpoint.disabled`.
-// The secret is write-only: responses say `has_secret`.
+// The secret is write-only: responses say `has_secret`, except the one answer that generated
+// it (`"secret": "generate"`), which shows it once.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -13,6 +14,7 @@ import { isIdOf, newId } from '../../shared/ids.ts';
 import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { TOPICS } from '../events/topics.ts';
+import { generateSecret, STANDARD_SECRET_PREFIX, standardSecretKey } from './signing.ts';
 import { UnsafeUrlError } from './url-safety.ts';
 import {
   type CreateEndpointInput,
@@ -25,9 +27,45 @@ import type { DisabledReason, EndpointRow, EndpointStatus } from './webhooks.tab
 
 export type { WebhookEndpoint };
 
-/** The API view of an endpoint row: `events` parsed from its JSON text, the secret becomes `has_secret`. */
+/**
+ * The API view of an endpoint row: `events` parsed from its JSON text, the secret becomes
+ * `has_secret` (and is never part of the view: webhook data and lists carry this view).
+ */
 export function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return pickFields(endpointSchema, { ...row, events: JSON.parse(row.events), has_secret: row.secret !== null });
+  const endpoint = pickFields(endpointSchema, {
+    ...row,
+    secret: undefined,
+    events: JSON.parse(row.events),
+    has_secret: row.secret !== null,
+  });
+  delete endpoint.secret;
+  return endpoint;
+}
+
+/** The `secret` value that asks the service to make a Standard Webhooks secret (issue 14 §3). */
+export const GENERATE_SECRET = 'generate';
+
+/**
+ * The secret to store for a client's `secret` value: `"generate"` → a new `whsec_` secret
+ * (generated: true); a `whsec_` secret must be the Standard Webhooks form (base64 of 24–64
+ * bytes), else 400 naming `secret` — decision (docs/webhooks.md): a broken Standard Webhooks
+ * secret would make every receiver's library reject every delivery; any other string is kept
+ * as given (signed with its UTF-8 bytes, as before).
+ */
+export function resolveSecret(secret: string): { secret: string; generated: boolean } {
+  if (secret === GENERATE_SECRET) return { secret: generateSecret(), generated: true };
+  if (secret.startsWith(STANDARD_SECRET_PREFIX) && !standardSecretKey(secret)) {
+    throw new ValidationError(
+      'secret starting with whsec_ must be whsec_ followed by the base64 of 24 to 64 bytes (or send "generate" to get one)',
+      'secret',
+    );
+  }
+  return { secret, generated: false };
+}
+
+/** The endpoint view, with the secret shown when this request generated it. */
+function withGenerated(endpoint: WebhookEndpoint, secret: { secret: string; generated: boolean } | undefined) {
+  return secret?.generated ? { ...endpoint, secret: secret.secret } : endpoint;
 }
 
 /** Checks a client's url (SPEC §6) and throws UnsafeUrlError; routes pass one bound to the network. */
@@ -63,7 +101,11 @@ export function validateEvents(value: unknown): string[] {
   return value as string[];
 }
 
-/** Creates an enabled endpoint after checking its url (DNS included). Throws 400 naming the field. */
+/**
+ * Creates an enabled endpoint after checking its url (DNS included) and its secret
+ * (resolveSecret: `"generate"` makes one, returned in `secret` this once). Throws 400
+ * naming the field.
+ */
 export async function createEndpoint(
   db: Kysely<Database>,
   clock: Clock,
@@ -71,13 +113,14 @@ export async function createEndpoint(
   input: CreateEndpointInput,
 ): Promise<WebhookEndpoint> {
   const events = validateEvents(input.events);
+  const secret = input.secret === undefined ? undefined : resolveSecret(input.secret);
   await checkUrl(check, input.url);
   const now = clock.now().toISOString();
   const row: EndpointRow = {
     id: newId('webhookEndpoint'),
     url: input.url,
     events: JSON.stringify(events),
-    secret: input.secret ?? null,
+    secret: secret?.secret ?? null,
     status: 'enabled',
     disabled_reason: null,
     failing_since: null,
@@ -85,7 +128,7 @@ export async function createEndpoint(
     updated_at: now,
   };
   await db.insertInto('webhook_endpoints').values(row).execute();
-  return toEndpoint(row);
+  return withGenerated(toEndpoint(row), secret);
 }
 
 /** The endpoint row; throws 404 `not_found` for unknown or malformed ids. */
@@ -160,8 +203,10 @@ export async function disableEndpoint(
 
 /**
  * Applies the given fields. A new url is checked like at creation; `secret: null` removes
- * the secret; `status: disabled` disables (emitting `webhook_endpoint.disabled`), `enabled`
- * re-enables and forgets past failures. Throws 404, or 400 naming the field.
+ * the secret, `"generate"` rotates to a new `whsec_` secret returned in `secret` this once,
+ * a `whsec_` secret is checked as at creation; `status: disabled` disables (emitting
+ * `webhook_endpoint.disabled`), `enabled` re-enables and forgets past failures. Throws 404,
+ * or 400 naming the field.
  */
 export async function updateEndpoint(
   db: Kysely<Database>,
@@ -171,6 +216,7 @@ export async function updateEndpoint(
   patch: UpdateEndpointInput,
 ): Promise<WebhookEndpoint> {
   const events = patch.events === undefined ? undefined : validateEvents(patch.events);
+  const secret = typeof patch.secret === 'string' ? resolveSecret(patch.secret) : undefined;
   if (patch.url !== undefined) {
     await findEndpoint(db, id); // 404 before a DNS lookup for an endpoint that does not exist
     await checkUrl(check, patch.url);
@@ -180,7 +226,8 @@ export async function updateEndpoint(
     const changes: Partial<EndpointRow> = {};
     if (patch.url !== undefined && patch.url !== current.url) changes.url = patch.url;
     if (events !== undefined && JSON.stringify(events) !== current.events) changes.events = JSON.stringify(events);
-    if (patch.secret !== undefined && patch.secret !== current.secret) changes.secret = patch.secret;
+    const newSecret = patch.secret === null ? null : secret?.secret;
+    if (patch.secret !== undefined && newSecret !== current.secret) changes.secret = newSecret;
     if (patch.status === 'enabled' && current.status === 'disabled') {
       Object.assign(changes, { status: 'enabled', disabled_reason: null, failing_since: null });
     }
@@ -199,9 +246,9 @@ export async function updateEndpoint(
         .execute();
     }
     if (patch.status === 'disabled' && current.status === 'enabled') {
-      return (await disableEndpoint(trx, clock, id, 'manual')) as WebhookEndpoint;
+      return withGenerated((await disableEndpoint(trx, clock, id, 'manual')) as WebhookEndpoint, secret);
     }
-    return toEndpoint({ ...current, ...changes });
+    return withGenerated(toEndpoint({ ...current, ...changes }), secret);
   });
 }
 

@@ -35,7 +35,8 @@ export function webhookRoutes(deps: Deps): Route[] {
         summary: 'Create a webhook endpoint',
         description:
           'The url must be https, without credentials, ≤ 2048 characters, and resolve only to public addresses. ' +
-          'Deliveries are signed when a secret is given; the secret is never returned (`has_secret`).',
+          'Deliveries are signed when a secret is given; the secret is never returned (`has_secret`), ' +
+          'except a generated one (`"secret": "generate"`), shown once in this response.',
         body: createEndpointBody,
         response: { 201: endpointSchema, ...errorResponses(400, 401, 403, 413, 415) },
       },

@@ -17,6 +17,13 @@ export const endpointSchema = Type.Object({
   url: Type.String({ examples: ['https://hooks.example.com/billing'] }),
   events: Type.Array(Type.String(), { examples: [['payment.succeeded', 'payment.failed']] }),
   has_secret: Type.Boolean({ description: 'Whether deliveries are signed. The secret itself is never returned.' }),
+  secret: Type.Optional(
+    Type.String({
+      description:
+        'Only in the response of the request that generated it (`"secret": "generate"`): the new `whsec_` secret, shown once.',
+      examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw1N5oFQ5yFbk='],
+    }),
+  ),
   status: StringEnum(ENDPOINT_STATUSES),
   disabled_reason: Type.Unsafe<DisabledReason | null>({
     type: ['string', 'null'],
@@ -28,7 +35,7 @@ export const endpointSchema = Type.Object({
   updated_at: timestamp,
 });
 
-/** A webhook endpoint as the API returns it: never the secret, only `has_secret`. */
+/** A webhook endpoint as the API returns it: `has_secret`; `secret` only right after generating it. */
 export type WebhookEndpoint = Static<typeof endpointSchema>;
 
 const url = Type.String({
@@ -47,7 +54,9 @@ const secret = Type.String({
   minLength: 1,
   maxLength: 256,
   description:
-    'Signing secret (write-only). Deliveries then carry X-Signature and the Standard Webhooks headers. Use ≥ 32 random bytes.',
+    'Signing secret (write-only). Deliveries then carry X-Signature and the Standard Webhooks headers. ' +
+    '`"generate"` makes a Standard Webhooks secret (`whsec_` + base64 of 32 random bytes), returned once in this response. ' +
+    'A secret starting with `whsec_` must be `whsec_` + base64 of 24–64 bytes; any other string is used as is (≥ 32 random bytes).',
 });
 
 export const createEndpointBody = Type.Object(
