@@ -1,28 +1,26 @@
-// `billing <command>` (SPEC §1): serve, migrate, keys create|list|revoke.
+// `billing <command>` (SPEC §1): serve, worker, migrate, keys create|list|revoke, demo, and
+// help/--version (issue 14 §5). Help texts live in cli/help.ts; the demo in cli/demo.ts.
 import { parseArgs } from 'node:util';
+import { helpText, USAGE } from './cli/help.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/connect.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { createDeps } from './deps.ts';
 import { parseListParams } from './http/lists.ts';
 import * as apiKeys from './modules/api-keys/api-keys.service.ts';
+import { VERSION } from './shared/version.ts';
 
 const EXIT_USAGE = 64;
 const EXIT_CONFIG = 78;
 
-const USAGE = `usage: billing <command>
-
-  serve [--no-worker]                           start the HTTP API (and the worker)
-  worker                                        run only the background worker
-  migrate                                       apply pending database migrations
-  keys create --name N [--scope read|write|admin] [--expires-at ISO]
-                                                create an API key; prints the key once
-  keys list                                     list API keys (prefix and last 4 only)
-  keys revoke ID                                revoke an API key
-
-Configuration comes from environment variables; see the README.`;
-
-class UsageError extends Error {}
+/** A command line the CLI cannot run: the message, then the usage of `command` (exit 64). */
+class UsageError extends Error {
+  readonly command: string | undefined;
+  constructor(message: string, command?: string) {
+    super(message);
+    this.command = command;
+  }
+}
 
 /** Where a command reads its configuration and writes its output (the process's, by default). */
 export interface CliIo {
@@ -42,8 +40,49 @@ function parseKeysArgs(args: string[]) {
       options: { name: { type: 'string' }, scope: { type: 'string' }, 'expires-at': { type: 'string' } },
     });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(error instanceof Error ? error.message : String(error), 'keys');
   }
+}
+
+/** The options of a command that takes none but `flags` (booleans); anything else is a usage error. */
+function checkFlags(command: string, args: string[], flags: string[] = []): Record<string, boolean> {
+  try {
+    const { values } = parseArgs({
+      args,
+      allowPositionals: false,
+      options: Object.fromEntries(flags.map((flag) => [flag, { type: 'boolean' as const }])),
+    });
+    return values as Record<string, boolean>;
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error), command);
+  }
+}
+
+const HELP_FLAGS = new Set(['--help', '-h']);
+const VERSION_FLAGS = new Set(['--version', '-v', '-V', 'version']);
+
+/**
+ * What to print without configuration or database, if anything: the version, or help —
+ * `billing help [command [action]]`, or `--help`/`-h` anywhere after a command (issue 14 §5:
+ * every command and subcommand has it). Undefined when the command should run.
+ */
+function informational(argv: string[]): { text: string } | { unknown: string } | undefined {
+  const [command, ...args] = argv;
+  if (command === undefined) return undefined; // `billing` alone serves, as before
+  const wantsHelp = args.some((arg) => HELP_FLAGS.has(arg));
+  if (VERSION_FLAGS.has(command) && !wantsHelp) return { text: VERSION };
+  let topics: string[];
+  if (command === 'help' || HELP_FLAGS.has(command)) {
+    topics = args.filter((arg) => !HELP_FLAGS.has(arg));
+    if (topics.length === 0 && command === 'help' && wantsHelp) topics = ['help']; // help --help
+  } else if (wantsHelp) {
+    topics = [VERSION_FLAGS.has(command) ? 'version' : command, ...args.filter((arg) => !arg.startsWith('-'))];
+  } else {
+    return undefined;
+  }
+  const [topic, action] = topics;
+  const text = helpText(topic, topic === 'keys' ? action : undefined);
+  return text === undefined ? { unknown: topics.slice(0, topic === 'keys' ? 2 : 1).join(' ') } : { text };
 }
 
 /** `keys …` arguments, checked before the database is opened: a usage error never touches it. */
@@ -56,20 +95,20 @@ function parseKeysCommand(args: string[]): KeysAction {
   const [action, ...rest] = args;
   const { values, positionals } = parseKeysArgs(rest);
   if (action === 'create') {
-    if (!values.name) throw new UsageError('keys create needs --name');
+    if (!values.name) throw new UsageError('keys create needs --name', 'keys');
     const scope = values.scope ?? 'write';
     if (scope !== 'read' && scope !== 'write' && scope !== 'admin') {
-      throw new UsageError('--scope must be read, write or admin');
+      throw new UsageError('--scope must be read, write or admin', 'keys');
     }
     return { action, name: values.name, scope, expiresAt: values['expires-at'] };
   }
   if (action === 'list') return { action };
   if (action === 'revoke') {
     const id = positionals[0];
-    if (!id) throw new UsageError('keys revoke needs an id');
+    if (!id) throw new UsageError('keys revoke needs an id', 'keys');
     return { action, id };
   }
-  throw new UsageError(`unknown keys action "${action ?? ''}"`);
+  throw new UsageError(action === undefined ? 'keys needs an action' : `unknown keys action "${action}"`, 'keys');
 }
 
 async function keysCommand(config: Readonly<Config>, args: string[], io: CliIo): Promise<void> {
@@ -109,10 +148,19 @@ async function keysCommand(config: Readonly<Config>, args: string[], io: CliIo):
 /**
  * Runs one CLI command with `argv` (without node and script). Resolves with the exit code,
  * or -1 for `serve` and `worker`, which keep running (they log to the process's stdout and
- * stop on its signals). `io` defaults to the process's environment and streams; tests run
- * commands in-process with their own.
+ * stop on its signals). `--version` and help need no configuration. `io` defaults to the
+ * process's environment and streams; tests run commands in-process with their own.
  */
 export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<number> {
+  const info = informational(argv);
+  if (info && 'text' in info) {
+    io.stdout.write(`${info.text}\n`);
+    return 0;
+  }
+  if (info) {
+    io.stderr.write(`no help for "${info.unknown}": unknown command\n\n${USAGE}\n`);
+    return EXIT_USAGE;
+  }
   const [command, ...args] = argv;
   let config: Readonly<Config>;
   try {
@@ -128,17 +176,20 @@ export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<nu
     switch (command) {
       case 'serve':
       case undefined: {
+        const { 'no-worker': noWorker } = checkFlags('serve', args, ['no-worker']);
         // Loaded only here: the HTTP stack roughly doubles the start-up time of `keys` and `migrate`.
         const { serve } = await import('./server.ts');
-        await serve(config, { worker: !args.includes('--no-worker') });
+        await serve(config, { worker: !noWorker });
         return -1; // keeps running
       }
       case 'worker': {
+        checkFlags('worker', args);
         const { runWorker } = await import('./server.ts');
         await runWorker(config);
         return -1; // keeps running
       }
       case 'migrate': {
+        checkFlags('migrate', args);
         const handle = openDatabase(config.database);
         try {
           const applied = await migrateToLatest(handle);
@@ -151,17 +202,17 @@ export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<nu
       case 'keys':
         await keysCommand(config, args, io);
         return 0;
-      case 'help':
-      case '--help':
-      case '-h':
-        io.stdout.write(`${USAGE}\n`);
-        return 0;
+      case 'demo': {
+        checkFlags('demo', args);
+        const { runDemo } = await import('./cli/demo.ts');
+        return await runDemo(config, io);
+      }
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(`${error.message}\n\n${USAGE}\n`);
+      io.stderr.write(`${error.message}\n\n${helpText(error.command) ?? USAGE}\n`);
       return EXIT_USAGE;
     }
     if (error instanceof Error && 'code' in error && error.code === 'not_found') {

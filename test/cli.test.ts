@@ -15,8 +15,10 @@ import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
 import { runCli } from '../src/cli.ts';
+import { COMMAND_HELP, KEYS_HELP } from '../src/cli/help.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
+import { VERSION } from '../src/shared/version.ts';
 
 const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
 const UNAUTHORIZED = '{"code":"authentication_error","message":"unauthorized","details":null}';
@@ -224,6 +226,88 @@ describe('billing CLI', { concurrency: true }, () => {
     const second = await billing(['migrate'], { DATABASE_URL: databaseUrl });
     assert.equal(second.code, 0, second.stderr);
     assert.equal(second.stdout, 'database is up to date\n');
+  });
+});
+
+describe('billing help and --version', { concurrency: true }, () => {
+  test('--version prints the package version alone, without configuration or database', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    for (const flag of ['--version', '-v', 'version']) {
+      // A bad PORT would stop any command that reads the configuration.
+      const result = await billingProcess([flag], { DATABASE_URL: databaseUrl, PORT: 'abc' });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, `${VERSION}\n`);
+      assert.equal(result.stderr, '');
+    }
+    assert.match(VERSION, /^\d+\.\d+\.\d+/);
+    assert.ok(!existsSync(databaseUrl.slice('sqlite:'.length)), 'no database was opened');
+  });
+
+  test('help, --help and -h print every command on stdout and exit 0', async () => {
+    for (const args of [['help'], ['--help'], ['-h']]) {
+      const result = await billing(args, { PORT: 'abc' });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^usage: billing <command>/);
+      for (const entry of Object.values(COMMAND_HELP)) assert.ok(result.stdout.includes(entry.usage), entry.usage);
+      assert.equal(result.stderr, '');
+    }
+  });
+
+  test('keys --help (a real process) prints the keys actions, not "unknown keys action"', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const result = await billingProcess(['keys', '--help'], { DATABASE_URL: databaseUrl });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    assert.match(result.stdout, /^usage: billing keys <action>/);
+    for (const entry of Object.values(KEYS_HELP)) assert.ok(result.stdout.includes(entry.usage), entry.usage);
+    assert.ok(!existsSync(databaseUrl.slice('sqlite:'.length)), 'no database was opened');
+  });
+
+  test('every command and keys action has --help, -h and `help …`: its own usage on stdout, exit 0', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const topics: [string[], string][] = [
+      ...Object.entries(COMMAND_HELP).map(([name, entry]): [string[], string] => [[name], entry.usage]),
+      ...Object.entries(KEYS_HELP).map(([name, entry]): [string[], string] => [['keys', name], entry.usage]),
+    ];
+    for (const [words, usage] of topics) {
+      for (const args of [
+        [...words, '--help'],
+        [...words, '-h'],
+        ['help', ...words],
+      ]) {
+        const result = await billing(args, { DATABASE_URL: databaseUrl });
+        assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+        assert.ok(result.stdout.startsWith(`usage: billing ${usage}`), `${args.join(' ')}: ${result.stdout}`);
+        assert.equal(result.stderr, '');
+      }
+    }
+    // --help wins over everything else on the line, even a missing required option.
+    const create = await billing(['keys', 'create', '--scope', 'root', '--help'], { DATABASE_URL: databaseUrl });
+    assert.equal(create.code, 0);
+    assert.match(create.stdout, /--expires-at ISO/);
+    assert.ok(!existsSync(databaseUrl.slice('sqlite:'.length)), 'help never opens the database');
+  });
+
+  test('help for an unknown command, and unknown options, are usage errors (64) on stderr', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const cases = [
+      ['help', 'frob'],
+      ['frob', '--help'],
+      ['keys', 'frob', '--help'],
+      ['keys'],
+      ['migrate', '--bogus'],
+      ['demo', 'extra'],
+      ['serve', '--no-wroker'],
+    ];
+    for (const args of cases) {
+      const result = await billing(args, { DATABASE_URL: databaseUrl });
+      assert.equal(result.code, 64, args.join(' '));
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, /usage: billing/);
+    }
+    const serve = await billing(['serve', '--no-wroker'], { DATABASE_URL: databaseUrl });
+    assert.match(serve.stderr, /usage: billing serve \[--no-worker\]/, 'the usage of the command at fault');
+    assert.ok(!existsSync(databaseUrl.slice('sqlite:'.length)), 'no database was created or migrated');
   });
 });
 

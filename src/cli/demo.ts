@@ -1,0 +1,470 @@
+// `billing demo` (issue 14 §5): fills an EMPTY database with a small, realistic story, so
+// `npm start` + `npx billing demo` shows every list populated.
+//
+// Decision: the demo builds the app in this process over DATABASE_URL and sends every
+// request through the app's real routes (Fastify's inject: routing, auth, validation,
+// raw-body signature checks — the same path as a socket request), not HTTP to a running
+// server. A new user then needs no server URL and no API key for it, and it works the same
+// whether `npm start` is running or not; a running server on the same database shows the
+// result at once. The provider events are signed with the configured secrets exactly as
+// Paystack and Stripe sign them (Stripe's own library makes the header) and go through
+// POST /api/notify, so they are verified, stored in the inbox and processed like real ones.
+import { createHmac, randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import Stripe from 'stripe';
+import { buildApp } from '../app.ts';
+import { type Config, loadConfig } from '../config.ts';
+import { openDatabase } from '../db/connect.ts';
+import { createDeps } from '../deps.ts';
+
+/** Where the demo writes its report (the CLI's io). */
+export interface DemoIo {
+  env: Readonly<Record<string, string | undefined>>;
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+/** Exit codes: 0 done; 1 refused (database not empty) or a step failed; 78 provider secrets missing. */
+export const DEMO_EXIT = { ok: 0, refused: 1, config: 78 } as const;
+
+const MISSING_SECRETS = `billing demo signs Paystack and Stripe events the way the providers do, so it needs the
+secrets the service verifies them with. Set both, with the same values for \`npm start\`
+and \`npx billing demo\` — any test values will do on a development database:
+
+  export PAYSTACK_SECRET_KEY=sk_test_demo_paystack_0123456789
+  export STRIPE_WEBHOOK_SECRET=whsec_demo_stripe_0123456789
+  npm start            # in one terminal
+  npx billing demo     # in another (same DATABASE_URL)
+
+(or put them in a .env file, see .env.example, and load it with \`set -a; . ./.env; set +a\`).
+`;
+
+/** Is there any customer row (deleted ones included)? Reads without migrating anything. */
+async function hasCustomers(config: Readonly<Config>): Promise<boolean> {
+  const handle = openDatabase(config.database);
+  try {
+    const tables = await handle.db.introspection.getTables();
+    if (!tables.some((table) => table.name === 'customers')) return false;
+    const row = await handle.db.selectFrom('customers').select('id').limit(1).executeTakeFirst();
+    return row !== undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
+class DemoStepError extends Error {}
+
+/** What the story reads of a created resource. */
+interface Resource {
+  id: string;
+}
+
+/** The story's requests, through the app's routes with a key that exists only in this process. */
+class DemoClient {
+  readonly #app: FastifyInstance;
+  readonly #key: string;
+  readonly #config: Readonly<Config>;
+
+  constructor(app: FastifyInstance, key: string, config: Readonly<Config>) {
+    this.#app = app;
+    this.#key = key;
+    this.#config = config;
+  }
+
+  /** An API call; anything but `expected` stops the demo with the answer. */
+  async api<T = Resource>(method: 'GET' | 'POST', url: string, body?: unknown, expected = 200): Promise<T> {
+    const res = await this.#app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${this.#key}` },
+      ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
+    });
+    if (res.statusCode !== expected) {
+      throw new DemoStepError(`${method} ${url} answered ${res.statusCode}: ${res.body}`);
+    }
+    return res.json() as T;
+  }
+
+  /** A Paystack event, signed as Paystack signs (hex HMAC-SHA512 of the body with the secret key). */
+  async paystack(event: unknown): Promise<void> {
+    const body = JSON.stringify(event);
+    const signature = createHmac('sha512', this.#config.paystackSecretKey).update(body).digest('hex');
+    await this.#notify('paystack', body, { 'x-paystack-signature': signature });
+  }
+
+  /** A Stripe event, with the Stripe-Signature header made by Stripe's own library. */
+  async stripe(event: unknown): Promise<void> {
+    const body = JSON.stringify(event);
+    const signature = Stripe.webhooks.generateTestHeaderString({
+      payload: body,
+      secret: this.#config.stripeWebhookSecret,
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    await this.#notify('stripe', body, { 'stripe-signature': signature });
+  }
+
+  async #notify(provider: string, body: string, headers: Record<string, string>): Promise<void> {
+    const res = await this.#app.inject({
+      method: 'POST',
+      url: `/api/notify?p=${provider}`,
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: body,
+    });
+    if (res.statusCode !== 200) {
+      throw new DemoStepError(`POST /api/notify?p=${provider} answered ${res.statusCode}: ${res.body}`);
+    }
+  }
+}
+
+const MINUTE = 60_000;
+
+/** A provider id that will not collide with another demo run's. */
+function providerId(prefix: string): string {
+  return `${prefix}${randomBytes(9).toString('hex')}`;
+}
+
+function paystackCharge(options: {
+  reference: string;
+  amount: number;
+  email: string;
+  name: [string, string];
+  metadata: Record<string, string>;
+  paidAt: Date;
+}) {
+  return {
+    event: 'charge.success',
+    data: {
+      id: Number.parseInt(randomBytes(4).toString('hex'), 16),
+      domain: 'test',
+      status: 'success',
+      reference: options.reference,
+      amount: options.amount,
+      gateway_response: 'Successful',
+      paid_at: options.paidAt.toISOString(),
+      created_at: new Date(options.paidAt.getTime() - 20_000).toISOString(),
+      channel: 'card',
+      currency: 'NGN',
+      metadata: options.metadata,
+      fees: Math.round(options.amount * 0.015),
+      authorization: {
+        authorization_code: providerId('AUTH_'),
+        bin: '408408',
+        last4: '4081',
+        exp_month: '12',
+        exp_year: '2030',
+        channel: 'card',
+        card_type: 'visa',
+        bank: 'TEST BANK',
+        country_code: 'NG',
+        brand: 'visa',
+        reusable: true,
+        signature: providerId('SIG_'),
+      },
+      customer: {
+        id: Number.parseInt(randomBytes(3).toString('hex'), 16),
+        first_name: options.name[0],
+        last_name: options.name[1],
+        email: options.email,
+        customer_code: providerId('CUS_'),
+        phone: null,
+        metadata: null,
+        risk_action: 'default',
+      },
+      requested_amount: options.amount,
+    },
+  };
+}
+
+function stripePaymentIntentEvent(
+  type: 'payment_intent.succeeded' | 'payment_intent.payment_failed',
+  options: { amount: number; email: string; metadata: Record<string, string>; at: Date; error?: string },
+) {
+  const created = Math.floor(options.at.getTime() / 1000);
+  const failed = type === 'payment_intent.payment_failed';
+  return {
+    id: providerId('evt_'),
+    object: 'event',
+    api_version: '2025-03-31.basil',
+    created,
+    type,
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    data: {
+      object: {
+        id: providerId('pi_'),
+        object: 'payment_intent',
+        amount: options.amount,
+        amount_received: failed ? 0 : options.amount,
+        currency: 'usd',
+        customer: providerId('cus_'),
+        latest_charge: providerId('ch_'),
+        last_payment_error: failed
+          ? { code: 'card_declined', decline_code: 'insufficient_funds', message: options.error, type: 'card_error' }
+          : null,
+        metadata: options.metadata,
+        receipt_email: options.email,
+        status: failed ? 'requires_payment_method' : 'succeeded',
+        created,
+        livemode: false,
+      },
+    },
+  };
+}
+
+/** The story itself. Returns what it made, for the report. */
+async function tellStory(client: DemoClient): Promise<void> {
+  const now = Date.now();
+  const at = (minutesAgo: number) => new Date(now - minutesAgo * MINUTE);
+
+  const starter = await client.api(
+    'POST',
+    '/api/plans',
+    {
+      name: 'Starter (monthly)',
+      amount: 500_000,
+      currency: 'NGN',
+      interval: 'month',
+      metadata: { tier: 'starter' },
+    },
+    201,
+  );
+  const growth = await client.api(
+    'POST',
+    '/api/plans',
+    {
+      name: 'Growth (monthly)',
+      amount: 2_500_000,
+      currency: 'NGN',
+      interval: 'month',
+      metadata: { tier: 'growth' },
+    },
+    201,
+  );
+  const pro = await client.api(
+    'POST',
+    '/api/plans',
+    {
+      name: 'Pro (monthly)',
+      amount: 2_900,
+      currency: 'USD',
+      interval: 'month',
+      metadata: { tier: 'pro' },
+    },
+    201,
+  );
+  const team = await client.api(
+    'POST',
+    '/api/plans',
+    {
+      name: 'Team (yearly, 14-day trial)',
+      amount: 29_000,
+      currency: 'USD',
+      interval: 'year',
+      trial_period_days: 14,
+      metadata: { tier: 'team' },
+    },
+    201,
+  );
+
+  const people = [
+    {
+      email: 'adaeze.okafor@example.com',
+      name: 'Adaeze Okafor',
+      phone: '+2348031234567',
+      plan: starter,
+      country: 'NG',
+    },
+    { email: 'tunde.bakare@example.com', name: 'Tunde Bakare', phone: '+2348059876543', plan: growth, country: 'NG' },
+    { email: 'grace.hopper@example.com', name: 'Grace Hopper', phone: '+14155550101', plan: pro, country: 'US' },
+    { email: 'linus.pauling@example.com', name: 'Linus Pauling', phone: '+14155550123', plan: pro, country: 'US' },
+    {
+      email: 'margaret.hamilton@example.com',
+      name: 'Margaret Hamilton',
+      phone: '+16175550199',
+      plan: team,
+      country: 'US',
+    },
+    {
+      email: 'chinua.achebe@example.com',
+      name: 'Chinua Achebe',
+      phone: '+2348021112233',
+      plan: undefined,
+      country: 'NG',
+    },
+  ];
+  type Cast = (typeof people)[number] & { customer: Resource; subscription?: Resource };
+  const customers: Cast[] = [];
+  for (const person of people) {
+    const customer = await client.api(
+      'POST',
+      '/api/customers',
+      {
+        email: person.email,
+        name: person.name,
+        phone: person.phone,
+        metadata: { country: person.country, source: 'billing demo' },
+      },
+      201,
+    );
+    const subscription = person.plan
+      ? await client.api('POST', '/api/subscriptions', { customer_id: customer.id, plan_id: person.plan.id }, 201)
+      : undefined;
+    customers.push({ ...person, customer, subscription });
+  }
+  const [adaeze, tunde, grace, linus] = customers as [Cast, Cast, Cast, Cast];
+  const ids = (c: Cast) => ({ customer_id: c.customer.id, subscription_id: c.subscription!.id });
+  const names = (c: Cast) => c.name.split(' ') as [string, string];
+
+  // Paystack: two first payments (their subscriptions become active), then a partial refund.
+  const adaezeReference = providerId('T');
+  await client.paystack(
+    paystackCharge({
+      reference: adaezeReference,
+      amount: 500_000,
+      email: adaeze.email,
+      name: names(adaeze),
+      metadata: ids(adaeze),
+      paidAt: at(50),
+    }),
+  );
+  await client.paystack(
+    paystackCharge({
+      reference: providerId('T'),
+      amount: 2_500_000,
+      email: tunde.email,
+      name: names(tunde),
+      metadata: ids(tunde),
+      paidAt: at(45),
+    }),
+  );
+  await client.paystack({
+    event: 'refund.processed',
+    data: {
+      status: 'processed',
+      transaction_reference: adaezeReference,
+      refund_reference: providerId('RF'),
+      amount: '100000',
+      currency: 'NGN',
+      processor: 'mpgs_zen',
+      customer: { first_name: 'Adaeze', last_name: 'Okafor', email: adaeze.email },
+      domain: 'test',
+    },
+  });
+
+  // Stripe: two first payments, then Linus's next charge is declined → past_due + dunning.
+  await client.stripe(
+    stripePaymentIntentEvent('payment_intent.succeeded', {
+      amount: 2_900,
+      email: grace.email,
+      metadata: ids(grace),
+      at: at(40),
+    }),
+  );
+  await client.stripe(
+    stripePaymentIntentEvent('payment_intent.succeeded', {
+      amount: 2_900,
+      email: linus.email,
+      metadata: ids(linus),
+      at: at(35),
+    }),
+  );
+  await client.stripe(
+    stripePaymentIntentEvent('payment_intent.payment_failed', {
+      amount: 2_900,
+      email: linus.email,
+      metadata: ids(linus),
+      at: at(1),
+      error: 'Your card has insufficient funds.',
+    }),
+  );
+}
+
+/** Totals of every list, for the report and as the demo's own check that the story landed. */
+async function summarize(client: DemoClient) {
+  const total = async (path: string) => (await client.api<{ meta: { total: number } }>('GET', path)).meta.total;
+  const subscriptions = await client.api<{ data: { status: string }[] }>('GET', '/api/subscriptions?limit=100');
+  const byStatus = new Map<string, number>();
+  for (const s of subscriptions.data) byStatus.set(s.status, (byStatus.get(s.status) ?? 0) + 1);
+  return {
+    plans: await total('/api/plans'),
+    customers: await total('/api/customers'),
+    subscriptions: [...byStatus].map(([status, n]) => `${n} ${status}`).join(', '),
+    payments: await total('/api/payments'),
+    refunds: await total('/api/refunds'),
+    dunningCases: (await client.api<{ total: number }>('GET', '/api/dunning/cases')).total,
+    events: await total('/api/events'),
+  };
+}
+
+/**
+ * `billing demo` with the process's configuration and environment (`io.env`): checks the
+ * provider secrets (exit 78 with how to set them), refuses a database that has customers
+ * (exit 1, untouched), else migrates it and tells the story. Resolves with the exit code.
+ */
+export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<number> {
+  if (!config.paystackSecretKey || !config.stripeWebhookSecret) {
+    const missing = [
+      config.paystackSecretKey ? undefined : 'PAYSTACK_SECRET_KEY',
+      config.stripeWebhookSecret ? undefined : 'STRIPE_WEBHOOK_SECRET',
+    ].filter(Boolean);
+    io.stderr.write(`${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set.\n\n${MISSING_SECRETS}`);
+    return DEMO_EXIT.config;
+  }
+  if (await hasCustomers(config)) {
+    io.stderr.write(
+      'billing demo only fills an empty database, and this one already has customers; nothing was changed.\n' +
+        'Point DATABASE_URL at a new database (e.g. DATABASE_URL=sqlite:./data/demo.db) to try it.\n',
+    );
+    return DEMO_EXIT.refused;
+  }
+  // A bootstrap key only this process knows: nothing to clean up, nothing left in `keys list`.
+  const demoKey = `demo_${randomBytes(24).toString('base64url')}`;
+  const demoConfig = loadConfig({
+    ...io.env,
+    API_KEYS: [...config.apiKeys, demoKey].join(','),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '0',
+  });
+  const deps = await createDeps(demoConfig);
+  try {
+    const app = await buildApp(deps);
+    try {
+      const client = new DemoClient(app, demoKey, demoConfig);
+      await tellStory(client);
+      const totals = await summarize(client);
+      if (totals.payments < 5 || totals.refunds < 1 || totals.dunningCases < 1) {
+        throw new DemoStepError(
+          `the provider events did not all land (${totals.payments} payments, ${totals.refunds} refunds, ` +
+            `${totals.dunningCases} dunning cases); the service's log and GET /api/events tell why`,
+        );
+      }
+      const base = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host}:${config.port}`;
+      io.stdout.write(
+        `Demo data created:
+  ${totals.plans} plans, ${totals.customers} customers, subscriptions: ${totals.subscriptions}
+  ${totals.payments} payments, ${totals.refunds} refund, ${totals.dunningCases} open dunning case, ${totals.events} events
+  (the Paystack and Stripe events went through POST /api/notify, signed with your secrets)
+
+Look around with a key (npm start must be running on the same DATABASE_URL):
+  KEY=$(npx billing keys create --name me)
+  curl -s "${base}/api/subscriptions?limit=10" -H "Authorization: Bearer $KEY"
+  curl -s "${base}/api/payments" -H "Authorization: Bearer $KEY"
+  curl -s "${base}/api/dunning/cases" -H "Authorization: Bearer $KEY"
+or open ${base}/docs
+`,
+      );
+      return DEMO_EXIT.ok;
+    } finally {
+      await app.close();
+    }
+  } catch (error) {
+    if (error instanceof DemoStepError) {
+      io.stderr.write(`billing demo stopped: ${error.message}\n`);
+      return DEMO_EXIT.refused;
+    }
+    throw error;
+  } finally {
+    await deps.close();
+  }
+}
