@@ -415,7 +415,8 @@ test('a held refund retried while its payment arrives is applied once, whichever
     const charge = paystackCharge({ amount: 3000 });
     await postPaystack(app, paystackRefund({ transactionReference: charge.data.reference, amount: '1000' }));
     const { id } = (await app.request('GET', '/api/provider-events?status=held')).body.data[0];
-    // Both orders: the retry sent first, then the payment first.
+    // Sent in both orders (the outcome may still be either: the two race on the reference lock);
+    // the deterministic orders are in the test above, the lock order in the one below.
     const sendRetry = () => app.request('POST', `/api/provider-events/${id}/retry`);
     const [retry, posted] =
       round % 2 === 0
