@@ -23,6 +23,7 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { paymentRoutes } from './modules/payments/payments.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
 import { registerNotifyRoutes } from './modules/provider-events/notify.routes.ts';
+import { providerEventRoutes } from './modules/provider-events/provider-events.routes.ts';
 import { subscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
@@ -40,6 +41,7 @@ function allRoutes(deps: Deps): Route[] {
     ...planRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
+    ...providerEventRoutes(deps),
     ...dunningRoutes(deps),
     ...webhookRoutes(deps),
     ...eventRoutes(deps),

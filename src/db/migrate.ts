@@ -13,6 +13,7 @@ import * as customerEmailNormalized from './migrations/0008_customer_email_norma
 import * as subscriptionPaymentTimes from './migrations/0009_subscription_payment_times.ts';
 import * as refundStatus from './migrations/0010_refund_status.ts';
 import * as paymentReferences from './migrations/0011_payment_references.ts';
+import * as providerEventLists from './migrations/0012_provider_event_lists.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0009_subscription_payment_times': subscriptionPaymentTimes,
   '0010_refund_status': refundStatus,
   '0011_payment_references': paymentReferences,
+  '0012_provider_event_lists': providerEventLists,
 };
 
 /** The names of every migration, in the order they apply. */
