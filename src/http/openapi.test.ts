@@ -13,6 +13,12 @@ import { registerOpenApi, TAGS } from './openapi.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
+/** The response object itself, when `response` refers to one under `components.responses`. */
+function resolved(doc: any, response: any): any {
+  const ref = response?.$ref as string | undefined;
+  return ref ? doc.components.responses[ref.replace('#/components/responses/', '')] : response;
+}
+
 /** Every operation of the document's `paths`, with its method and path. */
 function operations(doc: any): { method: string; path: string; operation: any }[] {
   const found = [];
@@ -46,8 +52,11 @@ test('/openapi.json is OpenAPI 3.1 with every API route, security schemes and er
   const create = doc.paths['/api/customers'].post;
   assert.ok(create.requestBody.content['application/json'].schema.properties.email);
   assert.ok(create.responses['201']);
-  assert.match(JSON.stringify(create.responses['400']), /ValidationError/);
-  assert.match(JSON.stringify(create.responses['409']), /Error/);
+  assert.match(JSON.stringify(resolved(doc, create.responses['400'])), /schemas\/ValidationError/);
+  assert.match(JSON.stringify(resolved(doc, create.responses['409'])), /schemas\/Error/);
+  assert.equal(create.responses['404'], undefined);
+  assert.deepEqual(doc.paths['/api/customers/{id}'].get.responses['404'], { $ref: '#/components/responses/NotFound' });
+  assert.equal(doc.components.responses.NotFound.content['application/json'].example.code, 'not_found');
   assert.ok(create.security.length > 0);
   assert.equal(doc.paths['/openapi.json'], undefined);
   const listParams = doc.paths['/api/customers'].get.parameters.map((p: { name: string }) => p.name).sort();
@@ -102,15 +111,16 @@ test('/openapi.json: every operation has a unique operationId, a summary, descri
     ids.add(operation.operationId);
     assert.ok(operation.summary, `${where} has a summary`);
     for (const [status, response] of Object.entries<any>(operation.responses)) {
-      assert.notEqual(response.description, 'Default Response', `${where} ${status} is described`);
+      const { description } = resolved(doc, response);
+      assert.ok(description && description !== 'Default Response', `${where} ${status} is described`);
     }
   }
   for (const { method, path, operation } of operations(doc)) {
     if (path.startsWith('/api/')) {
       for (const status of ['429', '500']) {
         assert.match(
-          JSON.stringify(operation.responses[status] ?? null),
-          /Error/,
+          JSON.stringify(resolved(doc, operation.responses[status]) ?? null),
+          /schemas\/Error/,
           `${method} ${path} documents ${status}`,
         );
       }
@@ -164,7 +174,7 @@ test('/openapi.json: resources and lists are named components, referenced by eve
   for (const { method, path, operation } of operations(doc)) {
     const where = `${method} ${path}`;
     for (const [status, response] of Object.entries<any>(operation.responses)) {
-      const media = response.content?.['application/json'];
+      const media = resolved(doc, response).content?.['application/json'];
       if (!media) continue;
       assert.match(media.schema.$ref ?? '', /^#\/components\/schemas\/\w+$/, `${where} ${status} is a named schema`);
       if (status.startsWith('2')) assert.notEqual(media.example, undefined, `${where} ${status} has an example`);
@@ -272,7 +282,11 @@ test('/openapi.json documents the 429 of every API route and Idempotency-Key on 
   const { request } = await buildTestApp(t);
   const doc = (await request('GET', '/openapi.json', { key: null })).body;
   for (const { method, path, operation } of operations(doc)) {
-    assert.match(JSON.stringify(operation.responses['429'] ?? null), /Error/, `${method} ${path} documents 429`);
+    assert.match(
+      JSON.stringify(resolved(doc, operation.responses['429']) ?? null),
+      /schemas\/Error/,
+      `${method} ${path} documents 429`,
+    );
     const idempotency = (operation.parameters ?? []).find((p: { name: string }) => p.name === 'idempotency-key');
     const keyed =
       (method === 'post' || method === 'put') && operation.security.length > 0 && !path.startsWith('/api/api-keys');

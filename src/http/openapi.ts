@@ -307,20 +307,71 @@ interface Media {
   schema?: { type?: unknown };
   example?: unknown;
 }
+interface Response {
+  $ref?: string;
+  description?: string;
+  content?: Record<string, Media & { schema?: { $ref?: string } }>;
+}
 interface Operation {
   requestBody?: { required?: boolean; content?: Record<string, Media> };
-  responses?: Record<string, { content?: Record<string, Media> }>;
+  responses?: Record<string, Response>;
+}
+
+/** The names of the shared error responses under `components.responses`, by status. */
+const ERROR_RESPONSE_NAMES: Record<string, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  422: 'UnprocessableEntity',
+  429: 'TooManyRequests',
+  500: 'InternalServerError',
+  503: 'ServiceUnavailable',
+};
+
+/**
+ * Moves the error responses every route shares (errorResponses: an `Error`/`ValidationError`
+ * body, the status's description and example) to `components.responses`, one per status, and
+ * refers to them: the document and the generated client types then hold each once. A route's
+ * own variant (another schema or description) stays where it is.
+ */
+function shareErrorResponses(operations: Operation[], components: Record<string, unknown>): void {
+  const shared: Record<string, Response> = {};
+  const texts: Record<string, string> = {};
+  for (const operation of operations) {
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      const name = ERROR_RESPONSE_NAMES[status];
+      const ref = response.content?.['application/json']?.schema?.$ref;
+      if (!name || (ref !== '#/components/schemas/Error' && ref !== '#/components/schemas/ValidationError')) continue;
+      const text = JSON.stringify(response);
+      texts[name] ??= text;
+      if (texts[name] !== text) continue;
+      shared[name] = response;
+      operation.responses![status] = { $ref: `#/components/responses/${name}` };
+    }
+  }
+  components.responses = Object.fromEntries(
+    Object.values(ERROR_RESPONSE_NAMES)
+      .filter((name) => shared[name])
+      .map((name) => [name, shared[name]]),
+  );
 }
 
 /**
  * The finishing touches on the generated document: a body that may be null (cancel, rotate)
  * is optional (@fastify/swagger marks every body required), each response gets its noted
- * example, validation-only keywords go, and the `webhooks` section is added.
+ * example, the shared error responses move to `components.responses`, validation-only
+ * keywords go, and the `webhooks` section is added.
  */
 function finishDocument(openapiObject: Record<string, unknown>, examples: ResponseExamples) {
   const document = structuredClone(openapiObject);
+  const all: Operation[] = [];
   for (const [path, pathItem] of Object.entries((document.paths ?? {}) as Record<string, Record<string, Operation>>)) {
     for (const [method, operation] of Object.entries(pathItem)) {
+      all.push(operation);
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const media = response.content?.['application/json'];
         const example = examples.get(responseKey(method, path, status));
@@ -331,6 +382,7 @@ function finishDocument(openapiObject: Record<string, unknown>, examples: Respon
       if (operation.requestBody && Array.isArray(type) && type.includes('null')) operation.requestBody.required = false;
     }
   }
+  shareErrorResponses(all, document.components as Record<string, unknown>);
   dropValidationOnlyKeywords(document);
   document.webhooks = webhooksSection();
   return document;
