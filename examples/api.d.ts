@@ -4750,7 +4750,35 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description The provider's event, byte for byte as it sent it (Paystack `{event, data}`, Stripe's Event object). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "event": "charge.success",
+         *       "data": {
+         *         "id": 4099260516,
+         *         "status": "success",
+         *         "reference": "T685312322670591",
+         *         "amount": 500000,
+         *         "currency": "NGN",
+         *         "paid_at": "2026-01-29T10:00:03.000Z",
+         *         "channel": "card",
+         *         "metadata": {
+         *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *         },
+         *         "customer": {
+         *           "email": "ada@example.com",
+         *           "customer_code": "CUS_hdhye17yj8qd2tx"
+         *         }
+         *       }
+         *     }
+         */
+        'application/json': {
+          [key: string]: unknown;
+        };
+      };
+    };
     responses: {
       /** @description The event is stored (and processed unless processing failed) */
       200: {

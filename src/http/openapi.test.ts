@@ -81,6 +81,8 @@ test('/openapi.json: servers name the instance as reached, public routes say sec
   assert.equal(doc.info.license.name, 'MIT');
   assert.deepEqual(doc.paths['/api/health'].get.security, []);
   assert.deepEqual(doc.paths['/api/notify'].post.security, []);
+  const notifyBody = doc.paths['/api/notify'].post.requestBody.content['application/json'];
+  assert.equal(notifyBody.example.event, 'charge.success', "POST /api/notify documents the provider's body");
   const tagNames = doc.tags.map((tag: { name: string }) => tag.name);
   assert.deepEqual(
     tagNames,

@@ -57,6 +57,16 @@ per API key and replayed with \`Idempotent-Replayed: true\`. Requests are rate l
 (per IP on public routes): \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\` on
 every response, \`429 rate_limit_error\` with \`Retry-After\` over the limit.`;
 
+declare module 'fastify' {
+  interface FastifySchema {
+    /**
+     * Documentation only: the request body of a route that reads raw bytes (POST /api/notify),
+     * published as its `requestBody` and never validated.
+     */
+    documentedBody?: object;
+  }
+}
+
 /** `Idempotency-Key` as documented on every keyed POST/PUT (checked by http/idempotency.ts). */
 const IDEMPOTENCY_KEY_HEADER = {
   type: 'object',
@@ -280,6 +290,10 @@ function documentPlumbing(
   documented.response = response;
   noteResponseExamples(examples, route, url, response);
   if (documented.querystring) documented.querystring = documentPaging(documented.querystring);
+  if (documented.documentedBody) {
+    documented.body = documented.documentedBody;
+    delete documented.documentedBody;
+  }
   const methods = [route.method].flat();
   const keyed =
     route.config?.scope !== 'public' &&

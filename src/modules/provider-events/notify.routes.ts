@@ -6,7 +6,7 @@ import type { Deps } from '../../deps.ts';
 import { AppError, ValidationError } from '../../http/errors.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
 import { errorResponses, responseOf } from '../../http/schemas.ts';
-import { notifyReceiptSchema } from './notify.schemas.ts';
+import { notifyBodyDocumentation, notifyReceiptSchema } from './notify.schemas.ts';
 import { BodyNotJsonError, SignatureError } from './provider.ts';
 import { findProvider, PROVIDERS, PROVIDER_NAMES } from './providers/index.ts';
 import { acceptRawBodies } from './raw-body.ts';
@@ -66,6 +66,7 @@ function notifyRoutes(deps: Deps, receiver: Receiver): Route[] {
           properties: { p: { type: 'string', enum: [...PROVIDER_NAMES], description: 'The provider' } },
         },
         headers: { type: 'object', properties: signatureHeaders },
+        documentedBody: notifyBodyDocumentation,
         response: {
           200: responseOf(notifyReceiptSchema, 'The event is stored (and processed unless processing failed)'),
           ...errorResponses(400, 401, 413),
