@@ -2382,6 +2382,14 @@ export interface components {
     /** @description Rate limited: retry after `Retry-After` seconds */
     TooManyRequests: {
       headers: {
+        /** @description Seconds until a retry can succeed. */
+        'Retry-After'?: number;
+        /** @description Requests allowed per window. */
+        'RateLimit-Limit'?: number;
+        /** @description Requests left in this window. */
+        'RateLimit-Remaining'?: number;
+        /** @description Seconds until the window resets. */
+        'RateLimit-Reset'?: number;
         [name: string]: unknown;
       };
       content: {

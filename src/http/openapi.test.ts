@@ -57,6 +57,7 @@ test('/openapi.json is OpenAPI 3.1 with every API route, security schemes and er
   assert.equal(create.responses['404'], undefined);
   assert.deepEqual(doc.paths['/api/customers/{id}'].get.responses['404'], { $ref: '#/components/responses/NotFound' });
   assert.equal(doc.components.responses.NotFound.content['application/json'].example.code, 'not_found');
+  assert.ok(doc.components.responses.TooManyRequests.headers['Retry-After'], '429 documents Retry-After');
   assert.ok(create.security.length > 0);
   assert.equal(doc.paths['/openapi.json'], undefined);
   const listParams = doc.paths['/api/customers'].get.parameters.map((p: { name: string }) => p.name).sort();

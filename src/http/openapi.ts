@@ -324,6 +324,7 @@ interface Media {
 interface Response {
   $ref?: string;
   description?: string;
+  headers?: object;
   content?: Record<string, Media & { schema?: { $ref?: string } }>;
 }
 interface Operation {
@@ -344,6 +345,14 @@ const ERROR_RESPONSE_NAMES: Record<string, string> = {
   429: 'TooManyRequests',
   500: 'InternalServerError',
   503: 'ServiceUnavailable',
+};
+
+/** The headers of a 429 (http/rate-limit.ts), documented on the shared TooManyRequests response. */
+const RATE_LIMIT_HEADERS = {
+  'Retry-After': { description: 'Seconds until a retry can succeed.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Limit': { description: 'Requests allowed per window.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Remaining': { description: 'Requests left in this window.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer', minimum: 0 } },
 };
 
 /**
@@ -367,6 +376,7 @@ function shareErrorResponses(operations: Operation[], components: Record<string,
       operation.responses![status] = { $ref: `#/components/responses/${name}` };
     }
   }
+  if (shared.TooManyRequests) shared.TooManyRequests = { ...shared.TooManyRequests, headers: RATE_LIMIT_HEADERS };
   components.responses = Object.fromEntries(
     Object.values(ERROR_RESPONSE_NAMES)
       .filter((name) => shared[name])
