@@ -25,19 +25,40 @@ export interface ListQueryInput {
 }
 
 /**
+ * `page` and `limit` as /openapi.json documents them: integers (what a client sends). The
+ * route validates them as lenient strings instead (listQuerySchema: bad values fall back to
+ * their defaults, SPEC §2), so http/openapi.ts publishes these in their place.
+ */
+export const LIST_PAGING_DOCUMENTATION = {
+  page: {
+    type: 'integer',
+    minimum: 0,
+    default: 0,
+    description: 'Zero-based page (default 0; negative or not a number → 0).',
+    examples: [0],
+  },
+  limit: {
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_LIMIT,
+    default: DEFAULT_LIMIT,
+    description: `Items per page (default ${DEFAULT_LIMIT}, max ${MAX_LIMIT}; invalid → ${DEFAULT_LIMIT}, above ${MAX_LIMIT} → ${MAX_LIMIT}).`,
+    examples: [DEFAULT_LIMIT],
+  },
+} as const;
+
+/**
  * Query-string schema for a list: the four list parameters plus `filters`. `sort_by` is
  * limited to `sortFields` and `sort_order` to asc|desc, so other values get a 400.
- * `page` and `limit` are lenient strings: bad values fall back to their defaults.
+ * `page` and `limit` are validated as lenient strings (bad values fall back to their
+ * defaults) and documented as integers (LIST_PAGING_DOCUMENTATION).
  */
 export function listQuerySchema(sortFields: readonly string[], filters: Record<string, object> = {}) {
   return {
     type: 'object',
     properties: {
-      page: { type: 'string', description: 'Zero-based page (default 0; negative or not a number → 0).' },
-      limit: {
-        type: 'string',
-        description: `Items per page (default ${DEFAULT_LIMIT}, max ${MAX_LIMIT}; invalid → ${DEFAULT_LIMIT}).`,
-      },
+      page: { type: 'string', description: LIST_PAGING_DOCUMENTATION.page.description },
+      limit: { type: 'string', description: LIST_PAGING_DOCUMENTATION.limit.description },
       sort_by: { type: 'string', enum: [...sortFields], default: 'created_at' },
       sort_order: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
       ...filters,

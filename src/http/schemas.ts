@@ -6,12 +6,14 @@
 import Type, { type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
 import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../shared/timestamps.ts';
 import { ERROR_CODES } from './errors.ts';
+import { DEFAULT_LIMIT, type Page, pageSchema, type SimpleList, simpleListSchema } from './lists.ts';
 
 /** Error envelope (SPEC §2). */
 export const errorSchema = {
   $id: 'Error',
   type: 'object',
   description: 'Error envelope: branch on the HTTP status, then on `code`.',
+  examples: [{ code: 'not_found', message: 'customer cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G not found', details: null }],
   required: ['code', 'message', 'details'],
   properties: {
     code: {
@@ -28,6 +30,17 @@ export const validationErrorSchema = {
   $id: 'ValidationError',
   type: 'object',
   description: 'Request-validation failure: both the envelope and the problem-details shape.',
+  examples: [
+    {
+      code: 'validation_error',
+      message: 'email must be a valid email address',
+      details: null,
+      status: 400,
+      title: 'Bad Request',
+      detail: 'email must be a valid email address',
+      errors: [{ name: 'email', reason: 'must be a valid email address' }],
+    },
+  ],
   required: ['code', 'message', 'details', 'status', 'title', 'detail', 'errors'],
   properties: {
     code: { type: 'string', const: 'validation_error' },
@@ -49,28 +62,119 @@ export const validationErrorSchema = {
 
 export const SHARED_SCHEMAS = [errorSchema, validationErrorSchema];
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Malformed request or invalid field',
-  401: 'Missing or invalid API key',
-  403: 'The API key lacks the scope',
-  404: 'No such resource',
-  409: 'Conflicts with the current state',
-  413: 'Body over 1 MiB',
-  415: 'Body is not JSON',
-  422: 'Valid request, invalid for the resource state',
-  429: 'Rate limited',
+/** What each error status means, and one realistic body of it (documentation only). */
+const ERROR_STATUSES: Record<number, { description: string; example?: object }> = {
+  400: { description: 'Malformed request or invalid field', example: validationErrorSchema.examples[0] },
+  401: {
+    description: 'Missing or invalid API key',
+    example: { code: 'authentication_error', message: 'missing API key', details: null },
+  },
+  403: {
+    description: 'The API key lacks the scope',
+    example: { code: 'permission_error', message: 'this API key has read scope; write is required', details: null },
+  },
+  404: { description: 'No such resource', example: errorSchema.examples[0] },
+  409: {
+    description: 'Conflicts with the current state',
+    example: { code: 'conflict', message: 'a customer with this email already exists', details: null },
+  },
+  413: {
+    description: 'Body over 1 MiB',
+    example: { code: 'validation_error', message: 'request body is larger than 1048576 bytes', details: null },
+  },
+  415: {
+    description: 'Body is not JSON',
+    example: { code: 'validation_error', message: 'Content-Type must be application/json', details: null },
+  },
+  422: {
+    description: 'Valid request, invalid for the resource state',
+    example: { code: 'invalid_state', message: 'plan plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G is archived', details: null },
+  },
+  429: {
+    description: 'Rate limited: retry after `Retry-After` seconds',
+    example: { code: 'rate_limit_error', message: 'rate limit exceeded, retry in 12 seconds', details: null },
+  },
+  500: {
+    description: 'Unexpected server error',
+    example: { code: 'internal_error', message: 'internal server error', details: null },
+  },
+  503: {
+    description: 'The instance is shutting down: retry, another instance answers',
+    example: { code: 'internal_error', message: 'the server is shutting down', details: null },
+  },
 };
 
-/** Response schemas for the given error statuses, for a route's `schema.response`. */
+/**
+ * Response schemas for the given error statuses, for a route's `schema.response`: the named
+ * `ValidationError` (400) or `Error` component, described, with a realistic example.
+ */
 export function errorResponses(...statuses: number[]): Record<number, object> {
   const responses: Record<number, object> = {};
   for (const status of statuses) {
+    const { description = 'Error', example } = ERROR_STATUSES[status] ?? {};
     responses[status] = {
-      description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+      description,
       ...(status === 400 ? { $ref: 'ValidationError#' } : { $ref: 'Error#' }),
+      ...(example ? { examples: [example] } : {}),
     };
   }
   return responses;
+}
+
+/** A schema published as a named component: it carries `$id` (and one example). */
+type Named = TSchema & { $id?: string; examples?: unknown[] };
+
+function componentId(schema: Named): string {
+  if (typeof schema.$id !== 'string') throw new Error('a referenced schema needs an $id (its component name)');
+  return schema.$id;
+}
+
+/**
+ * A reference to the named schema `schema` (`{$ref: 'Customer#'}`), typed as the schema: routes
+ * and other components use it instead of the schema itself, so /openapi.json shows the
+ * component (`#/components/schemas/Customer`) and Ajv and the serializer see one definition.
+ * The schema must be registered with the app (COMPONENT_SCHEMAS, http/openapi.ts). Throws
+ * when `schema` has no `$id`.
+ */
+export function ref<S extends Named>(schema: S, options: { description?: string } = {}): TUnsafe<Static<S>> {
+  return Type.Unsafe<Static<S>>({ $ref: `${componentId(schema)}#`, ...options });
+}
+
+/**
+ * A success response of the named schema: the reference, `description` (the response's
+ * description in /openapi.json) and the component's own example (the response's example).
+ */
+export function responseOf<S extends Named>(schema: S, description: string): TUnsafe<Static<S>> {
+  return Type.Unsafe<Static<S>>({
+    $ref: `${componentId(schema)}#`,
+    description,
+    ...(schema.examples ? { examples: schema.examples.slice(0, 1) } : {}),
+  });
+}
+
+/**
+ * The named list envelope `{data, meta}` (SPEC §2 "Lists", http/lists.ts `pageSchema`) of the
+ * named schema `item`, e.g. `CustomerList` of `Customer`, with an example built from the item's.
+ */
+export function pageOf<S extends Named>(name: string, item: S): TUnsafe<Page<Static<S>>> {
+  const example = item.examples?.[0];
+  return Type.Unsafe<Page<Static<S>>>({
+    $id: name,
+    description: `A page of ${componentId(item)} objects and where it is in the whole list.`,
+    ...pageSchema(ref(item)),
+    ...(example ? { examples: [{ data: [example], meta: { total: 1, page: 0, limit: DEFAULT_LIMIT } }] } : {}),
+  });
+}
+
+/** The named dunning list envelope `{data, total}` (SPEC §2: no `meta`) of the named schema `item`. */
+export function simpleListOfSchema<S extends Named>(name: string, item: S): TUnsafe<SimpleList<Static<S>>> {
+  const example = item.examples?.[0];
+  return Type.Unsafe<SimpleList<Static<S>>>({
+    $id: name,
+    description: `A page of ${componentId(item)} objects and the total of the whole list.`,
+    ...simpleListSchema(ref(item)),
+    ...(example ? { examples: [{ data: [example], total: 1 }] } : {}),
+  });
 }
 
 /**

@@ -1,11 +1,11 @@
 // /api/api-keys: create (key shown once), list, get, revoke, rotate. Admin scope only.
 import type { Deps } from '../../deps.ts';
 import { ValidationError } from '../../http/errors.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
 import { parseDuration } from '../../shared/durations.ts';
-import { apiKeySchema, createdKeySchema, createKeyBody, rotateKeyBody } from './api-keys.schemas.ts';
+import { apiKeyListSchema, apiKeySchema, createdKeySchema, createKeyBody, rotateKeyBody } from './api-keys.schemas.ts';
 import * as service from './api-keys.service.ts';
 
 const tags = ['API keys'];
@@ -21,9 +21,13 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
       schema: {
         ...common,
+        operationId: 'createApiKey',
         summary: 'Create an API key',
         body: createKeyBody,
-        response: { 201: createdKeySchema, ...errorResponses(400, 401, 403) },
+        response: {
+          201: responseOf(createdKeySchema, 'The new key, with its secret'),
+          ...errorResponses(400, 401, 403),
+        },
       },
       handler: async (request, reply) => {
         const { name, scope = 'write', expires_at } = request.body;
@@ -36,9 +40,10 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       config: { scope: 'admin' },
       schema: {
         ...common,
+        operationId: 'listApiKeys',
         summary: 'List API keys',
         querystring: listQuerySchema(service.API_KEY_SORT_FIELDS),
-        response: { 200: pageSchema(apiKeySchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(apiKeyListSchema, 'A page of keys'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) => service.listApiKeys(db, parseListParams(request.query)),
     }),
@@ -48,9 +53,10 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       config: { scope: 'admin' },
       schema: {
         ...common,
+        operationId: 'getApiKey',
         summary: 'Get an API key',
         params: idParams,
-        response: { 200: apiKeySchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(apiKeySchema, 'The key (never its secret)'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.getApiKey(db, request.params.id),
     }),
@@ -60,10 +66,11 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       config: { scope: 'admin' },
       schema: {
         ...common,
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key',
         description: 'The key stops working at once. The record stays, with `revoked_at`.',
         params: idParams,
-        response: { 200: apiKeySchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(apiKeySchema, 'The key, revoked'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.revokeApiKey(db, clock, request.params.id),
     }),
@@ -73,11 +80,15 @@ export function apiKeyRoutes(deps: Deps): Route[] {
       config: { scope: 'admin', idempotency: false }, // the key must not be stored to replay
       schema: {
         ...common,
+        operationId: 'rotateApiKey',
         summary: 'Rotate an API key',
         description: 'Issues a new key (shown once); the old key keeps working for `grace` (default 24h, max 7d).',
         params: idParams,
         body: rotateKeyBody,
-        response: { 201: createdKeySchema, ...errorResponses(400, 401, 403, 404, 422) },
+        response: {
+          201: responseOf(createdKeySchema, 'The new key, with its secret'),
+          ...errorResponses(400, 401, 403, 404, 422),
+        },
       },
       handler: async (request, reply) => {
         const graceText = request.body?.grace;

@@ -1,9 +1,15 @@
 // /api/customers: create, list, get, patch, delete (SPEC §3).
 import type { Deps } from '../../deps.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
-import { CUSTOMER_SORT_FIELDS, createCustomerBody, customerSchema, updateCustomerBody } from './customers.schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
+import {
+  CUSTOMER_SORT_FIELDS,
+  createCustomerBody,
+  customerListSchema,
+  customerSchema,
+  updateCustomerBody,
+} from './customers.schemas.ts';
 import * as service from './customers.service.ts';
 
 const common = { tags: ['Customers'], security: API_KEY_SECURITY };
@@ -17,11 +23,15 @@ export function customerRoutes(deps: Deps): Route[] {
       url: '/api/customers',
       schema: {
         ...common,
+        operationId: 'createCustomer',
         summary: 'Create a customer',
         description:
           'Emails are unique among customers, compared by Unicode NFC then lower case; internationalised addresses (RFC 6531) are accepted. Emits `customer.created`.',
         body: createCustomerBody,
-        response: { 201: customerSchema, ...errorResponses(400, 401, 403, 409, 413, 415) },
+        response: {
+          201: responseOf(customerSchema, 'The new customer'),
+          ...errorResponses(400, 401, 403, 409, 413, 415),
+        },
       },
       handler: async (request, reply) => reply.code(201).send(await service.createCustomer(db, clock, request.body)),
     }),
@@ -30,9 +40,10 @@ export function customerRoutes(deps: Deps): Route[] {
       url: '/api/customers',
       schema: {
         ...common,
+        operationId: 'listCustomers',
         summary: 'List customers',
         querystring: listQuerySchema(CUSTOMER_SORT_FIELDS),
-        response: { 200: pageSchema(customerSchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(customerListSchema, 'A page of customers'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) => service.listCustomers(db, parseListParams(request.query)),
     }),
@@ -41,9 +52,10 @@ export function customerRoutes(deps: Deps): Route[] {
       url: '/api/customers/:id',
       schema: {
         ...common,
+        operationId: 'getCustomer',
         summary: 'Get a customer',
         params: idParams,
-        response: { 200: customerSchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(customerSchema, 'The customer'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.getCustomer(db, request.params.id),
     }),
@@ -52,11 +64,15 @@ export function customerRoutes(deps: Deps): Route[] {
       url: '/api/customers/:id',
       schema: {
         ...common,
+        operationId: 'updateCustomer',
         summary: 'Update a customer',
         description: 'Emits `customer.updated` when anything changed.',
         params: idParams,
         body: updateCustomerBody,
-        response: { 200: customerSchema, ...errorResponses(400, 401, 403, 404, 409, 413, 415) },
+        response: {
+          200: responseOf(customerSchema, 'The customer as updated'),
+          ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+        },
       },
       handler: async (request) => service.updateCustomer(db, clock, request.params.id, request.body),
     }),
@@ -65,6 +81,7 @@ export function customerRoutes(deps: Deps): Route[] {
       url: '/api/customers/:id',
       schema: {
         ...common,
+        operationId: 'deleteCustomer',
         summary: 'Delete a customer',
         description:
           'Emits `customer.deleted`. Refused with 409 while the customer has a subscription that is not cancelled or expired.',

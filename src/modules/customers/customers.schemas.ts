@@ -2,7 +2,7 @@
 // serialize and document the routes; `Customer` and the inputs are their static types. Emails
 // use JSON Schema's `idn-email` (RFC 6531), checked by isValidEmail (see EMAIL_FORMATS).
 import Type, { type Static } from 'typebox';
-import { metadataOut, metadataSchema, Nullable, timestamp } from '../../http/schemas.ts';
+import { metadataOut, metadataSchema, Nullable, pageOf, timestamp } from '../../http/schemas.ts';
 import { EMAIL_MAX_LENGTH, isValidEmail } from './customer-email.ts';
 
 /**
@@ -13,15 +13,34 @@ export const EMAIL_FORMATS = { 'idn-email': isValidEmail } as const;
 
 export const CUSTOMER_SORT_FIELDS = ['created_at', 'updated_at', 'email', 'name'] as const;
 
-export const customerSchema = Type.Object({
-  id: Type.String({ examples: ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
-  email: Type.String({ format: 'idn-email' }),
-  name: Nullable(Type.String()),
-  phone: Nullable(Type.String()),
-  metadata: metadataOut,
-  created_at: timestamp,
-  updated_at: timestamp,
-});
+export const customerSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    email: Type.String({ format: 'idn-email' }),
+    name: Nullable(Type.String()),
+    phone: Nullable(Type.String()),
+    metadata: metadataOut,
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+  {
+    $id: 'Customer',
+    description: 'Someone who pays: the email is unique among live customers.',
+    examples: [
+      {
+        id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        email: 'ada@example.com',
+        name: 'Ada Lovelace',
+        phone: '+2348012345678',
+        metadata: { crm_id: '4711' },
+        created_at: '2026-01-15T10:00:00.000Z',
+        updated_at: '2026-01-15T10:00:00.000Z',
+      },
+    ],
+  },
+);
+
+export const customerListSchema = pageOf('CustomerList', customerSchema);
 
 /** A customer as the API returns it. */
 export type Customer = Static<typeof customerSchema>;
@@ -32,7 +51,12 @@ const phone = Nullable(Type.String({ minLength: 1, maxLength: 40, examples: ['+2
 
 export const createCustomerBody = Type.Object(
   { email, name: Type.Optional(name), phone: Type.Optional(phone), metadata: Type.Optional(metadataSchema) },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      { email: 'ada@example.com', name: 'Ada Lovelace', phone: '+2348012345678', metadata: { crm_id: '4711' } },
+    ],
+  },
 );
 
 export const updateCustomerBody = Type.Object(
@@ -46,6 +70,7 @@ export const updateCustomerBody = Type.Object(
     additionalProperties: false,
     description:
       'Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
+    examples: [{ name: 'Ada King', metadata: { crm_id: '4712' } }],
   },
 );
 

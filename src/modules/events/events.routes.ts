@@ -1,9 +1,9 @@
 // /api/events: every event emitted, with the same `data` the webhooks carry (SPEC §3).
 import type { Deps } from '../../deps.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
-import { eventSchema } from './events.schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
+import { eventListSchema, eventSchema } from './events.schemas.ts';
 import * as service from './events.service.ts';
 import { TOPICS, type Topic } from './topics.ts';
 
@@ -18,12 +18,13 @@ export function eventRoutes(deps: Deps): Route[] {
       url: '/api/events',
       schema: {
         ...common,
+        operationId: 'listEvents',
         summary: 'List events',
         querystring: listQuerySchema(service.EVENT_SORT_FIELDS, {
           topic: { type: 'string', enum: [...TOPICS] },
           delivered: { type: 'string', enum: ['true', 'false'] },
         }),
-        response: { 200: pageSchema(eventSchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(eventListSchema, 'A page of events'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) => {
         const { topic, delivered } = request.query;
@@ -38,9 +39,10 @@ export function eventRoutes(deps: Deps): Route[] {
       url: '/api/events/:id',
       schema: {
         ...common,
+        operationId: 'getEvent',
         summary: 'Get an event',
         params: idParams,
-        response: { 200: eventSchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(eventSchema, 'The event'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.getEvent(db, request.params.id),
     }),

@@ -2,19 +2,11 @@
 import { sql } from 'kysely';
 import type { Deps } from '../../deps.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
+import { responseOf } from '../../http/schemas.ts';
 import { VERSION } from '../../shared/version.ts';
+import { healthSchema } from './health.schemas.ts';
 
 const HEALTH_QUERY_TIMEOUT_MS = 2_000;
-
-const healthSchema = {
-  type: 'object',
-  required: ['status', 'database', 'version'],
-  properties: {
-    status: { type: 'string', enum: ['ok', 'degraded'] },
-    database: { type: 'string', enum: ['ok', 'unavailable'] },
-    version: { type: 'string' },
-  },
-} as const;
 
 /** True when the database answers `select 1` within 2 s. */
 async function databaseAnswers(deps: Deps): Promise<boolean> {
@@ -40,10 +32,18 @@ export function healthRoutes(deps: Deps): Route[] {
       url: '/api/health',
       config: { scope: 'public' },
       schema: {
+        operationId: 'getHealth',
         tags: ['Health'],
         summary: 'Health check',
         description: '200 when the database answers; 503 with `"database":"unavailable"` when it does not.',
-        response: { 200: healthSchema, 503: healthSchema },
+        security: [],
+        response: {
+          200: responseOf(healthSchema, 'The service and its database answer'),
+          503: {
+            ...responseOf(healthSchema, 'The database does not answer'),
+            examples: [{ status: 'degraded', database: 'unavailable', version: '0.1.0' }],
+          },
+        },
       },
       handler: async (_request, reply) => {
         const ok = await databaseAnswers(deps);

@@ -1,11 +1,18 @@
 // /api/payments and /api/refunds: read-only lists and lookups (SPEC §3). Payments and
 // refunds come into being only through verified provider events (POST /api/notify).
 import type { Deps } from '../../deps.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
 import { PROVIDER_NAMES } from '../provider-events/providers/index.ts';
-import { PAYMENT_SORT_FIELDS, paymentSchema, REFUND_SORT_FIELDS, refundSchema } from './payments.schemas.ts';
+import {
+  PAYMENT_SORT_FIELDS,
+  paymentListSchema,
+  paymentSchema,
+  REFUND_SORT_FIELDS,
+  refundListSchema,
+  refundSchema,
+} from './payments.schemas.ts';
 import * as service from './payments.service.ts';
 import { PAYMENT_STATUSES } from './payments.table.ts';
 
@@ -22,6 +29,7 @@ export function paymentRoutes(deps: Deps): Route[] {
       url: '/api/payments',
       schema: {
         ...common,
+        operationId: 'listPayments',
         summary: 'List payments',
         querystring: listQuerySchema(PAYMENT_SORT_FIELDS, {
           customer_id: idFilter,
@@ -29,7 +37,7 @@ export function paymentRoutes(deps: Deps): Route[] {
           status: { type: 'string', enum: [...PAYMENT_STATUSES] },
           provider: { type: 'string', enum: [...PROVIDER_NAMES] },
         }),
-        response: { 200: pageSchema(paymentSchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(paymentListSchema, 'A page of payments'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) => {
         const { customer_id, subscription_id, status, provider } = request.query;
@@ -46,9 +54,10 @@ export function paymentRoutes(deps: Deps): Route[] {
       url: '/api/payments/:id',
       schema: {
         ...common,
+        operationId: 'getPayment',
         summary: 'Get a payment',
         params: idParams,
-        response: { 200: paymentSchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(paymentSchema, 'The payment'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.getPayment(db, request.params.id),
     }),
@@ -57,9 +66,10 @@ export function paymentRoutes(deps: Deps): Route[] {
       url: '/api/refunds',
       schema: {
         ...common,
+        operationId: 'listRefunds',
         summary: 'List refunds',
         querystring: listQuerySchema(REFUND_SORT_FIELDS, { payment_id: idFilter }),
-        response: { 200: pageSchema(refundSchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(refundListSchema, 'A page of refunds'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) =>
         service.listRefunds(db, parseListParams(request.query), { payment_id: request.query.payment_id }),
@@ -69,9 +79,10 @@ export function paymentRoutes(deps: Deps): Route[] {
       url: '/api/refunds/:id',
       schema: {
         ...common,
+        operationId: 'getRefund',
         summary: 'Get a refund',
         params: idParams,
-        response: { 200: refundSchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(refundSchema, 'The refund'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.getRefund(db, request.params.id),
     }),

@@ -1,13 +1,14 @@
 // /api/plans: create, list, get, patch (name/active/metadata) (SPEC §3).
 import type { Deps } from '../../deps.ts';
 import { ValidationError } from '../../http/errors.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
 import {
   createPlanBody,
   IMMUTABLE_PLAN_FIELDS,
   PLAN_SORT_FIELDS,
+  planListSchema,
   planSchema,
   type UpdatePlanInput,
   updatePlanBody,
@@ -25,9 +26,10 @@ export function planRoutes(deps: Deps): Route[] {
       url: '/api/plans',
       schema: {
         ...common,
+        operationId: 'createPlan',
         summary: 'Create a plan',
         body: createPlanBody,
-        response: { 201: planSchema, ...errorResponses(400, 401, 403, 413, 415) },
+        response: { 201: responseOf(planSchema, 'The new plan'), ...errorResponses(400, 401, 403, 413, 415) },
       },
       handler: async (request, reply) => reply.code(201).send(await service.createPlan(db, clock, request.body)),
     }),
@@ -36,9 +38,10 @@ export function planRoutes(deps: Deps): Route[] {
       url: '/api/plans',
       schema: {
         ...common,
+        operationId: 'listPlans',
         summary: 'List plans',
         querystring: listQuerySchema(PLAN_SORT_FIELDS),
-        response: { 200: pageSchema(planSchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(planListSchema, 'A page of plans'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) => service.listPlans(db, parseListParams(request.query)),
     }),
@@ -47,9 +50,10 @@ export function planRoutes(deps: Deps): Route[] {
       url: '/api/plans/:id',
       schema: {
         ...common,
+        operationId: 'getPlan',
         summary: 'Get a plan',
         params: idParams,
-        response: { 200: planSchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(planSchema, 'The plan'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => service.getPlan(db, request.params.id),
     }),
@@ -58,11 +62,15 @@ export function planRoutes(deps: Deps): Route[] {
       url: '/api/plans/:id',
       schema: {
         ...common,
+        operationId: 'updatePlan',
         summary: 'Update a plan',
         description: 'Only `name`, `active` (false archives) and `metadata`. Prices are immutable.',
         params: idParams,
         body: updatePlanBody,
-        response: { 200: planSchema, ...errorResponses(400, 401, 403, 404, 413, 415) },
+        response: {
+          200: responseOf(planSchema, 'The plan as updated'),
+          ...errorResponses(400, 401, 403, 404, 413, 415),
+        },
       },
       handler: async (request) => {
         const immutable = IMMUTABLE_PLAN_FIELDS.find((field) => field in request.body);

@@ -1,7 +1,7 @@
 // The plan resource and its request bodies, defined once: these TypeBox schemas validate,
 // serialize and document the routes; `Plan` and the inputs are their static types.
 import Type, { type Static } from 'typebox';
-import { metadataOut, metadataSchema, Nullable, StringEnum, timestamp } from '../../http/schemas.ts';
+import { metadataOut, metadataSchema, Nullable, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
 import { PLAN_INTERVALS } from './plans.table.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
@@ -14,19 +14,42 @@ export const MAX_INTERVAL_COUNT = { day: 1095, week: 156, month: 36, year: 3 } a
 /** Fields fixed at creation (SPEC §3: prices are immutable). */
 export const IMMUTABLE_PLAN_FIELDS = ['amount', 'currency', 'interval', 'interval_count', 'trial_period_days'] as const;
 
-export const planSchema = Type.Object({
-  id: Type.String({ examples: ['plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
-  name: Type.String(),
-  amount: Type.Integer({ description: 'Price per period in minor units (5000 = 50.00).' }),
-  currency: Type.String({ description: 'ISO 4217, upper-case.' }),
-  interval: StringEnum(PLAN_INTERVALS),
-  interval_count: Type.Integer(),
-  trial_period_days: Type.Integer(),
-  active: Type.Boolean({ description: 'false = archived: no new subscriptions.' }),
-  metadata: metadataOut,
-  created_at: timestamp,
-  updated_at: timestamp,
-});
+export const planSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    name: Type.String(),
+    amount: Type.Integer({ description: 'Price per period in minor units (5000 = 50.00).' }),
+    currency: Type.String({ description: 'ISO 4217, upper-case.' }),
+    interval: StringEnum(PLAN_INTERVALS),
+    interval_count: Type.Integer(),
+    trial_period_days: Type.Integer(),
+    active: Type.Boolean({ description: 'false = archived: no new subscriptions.' }),
+    metadata: metadataOut,
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+  {
+    $id: 'Plan',
+    description: 'A price: amount per billing period. Prices are immutable; archive a plan and create another.',
+    examples: [
+      {
+        id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        name: 'Pro monthly',
+        amount: 5000,
+        currency: 'NGN',
+        interval: 'month',
+        interval_count: 1,
+        trial_period_days: 14,
+        active: true,
+        metadata: { tier: 'pro' },
+        created_at: '2026-01-15T10:00:00.000Z',
+        updated_at: '2026-01-15T10:00:00.000Z',
+      },
+    ],
+  },
+);
+
+export const planListSchema = pageOf('PlanList', planSchema);
 
 /** A plan as the API returns it. */
 export type Plan = Static<typeof planSchema>;
@@ -50,7 +73,20 @@ export const createPlanBody = Type.Object(
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730, default: 0 })),
     metadata: Type.Optional(metadataSchema),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        name: 'Pro monthly',
+        amount: 5000,
+        currency: 'NGN',
+        interval: 'month',
+        interval_count: 1,
+        trial_period_days: 14,
+        metadata: { tier: 'pro' },
+      },
+    ],
+  },
 );
 
 // Listed so the error can say why they are refused (see plans.routes.ts).
@@ -68,6 +104,7 @@ export const updatePlanBody = Type.Object(
   {
     additionalProperties: false,
     description: 'Only `name`, `active` and `metadata` change; prices are immutable (create a new plan).',
+    examples: [{ active: false }],
   },
 );
 

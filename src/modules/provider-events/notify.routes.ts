@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../../deps.ts';
 import { AppError, ValidationError } from '../../http/errors.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { errorResponses } from '../../http/schemas.ts';
+import { errorResponses, responseOf } from '../../http/schemas.ts';
+import { notifyBodyDocumentation, notifyReceiptSchema } from './notify.schemas.ts';
 import { BodyNotJsonError, SignatureError } from './provider.ts';
 import { findProvider, PROVIDERS, PROVIDER_NAMES } from './providers/index.ts';
 import { acceptRawBodies } from './raw-body.ts';
@@ -54,8 +55,10 @@ function notifyRoutes(deps: Deps, receiver: Receiver): Route[] {
       url: '/api/notify',
       config: { scope: 'public' },
       schema: {
+        operationId: 'receiveProviderEvent',
         tags: ['Provider events'],
         summary: 'Receive a payment provider event',
+        security: [],
         description: DESCRIPTION,
         querystring: {
           type: 'object',
@@ -63,13 +66,9 @@ function notifyRoutes(deps: Deps, receiver: Receiver): Route[] {
           properties: { p: { type: 'string', enum: [...PROVIDER_NAMES], description: 'The provider' } },
         },
         headers: { type: 'object', properties: signatureHeaders },
+        documentedBody: notifyBodyDocumentation,
         response: {
-          200: {
-            description: 'The event is stored (and processed unless processing failed)',
-            type: 'object',
-            required: ['received'],
-            properties: { received: { type: 'boolean', const: true } },
-          },
+          200: responseOf(notifyReceiptSchema, 'The event is stored (and processed unless processing failed)'),
           ...errorResponses(400, 401, 413),
         },
       },

@@ -2,15 +2,15 @@
 // read one event with its payload and the payment/refunds it reports on, and retry a failed
 // or held one now. Reads: provider-events.read.ts; the retry: provider-events.retry.ts.
 import type { Deps } from '../../deps.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
 import type { InboxStatus } from './provider-events.table.ts';
 import {
   INBOX_STATUSES,
   PROVIDER_EVENT_SORT_FIELDS,
   providerEventDetailSchema,
-  providerEventSchema,
+  providerEventListSchema,
 } from './provider-events.schemas.ts';
 import * as read from './provider-events.read.ts';
 import { retryProviderEvent } from './provider-events.retry.ts';
@@ -59,7 +59,10 @@ export function providerEventRoutes(deps: Deps): Route[] {
           'Every verified event POST /api/notify stored, newest first. Filter by `provider`, `status`, `type` or ' +
           '`event_key` ("did Stripe\'s evt_… reach us?"). Items carry no payload: get the event for it and its links.',
         querystring: listQuery(),
-        response: { 200: pageSchema(providerEventSchema), ...errorResponses(400, 401, 403) },
+        response: {
+          200: responseOf(providerEventListSchema, 'A page of provider events'),
+          ...errorResponses(400, 401, 403),
+        },
       },
       handler: async (request) => {
         const { provider, status, type, event_key } = request.query;
@@ -80,7 +83,10 @@ export function providerEventRoutes(deps: Deps): Route[] {
         summary: 'Get a provider event',
         description: 'The event with its payload as the provider sent it and the payment and refunds it reports on.',
         params: idParams,
-        response: { 200: providerEventDetailSchema, ...errorResponses(401, 403, 404) },
+        response: {
+          200: responseOf(providerEventDetailSchema, 'The provider event'),
+          ...errorResponses(401, 403, 404),
+        },
       },
       handler: async (request) => read.getProviderEvent(db, request.params.id),
     }),
@@ -95,7 +101,10 @@ export function providerEventRoutes(deps: Deps): Route[] {
           'Processes a `failed` or `held` event again now, as the worker would, and returns it after the attempt ' +
           '(`processed`, still `held`, or `failed` with the new `error`). Other statuses are 409 `conflict`.',
         params: idParams,
-        response: { 200: providerEventDetailSchema, ...errorResponses(401, 403, 404, 409) },
+        response: {
+          200: responseOf(providerEventDetailSchema, 'The provider event after the attempt'),
+          ...errorResponses(401, 403, 404, 409),
+        },
       },
       handler: async (request) => retryProviderEvent(deps, request.params.id, request.log),
     }),

@@ -1,32 +1,68 @@
 // The subscription resource and its request bodies, defined once: these TypeBox schemas
 // validate, serialize and document the routes, and the API types are their static types.
 import Type, { type Static } from 'typebox';
-import { metadataOut, metadataSchema, Nullable, nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
+import {
+  metadataOut,
+  metadataSchema,
+  Nullable,
+  nullableTimestamp,
+  pageOf,
+  StringEnum,
+  timestamp,
+} from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from './subscriptions.table.ts';
 
 /** A subscription as the API returns it (SPEC §4 fields). */
-export const subscriptionSchema = Type.Object({
-  id: Type.String({ examples: ['sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
-  customer_id: Type.String(),
-  plan_id: Type.String(),
-  status: StringEnum(SUBSCRIPTION_STATUSES),
-  entitled: Type.Boolean({ description: 'May the customer use the product now? (trialing, active, past_due)' }),
-  current_period_start: nullableTimestamp,
-  current_period_end: nullableTimestamp,
-  trial_end: nullableTimestamp,
-  cancel_at_period_end: Type.Boolean(),
-  cancelled_at: nullableTimestamp,
-  ended_at: nullableTimestamp,
-  cancellation_reason: Type.Unsafe<CancellationReason | null>({
-    type: ['string', 'null'],
-    enum: [...CANCELLATION_REASONS, null],
-  }),
-  cancellation_comment: Nullable(Type.String()),
-  metadata: metadataOut,
-  created_at: timestamp,
-  updated_at: timestamp,
-});
+export const subscriptionSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    customer_id: Type.String(),
+    plan_id: Type.String(),
+    status: StringEnum(SUBSCRIPTION_STATUSES),
+    entitled: Type.Boolean({ description: 'May the customer use the product now? (trialing, active, past_due)' }),
+    current_period_start: nullableTimestamp,
+    current_period_end: nullableTimestamp,
+    trial_end: nullableTimestamp,
+    cancel_at_period_end: Type.Boolean(),
+    cancelled_at: nullableTimestamp,
+    ended_at: nullableTimestamp,
+    cancellation_reason: Type.Unsafe<CancellationReason | null>({
+      type: ['string', 'null'],
+      enum: [...CANCELLATION_REASONS, null],
+    }),
+    cancellation_comment: Nullable(Type.String()),
+    metadata: metadataOut,
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+  {
+    $id: 'Subscription',
+    description: 'A customer on a plan; `status` moves only by the transitions of SPEC §4.',
+    examples: [
+      {
+        id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        status: 'trialing',
+        entitled: true,
+        current_period_start: '2026-01-15T10:00:00.000Z',
+        current_period_end: '2026-01-29T10:00:00.000Z',
+        trial_end: '2026-01-29T10:00:00.000Z',
+        cancel_at_period_end: false,
+        cancelled_at: null,
+        ended_at: null,
+        cancellation_reason: null,
+        cancellation_comment: null,
+        metadata: {},
+        created_at: '2026-01-15T10:00:00.000Z',
+        updated_at: '2026-01-15T10:00:00.000Z',
+      },
+    ],
+  },
+);
+
+export const subscriptionListSchema = pageOf('SubscriptionList', subscriptionSchema);
 
 export type Subscription = Static<typeof subscriptionSchema>;
 
@@ -37,7 +73,10 @@ export const createSubscriptionBody = Type.Object(
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
     metadata: Type.Optional(metadataSchema),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' }],
+  },
 );
 
 export type CreateSubscriptionInput = Static<typeof createSubscriptionBody>;
@@ -51,6 +90,10 @@ const cancelFields = Type.Object(
 );
 
 /** The body of PUT …/cancel: optional, so null (or none) means all defaults. */
-export const cancelBody = Nullable(cancelFields);
+export const cancelBody = Type.Unsafe<CancelInput | null>({
+  ...Nullable(cancelFields),
+  description: 'Optional: without a body the subscription is cancelled now.',
+  examples: [{ at_period_end: true, comment: 'Moving to the yearly plan' }],
+});
 
 export type CancelInput = Static<typeof cancelFields>;

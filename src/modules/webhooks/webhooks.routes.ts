@@ -1,17 +1,19 @@
 // /api/webhooks: endpoints, their deliveries, redelivery and the test event (SPEC §3, §6).
 import type { Deps } from '../../deps.ts';
-import { type ListQueryInput, listQuerySchema, pageSchema, parseListParams } from '../../http/lists.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../../http/lists.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
-import { API_KEY_SECURITY, errorResponses, idParams } from '../../http/schemas.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
 import * as deliveries from './deliveries.service.ts';
 import * as endpoints from './endpoints.service.ts';
 import { AllowedCidrs, checkWebhookUrl } from './url-safety.ts';
 import {
   createEndpointBody,
   DELIVERY_SORT_FIELDS,
+  deliveryListSchema,
   deliveryParams,
   deliverySchema,
   ENDPOINT_SORT_FIELDS,
+  endpointListSchema,
   endpointSchema,
   updateEndpointBody,
 } from './webhooks.schemas.ts';
@@ -32,13 +34,14 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks',
       schema: {
         ...common,
+        operationId: 'createWebhookEndpoint',
         summary: 'Create a webhook endpoint',
         description:
           'The url must be https, without credentials, ≤ 2048 characters, and resolve only to public addresses. ' +
           'Deliveries are signed when a secret is given; the secret is never returned (`has_secret`), ' +
           'except a generated one (`"secret": "generate"`), shown once in this response.',
         body: createEndpointBody,
-        response: { 201: endpointSchema, ...errorResponses(400, 401, 403, 413, 415) },
+        response: { 201: responseOf(endpointSchema, 'The new endpoint'), ...errorResponses(400, 401, 403, 413, 415) },
       },
       handler: async (request, reply) =>
         reply.code(201).send(await endpoints.createEndpoint(db, clock, checkUrl, request.body)),
@@ -48,11 +51,12 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks',
       schema: {
         ...common,
+        operationId: 'listWebhookEndpoints',
         summary: 'List webhook endpoints',
         querystring: listQuerySchema(ENDPOINT_SORT_FIELDS, {
           status: { type: 'string', enum: ['enabled', 'disabled'] },
         }),
-        response: { 200: pageSchema(endpointSchema), ...errorResponses(400, 401, 403) },
+        response: { 200: responseOf(endpointListSchema, 'A page of endpoints'), ...errorResponses(400, 401, 403) },
       },
       handler: async (request) =>
         endpoints.listEndpoints(db, parseListParams(request.query), { status: request.query.status }),
@@ -62,9 +66,10 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks/:id',
       schema: {
         ...common,
+        operationId: 'getWebhookEndpoint',
         summary: 'Get a webhook endpoint',
         params: idParams,
-        response: { 200: endpointSchema, ...errorResponses(401, 403, 404) },
+        response: { 200: responseOf(endpointSchema, 'The endpoint'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => endpoints.getEndpoint(db, request.params.id),
     }),
@@ -73,13 +78,17 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks/:id',
       schema: {
         ...common,
+        operationId: 'updateWebhookEndpoint',
         summary: 'Update a webhook endpoint',
         description:
           'A new url is checked as at creation. Disabling emits `webhook_endpoint.disabled`; ' +
           'pending deliveries wait while the endpoint is disabled and resume when it is enabled.',
         params: idParams,
         body: updateEndpointBody,
-        response: { 200: endpointSchema, ...errorResponses(400, 401, 403, 404, 413, 415) },
+        response: {
+          200: responseOf(endpointSchema, 'The endpoint as updated'),
+          ...errorResponses(400, 401, 403, 404, 413, 415),
+        },
       },
       handler: async (request) => endpoints.updateEndpoint(db, clock, checkUrl, request.params.id, request.body),
     }),
@@ -88,6 +97,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks/:id',
       schema: {
         ...common,
+        operationId: 'deleteWebhookEndpoint',
         summary: 'Delete a webhook endpoint',
         description: 'Its pending deliveries are dropped, with its delivery history.',
         params: idParams,
@@ -103,11 +113,12 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks/:id/test',
       schema: {
         ...common,
+        operationId: 'sendWebhookTestEvent',
         summary: 'Send a test event',
         description:
           'Emits a `webhook.test` event (data: the endpoint) delivered to this endpoint only. Answers 202 with the queued delivery.',
         params: idParams,
-        response: { 202: deliverySchema, ...errorResponses(401, 403, 404, 422) },
+        response: { 202: responseOf(deliverySchema, 'The queued delivery'), ...errorResponses(401, 403, 404, 422) },
       },
       handler: async (request, reply) =>
         reply.code(202).send(await deliveries.sendTestEvent(db, clock, request.params.id)),
@@ -120,6 +131,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks/:id/deliveries',
       schema: {
         ...common,
+        operationId: 'listWebhookDeliveries',
         summary: "List an endpoint's deliveries",
         description:
           'Each delivery with every attempt: status code, duration, error, time, and ≤ 1 KiB of the response body.',
@@ -128,7 +140,10 @@ export function webhookRoutes(deps: Deps): Route[] {
           status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] },
           event_id: { type: 'string', maxLength: 64 },
         }),
-        response: { 200: pageSchema(deliverySchema), ...errorResponses(400, 401, 403, 404) },
+        response: {
+          200: responseOf(deliveryListSchema, 'A page of deliveries'),
+          ...errorResponses(400, 401, 403, 404),
+        },
       },
       handler: async (request) => {
         const { status, event_id } = request.query;
@@ -143,11 +158,12 @@ export function webhookRoutes(deps: Deps): Route[] {
       url: '/api/webhooks/:id/deliveries/:delivery_id/retry',
       schema: {
         ...common,
+        operationId: 'retryWebhookDelivery',
         summary: 'Redeliver now',
         description:
           'Makes the delivery due now, whatever its status; the worker sends it (re-signed, same event id). Answers 202.',
         params: deliveryParams,
-        response: { 202: deliverySchema, ...errorResponses(401, 403, 404, 422) },
+        response: { 202: responseOf(deliverySchema, 'The delivery, due now'), ...errorResponses(401, 403, 404, 422) },
       },
       handler: async (request, reply) =>
         reply.code(202).send(await deliveries.retryDelivery(db, clock, request.params.id, request.params.delivery_id)),
