@@ -112,7 +112,7 @@ async function api(t: TestContext, databaseUrl: string) {
 
 /** Every list's total (the dunning list says `total`), to show nothing changed. */
 async function totals(get: Awaited<ReturnType<typeof api>>) {
-  const paths = ['customers', 'plans', 'subscriptions', 'payments', 'refunds', 'events', 'webhooks', 'api-keys'];
+  const paths = ['customers', 'plans', 'subscriptions', 'payments', 'refunds', 'events', 'webhooks', 'api-keys', 'provider-events'];
   const result: Record<string, number> = {};
   for (const path of paths) result[path] = (await get(`/api/${path}`)).meta.total;
   result.dunning = (await get('/api/dunning/cases?status=all')).total;
@@ -161,6 +161,11 @@ describe('billing demo', { concurrency: true }, () => {
     assert.ok(cases.total >= 1, 'an open dunning case');
     assert.equal(cases.data[0].reason, 'payment_failed');
     assert.ok((await get('/api/dunning/past-due')).total >= 1, 'past-due list');
+
+    for (const provider of ['paystack', 'stripe']) {
+      const events = await get(`/api/provider-events?provider=${provider}&status=processed`);
+      assert.ok(events.meta.total >= 2, `processed ${provider} events in the provider-event inbox`);
+    }
 
     const topics = new Set(((await get('/api/events?limit=100')).data as { topic: string }[]).map((e) => e.topic));
     for (const topic of [
