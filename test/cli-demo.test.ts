@@ -112,7 +112,17 @@ async function api(t: TestContext, databaseUrl: string) {
 
 /** Every list's total (the dunning list says `total`), to show nothing changed. */
 async function totals(get: Awaited<ReturnType<typeof api>>) {
-  const paths = ['customers', 'plans', 'subscriptions', 'payments', 'refunds', 'events', 'webhooks', 'api-keys', 'provider-events'];
+  const paths = [
+    'customers',
+    'plans',
+    'subscriptions',
+    'payments',
+    'refunds',
+    'events',
+    'webhooks',
+    'api-keys',
+    'provider-events',
+  ];
   const result: Record<string, number> = {};
   for (const path of paths) result[path] = (await get(`/api/${path}`)).meta.total;
   result.dunning = (await get('/api/dunning/cases?status=all')).total;
