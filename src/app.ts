@@ -11,6 +11,7 @@ import { registerTextGuard } from './http/text-guard.ts';
 import { loggerOptions } from './http/logger.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
+import { countClockReads, registerResponseCache } from './http/response-cache.ts';
 import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
@@ -105,7 +106,15 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(deps));
-    for (const route of allRoutes(deps)) api.route(route);
+    // The routes read time through a clock that counts reads: the response cache does not
+    // store a response computed while it was read (http/response-cache.ts).
+    const clock = countClockReads(deps.clock);
+    registerResponseCache(api, {
+      version: deps.database.commitVersion,
+      maxBytes: deps.config.responseCacheBytes,
+      clock,
+    });
+    for (const route of allRoutes({ ...deps, clock })) api.route(route);
     // POST /api/notify verifies provider signatures on the exact bytes: its own context
     // reads raw bodies, so the app's JSON parser never touches them.
     await api.register(async (raw) => registerNotifyRoutes(raw, deps));

@@ -1,0 +1,292 @@
+// Conditional GETs and the response cache (docs/SPEC.md "Caching and ETag", issue 13).
+//
+// Every read-only GET under /api that needs an API key (not /api/health, /openapi.json,
+// /docs) answers with a strong `ETag` (a hash of the body bytes) and `Cache-Control:
+// private, no-cache`, and `If-None-Match` (RFC 9110 §13.1.2: `*`, lists, weak comparison)
+// turns a 200 into a 304 without a body.
+//
+// The cache keeps the serialized 200 bodies of those routes in memory, keyed by the request
+// (who asks, the route, its path parameters and its validated query) and stored with the
+// database's commit version read BEFORE the handler read the data (db/commit-version.ts).
+// A request is served from the cache only when the version it reads now equals the entry's:
+// nothing was written since the entry's data was read, so the entry is what the handler
+// would answer. Only the body is kept; the request id, rate-limit and security headers are
+// set by their own hooks on every response, hit or not. The cache runs after
+// authentication, scopes, rate limits and validation (a preHandler hook), so all of them
+// still see every request. A handler that read the clock while a response was being
+// computed makes it time-dependent (dunning's past-due and upcoming lists): it is not
+// stored. Memory is bounded (bytes, least recently used out first).
+import { hash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { CommitVersionSource } from '../db/commit-version.ts';
+import type { Clock } from '../shared/clock.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the response cache on the routes it serves (GET/HEAD under /api, not public). */
+    conditionalGet?: boolean;
+  }
+  interface FastifyRequest {
+    /** The response cache's state for this request (response-cache.ts). */
+    responseCache: Hit | Miss | undefined;
+  }
+}
+
+/** One stored response body. */
+interface Entry {
+  version: string;
+  body: string;
+  etag: string;
+  contentType: string;
+  /** Approximate bytes the entry holds (UTF-16 strings plus a fixed overhead). */
+  size: number;
+}
+
+interface Hit {
+  hit: true;
+  etag: string;
+}
+
+interface Miss {
+  hit: false;
+  key: string;
+  version: string;
+  /** The clock's read count when the handler started (see `countClockReads`). */
+  clockReads: number;
+}
+
+/** Bytes counted for an entry on top of its strings: the Map slot and the object. */
+const ENTRY_OVERHEAD_BYTES = 128;
+/** A body larger than this share of the budget is not stored (it would evict too much). */
+const LARGEST_SHARE = 8;
+
+/**
+ * Least-recently-used map of entries bounded by their total `size` in bytes. A Map keeps
+ * insertion order, so a get moves the entry to the end and eviction takes from the front.
+ */
+export class LruStore {
+  readonly #maxBytes: number;
+  readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
+
+  /** `maxBytes`: the budget (≥ 1). */
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Bytes held now (approximate, see Entry.size). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The entry under `key`, now the most recently used; undefined when absent. */
+  get(key: string): Entry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry) {
+      this.#entries.delete(key);
+      this.#entries.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** Stores `entry` under `key` (replacing one), then evicts the least recently used past the budget. */
+  set(key: string, entry: Entry): void {
+    if (entry.size > this.#maxBytes / LARGEST_SHARE) return;
+    this.delete(key);
+    this.#entries.set(key, entry);
+    this.#bytes += entry.size;
+    for (const [oldest, old] of this.#entries) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= old.size;
+    }
+  }
+
+  delete(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#bytes -= entry.size;
+  }
+}
+
+/** A strong entity tag for `body`: the quoted base64url SHA-256 of its UTF-8 bytes, cut to 128 bits. */
+export function etagOf(body: string): string {
+  return `"${hash('sha256', body, 'base64url').slice(0, 22)}"`;
+}
+
+/** `W/"x"` or `"x"` with optional whitespace, then a comma or the end (RFC 9110 §8.8.3, §5.6.1). */
+const ENTITY_TAG = /[ \t]*(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)/y;
+
+/**
+ * True when an `If-None-Match` field value matches `etag` (RFC 9110 §13.1.2): `*` matches
+ * any current representation; otherwise any listed tag matches by the weak comparison
+ * (`W/"x"` matches `"x"`). A field that does not parse as `*` or a list of entity tags
+ * matches nothing: the condition is ignored (§13.1: a server MAY ignore an invalid one)
+ * and the full response is sent.
+ */
+export function ifNoneMatchMatches(field: string, etag: string): boolean {
+  const value = field.trim();
+  if (value === '*') return true;
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
+  let matched = false;
+  ENTITY_TAG.lastIndex = 0;
+  let position = 0;
+  // Empty list elements (", ,") are allowed by the list syntax (RFC 9110 §5.6.1.2).
+  while (position < value.length) {
+    if (value[position] === ',' || value[position] === ' ' || value[position] === '\t') {
+      position += 1;
+      continue;
+    }
+    ENTITY_TAG.lastIndex = position;
+    const match = ENTITY_TAG.exec(value);
+    if (!match) return false;
+    if (match[2] === opaque) matched = true;
+    position = ENTITY_TAG.lastIndex;
+  }
+  return matched;
+}
+
+/** A clock that counts its reads, so the cache can tell a time-dependent response. */
+export interface CountingClock extends Clock {
+  readonly reads: number;
+}
+
+/** Wraps `clock`: same answers, with a count of `now()` calls. */
+export function countClockReads(clock: Clock): CountingClock {
+  let reads = 0;
+  return {
+    now() {
+      reads += 1;
+      return clock.now();
+    },
+    get reads() {
+      return reads;
+    },
+  };
+}
+
+export interface ResponseCacheOptions {
+  /** The commit version source (DatabaseHandle.commitVersion). */
+  version: CommitVersionSource;
+  /** Memory budget in bytes; 0 stores nothing (ETag and 304 still apply). */
+  maxBytes: number;
+  /**
+   * The clock the routes get: a response computed while it was read (by any handler) is not
+   * stored. Must be the clock passed to every route (app.ts).
+   */
+  clock: CountingClock;
+}
+
+/** What the cache answers about itself (tests, metrics). */
+export interface ResponseCacheHandle {
+  /** The store, or undefined when the cache is off. */
+  readonly store: LruStore | undefined;
+}
+
+/** True for the routes conditional GETs and the cache apply to. */
+function servesConditionalGet(method: string | string[], url: string, scope: string | undefined): boolean {
+  const methods = Array.isArray(method) ? method : [method];
+  const reads = methods.every((m) => m === 'GET' || m === 'HEAD');
+  return reads && url.startsWith('/api/') && scope !== 'public';
+}
+
+/** The canonical text of a request's validated query: keys sorted, values as JSON. */
+function canonicalQuery(query: unknown): string {
+  if (query === null || typeof query !== 'object') return '';
+  const record = query as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length === 0) return '';
+  keys.sort();
+  let text = '';
+  for (const key of keys) text += `${JSON.stringify(key)}:${JSON.stringify(record[key])},`;
+  return text;
+}
+
+/**
+ * Everything a cacheable response depends on besides the database: the principal (no
+ * response depends on which key asks today; keyed anyway, so one never could leak), the
+ * route pattern, the path parameters and the validated query (defaults applied).
+ */
+function keyOf(request: FastifyRequest): string {
+  return `${request.principal?.id ?? ''}\n${request.routeOptions.url}\n${canonicalQuery(request.params)}\n${canonicalQuery(request.query)}`;
+}
+
+function sizeOf(key: string, body: string, etag: string, contentType: string, version: string): number {
+  return 2 * (key.length + body.length + etag.length + contentType.length + version.length) + ENTRY_OVERHEAD_BYTES;
+}
+
+/**
+ * Registers conditional GETs and (when `maxBytes` > 0) the response cache on `api`, the
+ * scope holding the API routes; call before adding them. See the file comment.
+ */
+export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): ResponseCacheHandle {
+  const store = options.maxBytes > 0 ? new LruStore(options.maxBytes) : undefined;
+  const { clock, version } = options;
+  api.decorateRequest('responseCache', undefined);
+  api.addHook('onRoute', (route) => {
+    if (!servesConditionalGet(route.method, route.url ?? '', route.config?.scope)) return;
+    route.config = { ...route.config, conditionalGet: true } as typeof route.config;
+  });
+
+  // After authentication, scopes, rate limits and validation: serve from the cache when the
+  // commit version still matches, else note what to store once the handler has answered.
+  api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.routeOptions.config.conditionalGet) return;
+    reply.header('cache-control', 'private, no-cache');
+    if (!store) return;
+    let current: string;
+    try {
+      const read = version();
+      current = typeof read === 'string' ? read : await read;
+    } catch {
+      return; // the handler meets the same database and answers its own error
+    }
+    const key = keyOf(request);
+    const entry = store.get(key);
+    if (entry && entry.version === current) {
+      request.responseCache = { hit: true, etag: entry.etag };
+      reply.header('content-type', entry.contentType);
+      return reply.send(entry.body);
+    }
+    request.responseCache = { hit: false, key, version: current, clockReads: clock.reads };
+  });
+
+  // Every 200 of these routes gets its ETag; a miss is stored; a matching If-None-Match
+  // becomes a 304 with the same headers and no body (RFC 9110 §15.4.5).
+  api.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (!request.routeOptions.config.conditionalGet) return payload;
+    if (reply.statusCode !== 200 || typeof payload !== 'string') return payload;
+    const state = request.responseCache;
+    let etag: string;
+    if (state?.hit) {
+      etag = state.etag;
+    } else {
+      etag = etagOf(payload);
+      if (state && store && clock.reads === state.clockReads) {
+        const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
+        store.set(state.key, {
+          version: state.version,
+          body: payload,
+          etag,
+          contentType,
+          size: sizeOf(state.key, payload, etag, contentType, state.version),
+        });
+      }
+    }
+    reply.header('etag', etag);
+    const condition = request.headers['if-none-match'];
+    // HEAD keeps its 200: Fastify's HEAD handler, which runs after this hook, needs a body to measure.
+    if (condition !== undefined && request.method === 'GET' && ifNoneMatchMatches(condition, etag)) {
+      reply.code(304);
+      reply.removeHeader('content-type');
+      return null;
+    }
+    return payload;
+  });
+  return { store };
+}
