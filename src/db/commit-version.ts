@@ -21,8 +21,7 @@
 // its write, and only the database knows, at the moment of the read, that B committed (a
 // NOTIFY reaches A some time after B's commit; not every write sends one either).
 import type { DatabaseSync } from 'node:sqlite';
-import { CompiledQuery, type Kysely } from 'kysely';
-import type { Database } from './database.ts';
+import type pg from 'pg';
 
 /**
  * Reads the current commit version (see the file comment). Synchronous on SQLite (two
@@ -44,12 +43,20 @@ export function sqliteCommitVersion(database: DatabaseSync, inMemory: boolean): 
   return () => `${(dataVersion.get() as unknown as [number])[0]}.${(changes.get() as unknown as [number])[0]}`;
 }
 
-const SNAPSHOT = CompiledQuery.raw('select pg_current_snapshot()::text as version');
+/** Named: each pooled connection parses it once. Array rows: no object per answer. */
+const SNAPSHOT: pg.QueryArrayConfig = {
+  name: 'billing_commit_version',
+  text: 'select pg_current_snapshot()::text',
+  rowMode: 'array',
+};
 
-/** The commit version of a PostgreSQL database: the text of `pg_current_snapshot()` (one round trip). */
-export function postgresCommitVersion(db: Kysely<Database>): CommitVersionSource {
+/**
+ * The commit version of a PostgreSQL database: the text of `pg_current_snapshot()`, one round
+ * trip on `pool` directly (Kysely's executor would add ≈ 30 µs of CPU to each).
+ */
+export function postgresCommitVersion(pool: pg.Pool): CommitVersionSource {
   return async () => {
-    const { rows } = await db.executeQuery<{ version: string }>(SNAPSHOT);
-    return rows[0]!.version;
+    const { rows } = await pool.query<[string]>(SNAPSHOT);
+    return rows[0]![0];
   };
 }

@@ -225,7 +225,7 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
     db,
     dialect: 'postgres',
     schema,
-    commitVersion: postgresCommitVersion(db),
+    commitVersion: postgresCommitVersion(pool),
     // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
     close: async () => {
       if (pool.ended) return;

@@ -17,7 +17,7 @@ import { applyFailedPayment, applySuccessfulPayment } from '../modules/subscript
 import { foldCountDeltas } from '../db/counts.ts';
 import { JOBS } from '../worker/jobs.ts';
 import { Worker } from '../worker/runner.ts';
-import { etagOf, ifNoneMatchMatches, LruStore } from './response-cache.ts';
+import { etagOf, HitRateGuard, ifNoneMatchMatches, LruStore } from './response-cache.ts';
 
 /** Both settings of the cache: every behaviour below must hold with it on and off. */
 const SETTINGS = [
@@ -69,7 +69,13 @@ test('If-None-Match follows RFC 9110 §13.1.2: *, lists, weak comparison; a malf
 
 test('the store keeps at most its byte budget, evicting the least recently used', () => {
   const store = new LruStore(8 * 1000);
-  const entry = (n: number) => ({ version: '1', body: 'x', etag: etagOf(String(n)), contentType: 'j', size: 1000 });
+  const entry = (n: number) => ({
+    version: '1',
+    body: Buffer.from('x'),
+    etag: etagOf(String(n)),
+    contentType: 'j',
+    size: 1000,
+  });
   for (let i = 0; i < 8; i += 1) store.set(`k${i}`, entry(i));
   assert.equal(store.size, 8);
   assert.ok(store.get('k0'), 'k0 used: now the most recent');
@@ -98,6 +104,30 @@ async function pastDueSubscription(app: TestApp, beforeFailure: () => Promise<vo
     .execute((trx) => applyFailedPayment(trx, app.deps, sub.id, { paymentId: null, amount: 5000, currency: 'NGN' }));
   return sub;
 }
+
+test('where most lookups miss, only one request in 16 looks up, until probes hit again', () => {
+  const guard = new HitRateGuard();
+  const lookUps = (requests: number, hit: boolean) => {
+    let looked = 0;
+    for (let i = 0; i < requests; i += 1) {
+      if (!guard.shouldLookUp()) continue;
+      looked += 1;
+      guard.record(hit);
+    }
+    return looked;
+  };
+  assert.equal(lookUps(256, true), 256, 'hits: every request looks up');
+  assert.equal(lookUps(52, true) + lookUps(204, false), 256);
+  assert.equal(guard.probing, false, '52 of 256 is just above the 20% bar');
+  assert.equal(lookUps(51, true) + lookUps(204, false), 255);
+  assert.equal(guard.probing, false, 'a window is judged only once full');
+  assert.equal(lookUps(1, false), 1);
+  assert.equal(guard.probing, true, '51 of 256: under the bar');
+  assert.equal(lookUps(1600, false), 100, 'probing: one request in 16');
+  assert.equal(lookUps(16 * 156, true), 156);
+  assert.equal(guard.probing, false, 'a window whose probes hit turns lookups back on');
+  assert.equal(lookUps(100, true), 100);
+});
 
 for (const setting of SETTINGS) {
   test(`${setting.name}: ETag stable while nothing changes, 304 on If-None-Match, 200 after a change`, async (t) => {
