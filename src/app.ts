@@ -11,7 +11,7 @@ import { registerTextGuard } from './http/text-guard.ts';
 import { loggerOptions } from './http/logger.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
-import { countClockReads, registerResponseCache } from './http/response-cache.ts';
+import { registerResponseCache } from './http/response-cache.ts';
 import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
@@ -28,6 +28,7 @@ import { subscriptionRoutes } from './modules/subscriptions/subscriptions.routes
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
 import { Metrics } from './observability/metrics.ts';
+import { noticesClockReads } from './shared/clock-reads.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -106,15 +107,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(deps));
-    // The routes read time through a clock that counts reads: the response cache does not
-    // store a response computed while it was read (http/response-cache.ts).
-    const clock = countClockReads(deps.clock);
     registerResponseCache(api, {
       version: deps.database.commitVersion,
-      maxBytes: deps.config.responseCacheBytes,
-      clock,
+      // Without a clock that notes its reads, a response computed from "now" could be kept.
+      maxBytes: noticesClockReads(deps.clock) ? deps.config.responseCacheBytes : 0,
     });
-    for (const route of allRoutes({ ...deps, clock })) api.route(route);
+    for (const route of allRoutes(deps)) api.route(route);
     // POST /api/notify verifies provider signatures on the exact bytes: its own context
     // reads raw bodies, so the app's JSON parser never touches them.
     await api.register(async (raw) => registerNotifyRoutes(raw, deps));

@@ -13,13 +13,13 @@
 // would answer. Only the body is kept; the request id, rate-limit and security headers are
 // set by their own hooks on every response, hit or not. The cache runs after
 // authentication, scopes, rate limits and validation (a preHandler hook), so all of them
-// still see every request. A handler that read the clock while a response was being
-// computed makes it time-dependent (dunning's past-due and upcoming lists): it is not
-// stored. Memory is bounded (bytes, least recently used out first).
+// still see every request. A response whose handler read the clock is computed from "now"
+// (dunning's past-due and upcoming lists) and is not stored (shared/clock-reads.ts). Memory
+// is bounded (bytes, least recently used out first).
 import { hash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CommitVersionSource } from '../db/commit-version.ts';
-import type { Clock } from '../shared/clock.ts';
+import { type ClockReads, watchClockReads } from '../shared/clock-reads.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -48,12 +48,10 @@ interface Hit {
   etag: string;
 }
 
-interface Miss {
+interface Miss extends ClockReads {
   hit: false;
   key: string;
   version: string;
-  /** The clock's read count when the handler started (see `countClockReads`). */
-  clockReads: number;
 }
 
 /** Bytes counted for an entry on top of its strings: the Map slot and the object. */
@@ -196,35 +194,14 @@ export class HitRateGuard {
   }
 }
 
-/** A clock that counts its reads, so the cache can tell a time-dependent response. */
-export interface CountingClock extends Clock {
-  readonly reads: number;
-}
-
-/** Wraps `clock`: same answers, with a count of `now()` calls. */
-export function countClockReads(clock: Clock): CountingClock {
-  let reads = 0;
-  return {
-    now() {
-      reads += 1;
-      return clock.now();
-    },
-    get reads() {
-      return reads;
-    },
-  };
-}
-
 export interface ResponseCacheOptions {
   /** The commit version source (DatabaseHandle.commitVersion). */
   version: CommitVersionSource;
-  /** Memory budget in bytes; 0 stores nothing (ETag and 304 still apply). */
-  maxBytes: number;
   /**
-   * The clock the routes get: a response computed while it was read (by any handler) is not
-   * stored. Must be the clock passed to every route (app.ts).
+   * Memory budget in bytes; 0 stores nothing (ETag and 304 still apply). The routes' clock
+   * must note its reads (shared/clock-reads.ts), or responses computed from "now" are kept.
    */
-  clock: CountingClock;
+  maxBytes: number;
 }
 
 /** What the cache answers about itself (tests, metrics). */
@@ -272,7 +249,7 @@ function sizeOf(key: string, body: Buffer, etag: string, contentType: string, ve
 export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): ResponseCacheHandle {
   const store = options.maxBytes > 0 ? new LruStore(options.maxBytes) : undefined;
   const guard = new HitRateGuard();
-  const { clock, version } = options;
+  const { version } = options;
   api.decorateRequest('responseCache', undefined);
   api.addHook('onRoute', (route) => {
     if (!servesConditionalGet(route.method, route.url ?? '', route.config?.scope)) return;
@@ -301,7 +278,14 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
       return reply.send(entry.body);
     }
     guard.record(false);
-    request.responseCache = { hit: false, key, version: current, clockReads: clock.reads };
+    request.responseCache = { hit: false, key, version: current, clockRead: false };
+  });
+  // A miss runs its handler (and all it awaits) watched: a clock read marks the response as
+  // computed from "now", not to be kept. Callback style, so the handler starts inside the watch.
+  api.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    const state = request.responseCache;
+    if (state && !state.hit) watchClockReads(state, done);
+    else done();
   });
 
   // Every 200 of these routes gets its ETag; a miss is stored; a matching If-None-Match
@@ -316,7 +300,7 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
     } else {
       if (typeof payload !== 'string') return payload;
       etag = etagOf(payload);
-      if (state && store && clock.reads === state.clockReads) {
+      if (state && store && !state.clockRead) {
         const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
         const body = Buffer.from(payload, 'utf8');
         store.set(state.key, {
