@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { VERSION } from '../shared/version.ts';
+import { documentConditionalGet } from './response-cache.ts';
 import { errorResponses } from './schemas.ts';
 
 const DESCRIPTION = `Customers, plans and subscriptions; Paystack and Stripe events turned into one record of
@@ -36,8 +37,8 @@ const IDEMPOTENCY_KEY_HEADER = {
 
 /**
  * Documents what the HTTP plumbing adds to every API route, without changing how routes
- * validate: the 429 of the rate limits (SPEC §2) and, on keyed POST/PUT routes, the
- * Idempotency-Key header.
+ * validate: the 429 of the rate limits (SPEC §2), on keyed POST/PUT routes the
+ * Idempotency-Key header, and on keyed GETs If-None-Match and the 304 (response-cache.ts).
  */
 function documentPlumbing({ schema, url, route }: { schema: object; url: string; route: RouteOptions }) {
   if (!url.startsWith('/api/')) return { schema, url };
@@ -50,7 +51,7 @@ function documentPlumbing({ schema, url, route }: { schema: object; url: string;
     route.config?.idempotency !== false &&
     methods.some((m) => m === 'POST' || m === 'PUT');
   if (keyed && documented.headers === undefined) documented.headers = IDEMPOTENCY_KEY_HEADER;
-  return { schema: documented, url };
+  return { schema: documentConditionalGet(documented, route), url };
 }
 
 /** Registers the OpenAPI generator (must come before any route) and the /docs UI. */

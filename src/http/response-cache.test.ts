@@ -407,3 +407,19 @@ test('interleaved writes from every writer: each read equals what an uncached in
     { numRuns: 15 },
   );
 });
+
+test('/openapi.json documents If-None-Match and the 304 on every keyed GET, and nowhere else', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = (await app.request('GET', '/openapi.json', { key: null })).body;
+  let documented = 0;
+  for (const [path, operations] of Object.entries<Record<string, any>>(doc.paths)) {
+    for (const [method, operation] of Object.entries<any>(operations)) {
+      const conditional = method === 'get' && path.startsWith('/api/') && operation.security !== undefined;
+      const header = (operation.parameters ?? []).find((p: { name: string }) => p.name === 'if-none-match');
+      assert.equal(Boolean(operation.responses['304']), conditional, `${method} ${path}: 304 iff keyed GET`);
+      assert.equal(Boolean(header), conditional, `${method} ${path}: If-None-Match iff keyed GET`);
+      if (conditional) documented += 1;
+    }
+  }
+  assert.ok(documented >= 20, `every list and get (${documented})`);
+});

@@ -17,7 +17,7 @@
 // (dunning's past-due and upcoming lists) and is not stored (shared/clock-reads.ts). Memory
 // is bounded (bytes, least recently used out first).
 import { hash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { CommitVersionSource } from '../db/commit-version.ts';
 import { type ClockReads, watchClockReads } from '../shared/clock-reads.ts';
 
@@ -208,6 +208,37 @@ export interface ResponseCacheOptions {
 export interface ResponseCacheHandle {
   /** The store, or undefined when the cache is off. */
   readonly store: LruStore | undefined;
+}
+
+/** `If-None-Match` as documented on every route with conditional GETs. */
+const IF_NONE_MATCH_HEADER = {
+  type: 'object',
+  properties: {
+    'if-none-match': {
+      type: 'string',
+      description:
+        'The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is ' +
+        '304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too).',
+    },
+  },
+};
+
+const NOT_MODIFIED = {
+  description:
+    'Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same ' +
+    '`ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200.',
+  type: 'null',
+};
+
+/**
+ * The OpenAPI view of a route with conditional GETs (see `servesConditionalGet`): its 304
+ * and the If-None-Match header. Other routes' schemas come back unchanged. For the one place
+ * that documents the plumbing (openapi.ts); never used to validate.
+ */
+export function documentConditionalGet(schema: Record<string, unknown>, route: RouteOptions): Record<string, unknown> {
+  if (!servesConditionalGet(route.method, route.url, route.config?.scope)) return schema;
+  const response = (schema.response ?? {}) as Record<string, unknown>;
+  return { ...schema, response: { ...response, 304: NOT_MODIFIED }, headers: schema.headers ?? IF_NONE_MATCH_HEADER };
 }
 
 /** True for the routes conditional GETs and the cache apply to. */
