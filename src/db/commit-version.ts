@@ -7,11 +7,17 @@
 // DatabaseSync on the same file) commits, but not for this connection's own commits; for
 // those, SQLite's own `total_changes()` counts every row this connection ever inserted,
 // updated or deleted — through Kysely, a transaction, the worker, a raw statement or any
-// path yet to be written — so no code path can write without moving it. It counts a change
-// when the statement runs (before the commit) and never goes back (a rollback leaves it
-// moved): a version is taken before the read it guards, and Kysely's one-connection mutex
-// makes that read wait for any open transaction to end. DDL is not counted; schema changes
-// happen in migrations, before the service answers requests.
+// path yet to be written — so no code path can write without moving it (trigger programs
+// count; a foreign-key cascade or REPLACE's deletion does not, but the statement that caused
+// it changed a row and counts). It counts a change when the statement runs (before the
+// commit) and never goes back (a rollback leaves it moved): a version is taken before the
+// read it guards, and Kysely's one-connection mutex makes that read wait for any open
+// transaction to end (a read that bypassed the mutex could see uncommitted rows; none does).
+// DDL is not counted; schema changes happen in migrations, before the service answers.
+//
+// PostgreSQL's snapshot is cluster-wide: a write to any database of the cluster moves it.
+// That costs hits (the cache's hit-rate guard then stops paying the round trip), never
+// correctness.
 //
 // PostgreSQL: `pg_current_snapshot()` — the set of transactions complete at this instant
 // (xmin:xmax:in-progress list). Every transaction that wrote (it has an xid) changes it when
