@@ -204,12 +204,6 @@ export interface ResponseCacheOptions {
   maxBytes: number;
 }
 
-/** What the cache answers about itself (tests, metrics). */
-export interface ResponseCacheHandle {
-  /** The store, or undefined when the cache is off. */
-  readonly store: LruStore | undefined;
-}
-
 /** `If-None-Match` as documented on every route with conditional GETs. */
 const IF_NONE_MATCH_HEADER = {
   type: 'object',
@@ -277,7 +271,7 @@ function sizeOf(key: string, body: Buffer, etag: string, contentType: string, ve
  * Registers conditional GETs and (when `maxBytes` > 0) the response cache on `api`, the
  * scope holding the API routes; call before adding them. See the file comment.
  */
-export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): ResponseCacheHandle {
+export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): void {
   const store = options.maxBytes > 0 ? new LruStore(options.maxBytes) : undefined;
   const guard = new HitRateGuard();
   const { version } = options;
@@ -353,5 +347,4 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
     }
     return payload;
   });
-  return { store };
 }
