@@ -11,6 +11,7 @@ import { registerTextGuard } from './http/text-guard.ts';
 import { loggerOptions, requestLoggerFactory } from './http/logger.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
+import { registerResponseCache } from './http/response-cache.ts';
 import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
@@ -28,6 +29,7 @@ import { subscriptionRoutes } from './modules/subscriptions/subscriptions.routes
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
 import { Metrics } from './observability/metrics.ts';
+import { noticesClockReads } from './shared/clock-reads.ts';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -109,6 +111,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   await app.register(async (api) => {
     api.addHook('onRequest', authenticate(deps));
+    registerResponseCache(api, {
+      version: deps.database.commitVersion,
+      // Without a clock that notes its reads, a response computed from "now" could be kept.
+      maxBytes: noticesClockReads(deps.clock) ? deps.config.responseCacheBytes : 0,
+    });
     for (const route of allRoutes(deps)) api.route(route);
     // POST /api/notify verifies provider signatures on the exact bytes: its own context
     // reads raw bodies, so the app's JSON parser never touches them.

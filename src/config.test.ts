@@ -167,3 +167,16 @@ test('the process stops with exit code 78 and one line naming the variable', () 
   assert.match(result.stderr, /PORT must be an integer/);
   assert.doesNotMatch(result.stderr, /at .*\.ts/);
 });
+
+test('RESPONSE_CACHE_MB: 16 MiB by default, 0 turns the cache off, anything else but 0–65536 stops the start', () => {
+  assert.equal(loadConfig({}).responseCacheBytes, 16 * 1_048_576);
+  assert.equal(loadConfig({ RESPONSE_CACHE_MB: '0' }).responseCacheBytes, 0);
+  assert.equal(loadConfig({ RESPONSE_CACHE_MB: '256' }).responseCacheBytes, 256 * 1_048_576);
+  for (const bad of ['-1', '1.5', '16MB', '65537']) {
+    assert.throws(
+      () => loadConfig({ RESPONSE_CACHE_MB: bad }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'RESPONSE_CACHE_MB',
+      bad,
+    );
+  }
+});

@@ -30,6 +30,11 @@ export interface Config {
   redisUrl: string | undefined;
   logLevel: LogLevel;
   metricsPort: number | undefined;
+  /**
+   * Memory budget of the response cache in bytes (RESPONSE_CACHE_MB × 2^20); 0 turns the
+   * cache off (ETag and 304 still apply). See http/response-cache.ts.
+   */
+  responseCacheBytes: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -185,5 +190,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     redisUrl: redisUrl === '' ? undefined : redisUrl,
     logLevel: logLevel as LogLevel,
     metricsPort: metricsPort === '' ? undefined : integer(env, 'METRICS_PORT', '', 1, 65535),
+    responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '16', 0, 65_536) * 1_048_576,
   });
 }

@@ -7,6 +7,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { hashKey } from './modules/api-keys/api-keys.keys.ts';
 import { KeyUsageRecorder } from './modules/api-keys/key-usage.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
+import { noticeClockReads } from './shared/clock-reads.ts';
 
 export interface Deps {
   config: Readonly<Config>;
@@ -44,7 +45,8 @@ export async function createDeps(config: Readonly<Config>, options: DepsOptions 
     config,
     db: database.db,
     database,
-    clock: options.clock ?? systemClock,
+    // Notes which request read it: the response cache keeps no response computed from "now".
+    clock: noticeClockReads(options.clock ?? systemClock),
     bootstrapKeyHashes: new Set(config.apiKeys.map(hashKey)),
     keyUsage,
     async close() {

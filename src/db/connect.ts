@@ -22,6 +22,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
+import { type CommitVersionSource, postgresCommitVersion, sqliteCommitVersion } from './commit-version.ts';
 import type { Database } from './database.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
 
@@ -34,6 +35,8 @@ export interface DatabaseHandle {
   schema: string | undefined;
   /** SQLite only: the database's bytes (`DatabaseSync.serialize()`), e.g. a migrated image for `sqliteImage`. */
   serialize?: () => Uint8Array;
+  /** The database's commit version: changes whenever any writer commits (db/commit-version.ts). */
+  commitVersion: CommitVersionSource;
   close(): Promise<void>;
 }
 
@@ -114,6 +117,7 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
     dialect: 'sqlite',
     schema: undefined,
     serialize: () => database.serialize(),
+    commitVersion: sqliteCommitVersion(database, inMemory),
     // Kysely closes the database only if a query ever opened its connection: close it anyway,
     // so no query runs after close (a migrated test database may never have been queried).
     // Closing twice is a no-op.
@@ -221,6 +225,7 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
     db,
     dialect: 'postgres',
     schema,
+    commitVersion: postgresCommitVersion(pool),
     // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
     close: async () => {
       if (pool.ended) return;

@@ -47,6 +47,7 @@ import {
 } from '../modules/webhooks/webhooks.schemas.ts';
 import { VERSION } from '../shared/version.ts';
 import { LIST_PAGING_DOCUMENTATION } from './lists.ts';
+import { documentConditionalGet } from './response-cache.ts';
 import { errorResponses } from './schemas.ts';
 
 const DESCRIPTION = `Customers, plans and subscriptions; Paystack and Stripe events turned into one record of
@@ -285,8 +286,8 @@ function noteResponseExamples(
 /**
  * Documents what the HTTP plumbing adds to every API route, without changing how routes
  * validate: the 429 of the rate limits (SPEC §2), the 500 (unexpected) and 503 (draining)
- * any route may answer, `page`/`limit` as integers and, on keyed POST/PUT routes, the
- * Idempotency-Key header.
+ * any route may answer, `page`/`limit` as integers, on keyed POST/PUT routes the
+ * Idempotency-Key header, and on keyed GETs If-None-Match and the 304 (response-cache.ts).
  */
 function documentPlumbing(
   { schema, url, route }: { schema: object; url: string; route: RouteOptions },
@@ -308,7 +309,7 @@ function documentPlumbing(
     route.config?.idempotency !== false &&
     methods.some((m) => m === 'POST' || m === 'PUT');
   if (keyed && documented.headers === undefined) documented.headers = IDEMPOTENCY_KEY_HEADER;
-  return { schema: documented, url };
+  return { schema: documentConditionalGet(documented, route), url };
 }
 
 /** Keywords Ajv checks (ajv-formats) that OpenAPI 3.1's schema dialect does not define. */

@@ -109,6 +109,9 @@ const OTHER_HEADERS = new Set([
   'x-request-id',
   'location',
   'transfer-encoding',
+  // Conditional GETs (response-cache.ts), not security headers.
+  'etag',
+  'cache-control',
 ]);
 
 function securityHeaders(res: TestResponse): Record<string, string> {

@@ -7,7 +7,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/deps.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
-import { createMigratedTestDatabase } from './database.ts';
+import { createMigratedTestDatabase, createTestDatabase, type MigratedTestDatabase, ON_POSTGRES } from './database.ts';
 import { SHARED_SCHEMA_COMPILERS } from './schema-compilers.ts';
 
 /** The bootstrap admin key every test app accepts. */
@@ -43,11 +43,39 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   clock?: ManualClock;
   logStream?: NodeJS.WritableStream;
+  /**
+   * SQLite only (ignored on PostgreSQL): a database file at this path instead of memory, so
+   * another connection or process can open it too. Migrated by the app.
+   */
+  sqliteFile?: string;
+  /**
+   * A second instance: this app's own connection (or pool) over `sameDatabaseAs`'s database
+   * (on SQLite it must have a `sqliteFile`), with its clock unless `clock` is given; the
+   * database stays for its first app to drop.
+   */
+  sameDatabaseAs?: TestApp;
+}
+
+/** The database a test app runs over (see TestAppOptions). */
+async function testAppDatabase(options: TestAppOptions): Promise<MigratedTestDatabase> {
+  const other = options.sameDatabaseAs;
+  if (other) {
+    const { config, database } = other.deps;
+    if (config.database.kind === 'sqlite' && config.database.path === ':memory:') {
+      throw new Error('sameDatabaseAs needs an app built with sqliteFile on SQLite');
+    }
+    const url = config.database.kind === 'sqlite' ? `sqlite:${config.database.path}` : config.database.url;
+    return { url, schema: database.schema, sqliteImage: undefined, migrated: true, drop: async () => {} };
+  }
+  if (options.sqliteFile && !ON_POSTGRES) {
+    return { ...(await createTestDatabase(options.sqliteFile)), sqliteImage: undefined, migrated: false };
+  }
+  return createMigratedTestDatabase();
 }
 
 /** Starts the app on 127.0.0.1 at a free port over a fresh database; stops it on `t.after`. */
 export async function buildTestApp(t: TestContext, options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await createMigratedTestDatabase();
+  const database = await testAppDatabase(options);
   const config = loadConfig({
     DATABASE_URL: database.url,
     API_KEYS: ADMIN_KEY,
@@ -57,7 +85,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     RATE_LIMIT_MAX: '0',
     ...options.env,
   });
-  const clock = options.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));
+  const clock = options.clock ?? options.sameDatabaseAs?.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));
   const deps = await createDeps(config, {
     clock,
     schema: database.schema,

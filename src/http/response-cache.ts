@@ -1,0 +1,350 @@
+// Conditional GETs and the response cache (docs/SPEC.md "Caching and ETag", issue 13).
+//
+// Every read-only GET under /api that needs an API key (not /api/health, /openapi.json,
+// /docs) answers with a strong `ETag` (a hash of the body bytes) and `Cache-Control:
+// private, no-cache`, and `If-None-Match` (RFC 9110 §13.1.2: `*`, lists, weak comparison)
+// turns a 200 into a 304 without a body.
+//
+// The cache keeps the serialized 200 bodies of those routes in memory, keyed by the request
+// (who asks, the route, its path parameters and its validated query) and stored with the
+// database's commit version read BEFORE the handler read the data (db/commit-version.ts).
+// A request is served from the cache only when the version it reads now equals the entry's:
+// nothing was written since the entry's data was read, so the entry is what the handler
+// would answer. Only the body is kept; the request id, rate-limit and security headers are
+// set by their own hooks on every response, hit or not. The cache runs after
+// authentication, scopes, rate limits and validation (a preHandler hook), so all of them
+// still see every request. A response whose handler read the clock is computed from "now"
+// (dunning's past-due and upcoming lists) and is not stored (shared/clock-reads.ts). Memory
+// is bounded (bytes, least recently used out first).
+import { hash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { CommitVersionSource } from '../db/commit-version.ts';
+import { type ClockReads, watchClockReads } from '../shared/clock-reads.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the response cache on the routes it serves (GET/HEAD under /api, not public). */
+    conditionalGet?: boolean;
+  }
+  interface FastifyRequest {
+    /** The response cache's state for this request (response-cache.ts). */
+    responseCache: Hit | Miss | undefined;
+  }
+}
+
+/** One stored response body. */
+interface Entry {
+  version: string;
+  /** The UTF-8 bytes, ready to write: a string would be encoded again on every hit. */
+  body: Buffer;
+  etag: string;
+  contentType: string;
+  /** Approximate bytes the entry holds (the body's bytes, its strings as UTF-16, a fixed overhead). */
+  size: number;
+}
+
+interface Hit {
+  hit: true;
+  etag: string;
+}
+
+interface Miss extends ClockReads {
+  hit: false;
+  key: string;
+  version: string;
+}
+
+/** Bytes counted for an entry on top of its strings: the Map slot and the object. */
+const ENTRY_OVERHEAD_BYTES = 128;
+/** A body larger than this share of the budget is not stored (it would evict too much). */
+const LARGEST_SHARE = 8;
+
+/**
+ * Least-recently-used map of entries bounded by their total `size` in bytes. A Map keeps
+ * insertion order, so a get moves the entry to the end and eviction takes from the front.
+ */
+export class LruStore {
+  readonly #maxBytes: number;
+  readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
+
+  /** `maxBytes`: the budget (≥ 1). */
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Bytes held now (approximate, see Entry.size). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The entry under `key`, now the most recently used; undefined when absent. */
+  get(key: string): Entry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry) {
+      this.#entries.delete(key);
+      this.#entries.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** Stores `entry` under `key` (replacing one), then evicts the least recently used past the budget. */
+  set(key: string, entry: Entry): void {
+    if (entry.size > this.#maxBytes / LARGEST_SHARE) return;
+    this.delete(key);
+    this.#entries.set(key, entry);
+    this.#bytes += entry.size;
+    for (const [oldest, old] of this.#entries) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= old.size;
+    }
+  }
+
+  delete(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#bytes -= entry.size;
+  }
+}
+
+/** A strong entity tag for `body`: the quoted base64url SHA-256 of its UTF-8 bytes, cut to 128 bits. */
+export function etagOf(body: string): string {
+  return `"${hash('sha256', body, 'base64url').slice(0, 22)}"`;
+}
+
+/** `W/"x"` or `"x"` with optional whitespace, then a comma or the end (RFC 9110 §8.8.3, §5.6.1). */
+const ENTITY_TAG = /[ \t]*(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)/y;
+
+/**
+ * True when an `If-None-Match` field value matches `etag` (RFC 9110 §13.1.2): `*` matches
+ * any current representation; otherwise any listed tag matches by the weak comparison
+ * (`W/"x"` matches `"x"`). A field that does not parse as `*` or a list of entity tags
+ * matches nothing: the condition is ignored (§13.1: a server MAY ignore an invalid one)
+ * and the full response is sent.
+ */
+export function ifNoneMatchMatches(field: string, etag: string): boolean {
+  const value = field.trim();
+  if (value === '*') return true;
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
+  let matched = false;
+  ENTITY_TAG.lastIndex = 0;
+  let position = 0;
+  // Empty list elements (", ,") are allowed by the list syntax (RFC 9110 §5.6.1.2).
+  while (position < value.length) {
+    if (value[position] === ',' || value[position] === ' ' || value[position] === '\t') {
+      position += 1;
+      continue;
+    }
+    ENTITY_TAG.lastIndex = position;
+    const match = ENTITY_TAG.exec(value);
+    if (!match) return false;
+    if (match[2] === opaque) matched = true;
+    position = ENTITY_TAG.lastIndex;
+  }
+  return matched;
+}
+
+/** Lookups over which the hit rate is judged. */
+const HIT_RATE_WINDOW = 256;
+/** Below this share of hits, the version is read for one request in PROBE_EVERY only. */
+const MIN_HIT_SHARE = 0.2;
+const PROBE_EVERY = 16;
+
+/**
+ * Decides whether a request looks the cache up at all. Reading the commit version costs a
+ * round trip on PostgreSQL (≈ 45 µs of CPU, bench/response-cache.ts), and where something
+ * commits between most reads (a busy cluster: pg_current_snapshot() is cluster-wide) nearly
+ * every lookup misses. Over each window of HIT_RATE_WINDOW lookups, a hit share under
+ * MIN_HIT_SHARE switches to probing: one request in PROBE_EVERY looks up and stores, the
+ * others go straight to the handler (always correct: they read the database), until a
+ * window of probes hits often enough again.
+ */
+export class HitRateGuard {
+  #lookups = 0;
+  #hits = 0;
+  #probing = false;
+  #skipped = 0;
+
+  /** True when this request should read the version and look the cache up. */
+  shouldLookUp(): boolean {
+    if (!this.#probing) return true;
+    this.#skipped = (this.#skipped + 1) % PROBE_EVERY;
+    return this.#skipped === 0;
+  }
+
+  /** Records one lookup's outcome. */
+  record(hit: boolean): void {
+    this.#lookups += 1;
+    if (hit) this.#hits += 1;
+    if (this.#lookups < HIT_RATE_WINDOW) return;
+    this.#probing = this.#hits < this.#lookups * MIN_HIT_SHARE;
+    this.#lookups = 0;
+    this.#hits = 0;
+  }
+
+  /** True while only probes look up. */
+  get probing(): boolean {
+    return this.#probing;
+  }
+}
+
+export interface ResponseCacheOptions {
+  /** The commit version source (DatabaseHandle.commitVersion). */
+  version: CommitVersionSource;
+  /**
+   * Memory budget in bytes; 0 stores nothing (ETag and 304 still apply). The routes' clock
+   * must note its reads (shared/clock-reads.ts), or responses computed from "now" are kept.
+   */
+  maxBytes: number;
+}
+
+/** `If-None-Match` as documented on every route with conditional GETs. */
+const IF_NONE_MATCH_HEADER = {
+  type: 'object',
+  properties: {
+    'if-none-match': {
+      type: 'string',
+      description:
+        'The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is ' +
+        '304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too).',
+    },
+  },
+};
+
+const NOT_MODIFIED = {
+  description:
+    'Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same ' +
+    '`ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200.',
+  type: 'null',
+};
+
+/**
+ * The OpenAPI view of a route with conditional GETs (see `servesConditionalGet`): its 304
+ * and the If-None-Match header. Other routes' schemas come back unchanged. For the one place
+ * that documents the plumbing (openapi.ts); never used to validate.
+ */
+export function documentConditionalGet(schema: Record<string, unknown>, route: RouteOptions): Record<string, unknown> {
+  if (!servesConditionalGet(route.method, route.url, route.config?.scope)) return schema;
+  const response = (schema.response ?? {}) as Record<string, unknown>;
+  return { ...schema, response: { ...response, 304: NOT_MODIFIED }, headers: schema.headers ?? IF_NONE_MATCH_HEADER };
+}
+
+/** True for the routes conditional GETs and the cache apply to. */
+function servesConditionalGet(method: string | string[], url: string, scope: string | undefined): boolean {
+  const methods = Array.isArray(method) ? method : [method];
+  const reads = methods.every((m) => m === 'GET' || m === 'HEAD');
+  return reads && url.startsWith('/api/') && scope !== 'public';
+}
+
+/** The canonical text of a request's validated query: keys sorted, values as JSON. */
+function canonicalQuery(query: unknown): string {
+  if (query === null || typeof query !== 'object') return '';
+  const record = query as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length === 0) return '';
+  keys.sort();
+  let text = '';
+  for (const key of keys) text += `${JSON.stringify(key)}:${JSON.stringify(record[key])},`;
+  return text;
+}
+
+/**
+ * Everything a cacheable response depends on besides the database: the principal (no
+ * response depends on which key asks today; keyed anyway, so one never could leak), the
+ * route pattern, the path parameters and the validated query (defaults applied).
+ */
+function keyOf(request: FastifyRequest): string {
+  return `${request.principal?.id ?? ''}\n${request.routeOptions.url}\n${canonicalQuery(request.params)}\n${canonicalQuery(request.query)}`;
+}
+
+function sizeOf(key: string, body: Buffer, etag: string, contentType: string, version: string): number {
+  return body.byteLength + 2 * (key.length + etag.length + contentType.length + version.length) + ENTRY_OVERHEAD_BYTES;
+}
+
+/**
+ * Registers conditional GETs and (when `maxBytes` > 0) the response cache on `api`, the
+ * scope holding the API routes; call before adding them. See the file comment.
+ */
+export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): void {
+  const store = options.maxBytes > 0 ? new LruStore(options.maxBytes) : undefined;
+  const guard = new HitRateGuard();
+  const { version } = options;
+  api.decorateRequest('responseCache', undefined);
+  api.addHook('onRoute', (route) => {
+    if (!servesConditionalGet(route.method, route.url ?? '', route.config?.scope)) return;
+    route.config = { ...route.config, conditionalGet: true } as typeof route.config;
+  });
+
+  // After authentication, scopes, rate limits and validation: serve from the cache when the
+  // commit version still matches, else note what to store once the handler has answered.
+  api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.routeOptions.config.conditionalGet) return;
+    reply.header('cache-control', 'private, no-cache');
+    if (!store || !guard.shouldLookUp()) return;
+    let current: string;
+    try {
+      const read = version();
+      current = typeof read === 'string' ? read : await read;
+    } catch {
+      return; // the handler meets the same database and answers its own error
+    }
+    const key = keyOf(request);
+    const entry = store.get(key);
+    if (entry !== undefined && entry.version === current) {
+      guard.record(true);
+      request.responseCache = { hit: true, etag: entry.etag };
+      reply.header('content-type', entry.contentType);
+      return reply.send(entry.body);
+    }
+    guard.record(false);
+    request.responseCache = { hit: false, key, version: current, clockRead: false };
+  });
+  // A miss runs its handler (and all it awaits) watched: a clock read marks the response as
+  // computed from "now", not to be kept. Callback style, so the handler starts inside the watch.
+  api.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    const state = request.responseCache;
+    if (state && !state.hit) watchClockReads(state, done);
+    else done();
+  });
+
+  // Every 200 of these routes gets its ETag; a miss is stored; a matching If-None-Match
+  // becomes a 304 with the same headers and no body (RFC 9110 §15.4.5).
+  api.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (!request.routeOptions.config.conditionalGet) return payload;
+    if (reply.statusCode !== 200) return payload;
+    const state = request.responseCache;
+    let etag: string;
+    if (state?.hit) {
+      etag = state.etag;
+    } else {
+      if (typeof payload !== 'string') return payload;
+      etag = etagOf(payload);
+      if (state && store && !state.clockRead) {
+        const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
+        const body = Buffer.from(payload, 'utf8');
+        store.set(state.key, {
+          version: state.version,
+          body,
+          etag,
+          contentType,
+          size: sizeOf(state.key, body, etag, contentType, state.version),
+        });
+      }
+    }
+    reply.header('etag', etag);
+    const condition = request.headers['if-none-match'];
+    // HEAD keeps its 200: Fastify's HEAD handler, which runs after this hook, needs a body to measure.
+    if (condition !== undefined && request.method === 'GET' && ifNoneMatchMatches(condition, etag)) {
+      reply.code(304);
+      reply.removeHeader('content-type');
+      return null;
+    }
+    return payload;
+  });
+}
