@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request as undiciRequest } from 'undici';
 import { answer, type Receiver, startReceiver, testCertificate } from '../test/helpers/webhook-receiver.ts';
 import { startServer, stopAllServers } from './servers.ts';
+import type { DeliveriesFigures } from './summary.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -130,7 +131,7 @@ export async function benchDeliveries(
   workDir: string,
   settings: DeliveriesBenchSettings,
   log: (line: string) => void,
-): Promise<void> {
+): Promise<DeliveriesFigures> {
   const caPath = join(workDir, 'receiver-ca.pem');
   writeFileSync(caPath, testCertificate().cert);
   const receivers: Receiver[] = [];
@@ -215,6 +216,9 @@ export async function benchDeliveries(
       `  p99 commit→receipt < ${fmt(TARGET_P99_MS)} ms at ${fmt(TARGET_DELIVERIES_PER_SECOND)} deliveries/s (paced): ` +
         `${p99.toFixed(0)} ms at ${fmt(pacedRate)}/s — ${verdict(p99 < TARGET_P99_MS && pacedRate >= TARGET_DELIVERIES_PER_SECOND * 0.95)}`,
     );
+    // Figures for the summary only when every delivery arrived exactly once: a lossy run has none.
+    const correct = burstComplete && pacedComplete;
+    return correct ? { burstPerSecond: burstRate, pacedP99Ms: p99 } : {};
   } finally {
     await app.stop();
     await Promise.all(receivers.map((receiver) => receiver.close()));
