@@ -6,6 +6,7 @@
 // commit. What one row does is provider-events.service.ts's.
 import type { Kysely, Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
+import { deferCounts, flushCounts } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
@@ -125,8 +126,12 @@ export async function runThenProcessEvents<T>(
 ): Promise<[T, ProcessingOutcome[]]> {
   try {
     return await db.transaction().execute(async (trx) => {
+      // The batch's payments, refunds, customers and events move their totals once, at the end.
+      deferCounts(trx);
       const head = await work(trx);
-      return [head, await processAll(trx, ctx, items)] as [T, ProcessingOutcome[]];
+      const outcomes = await processAll(trx, ctx, items);
+      await flushCounts(trx);
+      return [head, outcomes] as [T, ProcessingOutcome[]];
     });
   } catch (error) {
     if (items.length === 0) throw error;
