@@ -12,7 +12,7 @@ import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
-import { canonicalReference, lockPaymentByReference } from './payments.references.ts';
+import { type LockedReference, lockPaymentByReference } from './payments.references.ts';
 import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
 
 /** A payment as a provider reported it, with our attribution. */
@@ -116,7 +116,8 @@ async function updatePayment(
  * applies what the report adds. Success wins over failure: `failed` → `succeeded` is a
  * change, a late failure report for a paid payment changes nothing. Missing attribution is
  * filled in. Emits `payment.succeeded` / `payment.failed` whenever the payment changed.
- * `existing` is the payment locked by the caller (undefined when none was found).
+ * `locked` is `input.reference` locked by the caller (lockPaymentReference): the payment
+ * found, if any, and the canonical reference a new payment is keyed by.
  * A payment's amount and currency always come from one report (SPEC §5): a report in
  * another currency than the recorded payment's is refused (`{refused: true, reason}`) and
  * changes nothing.
@@ -124,14 +125,14 @@ async function updatePayment(
 export async function recordPaymentReport(
   trx: Transaction<Database>,
   clock: Clock,
-  existing: PaymentRow | undefined,
+  locked: LockedReference,
   input: PaymentInput,
   status: 'succeeded' | 'failed',
 ): Promise<PaymentRecording> {
   const topic = status === 'succeeded' ? 'payment.succeeded' : 'payment.failed';
-  let row = existing;
+  let row = locked.payment;
   if (!row) {
-    const reference = await canonicalReference(trx, input.provider, input.reference);
+    const reference = locked.canonical;
     const created = await insertPayment(trx, newPaymentRow({ ...input, reference }, status, clock.now().toISOString()));
     if (created) {
       const payment = pickFields(paymentSchema, created);

@@ -75,10 +75,44 @@ export async function lockPaymentByReference(
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
+  return (await lockPaymentReference(trx, provider, reference)).payment;
+}
+
+/** A payment reference resolved and locked by lockPaymentReference. */
+export interface LockedReference {
+  /** The reference the payment is (or will be) keyed by: the canonical one when the named one is an alias. */
+  canonical: string;
+  /** The payment recorded under `canonical`, if any. */
+  payment: PaymentRow | undefined;
+}
+
+/**
+ * lockPaymentByReference, also returning the canonical reference it resolved, which is
+ * where a payment not recorded yet is inserted (recordPaymentReport): resolved once, under
+ * the locks. On SQLite (no locks: one writer) the alias and the payment are read in one
+ * statement.
+ */
+export async function lockPaymentReference(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<LockedReference> {
+  if (!isPostgres(trx)) {
+    const { rows } = await sql<PaymentRow & { canonical: string }>`
+      select named.canonical, payments.*
+      from (select coalesce(
+              (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
+              ${reference}) as canonical) as named
+      left join payments on payments.provider = ${provider} and payments.provider_reference = named.canonical`.execute(
+      trx,
+    );
+    const { canonical, ...payment } = rows[0]!;
+    return { canonical, payment: payment.id === null ? undefined : payment };
+  }
   await lockReference(trx, provider, reference);
   const canonical = await canonicalReference(trx, provider, reference);
   if (canonical !== reference) await lockReference(trx, provider, canonical);
-  return selectPaymentForUpdate(trx, provider, canonical);
+  return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
 }
 
 /** A link between two references of one payment, with the payments it concerns, locked. */

@@ -10,7 +10,12 @@ import type { Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
 import { recordPaymentReport, recordRefundReports } from '../payments/payments.recording.ts';
-import { lockPaymentByReference, lockPaymentLink, recordPaymentLink } from '../payments/payments.references.ts';
+import {
+  lockPaymentByReference,
+  lockPaymentLink,
+  lockPaymentReference,
+  recordPaymentLink,
+} from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { applyFailedPayment, applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { attributePayment } from './attribution.ts';
@@ -130,7 +135,8 @@ async function recordPayment(
 ): Promise<void> {
   const { clock } = ctx;
   const report = event.payment;
-  const existing = await lockPaymentByReference(trx, provider, report.reference);
+  const locked = await lockPaymentReference(trx, provider, report.reference);
+  const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
     ? await attributePayment(trx, clock, provider, report)
@@ -147,7 +153,7 @@ async function recordPayment(
   const change = await recordPaymentReport(
     trx,
     clock,
-    existing,
+    locked,
     {
       provider,
       reference: report.reference,
