@@ -23,6 +23,7 @@ import {
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import type { Database } from './database.ts';
+import { type DatabaseTraffic, trafficPool } from './pg-traffic.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -34,6 +35,8 @@ export interface DatabaseHandle {
   schema: string | undefined;
   /** SQLite only: the database's bytes (`DatabaseSync.serialize()`), e.g. a migrated image for `sqliteImage`. */
   serialize?: () => Uint8Array;
+  /** What was sent to PostgreSQL: round trips and statements (pg-traffic.ts); zeros on SQLite. */
+  traffic: Readonly<DatabaseTraffic>;
   close(): Promise<void>;
 }
 
@@ -114,6 +117,7 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
     dialect: 'sqlite',
     schema: undefined,
     serialize: () => database.serialize(),
+    traffic: { roundTrips: 0, statements: 0 },
     // Kysely closes the database only if a query ever opened its connection: close it anyway,
     // so no query runs after close (a migrated test database may never have been queried).
     // Closing twice is a no-op.
@@ -216,11 +220,15 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }, schema) });
+  const traffic: DatabaseTraffic = { roundTrips: 0, statements: 0 };
+  const db = new Kysely<Database>({
+    dialect: new SchemaScopedPostgresDialect({ pool: trafficPool(pool, traffic) as unknown as pg.Pool }, schema),
+  });
   return {
     db,
     dialect: 'postgres',
     schema,
+    traffic,
     // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
     close: async () => {
       if (pool.ended) return;

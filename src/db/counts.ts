@@ -9,6 +9,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
 import type { Database } from './database.ts';
+import { executeDeferred } from './pg-traffic.ts';
 
 export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds';
 
@@ -58,10 +59,11 @@ async function writeCounts(
   moves: readonly (readonly [CountName, number])[],
 ): Promise<void> {
   if (isPostgres(trx)) {
-    await trx
-      .insertInto('row_count_deltas')
-      .values(moves.map(([name, delta]) => ({ name, delta })))
-      .execute();
+    // Nobody reads its answer: it travels with the next statement (pg-traffic.ts).
+    await executeDeferred(
+      trx,
+      trx.insertInto('row_count_deltas').values(moves.map(([name, delta]) => ({ name, delta }))),
+    );
     return;
   }
   await trx

@@ -3,6 +3,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
+import { executeDeferred } from '../../db/pg-traffic.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
@@ -38,16 +39,18 @@ export async function emitEvent(
   data: unknown,
 ): Promise<string> {
   const id = newId('event');
-  await trx
-    .insertInto('events')
-    .values({
+  // A fresh id, read by nobody in this transaction: on PostgreSQL the insert travels with
+  // the transaction's next statement (db/pg-traffic.ts).
+  await executeDeferred(
+    trx,
+    trx.insertInto('events').values({
       id,
       topic,
       data: JSON.stringify(data),
       created_at: clock.now().toISOString(),
       delivered_at: null,
-    })
-    .execute();
+    }),
+  );
   await addToCount(trx, 'events', 1);
   await ringOutbox(trx);
   return id;

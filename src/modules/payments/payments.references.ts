@@ -9,6 +9,7 @@ import { isPostgres } from '../../db/column-types.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { executeDeferred } from '../../db/pg-traffic.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
@@ -23,7 +24,11 @@ import { statusAfterRefunds } from './refund-totals.ts';
  */
 export async function lockReference(trx: Transaction<Database>, provider: string, reference: string): Promise<void> {
   if (isPostgres(trx)) {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`payment:${provider}:${reference}`}, 0))`.execute(trx);
+    // Its answer is only "locked": it travels with the next statement (db/pg-traffic.ts).
+    await executeDeferred(
+      trx,
+      sql`select pg_advisory_xact_lock(hashtextextended(${`payment:${provider}:${reference}`}, 0))`,
+    );
   }
 }
 

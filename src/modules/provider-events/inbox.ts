@@ -4,7 +4,8 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
-import { transactionWithRetry } from '../../db/transaction.ts';
+import { isRetryableConflict } from '../../db/errors.ts';
+import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { canMove } from './inbox-status.ts';
@@ -30,16 +31,66 @@ export interface IncomingEvent {
 }
 
 /**
- * Commits `events` to the inbox in one transaction. Returns, per event, the stored row, or
- * null when (provider, key) was already stored (a duplicate). Throws when the transaction
- * fails: then nothing was stored and the caller answers 5xx.
+ * Commits `events` to the inbox in ONE statement (a multi-row INSERT … ON CONFLICT DO NOTHING,
+ * atomic on its own: no BEGIN/COMMIT round trips). Returns, per event, the stored row, or
+ * null when (provider, key) was already stored — before, or earlier in `events` (a
+ * duplicate). Rows are inserted in (provider, key) order, so two instances storing
+ * overlapping batches take the unique index in one order; a deadlock or serialization loser
+ * runs again (transaction.ts). Throws when the statement fails: then nothing was stored and
+ * the caller answers 5xx.
  */
 export async function storeEvents(
   db: Kysely<Database>,
   clock: Clock,
   events: readonly IncomingEvent[],
 ): Promise<(ProviderEventRow | null)[]> {
-  return transactionWithRetry(db, (trx) => insertEvents(trx, clock, events));
+  if (events.length === 0) return [];
+  const rows = events.map((event) => newInboxRow(clock, event));
+  const order = rows.map((_, i) => i);
+  // Stable: of two events with one key, the first to arrive is stored.
+  order.sort((a, b) => compareKeys(rows[a]!, rows[b]!));
+  for (let run = 1; ; run++) {
+    try {
+      const inserted = await db
+        .insertInto('provider_events')
+        .values(order.map((i) => rows[i]!))
+        .onConflict((oc) => oc.columns(['provider', 'event_key']).doNothing())
+        .returning('id')
+        .execute();
+      const ids = new Set(inserted.map((row) => row.id));
+      return rows.map((row) => (ids.has(row.id) ? row : null));
+    } catch (error) {
+      if (run >= TRANSACTION_ATTEMPTS || !isRetryableConflict(error)) throw error;
+      await waitBeforeRerun(run);
+    }
+  }
+}
+
+function compareKeys(a: ProviderEventRow, b: ProviderEventRow): number {
+  if (a.provider !== b.provider) return a.provider < b.provider ? -1 : 1;
+  if (a.event_key === b.event_key) return 0;
+  return a.event_key < b.event_key ? -1 : 1;
+}
+
+/** The inbox row `event` becomes when stored now (received, leased to the request for RECEIVE_LEASE_MS). */
+function newInboxRow(clock: Clock, event: IncomingEvent): ProviderEventRow {
+  const now = clock.now();
+  return {
+    id: newId('providerEvent'),
+    provider: event.provider,
+    event_key: event.key,
+    // The type is the provider's text, unchecked: a NUL in it must not stop the event
+    // being stored (PostgreSQL text refuses U+0000), so it is kept spelled out.
+    event_type: withoutNul(event.type).slice(0, 255),
+    payload: event.payload,
+    status: 'received',
+    error: null,
+    attempts: 0,
+    received_at: now.toISOString(),
+    processed_at: null,
+    next_attempt_at: new Date(now.getTime() + RECEIVE_LEASE_MS).toISOString(),
+    held_reference: null,
+  };
 }
 
 /** Inserts `events` in `trx` (see storeEvents); stored once the caller's transaction commits. */
@@ -48,27 +99,9 @@ export async function insertEvents(
   clock: Clock,
   events: readonly IncomingEvent[],
 ): Promise<(ProviderEventRow | null)[]> {
-  const now = clock.now();
-  const receivedAt = now.toISOString();
-  const leaseEnd = new Date(now.getTime() + RECEIVE_LEASE_MS).toISOString();
   const rows: (ProviderEventRow | null)[] = [];
   for (const event of events) {
-    const row: ProviderEventRow = {
-      id: newId('providerEvent'),
-      provider: event.provider,
-      event_key: event.key,
-      // The type is the provider's text, unchecked: a NUL in it must not stop the event
-      // being stored (PostgreSQL text refuses U+0000), so it is kept spelled out.
-      event_type: withoutNul(event.type).slice(0, 255),
-      payload: event.payload,
-      status: 'received',
-      error: null,
-      attempts: 0,
-      received_at: receivedAt,
-      processed_at: null,
-      next_attempt_at: leaseEnd,
-      held_reference: null,
-    };
+    const row = newInboxRow(clock, event);
     const inserted = await trx
       .insertInto('provider_events')
       .values(row)
