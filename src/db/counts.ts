@@ -6,8 +6,9 @@
 // lock until commit (measured: provider-event intake capped near 230/s). There a change is
 // appended to `row_count_deltas` (no lock on anything shared), a read adds the pending deltas
 // to the counter row in one statement, and the worker folds the deltas into the counter.
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
+import { compiledQuery, type Param } from './compiled-queries.ts';
 import type { Database } from './database.ts';
 import { executeDeferred } from './pg-traffic.ts';
 
@@ -75,17 +76,32 @@ async function writeCounts(
     .execute();
 }
 
-/** The named total (0 when nothing was ever counted): the counter plus unfolded deltas, read at one instant. */
+/**
+ * The named total as an SQL expression, for a query that reads it beside other rows (a list
+ * page and its kept total in one statement): on PostgreSQL the counter plus the unfolded
+ * deltas, on SQLite the counter; 0 when nothing was ever counted. Its value may come back as
+ * a string (PostgreSQL's sum is numeric): read it with Number(). `name` may be a
+ * compiledQuery placeholder.
+ */
+export function keptTotalExpression(db: Kysely<Database>, name: CountName): RawBuilder<number | string> {
+  return isPostgres(db)
+    ? sql<string>`(coalesce((select count from row_counts where name = ${name}), 0)
+        + coalesce((select sum(delta) from row_count_deltas where name = ${name}), 0))`
+    : sql<number>`coalesce((select count from row_counts where name = ${name}), 0)`;
+}
+
+const readCountQuery = compiledQuery((db, param: Param<{ name: CountName }>) =>
+  db.selectNoFrom(keptTotalExpression(db, param('name')).as('total')),
+);
+
+/**
+ * The named total (0 when nothing was ever counted): the counter plus unfolded deltas, read
+ * at one instant (one statement, one snapshot: a fold committing meanwhile is seen whole or
+ * not at all).
+ */
 export async function readCount(db: Kysely<Database>, name: CountName): Promise<number> {
-  if (isPostgres(db)) {
-    // One statement, one snapshot: a fold committing meanwhile is seen whole or not at all.
-    const { rows } = await sql<{ total: string | number | null }>`
-      select coalesce((select count from row_counts where name = ${name}), 0)
-           + coalesce((select sum(delta) from row_count_deltas where name = ${name}), 0) as total`.execute(db);
-    return Number(rows[0]?.total ?? 0);
-  }
-  const row = await db.selectFrom('row_counts').select('count').where('name', '=', name).executeTakeFirst();
-  return Number(row?.count ?? 0);
+  const row = await readCountQuery.executeTakeFirst(db, { name });
+  return Number(row?.total ?? 0);
 }
 
 /** Every total by name (for /metrics), counted the same way as readCount. */
