@@ -3,6 +3,7 @@
 // per (provider, refund reference), whichever event reports them and in whatever order;
 // `amount_refunded` is always the sum of the payment's succeeded refunds (refund-totals.ts).
 import type { Transaction } from 'kysely';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -54,14 +55,30 @@ export type PaymentRecording = ({ refused: false } & PaymentChange) | { refused:
  * one order (events first), so concurrent transactions on PostgreSQL cannot deadlock on them.
  */
 async function insertPayment(trx: Transaction<Database>, row: PaymentRow): Promise<PaymentRow | undefined> {
-  const inserted = await trx
-    .insertInto('payments')
-    .values(row)
-    .onConflict((oc) => oc.columns(['provider', 'provider_reference']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  return inserted ? row : undefined;
+  return (await insertPaymentRow.executeWrite(trx, row)) > 0n ? row : undefined;
 }
+
+/** The payment insert, compiled once (every new payment runs it; issue 13). */
+const insertPaymentRow = compiledQuery((db, param: Param<PaymentRow>) =>
+  db
+    .insertInto('payments')
+    .values({
+      id: param('id'),
+      customer_id: param('customer_id'),
+      subscription_id: param('subscription_id'),
+      provider: param('provider'),
+      provider_reference: param('provider_reference'),
+      amount: param('amount'),
+      amount_refunded: param('amount_refunded'),
+      currency: param('currency'),
+      status: param('status'),
+      failure_reason: param('failure_reason'),
+      paid_at: param('paid_at'),
+      created_at: param('created_at'),
+      updated_at: param('updated_at'),
+    })
+    .onConflict((oc) => oc.columns(['provider', 'provider_reference']).doNothing()),
+);
 
 function newPaymentRow(input: PaymentInput, status: 'succeeded' | 'failed', now: string): PaymentRow {
   return {

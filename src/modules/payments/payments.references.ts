@@ -6,6 +6,7 @@
 // so the end state does not depend on the order the events arrive in.
 import { sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -42,14 +43,17 @@ export async function canonicalReference(
   provider: string,
   reference: string,
 ): Promise<string> {
-  const alias = await trx
-    .selectFrom('payment_references')
-    .select('canonical_reference')
-    .where('provider', '=', provider)
-    .where('reference', '=', reference)
-    .executeTakeFirst();
+  const alias = await aliasOf.executeTakeFirst(trx, { provider, reference });
   return alias?.canonical_reference ?? reference;
 }
+
+const aliasOf = compiledQuery((db, param: Param<{ provider: string; reference: string }>) =>
+  db
+    .selectFrom('payment_references')
+    .select('canonical_reference')
+    .where('provider', '=', param('provider'))
+    .where('reference', '=', param('reference')),
+);
 
 /** The payment keyed exactly `provider`/`reference` (no alias resolution), locked on PostgreSQL. */
 export function selectPaymentForUpdate(
@@ -57,13 +61,32 @@ export function selectPaymentForUpdate(
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
-  const query = trx
-    .selectFrom('payments')
-    .selectAll()
-    .where('provider', '=', provider)
-    .where('provider_reference', '=', reference);
-  return forUpdate(query, trx).executeTakeFirst();
+  return paymentForUpdate.executeTakeFirst(trx, { provider, reference });
 }
+
+const paymentForUpdate = compiledQuery((db, param: Param<{ provider: string; reference: string }>) =>
+  forUpdate(
+    db
+      .selectFrom('payments')
+      .selectAll()
+      .where('provider', '=', param('provider'))
+      .where('provider_reference', '=', param('reference')),
+    db,
+  ),
+);
+
+/** SQLite: the canonical reference of `reference` and the payment keyed by it, in one statement. */
+const paymentByReferenceSqlite = compiledQuery((db, param: Param<{ provider: string; reference: string }>) => {
+  const provider = param('provider');
+  const reference = param('reference');
+  const query = sql<PaymentRow & { canonical: string }>`
+    select named.canonical, payments.*
+    from (select coalesce(
+            (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
+            ${reference}) as canonical) as named
+    left join payments on payments.provider = ${provider} and payments.provider_reference = named.canonical`;
+  return { compile: () => query.compile(db) };
+});
 
 /**
  * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. A
@@ -103,15 +126,7 @@ export async function lockPaymentReference(
   reference: string,
 ): Promise<LockedReference> {
   if (!isPostgres(trx)) {
-    const { rows } = await sql<PaymentRow & { canonical: string }>`
-      select named.canonical, payments.*
-      from (select coalesce(
-              (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
-              ${reference}) as canonical) as named
-      left join payments on payments.provider = ${provider} and payments.provider_reference = named.canonical`.execute(
-      trx,
-    );
-    const { canonical, ...payment } = rows[0]!;
+    const { canonical, ...payment } = (await paymentByReferenceSqlite.executeTakeFirst(trx, { provider, reference }))!;
     return { canonical, payment: payment.id === null ? undefined : payment };
   }
   await lockReference(trx, provider, reference);
