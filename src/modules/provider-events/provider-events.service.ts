@@ -57,7 +57,7 @@ export async function processInboxRow(
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
+  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
   const now = ctx.clock.now().toISOString();
   const done = {
     processed_at: now,
