@@ -80,11 +80,49 @@ export async function lockPaymentByReference(
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
-  await lockReference(trx, provider, reference);
-  const canonical = await canonicalReference(trx, provider, reference);
-  if (canonical !== reference) await lockReference(trx, provider, canonical);
-  return selectPaymentForUpdate(trx, provider, canonical);
+  return (await lockPaymentAndReference(trx, provider, reference)).payment;
 }
+
+/**
+ * lockPaymentByReference, also returning the reference the payment is keyed by
+ * (`canonical`: `reference` itself unless it is an alias) — e.g. to insert a payment under
+ * it while the locks are held. On PostgreSQL one statement resolves the alias and, when
+ * there is none (the common case), locks the payment keyed by `reference` (issue 13: round
+ * trips); it runs after the advisory lock, in a snapshot of its own.
+ */
+export async function lockPaymentAndReference(
+  trx: Transaction<Database>,
+  provider: string,
+  reference: string,
+): Promise<{ payment: PaymentRow | undefined; canonical: string }> {
+  await lockReference(trx, provider, reference);
+  if (isPostgres(trx)) {
+    const { rows } = await sql<Nullable<PaymentRow> & { canonical: string }>`
+      select r.canonical, p.*
+      from (
+        select coalesce(
+          (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
+          ${reference}
+        ) as canonical
+      ) as r
+      left join lateral (
+        select * from payments
+        where provider = ${provider} and provider_reference = ${reference} and r.canonical = ${reference}
+        for update
+      ) as p on true`.execute(trx);
+    const { canonical, ...payment } = rows[0]!;
+    if (canonical === reference) {
+      return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
+    }
+    await lockReference(trx, provider, canonical);
+    return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
+  }
+  const canonical = await canonicalReference(trx, provider, reference);
+  return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
+}
+
+/** Every column of `T` possibly null (a row of the nullable side of an outer join). */
+type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /** A link between two references of one payment, with the payments it concerns, locked. */
 export interface LockedLink {
