@@ -1,10 +1,12 @@
 // The inbox (SPEC §5 "Store, then process"): every verified event is committed here,
 // unique on (provider, event key), before anything acts on it. A repeat of a stored key is
 // a duplicate delivery and is not stored again.
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import { compiledQueries, compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
+import { executeDeferred } from '../../db/pg-traffic.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -264,7 +266,26 @@ export async function finishInboxRow(
   id: string,
   from: ProviderEventRow['status'],
   changes: InboxChanges & { status: ProviderEventRow['status'] },
+  options: FinishOptions = {},
 ): Promise<void> {
   if (!canMove(from, changes.status)) throw new Error(`an inbox row cannot move from ${from} to ${changes.status}`);
+  if (options.failAtCommit && isPostgres(trx)) {
+    const update = trx.updateTable('provider_events').set(changes).where('id', '=', id).where('status', '=', from);
+    // No other row than `id` moves, and none if it is no longer in `from`: then 1/0 fails
+    // the statement, so the transaction cannot commit.
+    await executeDeferred(trx, sql`with moved as (${update.returning('id')}) select 1 / count(*) from moved`);
+    return;
+  }
   if ((await updateInbox(trx, id, changes, from)) !== 1n) throw new AlreadyFinishedError(id);
+}
+
+/** How finishInboxRow reports a row another processor finished. */
+export interface FinishOptions {
+  /**
+   * On PostgreSQL, fail the transaction (any error, at the latest at its COMMIT) instead of
+   * throwing AlreadyFinishedError now, so the update travels with the next statement
+   * (issue 13: round trips). For a caller that answers any failure by running again with
+   * the exact check (processing-batches.ts: the whole batch, then row by row).
+   */
+  failAtCommit?: boolean;
 }
