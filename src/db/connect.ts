@@ -24,6 +24,7 @@ import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { type CommitVersionSource, postgresCommitVersion, sqliteCommitVersion } from './commit-version.ts';
 import type { Database } from './database.ts';
+import { type DatabaseTraffic, trafficPool } from './pg-traffic.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -37,6 +38,8 @@ export interface DatabaseHandle {
   serialize?: () => Uint8Array;
   /** The database's commit version: changes whenever any writer commits (db/commit-version.ts). */
   commitVersion: CommitVersionSource;
+  /** What was sent to PostgreSQL: round trips and statements (pg-traffic.ts); zeros on SQLite. */
+  traffic: Readonly<DatabaseTraffic>;
   close(): Promise<void>;
 }
 
@@ -118,6 +121,7 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
     schema: undefined,
     serialize: () => database.serialize(),
     commitVersion: sqliteCommitVersion(database, inMemory),
+    traffic: { roundTrips: 0, statements: 0 },
     // Kysely closes the database only if a query ever opened its connection: close it anyway,
     // so no query runs after close (a migrated test database may never have been queried).
     // Closing twice is a no-op.
@@ -220,12 +224,16 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new SchemaScopedPostgresDialect({ pool }, schema) });
+  const traffic: DatabaseTraffic = { roundTrips: 0, statements: 0 };
+  const db = new Kysely<Database>({
+    dialect: new SchemaScopedPostgresDialect({ pool: trafficPool(pool, traffic) as unknown as pg.Pool }, schema),
+  });
   return {
     db,
     dialect: 'postgres',
     schema,
     commitVersion: postgresCommitVersion(pool),
+    traffic,
     // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
     close: async () => {
       if (pool.ended) return;

@@ -10,25 +10,69 @@ import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
 import { compiledQuery, type Param } from './compiled-queries.ts';
 import type { Database } from './database.ts';
+import { executeDeferred } from './pg-traffic.ts';
 
 export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds';
 
 /** Most deltas one foldCountDeltas call folds (the worker's batch size for it). */
 export const FOLD_BATCH = 10_000;
 
+/** Deltas collected per transaction between deferCounts and flushCounts. */
+const deferred = new WeakMap<Transaction<Database>, Map<CountName, number>>();
+
 /**
  * Adds `delta` (may be negative) to the named total, inside the caller's transaction so
- * the total moves with the rows.
+ * the total moves with the rows. In a transaction under deferCounts the delta is collected
+ * and written by flushCounts instead.
  */
 export async function addToCount(trx: Transaction<Database>, name: CountName, delta: number): Promise<void> {
+  const collected = deferred.get(trx);
+  if (collected) {
+    collected.set(name, (collected.get(name) ?? 0) + delta);
+    return;
+  }
+  await writeCounts(trx, [[name, delta]]);
+}
+
+/**
+ * From now on, addToCount in `trx` (this transaction object, not its savepoints) collects
+ * its deltas in memory; flushCounts(trx) writes them, one statement for every total moved.
+ * For a batch that moves the same totals many times (provider events: a payment and its
+ * event per row, issue 13). The caller MUST call flushCounts before committing; a rollback
+ * just drops them (nothing was written).
+ */
+export function deferCounts(trx: Transaction<Database>): void {
+  if (!deferred.has(trx)) deferred.set(trx, new Map());
+}
+
+/** Writes the deltas collected since deferCounts(trx) (see there) and stops collecting. */
+export async function flushCounts(trx: Transaction<Database>): Promise<void> {
+  const collected = deferred.get(trx);
+  deferred.delete(trx);
+  if (!collected) return;
+  const moves = [...collected].filter(([, delta]) => delta !== 0);
+  if (moves.length > 0) await writeCounts(trx, moves);
+}
+
+/** One statement: PostgreSQL appends the deltas, SQLite adds them to the counter rows. */
+async function writeCounts(
+  trx: Transaction<Database>,
+  moves: readonly (readonly [CountName, number])[],
+): Promise<void> {
   if (isPostgres(trx)) {
-    await trx.insertInto('row_count_deltas').values({ name, delta }).execute();
+    // Nobody reads its answer: it travels with the next statement (pg-traffic.ts).
+    await executeDeferred(
+      trx,
+      trx.insertInto('row_count_deltas').values(moves.map(([name, delta]) => ({ name, delta }))),
+    );
     return;
   }
   await trx
     .insertInto('row_counts')
-    .values({ name, count: delta })
-    .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ count: eb('row_counts.count', '+', delta) })))
+    .values(moves.map(([name, count]) => ({ name, count })))
+    .onConflict((oc) =>
+      oc.column('name').doUpdateSet((eb) => ({ count: eb('row_counts.count', '+', eb.ref('excluded.count')) })),
+    )
     .execute();
 }
 

@@ -60,6 +60,26 @@ export class Metrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
+    // What this instance sent to PostgreSQL (db/pg-traffic.ts); stays 0 on SQLite.
+    const traffic = deps.database.traffic;
+    new Counter({
+      name: 'billing_db_round_trips_total',
+      help: 'Messages this instance sent to PostgreSQL and waited for (network round trips).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.roundTrips);
+      },
+    });
+    new Counter({
+      name: 'billing_db_statements_total',
+      help: 'SQL statements this instance sent to PostgreSQL, BEGIN/COMMIT included (several may share a round trip).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.statements);
+      },
+    });
     for (const gauge of options.gauges ?? []) {
       new Gauge({
         name: gauge.name,

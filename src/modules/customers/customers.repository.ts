@@ -32,13 +32,17 @@ export async function findCustomerByNormalizedEmail(
   db: Kysely<Database>,
   normalized: string,
 ): Promise<CustomerRow | undefined> {
-  return db
+  return customerByNormalizedEmail.executeTakeFirst(db, { normalized });
+}
+
+/** Compiled once: provider-event attribution runs it for every payment with an email (issue 13). */
+const customerByNormalizedEmail = compiledQuery((db, param: Param<{ normalized: string }>) =>
+  db
     .selectFrom('customers')
     .selectAll()
-    .where('email_normalized', '=', normalized)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+    .where('email_normalized', '=', param('normalized'))
+    .where('deleted_at', 'is', null),
+);
 
 /**
  * Inserts `row` unless a live customer already has its `email_normalized` (a concurrent

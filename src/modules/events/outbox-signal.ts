@@ -8,6 +8,7 @@
 import { sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { executeDeferred } from '../../db/pg-traffic.ts';
 
 type Listener = () => void;
 
@@ -44,7 +45,8 @@ export async function ringOutbox(trx: Transaction<Database>): Promise<void> {
   // Not the in-process wire too: it would ring before the commit, for a pass that finds nothing.
   if (rung.has(trx)) return;
   rung.add(trx);
-  await sql`select pg_notify(${sql.lit('billing_outbox_')} || current_schema(), '')`.execute(trx);
+  // Sent with the transaction's next statement (db/pg-traffic.ts): its answer is empty.
+  await executeDeferred(trx, sql`select pg_notify(${'billing_outbox_'} || current_schema(), ${''})`);
 }
 
 /** Transactions that already sent their NOTIFY (one is enough per commit). */

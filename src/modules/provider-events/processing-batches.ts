@@ -5,11 +5,11 @@
 // and recorded failed (retried by the worker unless a retry cannot help) while the others
 // commit. What one row does is provider-events.service.ts's.
 import type { Kysely, Transaction } from 'kysely';
-import { isPostgres } from '../../db/column-types.ts';
+import { deferCounts, flushCounts } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
-import { AlreadyFinishedError, lockInboxRow } from './inbox.ts';
+import { AlreadyFinishedError, type FinishOptions, lockInboxRow } from './inbox.ts';
 import { UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
 import {
@@ -35,20 +35,26 @@ export interface RowToProcess {
   log?: ProcessingLog;
 }
 
-/** Processes each item in `trx`; any failure throws (the caller rolls back). */
+/**
+ * Processes each item in `trx`; any failure throws (the caller rolls back). `finish`: see
+ * finishInboxRow (the batch's one transaction lets a lost race fail its commit instead).
+ */
 async function processAll(
   trx: Transaction<Database>,
   ctx: ProcessingContext,
   items: readonly RowToProcess[],
+  finish: FinishOptions = {},
 ): Promise<ProcessingOutcome[]> {
   const outcomes: ProcessingOutcome[] = [];
-  // On PostgreSQL every processor locks the row first, so a request, a redelivery and a
-  // worker handling one row queue behind each other (the later ones then skip it). SQLite
-  // runs one writer at a time, so a row the caller just stored needs no reading back.
-  const lockFirst = isPostgres(trx);
+  // A row read from the inbox (the worker, a redelivery) is locked first, so processors of
+  // one row queue behind each other (the later ones then skip it). A row the caller just
+  // stored is processed as stored, without that round trip (issue 13): nobody else takes it
+  // before its lease ends but a redelivery, and finishInboxRow's check (the status still as
+  // read; on PostgreSQL the update waits for any other transaction on the row) rolls back
+  // whichever processor loses such a race.
   for (const item of items) {
-    const row = item.row && !lockFirst ? item.row : await lockInboxRow(trx, item.id);
-    outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body) : 'skipped');
+    const row = item.row ?? (await lockInboxRow(trx, item.id));
+    outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body, finish) : 'skipped');
   }
   return outcomes;
 }
@@ -125,8 +131,14 @@ export async function runThenProcessEvents<T>(
 ): Promise<[T, ProcessingOutcome[]]> {
   try {
     return await db.transaction().execute(async (trx) => {
+      // The batch's payments, refunds, customers and events move their totals once, at the end.
+      deferCounts(trx);
       const head = await work(trx);
-      return [head, await processAll(trx, ctx, items)] as [T, ProcessingOutcome[]];
+      // A row another processor finished meanwhile fails this commit (finishInboxRow's
+      // failAtCommit); the rerun below then finds it, row by row, with the exact check.
+      const outcomes = await processAll(trx, ctx, items, { failAtCommit: true });
+      await flushCounts(trx);
+      return [head, outcomes] as [T, ProcessingOutcome[]];
     });
   } catch (error) {
     if (items.length === 0) throw error;

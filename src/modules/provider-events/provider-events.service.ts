@@ -10,11 +10,23 @@ import type { Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
 import { recordPaymentReport, recordRefundReports } from '../payments/payments.recording.ts';
-import { lockPaymentByReference, lockPaymentLink, recordPaymentLink } from '../payments/payments.references.ts';
+import {
+  lockPaymentAndReference,
+  lockPaymentByReference,
+  lockPaymentLink,
+  recordPaymentLink,
+} from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { applyFailedPayment, applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { attributePayment } from './attribution.ts';
-import { finishInboxRow, lockHeldRows, lockInboxRow, repointHeldRows, updateInboxRow } from './inbox.ts';
+import {
+  type FinishOptions,
+  finishInboxRow,
+  lockHeldRows,
+  lockInboxRow,
+  repointHeldRows,
+  updateInboxRow,
+} from './inbox.ts';
 import { needsProcessing } from './inbox-status.ts';
 import { type ProviderEvent, UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
@@ -38,9 +50,10 @@ type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
 /**
  * Processes the locked inbox `row` inside `trx`: applies its event and moves the row to
  * `processed`, `ignored` or `held` (inbox-status.ts). `body` is the row's payload already
- * parsed, when the caller has it. Returns `skipped` for a row that no longer needs
- * processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
- * AlreadyFinishedError when another processor finished the row meanwhile, or any database
+ * parsed, when the caller has it; `finish` is passed to finishInboxRow. Returns `skipped`
+ * for a row that no longer needs processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
+ * AlreadyFinishedError when another processor finished the row meanwhile (unless
+ * `finish.failAtCommit`: then the transaction fails, at the latest at commit), or any database
  * error; the caller rolls back this row's effects and records the failure
  * (recordFailedAttempt).
  */
@@ -49,10 +62,11 @@ export async function processInboxRow(
   ctx: ProcessingContext,
   row: ProviderEventRow,
   body: unknown,
+  finish: FinishOptions = {},
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
+  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
   const now = ctx.clock.now().toISOString();
   const done = {
     processed_at: now,
@@ -63,7 +77,7 @@ export async function processInboxRow(
   };
   switch (event.kind) {
     case 'ignored':
-      await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' });
+      await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' }, finish);
       return 'ignored';
     case 'payment_succeeded':
     case 'payment_failed':
@@ -75,19 +89,14 @@ export async function processInboxRow(
     case 'refunds': {
       const waitFor = await recordRefunds(trx, ctx.clock, row.provider, event);
       if (waitFor !== null) {
-        await finishInboxRow(trx, row.id, row.status, {
-          status: 'held',
-          held_reference: waitFor,
-          attempts: row.attempts + 1,
-          error: null,
-          next_attempt_at: null,
-        });
+        const held = { attempts: row.attempts + 1, error: null, next_attempt_at: null };
+        await finishInboxRow(trx, row.id, row.status, { ...held, status: 'held', held_reference: waitFor }, finish);
         return 'held';
       }
       break;
     }
   }
-  await finishInboxRow(trx, row.id, row.status, { ...done, status: 'processed' });
+  await finishInboxRow(trx, row.id, row.status, { ...done, status: 'processed' }, finish);
   return 'processed';
 }
 
@@ -130,7 +139,7 @@ async function recordPayment(
 ): Promise<void> {
   const { clock } = ctx;
   const report = event.payment;
-  const existing = await lockPaymentByReference(trx, provider, report.reference);
+  const { payment: existing, canonical } = await lockPaymentAndReference(trx, provider, report.reference);
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
     ? await attributePayment(trx, clock, provider, report)
@@ -157,6 +166,7 @@ async function recordPayment(
       occurredAt: report.occurredAt,
       customerId: who.customerId,
       subscriptionId: who.subscriptionId,
+      canonicalReference: canonical,
     },
     status,
   );

@@ -1,0 +1,109 @@
+// db/pg-traffic.ts: BEGIN, SAVEPOINT and deferrable statements travel with the next
+// statement; the traffic is counted; behaviour is the same as sending each on its own.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { sql } from 'kysely';
+import { buildTestApp } from '../../test/helpers/app.ts';
+import { ON_POSTGRES } from '../../test/helpers/database.ts';
+import { executeDeferred } from './pg-traffic.ts';
+
+const pgOnly = { skip: !ON_POSTGRES && 'PostgreSQL only: SQLite has no round trips' };
+
+test('a transaction of one statement costs two round trips (BEGIN travels with it, then COMMIT)', pgOnly, async (t) => {
+  const { deps } = await buildTestApp(t);
+  const traffic = deps.database.traffic;
+  const before = { ...traffic };
+  const count = await deps.db.transaction().execute(async (trx) => {
+    await executeDeferred(trx, trx.insertInto('row_count_deltas').values({ name: 'events', delta: 2 }));
+    const row = await trx
+      .selectFrom('row_count_deltas')
+      .select((eb) => eb.fn.sum<number>('delta').as('sum'))
+      .executeTakeFirstOrThrow();
+    return Number(row.sum);
+  });
+  // The deferred insert ran before the select that carried it: the select saw its row.
+  assert.equal(count, 2);
+  assert.deepEqual(
+    { roundTrips: traffic.roundTrips - before.roundTrips, statements: traffic.statements - before.statements },
+    { roundTrips: 2, statements: 4 },
+  );
+});
+
+test('a transaction rolled back before anything was sent sends nothing and stores nothing', pgOnly, async (t) => {
+  const { deps } = await buildTestApp(t);
+  const traffic = deps.database.traffic;
+  const before = { ...traffic };
+  await assert.rejects(
+    deps.db.transaction().execute(async (trx) => {
+      await executeDeferred(trx, trx.insertInto('row_count_deltas').values({ name: 'events', delta: 1 }));
+      throw new Error('changed my mind');
+    }),
+    /changed my mind/,
+  );
+  assert.equal(traffic.roundTrips, before.roundTrips);
+  assert.equal((await deps.db.selectFrom('row_count_deltas').selectAll().execute()).length, 0);
+});
+
+test(
+  'a deferred statement’s error is thrown by the statement it travels with, and nothing commits',
+  pgOnly,
+  async (t) => {
+    const { deps } = await buildTestApp(t);
+    await assert.rejects(
+      deps.db.transaction().execute(async (trx) => {
+        await executeDeferred(trx, trx.insertInto('row_counts').values({ name: 'events', count: 1 }));
+        // Same primary key: the unique violation surfaces on the next statement.
+        await executeDeferred(trx, trx.insertInto('row_counts').values({ name: 'events', count: 5 }));
+        await trx.selectFrom('row_counts').selectAll().execute();
+      }),
+      (error: { code?: string }) => error.code === '23505',
+    );
+    assert.equal((await deps.db.selectFrom('row_counts').selectAll().execute()).length, 0);
+    // The connection is usable again (the pool got it back rolled back).
+    assert.equal((await sql<{ one: number }>`select 1 as one`.execute(deps.db)).rows[0]!.one, 1);
+  },
+);
+
+test(
+  'values written into deferred statements arrive exactly (quotes, backslashes, unicode, null, numbers)',
+  pgOnly,
+  async (t) => {
+    const { deps } = await buildTestApp(t);
+    const texts = ["it's", 'back\\slash \\x00 $1 $$', '🎉 ünïcode', '', "'; drop table events; --"];
+    await deps.db.transaction().execute(async (trx) => {
+      for (const [i, text] of texts.entries()) {
+        await executeDeferred(
+          trx,
+          trx.insertInto('events').values({
+            id: `evt_${i}`,
+            topic: text,
+            data: JSON.stringify({ text, n: -1.5, i }),
+            created_at: '2026-01-15T10:00:00.000Z',
+            delivered_at: null,
+          }),
+        );
+      }
+    });
+    const rows = await deps.db.selectFrom('events').selectAll().orderBy('id').execute();
+    assert.deepEqual(
+      rows.map((row) => [row.topic, JSON.parse(row.data), row.delivered_at]),
+      texts.map((text, i) => [text, { text, n: -1.5, i }, null]),
+    );
+  },
+);
+
+test('savepoints keep their meaning when they travel with the next statement', pgOnly, async (t) => {
+  const { deps } = await buildTestApp(t);
+  const trx = await deps.db.startTransaction().execute();
+  await executeDeferred(trx, trx.insertInto('row_count_deltas').values({ name: 'events', delta: 1 }));
+  const savepoint = await trx.savepoint('a').execute();
+  await executeDeferred(savepoint, savepoint.insertInto('row_count_deltas').values({ name: 'events', delta: 10 }));
+  await savepoint.rollbackToSavepoint('a').execute();
+  await executeDeferred(trx, trx.insertInto('row_count_deltas').values({ name: 'events', delta: 100 }));
+  await trx.commit().execute();
+  const rows = await deps.db.selectFrom('row_count_deltas').select('delta').orderBy('id').execute();
+  assert.deepEqual(
+    rows.map((row) => Number(row.delta)),
+    [1, 100],
+  );
+});
