@@ -15,6 +15,11 @@ export interface Target {
   headers?: Record<string, string>;
   /** autocannon requests to send instead of GET `path` (e.g. signed POSTs built per request). */
   requests?: Request[];
+  /**
+   * The server's CPU seconds so far (RunningServer.cpuSeconds); read before and after each
+   * slice, so the Measurement carries the server's CPU time per request.
+   */
+  cpuSeconds?: () => number | undefined;
 }
 
 export interface Schedule {
@@ -35,6 +40,11 @@ export interface Measurement {
   requests: number;
   /** Responses that were not 2xx, plus socket errors and timeouts: should be 0. */
   failures: number;
+  /**
+   * The server's CPU time per response in ms (its process, all threads, over the measured
+   * slices), when the target can read it: independent of other load on the machine.
+   */
+  cpuMsPerRequest?: number;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -65,17 +75,28 @@ export async function measureAll(
 ): Promise<Measurement[]> {
   const { connections, warmup, rounds } = schedule;
   if (warmup > 0) for (const target of targets) await load(target, connections, warmup);
-  const totals = targets.map(() => ({ latencies: [] as number[], seconds: 0, failures: 0 }));
+  const totals = targets.map(() => ({
+    latencies: [] as number[],
+    seconds: 0,
+    failures: 0,
+    cpu: 0 as number | undefined,
+  }));
   for (let round = 1; round <= rounds; round += 1) {
     for (const [i, target] of targets.entries()) {
       const total = totals[i]!;
+      const cpuBefore = target.cpuSeconds?.();
       const result = await load(target, connections, schedule.duration / rounds, total.latencies);
+      const cpuAfter = target.cpuSeconds?.();
+      total.cpu =
+        total.cpu === undefined || cpuBefore === undefined || cpuAfter === undefined
+          ? undefined
+          : total.cpu + (cpuAfter - cpuBefore);
       total.seconds += result.duration;
       total.failures += result.non2xx + result.errors + result.timeouts;
     }
     onRound(round);
   }
-  return totals.map(({ latencies, seconds, failures }) => {
+  return totals.map(({ latencies, seconds, failures, cpu }) => {
     const sorted = Float64Array.from(latencies).sort();
     const requests = latencies.length;
     return {
@@ -84,6 +105,7 @@ export async function measureAll(
       p99Ms: percentile(sorted, 99),
       requests,
       failures,
+      cpuMsPerRequest: cpu === undefined || requests === 0 ? undefined : (cpu * 1000) / requests,
     };
   });
 }

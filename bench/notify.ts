@@ -3,7 +3,8 @@
 // synchronous=FULL), interleaved with the bare Fastify route. Prints events/s and p50/p99 and
 // their ratio to the bare route, then stops the app and checks, in the database file, that
 // every acknowledged (200) event is stored and processed. Measures; never fails on speed.
-// Runs inside `npm run bench`, or alone: `node bench/notify.ts`.
+// Runs inside `npm run bench`, or alone: `node bench/notify.ts`. BENCH_CPU_PROF=<dir> makes
+// the app write a V8 CPU profile (`--cpu-prof`) into <dir> when it stops.
 import { createHmac } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -160,15 +161,34 @@ function countStored(dbPath: string) {
   }
 }
 
+/** What one notify run measured (the report's figures, for summaries). */
+export interface NotifyBenchResult {
+  /** Events answered per second over the measured time. */
+  rps: number;
+  /** The bare Fastify route's req/s in the same run. */
+  bareRps: number;
+  /** rps ÷ bareRps. */
+  ratio: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Responses that were not 2xx, socket errors and timeouts: should be 0. */
+  failures: number;
+  /**
+   * The app's CPU time (user + system, process.cpuUsage via its /metrics) over the measured
+   * rounds ÷ the events answered in them, in ms; absent when the metrics could not be read.
+   */
+  cpuMsPerEvent?: number;
+}
+
 /**
- * Runs the notify scenario in `workDir` with `settings`; writes its report with `log`.
- * Starts (and stops) its own bare server and app.
+ * Runs the notify scenario in `workDir` with `settings`; writes its report with `log` and
+ * returns its figures. Starts (and stops) its own bare server and app.
  */
 export async function benchNotify(
   workDir: string,
   settings: NotifyBenchSettings,
   log: (line: string) => void,
-): Promise<void> {
+): Promise<NotifyBenchResult> {
   const dbPath = join(workDir, 'notify.db');
   const metricsPort = await freePort();
   const bare = await startServer(join(ROOT, 'bench/bare-server.ts'), {}, '/');
@@ -183,14 +203,20 @@ export async function benchNotify(
       // The app's own CPU time (prom-client process metrics) gives a figure that does not
       // depend on what else the machine runs: CPU per event.
       METRICS_PORT: String(metricsPort),
+      // BENCH_CPU_PROF=<dir>: the app writes a V8 CPU profile there when it stops.
+      ...(process.env.BENCH_CPU_PROF
+        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` }
+        : {}),
     },
     '/api/health',
   );
   const cpuSeconds = async () => {
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+    const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    return { user: metric('process_cpu_user_seconds_total'), system: metric('process_cpu_system_seconds_total') };
   };
   let appCpu = 0;
+  let appSystemCpu = 0;
   let acknowledged = 0;
   try {
     const probe = chargeBody();
@@ -221,7 +247,9 @@ export async function benchNotify(
       bareTally.seconds += b.duration;
       const cpuBefore = await cpuSeconds();
       const n = await notifyLoad(app.url, connections, slice, notifyTally);
-      appCpu += (await cpuSeconds()) - cpuBefore;
+      const cpuAfter = await cpuSeconds();
+      appCpu += cpuAfter.user + cpuAfter.system - (cpuBefore.user + cpuBefore.system);
+      appSystemCpu += cpuAfter.system - cpuBefore.system;
       notifyTally.seconds += n.duration;
       notifyTally.failures += n.non2xx + n.errors + n.timeouts;
       process.stdout.write(`${round} `);
@@ -249,9 +277,11 @@ export async function benchNotify(
         `${Math.round(notifyFigures.rps).toLocaleString('en-US')} events/s — ${met ? 'met' : 'MISSED'}`,
     );
     const cpuPerEvent = (appCpu * 1000) / notifyFigures.requests;
+    const systemPerEvent = (appSystemCpu * 1000) / notifyFigures.requests;
     log(
-      `app CPU: ${cpuPerEvent.toFixed(2)} ms per event (HTTP, verification, both commits) — one dedicated core ` +
-        `would carry ≈ ${Math.round(1000 / cpuPerEvent).toLocaleString('en-US')} events/s`,
+      `app CPU: ${cpuPerEvent.toFixed(2)} ms per event (${systemPerEvent.toFixed(2)} ms of it in the kernel; ` +
+        `HTTP, verification, both commits) — one dedicated core would carry ≈ ` +
+        `${Math.round(1000 / cpuPerEvent).toLocaleString('en-US')} events/s`,
     );
     const durable = stored.processed >= acknowledged && stored.payments >= acknowledged;
     log(
@@ -259,6 +289,15 @@ export async function benchNotify(
         `database holds ${stored.inbox.toLocaleString('en-US')} inbox rows (${stored.processed.toLocaleString('en-US')} processed) ` +
         `and ${stored.payments.toLocaleString('en-US')} payments — ${durable ? 'every acknowledged event is durable' : 'MISSING EVENTS'}`,
     );
+    return {
+      rps: notifyFigures.rps,
+      bareRps: bareFigures.rps,
+      ratio: notifyFigures.rps / bareFigures.rps,
+      p50Ms: notifyFigures.p50,
+      p99Ms: notifyFigures.p99,
+      failures: notifyTally.failures,
+      ...(Number.isFinite(cpuPerEvent) ? { cpuMsPerEvent: cpuPerEvent } : {}),
+    };
   } finally {
     await Promise.all([bare.stop(), app.stop()]);
   }

@@ -1,8 +1,11 @@
 // `npm run bench`: seeds SQLite databases of 1,000 and 1,000,000 customers, runs the API on
-// each (and a bare Fastify baseline) in child processes, loads them with autocannon and prints
-// req/s and latency, each against the bare route of the same run. Then the provider-event
-// intake (notify.ts), webhook fan-out and delivery (deliveries.ts), and the read and notify
-// scenarios on PostgreSQL with one and two instances (postgres.ts). Measures, never fails on speed.
+// each, a bare Fastify baseline and a minimal route doing the same page read
+// (minimal-server.ts) in child processes, loads them with autocannon and prints req/s, latency
+// and server CPU per request, each against the bare route of the same run. Then the
+// provider-event intake (notify.ts), webhook fan-out and delivery (deliveries.ts), and the read
+// and notify scenarios on PostgreSQL with one and two instances (postgres.ts), and ONE summary
+// table of the issue's ratios with their targets (summary.ts). Servers and the load generator
+// are pinned to different CPUs where taskset exists. Measures, never fails on speed.
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,15 +14,15 @@ import { type Measurement, measureAll, type Target } from './measure.ts';
 import { benchNotify } from './notify.ts';
 import { benchPostgres } from './postgres.ts';
 import { seedCustomers } from './seed.ts';
-import { type RunningServer, startServer, stopAllServers } from './servers.ts';
+import { allowedCpus, pinApart, type RunningServer, startServer, stopAllServers } from './servers.ts';
+import { summaryTable } from './summary.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
 const SMALL_ROWS = 1_000;
 
-/** Targets from the issue: list p99 at 1M rows ≤ 1.5× the 1k case; list req/s ≥ 40% of bare. */
-const TARGET_P99_GROWTH = 1.5;
-const TARGET_RPS_SHARE = 0.4;
+/** The list request of every list scenario (the issue's `GET /api/customers?limit=10`). */
+const LIST_PATH = '/api/customers?limit=10';
 
 /** A number from the environment, or `fallback`; must be at least `min`. */
 function envNumber(name: string, fallback: number, min: number): number {
@@ -78,12 +81,25 @@ function startApp(dbPath: string): Promise<RunningServer> {
 
 const auth = { authorization: `Bearer ${API_KEY}` };
 
-/** Fails the run early when the app does not answer as the bench assumes (200, exact total). */
-async function checkApp(app: RunningServer, rows: number, sampleId?: string): Promise<void> {
-  const response = await fetch(`${app.url}/api/customers`, { headers: auth });
-  const body = (await response.json()) as { data?: unknown[]; meta?: { total?: number } };
+/** The list response body of `app`, as text. */
+async function listBody(app: RunningServer): Promise<string> {
+  return (await fetch(`${app.url}${LIST_PATH}`, { headers: auth })).text();
+}
+
+/**
+ * Fails the run early when the app does not answer as the bench assumes (200, exact total);
+ * with `sameAs`, when its list body differs from that one (the minimal route must answer
+ * exactly what the app answers).
+ */
+async function checkApp(app: RunningServer, rows: number, sampleId?: string, sameAs?: string): Promise<void> {
+  const response = await fetch(`${app.url}${LIST_PATH}`, { headers: auth });
+  const text = await response.text();
+  const body = JSON.parse(text) as { data?: unknown[]; meta?: { total?: number } };
   if (response.status !== 200 || body.meta?.total !== rows || body.data?.length !== Math.min(rows, 10)) {
-    throw new Error(`GET /api/customers answered ${response.status} ${JSON.stringify(body).slice(0, 200)}`);
+    throw new Error(`GET ${LIST_PATH} answered ${response.status} ${text.slice(0, 200)}`);
+  }
+  if (sameAs !== undefined && text !== sameAs) {
+    throw new Error(`GET ${LIST_PATH} of ${app.url} differs from the app's: ${text.slice(0, 200)}`);
   }
   if (sampleId) {
     const one = await fetch(`${app.url}/api/customers/${sampleId}`, { headers: auth });
@@ -93,7 +109,7 @@ async function checkApp(app: RunningServer, rows: number, sampleId?: string): Pr
 }
 
 function table(rows: Row[], bare: Measurement): string {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'rps vs bare', 'p99 vs bare'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'rps vs bare', 'p99 vs bare', 'server CPU µs/req'];
   const lines = rows.map(({ scenario, result }) => [
     scenario,
     count(Math.round(result.rps)),
@@ -101,6 +117,7 @@ function table(rows: Row[], bare: Measurement): string {
     result.p99Ms.toFixed(2),
     `${(result.rps / bare.rps).toFixed(2)}×`,
     `${(result.p99Ms / bare.p99Ms).toFixed(2)}×`,
+    result.cpuMsPerRequest === undefined ? '—' : String(Math.round(result.cpuMsPerRequest * 1000)),
   ]);
   const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)));
   const format = (cells: string[]) =>
@@ -113,6 +130,7 @@ async function main(workDir: string): Promise<void> {
     `bench: Node ${process.version}, ${settings.connections} connections, ` +
       `${settings.warmup} s warm-up + ${settings.duration} s per scenario in ${settings.rounds} rounds; ${loadNote()}`,
   );
+  const pinning = pinApart();
   const smallPath = join(workDir, 'customers-1k.db');
   const bigPath = join(workDir, 'customers-big.db');
   const seed = async (path: string, rows: number) => {
@@ -126,49 +144,95 @@ async function main(workDir: string): Promise<void> {
 
   // All servers run at once (an idle one costs next to nothing) so the rounds can interleave them.
   const bareServer = await startServer(join(ROOT, 'bench/bare-server.ts'), {}, '/');
+  const minimalServer = await startServer(
+    join(ROOT, 'bench/minimal-server.ts'),
+    { DATABASE_URL: `sqlite:${bigPath}` },
+    '/',
+  );
   const small = await startApp(smallPath);
   const big = await startApp(bigPath);
+  log(pinningNote(pinning, [bareServer, minimalServer, small, big]));
   await checkApp(small, SMALL_ROWS);
   await checkApp(big, settings.bigRows, sampleIds[0]);
+  await checkApp(minimalServer, settings.bigRows, undefined, await listBody(big));
   const randomCustomer = () => `/api/customers/${sampleIds[Math.floor(Math.random() * sampleIds.length)]}`;
   const scenarios: Scenario[] = [
-    { label: 'bare Fastify GET / (baseline)', url: bareServer.url, path: '/' },
-    { label: `GET /api/customers @ ${count(SMALL_ROWS)}`, url: small.url, path: '/api/customers', headers: auth },
-    { label: `GET /api/customers @ ${count(settings.bigRows)}`, url: big.url, path: '/api/customers', headers: auth },
+    { label: 'bare Fastify GET / (baseline)', url: bareServer.url, path: '/', cpuSeconds: bareServer.cpuSeconds },
+    {
+      label: `minimal route: the same page read @ ${count(settings.bigRows)}`,
+      url: minimalServer.url,
+      path: LIST_PATH,
+      cpuSeconds: minimalServer.cpuSeconds,
+    },
+    {
+      label: `GET /api/customers @ ${count(SMALL_ROWS)}`,
+      url: small.url,
+      path: LIST_PATH,
+      headers: auth,
+      cpuSeconds: small.cpuSeconds,
+    },
+    {
+      label: `GET /api/customers @ ${count(settings.bigRows)}`,
+      url: big.url,
+      path: LIST_PATH,
+      headers: auth,
+      cpuSeconds: big.cpuSeconds,
+    },
     {
       label: `GET /api/customers/{id} @ ${count(settings.bigRows)}`,
       url: big.url,
       path: randomCustomer,
       headers: auth,
+      cpuSeconds: big.cpuSeconds,
     },
   ];
   process.stdout.write(`measuring ${scenarios.length} scenarios in ${settings.rounds} interleaved rounds … `);
   const results = await measureAll(scenarios, settings, (round) => process.stdout.write(`${round} `));
   log('done');
-  await Promise.all([bareServer.stop(), small.stop(), big.stop()]);
+  await Promise.all([bareServer.stop(), minimalServer.stop(), small.stop(), big.stop()]);
   const rows: Row[] = scenarios.map((scenario, i) => ({ scenario: scenario.label, result: results[i]! }));
-  const [bare, smallList, bigList] = results as [Measurement, Measurement, Measurement, Measurement];
+  const [bare, minimal, smallList, bigList] = results as [Measurement, Measurement, Measurement, Measurement];
 
   log(`\n${table(rows, bare)}\n`);
   const failures = rows.filter((row) => row.result.failures > 0);
   for (const { scenario, result } of failures) {
     log(`WARNING: ${scenario}: ${result.failures} of ${result.requests} responses were errors or not 2xx`);
   }
-  const growth = bigList.p99Ms / smallList.p99Ms;
-  const share = bigList.rps / bare.rps;
-  const verdict = (met: boolean) => (met ? 'met' : 'MISSED');
-  log('targets (measured, not enforced):');
+  // The sections return their figures for the summary (summary.ts reads what they give).
+  // BENCH_LISTS_ONLY=1 stops after the lists (their rows of the summary stay).
+  const listsOnly = process.env.BENCH_LISTS_ONLY === '1';
+  const notify: unknown = listsOnly ? undefined : await benchNotify(workDir, settings, log);
+  const deliveries: unknown = listsOnly
+    ? undefined
+    : await benchDeliveries(workDir, { duration: settings.duration }, log);
+  const postgres: unknown = listsOnly ? undefined : await benchPostgres(settings, log);
+  log(`\nsummary: the issue's ratios, measured in this run (targets measured, not enforced); ${loadNote()}`);
   log(
-    `  list p99 @ ${count(settings.bigRows)} ≤ ${TARGET_P99_GROWTH}× list p99 @ ${count(SMALL_ROWS)}: ` +
-      `${growth.toFixed(2)}× (p50 ${(bigList.p50Ms / smallList.p50Ms).toFixed(2)}×) — ${verdict(growth <= TARGET_P99_GROWTH)}`,
+    summaryTable({
+      bare,
+      minimal,
+      smallList,
+      bigList,
+      smallRows: SMALL_ROWS,
+      bigRows: settings.bigRows,
+      notify,
+      postgres,
+      deliveries,
+    }),
   );
-  log(
-    `  list req/s @ ${count(settings.bigRows)} ≥ ${TARGET_RPS_SHARE * 100}% of bare: ` +
-      `${(share * 100).toFixed(0)}% — ${verdict(share >= TARGET_RPS_SHARE)}`,
+  log(pinningNote(pinning, []));
+}
+
+/** Says how servers and load were placed, checked against what the kernel reports. */
+function pinningNote(pinning: ReturnType<typeof pinApart>, servers: RunningServer[]): string {
+  if (!pinning) return 'CPU pinning: none (taskset missing or a single CPU): servers and load share the CPUs';
+  const load = allowedCpus(process.pid);
+  const placed = servers.map((server) => server.pid).map((pid) => (pid === undefined ? undefined : allowedCpus(pid)));
+  const ok = load === pinning.load && placed.every((cpus) => cpus === pinning.server);
+  return (
+    `CPU pinning (taskset): servers on CPU ${pinning.server}, load generator (autocannon, this process) on CPU ` +
+    `${pinning.load}${ok ? '' : ` — CHECK FAILED: kernel reports load ${load}, servers ${placed.join(', ')}`}`
   );
-  await benchNotify(workDir, settings, log);
-  await benchDeliveries(workDir, { duration: settings.duration }, log);
-  await benchPostgres(settings, log);
 }
 
 mkdirSync(join(ROOT, '.bench'), { recursive: true });

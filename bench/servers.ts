@@ -1,9 +1,17 @@
 // Servers under test run as child processes, so autocannon (in the bench process) never
 // shares an event loop with them. Starts them on a free port, waits until they answer,
 // and stops them; `stopAllServers` is the safety net for errors and Ctrl-C.
-import { type ChildProcess, spawn } from 'node:child_process';
+//
+// Where `taskset` exists and there are at least 2 CPUs, `pinApart()` puts the bench process
+// (the load generator) on every CPU but the first and makes every server started afterwards
+// run on the first: load and server never compete for one core. Each server's own CPU time
+// (utime + stime of /proc/<pid>/stat, all threads) lets the bench report CPU per request,
+// a figure that does not depend on what else the machine runs.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const START_TIMEOUT_MS = 60_000;
@@ -14,9 +22,69 @@ export interface RunningServer {
   url: string;
   /** Sends SIGTERM (SIGKILL after 5 s) and waits for the exit. */
   stop(): Promise<void>;
+  /** CPU seconds the server process has used so far (all threads), or undefined without /proc. */
+  cpuSeconds(): number | undefined;
+  /** The server's process id. */
+  pid: number | undefined;
+}
+
+export interface ServerOptions {
+  /**
+   * CPUs for the server (a taskset list such as `0`), or null to leave it unpinned.
+   * Default: the server CPUs chosen by pinApart(), if it pinned anything.
+   */
+  cpus?: string | null;
 }
 
 const running = new Set<ChildProcess>();
+/** Linux USER_HZ: the unit of utime/stime in /proc/<pid>/stat (100 on every mainstream kernel). */
+const CLOCK_TICKS_PER_SECOND = 100;
+let serverCpus: string | undefined;
+
+export interface Pinning {
+  /** CPUs the servers run on, e.g. `0`. */
+  server: string;
+  /** CPUs the bench process (autocannon) runs on, e.g. `1`. */
+  load: string;
+}
+
+/**
+ * Pins the bench process (all its threads) to CPUs 1…n−1 and makes servers started from now
+ * on run on CPU 0. Returns the pinning, or undefined (nothing pinned) where `taskset` does
+ * not exist or the machine has a single CPU.
+ */
+export function pinApart(): Pinning | undefined {
+  const count = cpus().length;
+  if (count < 2) return undefined;
+  const pinning = { server: '0', load: count === 2 ? '1' : `1-${count - 1}` };
+  const result = spawnSync('taskset', ['-a', '-p', '-c', pinning.load, String(process.pid)], { stdio: 'ignore' });
+  if (result.error || result.status !== 0) return undefined;
+  serverCpus = pinning.server;
+  return pinning;
+}
+
+/** The CPUs `pid` may run on, as the kernel reports them (`Cpus_allowed_list`), or undefined. */
+export function allowedCpus(pid: number): string | undefined {
+  try {
+    return /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** utime + stime of process `pid` in seconds, or undefined (no /proc, or it exited). */
+function processCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name (which may contain spaces): utime is the 14th
+    // field of the line, stime the 15th, i.e. the 12th and 13th after ")".
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
 
 /** A TCP port nothing listens on right now (the OS picks it). */
 export async function freePort(): Promise<number> {
@@ -45,22 +113,29 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * Spawns `process.execPath script` with `env` added to this process's environment and
- * PORT/HOST set, then polls `readyPath` until it answers 200. Throws (after stopping the
- * child) when the child exits first or does not answer within 60 s.
+ * PORT/HOST set (under `taskset -c <cpus>` when pinned, see ServerOptions), then polls
+ * `readyPath` until it answers 200. Throws (after stopping the child) when the child exits
+ * first or does not answer within 60 s.
  */
 export async function startServer(
   script: string,
   env: Record<string, string>,
   readyPath: string,
+  options: ServerOptions = {},
 ): Promise<RunningServer> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', script], {
+  const pin = options.cpus === undefined ? serverCpus : (options.cpus ?? undefined);
+  const node = [process.execPath, '--disable-warning=ExperimentalWarning', script];
+  // taskset execs node in its own process, so the child's pid is the server's.
+  const [command, ...args] = pin === undefined ? node : ['taskset', '-c', pin, ...node];
+  const child = spawn(command!, args, {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   running.add(child);
   const stop = () => stopChild(child);
+  const cpuSeconds = () => processCpuSeconds(child.pid);
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -70,7 +145,7 @@ export async function startServer(
     try {
       const response = await fetch(url + readyPath, { signal: AbortSignal.timeout(1_000) });
       await response.arrayBuffer();
-      if (response.ok) return { url, stop };
+      if (response.ok) return { url, stop, cpuSeconds, pid: child.pid };
     } catch {
       // not listening yet
     }

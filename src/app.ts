@@ -8,7 +8,7 @@ import { answerClientError, registerErrorHandling, routeFrameworkErrors } from '
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
 import { registerTextGuard } from './http/text-guard.ts';
-import { loggerOptions } from './http/logger.ts';
+import { loggerOptions, requestLoggerFactory } from './http/logger.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import type { Route } from './http/route.ts';
@@ -60,6 +60,7 @@ export interface AppOptions {
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(deps.config.logLevel, options.logStream),
+    childLoggerFactory: requestLoggerFactory,
     bodyLimit: BODY_LIMIT_BYTES,
     schemaController: options.schemaController,
     requestIdHeader: false,

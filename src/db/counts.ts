@@ -6,8 +6,9 @@
 // lock until commit (measured: provider-event intake capped near 230/s). There a change is
 // appended to `row_count_deltas` (no lock on anything shared), a read adds the pending deltas
 // to the counter row in one statement, and the worker folds the deltas into the counter.
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
+import { compiledQuery, type Param } from './compiled-queries.ts';
 import type { Database } from './database.ts';
 import { executeDeferred } from './pg-traffic.ts';
 
@@ -16,34 +17,91 @@ export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 
 /** Most deltas one foldCountDeltas call folds (the worker's batch size for it). */
 export const FOLD_BATCH = 10_000;
 
+/** Deltas collected per transaction between deferCounts and flushCounts. */
+const deferred = new WeakMap<Transaction<Database>, Map<CountName, number>>();
+
 /**
  * Adds `delta` (may be negative) to the named total, inside the caller's transaction so
- * the total moves with the rows.
+ * the total moves with the rows. In a transaction under deferCounts the delta is collected
+ * and written by flushCounts instead.
  */
 export async function addToCount(trx: Transaction<Database>, name: CountName, delta: number): Promise<void> {
+  const collected = deferred.get(trx);
+  if (collected) {
+    collected.set(name, (collected.get(name) ?? 0) + delta);
+    return;
+  }
+  await writeCounts(trx, [[name, delta]]);
+}
+
+/**
+ * From now on, addToCount in `trx` (this transaction object, not its savepoints) collects
+ * its deltas in memory; flushCounts(trx) writes them, one statement for every total moved.
+ * For a batch that moves the same totals many times (provider events: a payment and its
+ * event per row, issue 13). The caller MUST call flushCounts before committing; a rollback
+ * just drops them (nothing was written).
+ */
+export function deferCounts(trx: Transaction<Database>): void {
+  if (!deferred.has(trx)) deferred.set(trx, new Map());
+}
+
+/** Writes the deltas collected since deferCounts(trx) (see there) and stops collecting. */
+export async function flushCounts(trx: Transaction<Database>): Promise<void> {
+  const collected = deferred.get(trx);
+  deferred.delete(trx);
+  if (!collected) return;
+  const moves = [...collected].filter(([, delta]) => delta !== 0);
+  if (moves.length > 0) await writeCounts(trx, moves);
+}
+
+/** One statement: PostgreSQL appends the deltas, SQLite adds them to the counter rows. */
+async function writeCounts(
+  trx: Transaction<Database>,
+  moves: readonly (readonly [CountName, number])[],
+): Promise<void> {
   if (isPostgres(trx)) {
     // Nobody reads its answer: it travels with the next statement (pg-traffic.ts).
-    await executeDeferred(trx, trx.insertInto('row_count_deltas').values({ name, delta }));
+    await executeDeferred(
+      trx,
+      trx.insertInto('row_count_deltas').values(moves.map(([name, delta]) => ({ name, delta }))),
+    );
     return;
   }
   await trx
     .insertInto('row_counts')
-    .values({ name, count: delta })
-    .onConflict((oc) => oc.column('name').doUpdateSet((eb) => ({ count: eb('row_counts.count', '+', delta) })))
+    .values(moves.map(([name, count]) => ({ name, count })))
+    .onConflict((oc) =>
+      oc.column('name').doUpdateSet((eb) => ({ count: eb('row_counts.count', '+', eb.ref('excluded.count')) })),
+    )
     .execute();
 }
 
-/** The named total (0 when nothing was ever counted): the counter plus unfolded deltas, read at one instant. */
+/**
+ * The named total as an SQL expression, for a query that reads it beside other rows (a list
+ * page and its kept total in one statement): on PostgreSQL the counter plus the unfolded
+ * deltas, on SQLite the counter; 0 when nothing was ever counted. Its value may come back as
+ * a string (PostgreSQL's sum is numeric): read it with Number(). `name` may be a
+ * compiledQuery placeholder.
+ */
+export function keptTotalExpression(db: Kysely<Database>, name: CountName): RawBuilder<number | string> {
+  return isPostgres(db)
+    ? sql<string>`(coalesce((select count from row_counts where name = ${name}), 0)
+        + coalesce((select sum(delta) from row_count_deltas where name = ${name}), 0))`
+    : sql<number>`coalesce((select count from row_counts where name = ${name}), 0)`;
+}
+
+const readCountQuery = compiledQuery((db, param: Param<{ name: CountName }>) =>
+  db.selectNoFrom(keptTotalExpression(db, param('name')).as('total')),
+);
+
+/**
+ * The named total (0 when nothing was ever counted): the counter plus unfolded deltas, read
+ * at one instant (one statement, one snapshot: a fold committing meanwhile is seen whole or
+ * not at all).
+ */
 export async function readCount(db: Kysely<Database>, name: CountName): Promise<number> {
-  if (isPostgres(db)) {
-    // One statement, one snapshot: a fold committing meanwhile is seen whole or not at all.
-    const { rows } = await sql<{ total: string | number | null }>`
-      select coalesce((select count from row_counts where name = ${name}), 0)
-           + coalesce((select sum(delta) from row_count_deltas where name = ${name}), 0) as total`.execute(db);
-    return Number(rows[0]?.total ?? 0);
-  }
-  const row = await db.selectFrom('row_counts').select('count').where('name', '=', name).executeTakeFirst();
-  return Number(row?.count ?? 0);
+  const row = await readCountQuery.executeTakeFirst(db, { name });
+  return Number(row?.total ?? 0);
 }
 
 /** Every total by name (for /metrics), counted the same way as readCount. */

@@ -121,3 +121,28 @@ test('logs carry the request id and never the API key', async (t) => {
   assert.match(logs, /log-check-1/);
   assert.doesNotMatch(logs, new RegExp(ADMIN_KEY));
 });
+
+test('at LOG_LEVEL=warn a request logs nothing until it fails; the failure carries its request id', async (t) => {
+  let logs = '';
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs += chunk.toString();
+      done();
+    },
+  });
+  const { request, deps } = await buildTestApp(t, { logStream, env: { LOG_LEVEL: 'warn' } });
+  await request('GET', '/api/customers', { headers: { 'x-request-id': 'quiet-1' } });
+  assert.equal(logs, '', 'no incoming/completed lines at warn');
+  await deps.database.close();
+  const failed = await request('GET', '/api/customers', { headers: { 'x-request-id': 'failing-1' } });
+  assert.equal(failed.status, 500);
+  const lines = logs
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { reqId?: string; msg?: string; level: number });
+  assert.deepEqual(
+    lines.map((line) => [line.reqId, line.msg, line.level]),
+    [['failing-1', 'request failed', 50]],
+  );
+  assert.doesNotMatch(logs, new RegExp(ADMIN_KEY));
+});

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
+import { buildTestApp } from '../../test/helpers/app.ts';
+import { createCustomer } from '../../test/helpers/factories.ts';
 import { openDatabase } from '../db/connect.ts';
-import { listPage, parseListParams, simpleListOf } from './lists.ts';
+import { defineList, listPage, parseListParams, simpleListOf } from './lists.ts';
 
 test('list defaults: page 0, limit 10, created_at desc', () => {
   assert.deepEqual(parseListParams({}), {
@@ -111,4 +113,46 @@ test('listPage counts when no kept total is given; simpleListOf drops meta', asy
   });
   assert.deepEqual(page, { data: ['d'], meta: { total: 3, page: 0, limit: 1 } });
   assert.deepEqual(simpleListOf(page), { data: ['d'], total: 3 });
+});
+
+// A compiled list over the live customers, with two filters (as the services define theirs).
+let builds = 0;
+const customers = defineList({
+  from: (db) => {
+    builds += 1;
+    return db.selectFrom('customers').where('deleted_at', 'is', null);
+  },
+  select: (query) => query.select(['id', 'name']),
+  sortable: ['created_at', 'name'],
+  keptTotal: 'customers',
+  map: (rows) => rows.map((row) => row.name),
+});
+
+test('defineList: the page and its kept total in one statement, a past-the-end page still has its total', async (t) => {
+  const app = await buildTestApp(t);
+  const { db } = app.deps;
+  for (const name of ['ann', 'bob', 'cy']) {
+    await createCustomer(app, { name, phone: name === 'bob' ? null : '+2348000000000' });
+    app.clock.advance(1000);
+  }
+  const page = (query: Record<string, string>, filters = {}) => customers.page(db, parseListParams(query), filters);
+  assert.deepEqual(await page({ limit: '2' }), { data: ['cy', 'bob'], meta: { total: 3, page: 0, limit: 2 } });
+  assert.deepEqual(await page({ limit: '2', page: '1' }), { data: ['ann'], meta: { total: 3, page: 1, limit: 2 } });
+  assert.deepEqual(await page({ limit: '2', page: '7' }), { data: [], meta: { total: 3, page: 7, limit: 2 } });
+  assert.deepEqual((await page({ sort_by: 'name', sort_order: 'asc' })).data, ['ann', 'bob', 'cy']);
+  assert.deepEqual((await page({ sort_by: 'nope' })).data, ['cy', 'bob', 'ann']);
+  // Filters: counted, not the kept total; a scalar is a parameter, is-null is structure.
+  assert.deepEqual(await page({}, { name: 'bob' }), { data: ['bob'], meta: { total: 1, page: 0, limit: 10 } });
+  assert.deepEqual(await page({}, { name: 'cy' }), { data: ['cy'], meta: { total: 1, page: 0, limit: 10 } });
+  assert.deepEqual((await page({}, { phone: { isNull: false } })).data, ['cy', 'ann']);
+  assert.deepEqual(await page({}, { phone: { isNull: true }, name: 'ann' }), {
+    data: [],
+    meta: { total: 0, page: 0, limit: 10 },
+  });
+  assert.deepEqual((await page({}, { name: undefined })).meta.total, 3);
+  // Built once per shape: unfiltered × 3 sort variants used, plus the filter shapes (page and
+  // count each), never once per request.
+  const before = builds;
+  for (let i = 0; i < 5; i += 1) await page({ limit: '2' }, { name: 'bob' });
+  assert.equal(builds, before);
 });

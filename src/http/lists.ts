@@ -1,7 +1,10 @@
 // The one implementation of SPEC §2 "Lists": page/limit/sort_by/sort_order parsing,
 // whitelisted sort fields, filters, id tie-break, the total, and the two envelopes. Every
 // list of the API is one listPage call.
-import type { SelectQueryBuilder } from 'kysely';
+import type { Kysely, SelectQueryBuilder } from 'kysely';
+import { compiledQueries, type Param } from '../db/compiled-queries.ts';
+import { type CountName, keptTotalExpression } from '../db/counts.ts';
+import type { Database } from '../db/database.ts';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 100;
@@ -179,4 +182,138 @@ export async function listPage<Q extends BaseQuery, R, T>(input: ListPageInput<Q
 export async function countMatching(query: BaseQuery): Promise<number> {
   const row = await query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
   return Number((row as { total: number | string }).total);
+}
+
+/** One list's definition for defineList: what listPage takes, minus the request's values. */
+export interface ListDefinition<P extends object, Q extends BaseQuery, R, T> {
+  /**
+   * The rows the list is over: `selectFrom` plus any condition that always holds, before any
+   * select. Built once per database: a value that changes per request (one endpoint's
+   * deliveries) must be `param(name)`, given as `values` to `page`.
+   */
+  from: (db: Kysely<Database>, param: Param<P>) => Q;
+  /** Selects the row columns: only those the response needs (`(q) => q.select([...])`). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table's rows
+  select: (query: Q) => SelectQueryBuilder<any, any, R>;
+  /** The columns `sort_by` may name (the route's `listQuerySchema` whitelist); the first is the fallback. */
+  sortable: readonly string[];
+  /**
+   * The kept total of `from`'s rows (db/counts.ts), read in the page's own statement when no
+   * filter is set; without it every total is counted.
+   */
+  keptTotal?: CountName;
+  /** Qualifies the sort and tie-break columns (`subscriptions` → `subscriptions.id`) when `select` joins. */
+  table?: string;
+  /** Turns the page's rows into the response items (rows may carry an extra `list_total` column: ignore it). */
+  map: (rows: R[]) => T[] | Promise<T[]>;
+}
+
+/** A list compiled once per shape (see defineList). */
+export interface CompiledList<P extends object, T> {
+  /**
+   * One page (SPEC §2 "Lists"), as listPage: `filters` are column → value (undefined = not
+   * filtered, see FilterValue), `values` the `param`s of the definition's `from`.
+   */
+  page(db: Kysely<Database>, params: ListParams, filters?: Record<string, FilterValue>, values?: P): Promise<Page<T>>;
+}
+
+/** The structure of one page query: everything but its values. */
+interface ListShape {
+  sortBy: string;
+  sortOrder: 'asc' | 'desc';
+  /** Set filters in column order: a scalar (`=`, a parameter) or `{ isNull }` (structure). */
+  filters: [column: string, value: Exclude<FilterValue, undefined>][];
+  /** The page statement also reads the kept total (`list_total`). */
+  withKeptTotal: boolean;
+}
+
+const TOTAL_COLUMN = 'list_total';
+
+function shapeKey(shape: ListShape): string {
+  const filters = shape.filters.map(([column, value]) =>
+    typeof value === 'object' ? `${column}${value.isNull ? ' is null' : ' is not null'}` : `${column}=`,
+  );
+  return `${shape.sortBy} ${shape.sortOrder}|${filters.join(',')}|${shape.withKeptTotal ? 'kept' : ''}`;
+}
+
+/** `query` with the shape's filters: a scalar one compares with the parameter `filter:<column>`. */
+function withFilters(query: BaseQuery, shape: ListShape, param: Param<Record<string, unknown>>): BaseQuery {
+  let filtered = query;
+  for (const [column, value] of shape.filters) {
+    filtered =
+      typeof value === 'object'
+        ? filtered.where(column, value.isNull ? 'is' : 'is not', null)
+        : filtered.where(column, '=', param(`filter:${column}`));
+  }
+  return filtered;
+}
+
+/**
+ * A list (SPEC §2 "Lists") whose statements are built and compiled once per shape — sort
+ * field and direction, the set of filters present — and database, then run with each
+ * request's values (db/compiled-queries.ts): the same contract as listPage (filters, order
+ * by the sort field then `id` the same way, `limit` rows at `offset`, the kept total unless a
+ * filter is set, else a count of the filtered rows), with less work per request. Without a
+ * filter the page and the kept total are ONE statement (the total a scalar subquery beside
+ * the rows); only a page past the end (no rows) reads the total on its own. With a filter,
+ * the page and the count are two statements run side by side. Call at module level: the
+ * compiled shapes live as long as the definition.
+ */
+export function defineList<P extends object, Q extends BaseQuery, R, T>(
+  definition: ListDefinition<P, Q, R, T>,
+): CompiledList<P, T> {
+  const { table } = definition;
+  const column = (name: string) => (table === undefined ? name : `${table}.${name}`);
+  type Values = Record<string, unknown>;
+  const pages = compiledQueries(shapeKey, (db, param: Param<Values>, shape: ListShape) => {
+    const from = definition.from(db, param as unknown as Param<P>);
+    let query = definition.select(withFilters(from, shape, param) as Q) as unknown as BaseQuery;
+    if (shape.withKeptTotal) query = query.select(keptTotalExpression(db, definition.keptTotal!).as(TOTAL_COLUMN));
+    return query
+      .orderBy(column(shape.sortBy), shape.sortOrder)
+      .orderBy(column('id'), shape.sortOrder)
+      .limit(param('limit') as number)
+      .offset(param('offset') as number);
+  });
+  const totals = compiledQueries(shapeKey, (db, param: Param<Values>, shape: ListShape) =>
+    shape.withKeptTotal
+      ? db.selectNoFrom(keptTotalExpression(db, definition.keptTotal!).as('total'))
+      : withFilters(definition.from(db, param as unknown as Param<P>), shape, param).select((eb) =>
+          eb.fn.countAll<number>().as('total'),
+        ),
+  );
+  const readTotal = async (db: Kysely<Database>, shape: ListShape, values: Values) => {
+    const row = (await totals.get(shape).executeTakeFirst(db, values)) as { total: number | string } | undefined;
+    return Number(row?.total ?? 0);
+  };
+  return {
+    async page(db, params, filters = {}, values) {
+      const set: ListShape['filters'] = [];
+      const bound: Values = { ...values, limit: params.limit, offset: params.offset };
+      for (const name of Object.keys(filters).sort()) {
+        const value = filters[name];
+        if (value === undefined) continue;
+        set.push([name, value]);
+        if (typeof value !== 'object') bound[`filter:${name}`] = value;
+      }
+      const sortBy = definition.sortable.includes(params.sortBy) ? params.sortBy : definition.sortable[0]!;
+      const shape: ListShape = {
+        sortBy,
+        sortOrder: params.sortOrder,
+        filters: set,
+        withKeptTotal: definition.keptTotal !== undefined && set.length === 0,
+      };
+      const pageQuery = pages.get(shape);
+      let rows: R[];
+      let total: number;
+      if (shape.withKeptTotal) {
+        rows = (await pageQuery.execute(db, bound)) as R[];
+        const first = rows[0] as Record<string, unknown> | undefined;
+        total = first === undefined ? await readTotal(db, shape, bound) : Number(first[TOTAL_COLUMN]);
+      } else {
+        [rows, total] = await Promise.all([pageQuery.execute(db, bound) as Promise<R[]>, readTotal(db, shape, bound)]);
+      }
+      return { data: await definition.map(rows), meta: { total, page: params.page, limit: params.limit } };
+    },
+  };
 }

@@ -1,5 +1,6 @@
 // pino options: JSON logs with the request id; every credential redacted wherever it appears.
-import type { DestinationStream, LoggerOptions } from 'pino';
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import type { Bindings, ChildLoggerOptions, DestinationStream, Logger, LoggerOptions } from 'pino';
 
 /** Paths pino replaces with "[redacted]": API keys, provider signatures, secrets. */
 export const REDACTED_PATHS = [
@@ -64,3 +65,87 @@ export function loggerOptions(
     ...(stream ? { stream } : {}),
   };
 }
+
+type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * A request's logger that creates its pino child (bindings: the request id; redaction set up)
+ * only when something is logged at an enabled level. Fastify makes a child per request; at
+ * LOG_LEVEL=warn nearly every request logs nothing, and the child's cost was paid for nothing
+ * (profile of the list under load, issue "Speed"). What is logged is exactly what the child
+ * would log.
+ */
+class DeferredChildLogger {
+  readonly #parent: Logger;
+  readonly #bindings: Bindings;
+  readonly #options: ChildLoggerOptions;
+  #child: Logger | undefined;
+
+  constructor(parent: Logger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#options = options;
+  }
+
+  #real(): Logger {
+    this.#child ??= this.#parent.child(this.#bindings, this.#options);
+    return this.#child;
+  }
+
+  #log(method: LogMethod, args: unknown[]): void {
+    if (this.#child === undefined && !this.#parent.isLevelEnabled(method)) return;
+    (this.#real()[method] as (...values: unknown[]) => void)(...args);
+  }
+
+  get level(): string {
+    return (this.#child ?? this.#parent).level;
+  }
+
+  set level(level: string) {
+    this.#real().level = level;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return (this.#child ?? this.#parent).isLevelEnabled(level);
+  }
+
+  bindings(): Bindings {
+    return this.#real().bindings();
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#log('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.#log('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#log('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.#log('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#log('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.#log('trace', args);
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
+    return this.#real().child(bindings, options);
+  }
+}
+
+/**
+ * Fastify's per-request child logger factory: the usual pino child when `info` (Fastify's
+ * request log lines) is enabled or the route sets its own log level, else a
+ * DeferredChildLogger, made real by the first line actually logged.
+ */
+export const requestLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFactory']> =
+  function requestLoggerFactory(logger, bindings, options) {
+    const parent = logger as unknown as Logger;
+    if (options.level !== undefined || parent.isLevelEnabled('info')) return logger.child(bindings, options);
+    return new DeferredChildLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
+  };

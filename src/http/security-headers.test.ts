@@ -85,3 +85,51 @@ test('/docs renders under a same-origin policy that allows exactly its own scrip
   assert.ok(!/https?:\/\//.test(page.text));
   assert.match(page.text, /"withDefaultFonts":\s*false/);
 });
+
+/** Every header helmet (with our options) sends, as it sent them before they were computed once. */
+const HELMET_COMMON = {
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'referrer-policy': 'no-referrer',
+  'strict-transport-security': 'max-age=31536000; includeSubDomains',
+  'x-content-type-options': 'nosniff',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-frame-options': 'DENY',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
+};
+const OTHER_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'date',
+  'connection',
+  'keep-alive',
+  'x-request-id',
+  'location',
+  'transfer-encoding',
+]);
+
+function securityHeaders(res: TestResponse): Record<string, string> {
+  return Object.fromEntries([...res.headers].filter(([name]) => !OTHER_HEADERS.has(name)));
+}
+
+test('the headers are exactly the set @fastify/helmet sends: API routes, unknown routes, /docs', async (t) => {
+  const app = await buildTestApp(t);
+  const api = {
+    'content-security-policy': "default-src 'none';frame-ancestors 'none';base-uri 'none';form-action 'none'",
+    ...HELMET_COMMON,
+  };
+  assert.deepEqual(securityHeaders(await app.request('GET', '/api/customers')), api);
+  assert.deepEqual(securityHeaders(await app.request('GET', '/api/customers/cus_nope')), api);
+  assert.deepEqual(securityHeaders(await app.request('GET', '/api/nowhere', { key: null })), api);
+  const redirect = await fetch(`${app.baseUrl}/docs`, { redirect: 'manual' });
+  await redirect.arrayBuffer();
+  assert.deepEqual(securityHeaders({ status: redirect.status, headers: redirect.headers, body: undefined, text: '' }), {
+    'content-security-policy':
+      "default-src 'self';script-src 'self';style-src 'self' 'unsafe-inline';img-src 'self' data:;" +
+      "font-src 'self' data:;connect-src 'self';object-src 'none';frame-ancestors 'none';base-uri 'self';form-action 'self'",
+    ...HELMET_COMMON,
+  });
+});

@@ -1,9 +1,16 @@
 // SQL for customers. Every read skips deleted rows. No HTTP, no rules. The only writer of
 // the table: each insert and delete moves the live-customer count (db/counts.ts) with it.
 import type { Kysely, Transaction } from 'kysely';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import type { CustomerRow, CustomersTable } from './customers.table.ts';
+
+/** The columns the API shows (customerSchema's fields): what reads for responses select. */
+export const CUSTOMER_COLUMNS = ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'updated_at'] as const;
+
+/** A customers row as far as the API shows it. */
+export type CustomerColumns = Pick<CustomerRow, (typeof CUSTOMER_COLUMNS)[number]>;
 
 /** Inserts a live customer and counts it. */
 export async function insertCustomer(trx: Transaction<Database>, row: CustomersTable): Promise<void> {
@@ -11,9 +18,13 @@ export async function insertCustomer(trx: Transaction<Database>, row: CustomersT
   await addToCount(trx, 'customers', 1);
 }
 
-/** The live customer with this id. */
-export async function findCustomer(db: Kysely<Database>, id: string): Promise<CustomerRow | undefined> {
-  return db.selectFrom('customers').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+const customerById = compiledQuery((db, param: Param<{ id: string }>) =>
+  db.selectFrom('customers').select(CUSTOMER_COLUMNS).where('id', '=', param('id')).where('deleted_at', 'is', null),
+);
+
+/** The live customer with this id: the columns the API shows (one compiled statement). */
+export async function findCustomer(db: Kysely<Database>, id: string): Promise<CustomerColumns | undefined> {
+  return customerById.executeTakeFirst(db, { id });
 }
 
 /** The live customer whose `email_normalized` is `normalized` (see customer-email.ts). */
@@ -21,13 +32,17 @@ export async function findCustomerByNormalizedEmail(
   db: Kysely<Database>,
   normalized: string,
 ): Promise<CustomerRow | undefined> {
-  return db
+  return customerByNormalizedEmail.executeTakeFirst(db, { normalized });
+}
+
+/** Compiled once: provider-event attribution runs it for every payment with an email (issue 13). */
+const customerByNormalizedEmail = compiledQuery((db, param: Param<{ normalized: string }>) =>
+  db
     .selectFrom('customers')
     .selectAll()
-    .where('email_normalized', '=', normalized)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+    .where('email_normalized', '=', param('normalized'))
+    .where('deleted_at', 'is', null),
+);
 
 /**
  * Inserts `row` unless a live customer already has its `email_normalized` (a concurrent

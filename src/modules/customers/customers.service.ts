@@ -2,13 +2,12 @@
 // provider-event attribution. Each change writes its event in the same transaction. Emails
 // are unique among live customers, compared by normalizeEmail (customer-email.ts).
 import type { Kysely, Transaction } from 'kysely';
-import { readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -26,9 +25,16 @@ import {
 } from './customers.schemas.ts';
 import type { CustomerRow } from './customers.table.ts';
 
-/** A customers row as the API shows it: `metadata` parsed from its JSON text. */
-export function toCustomer(row: CustomerRow): Customer {
-  return pickFields(customerSchema, { ...row, metadata: JSON.parse(row.metadata) });
+/** Metadata JSON text as an object; the empty object (most customers') without parsing. */
+function parseMetadata(text: string): Record<string, string> {
+  return text === '{}' ? {} : (JSON.parse(text) as Record<string, string>);
+}
+
+/** A customers row (or its API columns) as the API shows it: `metadata` parsed from its JSON text. */
+export function toCustomer(row: repo.CustomerColumns): Customer {
+  const customer = pickFields(customerSchema, row as unknown as Customer);
+  customer.metadata = parseMetadata(row.metadata);
+  return customer;
 }
 
 function emailTaken(email: string): AppError {
@@ -127,16 +133,20 @@ export async function getCustomer(db: Kysely<Database>, id: string): Promise<Cus
   return toCustomer(row);
 }
 
-/** A page of live customers. `meta.total` comes from the kept count, not a scan. */
+const customersList = defineList({
+  from: (db) => repo.liveCustomers(db),
+  select: (query) => query.select(repo.CUSTOMER_COLUMNS),
+  sortable: CUSTOMER_SORT_FIELDS,
+  keptTotal: 'customers',
+  map: (rows) => rows.map(toCustomer),
+});
+
+/**
+ * A page of live customers: the API's columns only, and `meta.total` from the kept count in
+ * the same statement, not a scan.
+ */
 export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
-  return listPage({
-    query: repo.liveCustomers(db),
-    select: (query) => query.selectAll(),
-    sortable: CUSTOMER_SORT_FIELDS,
-    params,
-    keptTotal: () => readCount(db, 'customers'),
-    map: (rows) => rows.map(toCustomer),
-  });
+  return customersList.page(db, params);
 }
 
 /**

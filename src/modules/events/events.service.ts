@@ -1,6 +1,7 @@
 // The transactional outbox (SPEC §6): a state change and its event commit together, so
 // there is no change without its event and no event without its change.
 import type { Kysely, Transaction } from 'kysely';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount, readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { executeDeferred } from '../../db/pg-traffic.ts';
@@ -26,6 +27,18 @@ export function toEventView(row: EventRow): EventView {
   });
 }
 
+/** The outbox insert, compiled once (every state change runs it; issue 13). */
+const insertEventRow = compiledQuery(
+  (db, param: Param<{ id: string; topic: string; data: string; created_at: string }>) =>
+    db.insertInto('events').values({
+      id: param('id'),
+      topic: param('topic'),
+      data: param('data'),
+      created_at: param('created_at'),
+      delivered_at: null,
+    }),
+);
+
 /**
  * Writes one event inside the caller's transaction — the same one that writes the state
  * change. `data` is serialized once here; webhook deliveries send these exact bytes.
@@ -39,18 +52,10 @@ export async function emitEvent(
   data: unknown,
 ): Promise<string> {
   const id = newId('event');
+  const values = { id, topic, data: JSON.stringify(data), created_at: clock.now().toISOString() };
   // A fresh id, read by nobody in this transaction: on PostgreSQL the insert travels with
   // the transaction's next statement (db/pg-traffic.ts).
-  await executeDeferred(
-    trx,
-    trx.insertInto('events').values({
-      id,
-      topic,
-      data: JSON.stringify(data),
-      created_at: clock.now().toISOString(),
-      delivered_at: null,
-    }),
-  );
+  await executeDeferred(trx, { compile: () => insertEventRow.compile(trx, values) });
   await addToCount(trx, 'events', 1);
   await ringOutbox(trx);
   return id;

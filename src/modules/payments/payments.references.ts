@@ -6,6 +6,7 @@
 // so the end state does not depend on the order the events arrive in.
 import { sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -42,14 +43,17 @@ export async function canonicalReference(
   provider: string,
   reference: string,
 ): Promise<string> {
-  const alias = await trx
-    .selectFrom('payment_references')
-    .select('canonical_reference')
-    .where('provider', '=', provider)
-    .where('reference', '=', reference)
-    .executeTakeFirst();
+  const alias = await aliasOf.executeTakeFirst(trx, { provider, reference });
   return alias?.canonical_reference ?? reference;
 }
+
+const aliasOf = compiledQuery((db, param: Param<{ provider: string; reference: string }>) =>
+  db
+    .selectFrom('payment_references')
+    .select('canonical_reference')
+    .where('provider', '=', param('provider'))
+    .where('reference', '=', param('reference')),
+);
 
 /** The payment keyed exactly `provider`/`reference` (no alias resolution), locked on PostgreSQL. */
 export function selectPaymentForUpdate(
@@ -57,13 +61,32 @@ export function selectPaymentForUpdate(
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
-  const query = trx
-    .selectFrom('payments')
-    .selectAll()
-    .where('provider', '=', provider)
-    .where('provider_reference', '=', reference);
-  return forUpdate(query, trx).executeTakeFirst();
+  return paymentForUpdate.executeTakeFirst(trx, { provider, reference });
 }
+
+const paymentForUpdate = compiledQuery((db, param: Param<{ provider: string; reference: string }>) =>
+  forUpdate(
+    db
+      .selectFrom('payments')
+      .selectAll()
+      .where('provider', '=', param('provider'))
+      .where('provider_reference', '=', param('reference')),
+    db,
+  ),
+);
+
+/** SQLite: the canonical reference of `reference` and the payment keyed by it, in one statement. */
+const paymentByReferenceSqlite = compiledQuery((db, param: Param<{ provider: string; reference: string }>) => {
+  const provider = param('provider');
+  const reference = param('reference');
+  const query = sql<PaymentRow & { canonical: string }>`
+    select named.canonical, payments.*
+    from (select coalesce(
+            (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
+            ${reference}) as canonical) as named
+    left join payments on payments.provider = ${provider} and payments.provider_reference = named.canonical`;
+  return { compile: () => query.compile(db) };
+});
 
 /**
  * The payment `provider`/`reference`, locked on PostgreSQL until the transaction ends. A
@@ -80,44 +103,54 @@ export async function lockPaymentByReference(
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
-  return (await lockPaymentAndReference(trx, provider, reference)).payment;
+  return (await lockPaymentReference(trx, provider, reference)).payment;
+}
+
+/** A payment reference resolved and locked by lockPaymentReference. */
+export interface LockedReference {
+  /** The reference the payment is (or will be) keyed by: the canonical one when the named one is an alias. */
+  canonical: string;
+  /** The payment recorded under `canonical`, if any. */
+  payment: PaymentRow | undefined;
 }
 
 /**
- * lockPaymentByReference, also returning the reference the payment is keyed by
- * (`canonical`: `reference` itself unless it is an alias) — e.g. to insert a payment under
- * it while the locks are held. On PostgreSQL one statement resolves the alias and, when
- * there is none (the common case), locks the payment keyed by `reference` (issue 13: round
- * trips); it runs after the advisory lock, in a snapshot of its own.
+ * lockPaymentByReference, also returning the canonical reference it resolved, which is
+ * where a payment not recorded yet is inserted (recordPaymentReport): resolved once, under
+ * the locks. On SQLite (no locks: one writer) the alias and the payment are read in one
+ * statement.
  */
-export async function lockPaymentAndReference(
+export async function lockPaymentReference(
   trx: Transaction<Database>,
   provider: string,
   reference: string,
-): Promise<{ payment: PaymentRow | undefined; canonical: string }> {
-  await lockReference(trx, provider, reference);
-  if (isPostgres(trx)) {
-    const { rows } = await sql<Nullable<PaymentRow> & { canonical: string }>`
-      select r.canonical, p.*
-      from (
-        select coalesce(
-          (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
-          ${reference}
-        ) as canonical
-      ) as r
-      left join lateral (
-        select * from payments
-        where provider = ${provider} and provider_reference = ${reference} and r.canonical = ${reference}
-        for update
-      ) as p on true`.execute(trx);
-    const { canonical, ...payment } = rows[0]!;
-    if (canonical === reference) {
-      return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
-    }
-    await lockReference(trx, provider, canonical);
-    return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
+): Promise<LockedReference> {
+  if (!isPostgres(trx)) {
+    const { canonical, ...payment } = (await paymentByReferenceSqlite.executeTakeFirst(trx, { provider, reference }))!;
+    return { canonical, payment: payment.id === null ? undefined : payment };
   }
-  const canonical = await canonicalReference(trx, provider, reference);
+  await lockReference(trx, provider, reference);
+  // PostgreSQL: one statement resolves the alias and, when there is none (the common case),
+  // locks the payment keyed by `reference` (issue 13: round trips). It runs after the
+  // advisory lock (which travels with it, db/pg-traffic.ts), in a snapshot of its own.
+  const { rows } = await sql<Nullable<PaymentRow> & { canonical: string }>`
+    select r.canonical, p.*
+    from (
+      select coalesce(
+        (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
+        ${reference}
+      ) as canonical
+    ) as r
+    left join lateral (
+      select * from payments
+      where provider = ${provider} and provider_reference = ${reference} and r.canonical = ${reference}
+      for update
+    ) as p on true`.execute(trx);
+  const { canonical, ...payment } = rows[0]!;
+  if (canonical === reference) {
+    return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
+  }
+  await lockReference(trx, provider, canonical);
   return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
 }
 

@@ -3,6 +3,7 @@
 // a duplicate delivery and is not stored again.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
+import { compiledQueries, compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { executeDeferred } from '../../db/pg-traffic.ts';
@@ -11,7 +12,7 @@ import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { canMove } from './inbox-status.ts';
-import type { ProviderEventRow } from './provider-events.table.ts';
+import type { InboxStatus, ProviderEventRow } from './provider-events.table.ts';
 import { withoutNul } from './provider-values.ts';
 
 /**
@@ -104,16 +105,32 @@ export async function insertEvents(
   const rows: (ProviderEventRow | null)[] = [];
   for (const event of events) {
     const row = newInboxRow(clock, event);
-    const inserted = await trx
-      .insertInto('provider_events')
-      .values(row)
-      .onConflict((oc) => oc.columns(['provider', 'event_key']).doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    rows.push(inserted ? row : null);
+    const inserted = await insertInboxRow.executeWrite(trx, row);
+    rows.push(inserted > 0n ? row : null);
   }
   return rows;
 }
+
+/** One inbox row unless its (provider, key) is stored: compiled once (the SQLite request path). */
+const insertInboxRow = compiledQuery((db, param: Param<ProviderEventRow>) =>
+  db
+    .insertInto('provider_events')
+    .values({
+      id: param('id'),
+      provider: param('provider'),
+      event_key: param('event_key'),
+      event_type: param('event_type'),
+      payload: param('payload'),
+      status: param('status'),
+      error: param('error'),
+      attempts: param('attempts'),
+      received_at: param('received_at'),
+      processed_at: param('processed_at'),
+      next_attempt_at: param('next_attempt_at'),
+      held_reference: param('held_reference'),
+    })
+    .onConflict((oc) => oc.columns(['provider', 'event_key']).doNothing()),
+);
 
 /**
  * The id of the stored row for (`provider`, `key`) when it still needs processing (never
@@ -140,10 +157,28 @@ export async function findUnfinishedRow(
   return row?.id;
 }
 
+const inboxRowForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('provider_events').selectAll().where('id', '=', param('id')), db),
+);
+
 /** The inbox row `id`, locked on PostgreSQL so one processor at a time handles it. */
 export async function lockInboxRow(trx: Transaction<Database>, id: string): Promise<ProviderEventRow | undefined> {
-  return forUpdate(trx.selectFrom('provider_events').selectAll().where('id', '=', id), trx).executeTakeFirst();
+  return inboxRowForUpdate.executeTakeFirst(trx, { id });
 }
+
+const heldRowsForUpdate = compiledQuery((db, param: Param<{ provider: string; reference: string }>) =>
+  forUpdate(
+    db
+      .selectFrom('provider_events')
+      .selectAll()
+      .where('provider', '=', param('provider'))
+      .where('held_reference', '=', param('reference'))
+      .where('status', '=', 'held')
+      .orderBy('received_at')
+      .orderBy('id'),
+    db,
+  ),
+);
 
 /** The `held` rows of `provider` waiting for the payment `reference`, oldest first, locked. */
 export async function lockHeldRows(
@@ -151,15 +186,7 @@ export async function lockHeldRows(
   provider: string,
   reference: string,
 ): Promise<ProviderEventRow[]> {
-  const query = trx
-    .selectFrom('provider_events')
-    .selectAll()
-    .where('provider', '=', provider)
-    .where('held_reference', '=', reference)
-    .where('status', '=', 'held')
-    .orderBy('received_at')
-    .orderBy('id');
-  return forUpdate(query, trx).execute();
+  return heldRowsForUpdate.execute(trx, { provider, reference });
 }
 
 /**
@@ -183,9 +210,40 @@ export async function repointHeldRows(
 
 type InboxChanges = Partial<Omit<ProviderEventRow, 'id' | 'provider' | 'event_key' | 'payload' | 'received_at'>>;
 
+/**
+ * `update provider_events set <the changed columns> where id = ? [and status = ?]`,
+ * compiled once per set of columns (a handful: each caller changes a fixed set).
+ */
+const inboxRowUpdates = compiledQueries(
+  (variant: { columns: readonly string[]; fromStatus: boolean }) =>
+    `${variant.columns.join(',')}${variant.fromStatus ? '|status' : ''}`,
+  (db, param: Param<Record<string, unknown>>, variant) => {
+    const set = Object.fromEntries(variant.columns.map((column) => [column, param(column)])) as InboxChanges;
+    const query = db
+      .updateTable('provider_events')
+      .set(set)
+      .where('id', '=', param('id') as string);
+    return variant.fromStatus ? query.where('status', '=', param('from') as InboxStatus) : query;
+  },
+);
+
+/** Runs the inbox update of `changes` on row `id` (and only while it is in status `from`, when given). */
+function updateInbox(
+  trx: Transaction<Database>,
+  id: string,
+  changes: InboxChanges,
+  from?: InboxStatus,
+): Promise<bigint> {
+  // As Kysely's set(): a change given as undefined is no change.
+  const columns = Object.keys(changes)
+    .filter((column) => changes[column as keyof InboxChanges] !== undefined)
+    .sort();
+  return inboxRowUpdates.get({ columns, fromStatus: from !== undefined }).executeWrite(trx, { ...changes, id, from });
+}
+
 /** Updates an inbox row's processing state. */
 export async function updateInboxRow(trx: Transaction<Database>, id: string, changes: InboxChanges): Promise<void> {
-  await trx.updateTable('provider_events').set(changes).where('id', '=', id).execute();
+  await updateInbox(trx, id, changes);
 }
 
 /** Thrown when a row was finished by another processor while this one worked on it. */
@@ -211,15 +269,14 @@ export async function finishInboxRow(
   options: FinishOptions = {},
 ): Promise<void> {
   if (!canMove(from, changes.status)) throw new Error(`an inbox row cannot move from ${from} to ${changes.status}`);
-  const update = trx.updateTable('provider_events').set(changes).where('id', '=', id).where('status', '=', from);
   if (options.failAtCommit && isPostgres(trx)) {
     // No other row than `id` moves, and none if it is no longer in `from`: then 1/0 fails
     // the statement, so the transaction cannot commit.
+    const update = trx.updateTable('provider_events').set(changes).where('id', '=', id).where('status', '=', from);
     await executeDeferred(trx, sql`with moved as (${update.returning('id')}) select 1 / count(*) from moved`);
     return;
   }
-  const result = await update.executeTakeFirst();
-  if (Number(result.numUpdatedRows) !== 1) throw new AlreadyFinishedError(id);
+  if ((await updateInbox(trx, id, changes, from)) !== 1n) throw new AlreadyFinishedError(id);
 }
 
 /** How finishInboxRow reports a row another processor finished. */

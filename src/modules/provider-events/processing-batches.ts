@@ -5,6 +5,7 @@
 // and recorded failed (retried by the worker unless a retry cannot help) while the others
 // commit. What one row does is provider-events.service.ts's.
 import type { Kysely, Transaction } from 'kysely';
+import { deferCounts, flushCounts } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
@@ -130,10 +131,14 @@ export async function runThenProcessEvents<T>(
 ): Promise<[T, ProcessingOutcome[]]> {
   try {
     return await db.transaction().execute(async (trx) => {
+      // The batch's payments, refunds, customers and events move their totals once, at the end.
+      deferCounts(trx);
       const head = await work(trx);
       // A row another processor finished meanwhile fails this commit (finishInboxRow's
       // failAtCommit); the rerun below then finds it, row by row, with the exact check.
-      return [head, await processAll(trx, ctx, items, { failAtCommit: true })] as [T, ProcessingOutcome[]];
+      const outcomes = await processAll(trx, ctx, items, { failAtCommit: true });
+      await flushCounts(trx);
+      return [head, outcomes] as [T, ProcessingOutcome[]];
     });
   } catch (error) {
     if (items.length === 0) throw error;

@@ -19,18 +19,26 @@ export function findProvider(name: string): ProviderAdapter | undefined {
 
 /**
  * Our reading of a verified body from `provider` received at `receivedAt` (`parseBody`
- * gives it parsed, once the provider is known): the adapter's, with the rules that hold
- * whatever the provider. A NUL in the body makes it unusable (provider-values rejectNul).
+ * gives it parsed, once the provider is known; `text` is its JSON text, when known): the
+ * adapter's, with the rules that hold whatever the provider. A NUL in the body makes it
+ * unusable (provider-values rejectNul; a text without the `\u0000` escape holds none).
  * A payment of 0, succeeded or failed (a Stripe trial or fully credited invoice, Stripe's
  * dashboard test failure, a Paystack card authorization), moves no money and owes none: it
  * is ignored, so it neither renews a subscription nor opens dunning (SPEC §5). Throws
  * UnusableEventError for an unknown provider or a body a handled type cannot use.
  */
-export function readProviderEvent(provider: string, parseBody: () => unknown, receivedAt: Date): ProviderEvent {
+export function readProviderEvent(
+  provider: string,
+  parseBody: () => unknown,
+  receivedAt: Date,
+  text?: string,
+): ProviderEvent {
   const adapter = findProvider(provider);
   if (!adapter) throw new UnusableEventError(`unknown provider ${provider}`);
   const body = parseBody();
-  rejectNul(body);
+  // JSON can only carry U+0000 inside a string as the escape \u0000 (a raw one is a syntax
+  // error): a text without it needs no walk through every key and value.
+  if (text === undefined || text.includes('\\u0000')) rejectNul(body);
   const event = adapter.normalize(body, receivedAt);
   if ((event.kind === 'payment_succeeded' || event.kind === 'payment_failed') && event.payment.amount === 0) {
     return { kind: 'ignored', reason: 'zero-amount payment' };
