@@ -119,6 +119,8 @@ export interface PostgresBenchResult {
   bare: Measurement;
   notifyOneInstance: Measurement;
   notifyTwoInstances: Measurement;
+  /** Events per second into one instance (notifyOneInstance.rps). */
+  notifyOneRps: number;
   /** PostgreSQL round trips per event under the notify load on one instance (issue 13: ≤ 4). */
   roundTripsPerEvent?: number;
   /** Statements per event (several may share a round trip, db/pg-traffic.ts). */
@@ -301,6 +303,7 @@ export async function benchPostgres(
       bare: bareResult,
       notifyOneInstance: notifyOne,
       notifyTwoInstances: notifyTwo,
+      notifyOneRps: notifyOne.rps,
       roundTripsPerEvent: loaded.roundTrips,
       statementsPerEvent: loaded.statements,
     };
