@@ -123,6 +123,25 @@ export async function startServer(
   readyPath: string,
   options: ServerOptions = {},
 ): Promise<RunningServer> {
+  // The free port may be taken by another process before the child listens on it (a shared
+  // machine): a child that exits before answering is started again on a new port, twice.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startOnce(script, env, readyPath, options);
+    } catch (error) {
+      if (attempt >= 3 || !(error instanceof ExitedEarly)) throw error;
+    }
+  }
+}
+
+class ExitedEarly extends Error {}
+
+async function startOnce(
+  script: string,
+  env: Record<string, string>,
+  readyPath: string,
+  options: ServerOptions,
+): Promise<RunningServer> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const pin = options.cpus === undefined ? serverCpus : (options.cpus ?? undefined);
@@ -140,7 +159,7 @@ export async function startServer(
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
       running.delete(child);
-      throw new Error(`${script} exited (${child.exitCode ?? child.signalCode}) before answering ${readyPath}`);
+      throw new ExitedEarly(`${script} exited (${child.exitCode ?? child.signalCode}) before answering ${readyPath}`);
     }
     try {
       const response = await fetch(url + readyPath, { signal: AbortSignal.timeout(1_000) });

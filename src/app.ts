@@ -87,8 +87,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   registerErrorHandling(app);
   registerJsonBodyParser(app);

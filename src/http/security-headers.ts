@@ -9,7 +9,7 @@
 // (parseDirectives, dashify …) per request (profile of the list under load, issue "Speed").
 import { createHash } from 'node:crypto';
 import helmet, { type FastifyHelmetOptions } from '@fastify/helmet';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type onSendHookHandler } from 'fastify';
 
 /** The API's policy: responses are data, never documents. */
 const API_CSP = {
@@ -64,8 +64,8 @@ const API_OPTIONS: FastifyHelmetOptions = {
 /** Route-level helmet options of the docs routes (they replace the CSP of API_OPTIONS). */
 const DOCS_ROUTE_OPTIONS = { contentSecurityPolicy: { useDefaults: false, directives: DOCS_CSP } };
 
-/** A header set as helmet writes it: `[name as spelled, value]`. */
-export type HeaderSet = readonly (readonly [string, string | number | readonly string[]])[];
+/** A header set as helmet writes it: `[name, value]`. */
+export type HeaderSet = readonly (readonly [string, string | number | string[]])[];
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -85,9 +85,8 @@ export async function helmetHeaderSet(options: FastifyHelmetOptions, routeOption
   try {
     await probe.register(helmet, options);
     probe.addHook('onRequest', async (_request, reply) => {
-      // getRawHeaderNames (Node ≥ 15.13) keeps helmet's spelling; @types/node lacks it here.
-      const raw = reply.raw as typeof reply.raw & { getRawHeaderNames(): string[] };
-      captured = raw.getRawHeaderNames().map((name) => [name, raw.getHeader(name)!] as const);
+      const raw = reply.raw;
+      captured = raw.getHeaderNames().map((name) => [name, raw.getHeader(name)!] as const);
     });
     probe.get('/', { config: routeOptions ? { helmet: routeOptions } : {} } as object, async () => '');
     await probe.inject({ method: 'GET', url: '/' });
@@ -105,26 +104,32 @@ export async function helmetHeaderSet(options: FastifyHelmetOptions, routeOption
 export async function registerSecurityHeaders(app: FastifyInstance): Promise<void> {
   const apiHeaders = await helmetHeaderSet(API_OPTIONS);
   const docsHeaders = await helmetHeaderSet(API_OPTIONS, DOCS_ROUTE_OPTIONS);
-  // The docs routes, which a plugin (Scalar) registers, get the docs set.
+  // The docs routes, which a plugin (Scalar) registers, get the docs set, and the pages among
+  // them a hook adding their inline scripts' hashes (route-level: API requests never run it).
+  const addScriptHashes: onSendHookHandler = (_request, reply, payload, done) => {
+    if (typeof payload === 'string') {
+      const hashes = inlineScriptHashes(payload);
+      if (hashes.length > 0) {
+        const directives = { ...DOCS_CSP, 'script-src': [...DOCS_CSP['script-src'], ...hashes] };
+        reply.header('content-security-policy', serializeCsp(directives));
+      }
+    }
+    done(null, payload);
+  };
   app.addHook('onRoute', (route) => {
     if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) {
       route.config = { ...route.config, securityHeaders: docsHeaders } as typeof route.config;
     }
+    if (route.url.startsWith(`${DOCS_PREFIX}/`)) {
+      const existing = route.onSend === undefined ? [] : [route.onSend].flat();
+      route.onSend = [...existing, addScriptHashes] as typeof route.onSend;
+    }
   });
+  // Through Fastify's reply headers (written once by writeHead), not the raw response's
+  // setHeader (each call validated and stored apart): names go out in lower case.
   app.addHook('onRequest', (request, reply, done) => {
     const headers = request.routeOptions.config.securityHeaders ?? apiHeaders;
-    const raw = reply.raw;
-    for (const [name, value] of headers) raw.setHeader(name, value);
+    for (const [name, value] of headers) reply.header(name, value);
     done();
-  });
-  app.addHook('onSend', async (request, reply, payload) => {
-    const url = request.routeOptions.url;
-    if (typeof payload !== 'string' || !url?.startsWith(`${DOCS_PREFIX}/`)) return payload;
-    const hashes = inlineScriptHashes(payload);
-    if (hashes.length > 0) {
-      const directives = { ...DOCS_CSP, 'script-src': [...DOCS_CSP['script-src'], ...hashes] };
-      reply.header('content-security-policy', serializeCsp(directives));
-    }
-    return payload;
   });
 }

@@ -22,12 +22,15 @@ function nulAt(value: unknown, path: string, depth = 0): string | undefined {
  * (or key) contains U+0000, before validation and before any database access.
  */
 export function registerTextGuard(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  // A callback hook, not an async one: it runs on every request and never waits.
+  app.addHook('preValidation', (request, _reply, done) => {
     for (const part of [request.params, request.query, request.body]) {
       const field = nulAt(part, '');
       if (field !== undefined) {
-        throw new ValidationError(`${field || 'value'} must not contain the NUL character`, field || undefined);
+        done(new ValidationError(`${field || 'value'} must not contain the NUL character`, field || undefined));
+        return;
       }
     }
+    done();
   });
 }

@@ -108,7 +108,8 @@ export class Metrics {
 
   /** Counts and times every response of `app` by method, route pattern (not the raw URL) and status. */
   instrument(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
+    // A callback hook, not an async one: it runs on every response and never waits.
+    app.addHook('onResponse', (request, reply, done) => {
       const labels = {
         method: request.method,
         // The pattern keeps the label set small; unknown URLs share one label.
@@ -117,6 +118,7 @@ export class Metrics {
       };
       this.#requests.inc(labels);
       this.#latency.observe(labels, reply.elapsedTime / 1000);
+      done();
     });
   }
 

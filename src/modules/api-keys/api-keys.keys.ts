@@ -1,5 +1,5 @@
 // Key material: generation, hashing and the parts shown in lists. Pure functions.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const KEY_PREFIX = 'bk_';
 
@@ -10,7 +10,8 @@ export function generateKey(): string {
 
 /** Lowercase hex SHA-256 of a key: the only form in which keys are stored (SPEC §2). */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  // One-shot hash (no Hash object per call): it runs on every authenticated request.
+  return hash('sha256', key, 'hex');
 }
 
 /** The recognisable, non-secret parts of a key: its first 7 characters and last 4. */

@@ -1,5 +1,6 @@
 // SQL for api_keys. No HTTP, no rules.
 import type { Kysely } from 'kysely';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import type { ApiKeyRow, ApiKeysTable } from './api-keys.table.ts';
 
@@ -11,19 +12,25 @@ export async function findApiKey(db: Kysely<Database>, id: string): Promise<ApiK
   return db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The key with this hash if it is neither revoked nor expired at `now` (ISO 8601). */
+const usableKeyByHash = compiledQuery((db, param: Param<{ keyHash: string; now: string }>) =>
+  db
+    .selectFrom('api_keys')
+    .select(['id', 'scope'])
+    .where('key_hash', '=', param('keyHash'))
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', param('now'))])),
+);
+
+/**
+ * The key with this hash if it is neither revoked nor expired at `now` (ISO 8601). Runs on
+ * every request with a stored key: one compiled statement (db/compiled-queries.ts).
+ */
 export async function findUsableKeyByHash(
   db: Kysely<Database>,
   keyHash: string,
   now: string,
 ): Promise<Pick<ApiKeyRow, 'id' | 'scope'> | undefined> {
-  return db
-    .selectFrom('api_keys')
-    .select(['id', 'scope'])
-    .where('key_hash', '=', keyHash)
-    .where('revoked_at', 'is', null)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-    .executeTakeFirst();
+  return usableKeyByHash.executeTakeFirst(db, { keyHash, now });
 }
 
 /** Every key, revoked and expired ones included, before any select: the rows GET /api/api-keys lists. */

@@ -2,11 +2,11 @@
 // there is no change without its event and no event without its change.
 import type { Kysely, Transaction } from 'kysely';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
-import { addToCount, readCount } from '../../db/counts.ts';
+import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { executeDeferred } from '../../db/pg-traffic.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -69,23 +69,23 @@ export interface EventFilters {
   delivered?: boolean;
 }
 
-/** A page of events, newest first by default; filters `topic` and `delivered`. */
+const eventsList = defineList({
+  from: (db) => db.selectFrom('events'),
+  select: (query) => query.selectAll(),
+  sortable: EVENT_SORT_FIELDS,
+  keptTotal: 'events',
+  map: (rows) => rows.map(toEventView),
+});
+
+/** A page of events, newest first by default; filters `topic` and `delivered` (compiled, http/lists.ts). */
 export async function listEvents(
   db: Kysely<Database>,
   params: ListParams,
   filters: EventFilters,
 ): Promise<Page<EventView>> {
-  return listPage({
-    query: db.selectFrom('events'),
-    select: (query) => query.selectAll(),
-    sortable: EVENT_SORT_FIELDS,
-    filters: {
-      topic: filters.topic,
-      delivered_at: filters.delivered === undefined ? undefined : { isNull: !filters.delivered },
-    },
-    params,
-    keptTotal: () => readCount(db, 'events'),
-    map: (rows) => rows.map(toEventView),
+  return eventsList.page(db, params, {
+    topic: filters.topic,
+    delivered_at: filters.delivered === undefined ? undefined : { isNull: !filters.delivered },
   });
 }
 

@@ -1,10 +1,9 @@
 // Reading payments and refunds (SPEC §3 GET /api/payments, /api/refunds). They are written
 // only from provider events, by payments.recording.ts.
 import type { Kysely } from 'kysely';
-import { readCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { type Payment, PAYMENT_SORT_FIELDS, type Refund, REFUND_SORT_FIELDS } from './payments.schemas.ts';
 import type { PaymentStatus } from './payments.table.ts';
@@ -18,25 +17,25 @@ export interface PaymentFilters {
   provider?: string;
 }
 
-/** A page of payments, newest first by default; filters are exact matches. */
+const paymentsList = defineList({
+  from: (db) => db.selectFrom('payments'),
+  select: (query) => query.selectAll(),
+  sortable: PAYMENT_SORT_FIELDS,
+  keptTotal: 'payments',
+  map: (rows) => rows,
+});
+
+/** A page of payments, newest first by default; filters are exact matches (compiled, http/lists.ts). */
 export async function listPayments(
   db: Kysely<Database>,
   params: ListParams,
   filters: PaymentFilters,
 ): Promise<Page<Payment>> {
-  return listPage({
-    query: db.selectFrom('payments'),
-    select: (query) => query.selectAll(),
-    sortable: PAYMENT_SORT_FIELDS,
-    filters: {
-      customer_id: filters.customer_id,
-      subscription_id: filters.subscription_id,
-      status: filters.status,
-      provider: filters.provider,
-    },
-    params,
-    keptTotal: () => readCount(db, 'payments'),
-    map: (rows) => rows,
+  return paymentsList.page(db, params, {
+    customer_id: filters.customer_id,
+    subscription_id: filters.subscription_id,
+    status: filters.status,
+    provider: filters.provider,
   });
 }
 
@@ -49,21 +48,21 @@ export async function getPayment(db: Kysely<Database>, id: string): Promise<Paym
   return row;
 }
 
-/** A page of refunds, newest first by default; filter `payment_id`. */
+const refundsList = defineList({
+  from: (db) => db.selectFrom('refunds'),
+  select: (query) => query.selectAll(),
+  sortable: REFUND_SORT_FIELDS,
+  keptTotal: 'refunds',
+  map: (rows) => rows,
+});
+
+/** A page of refunds, newest first by default; filter `payment_id` (compiled, http/lists.ts). */
 export async function listRefunds(
   db: Kysely<Database>,
   params: ListParams,
   filters: { payment_id?: string },
 ): Promise<Page<Refund>> {
-  return listPage({
-    query: db.selectFrom('refunds'),
-    select: (query) => query.selectAll(),
-    sortable: REFUND_SORT_FIELDS,
-    filters: { payment_id: filters.payment_id },
-    params,
-    keptTotal: () => readCount(db, 'refunds'),
-    map: (rows) => rows,
-  });
+  return refundsList.page(db, params, { payment_id: filters.payment_id });
 }
 
 /** One refund. Throws 404 `not_found` for unknown or malformed ids. */

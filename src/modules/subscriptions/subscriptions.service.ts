@@ -2,11 +2,11 @@
 // through subscriptions.lifecycle.ts; this module decides what each request means.
 import { closeOpenCase } from '../dunning/dunning.cases.ts';
 import type { Kysely } from 'kysely';
-import { addToCount, readCount } from '../../db/counts.ts';
+import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, StateConflictError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { lockCustomer } from '../customers/customers.service.ts';
@@ -96,21 +96,21 @@ export interface SubscriptionFilters {
   status?: SubscriptionStatus;
 }
 
-/** A page of subscriptions, optionally of one customer and/or in one status. */
+const subscriptionsList = defineList({
+  from: (db) => db.selectFrom('subscriptions'),
+  select: (query) => query.selectAll(),
+  sortable: SUBSCRIPTION_SORT_FIELDS,
+  keptTotal: 'subscriptions',
+  map: (rows) => rows.map(toSubscription),
+});
+
+/** A page of subscriptions, optionally of one customer and/or in one status (compiled, http/lists.ts). */
 export async function listSubscriptions(
   db: Kysely<Database>,
   params: ListParams,
   filters: SubscriptionFilters,
 ): Promise<Page<Subscription>> {
-  return listPage({
-    query: db.selectFrom('subscriptions'),
-    select: (query) => query.selectAll(),
-    sortable: SUBSCRIPTION_SORT_FIELDS,
-    filters: { customer_id: filters.customer_id, status: filters.status },
-    params,
-    keptTotal: () => readCount(db, 'subscriptions'),
-    map: (rows) => rows.map(toSubscription),
-  });
+  return subscriptionsList.page(db, params, { customer_id: filters.customer_id, status: filters.status });
 }
 
 function cannotCancel(): StateConflictError {
