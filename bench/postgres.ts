@@ -12,11 +12,12 @@
 // Measures; never fails on speed. Runs inside `npm run bench`, or alone: `node bench/postgres.ts`.
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import autocannon from 'autocannon';
 import pg from 'pg';
 import { type Measurement, measureAll, type Schedule, type Target } from './measure.ts';
 import { chargeBody, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
 import { seedCustomersPostgres } from './seed.ts';
-import { type RunningServer, startServer, stopAllServers } from './servers.ts';
+import { freePort, type RunningServer, startServer, stopAllServers } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -48,9 +49,15 @@ async function adminQuery(url: string, text: string): Promise<pg.QueryResult> {
   }
 }
 
+interface App extends RunningServer {
+  /** `http://127.0.0.1:<port>/metrics` of the instance (its round-trip counters). */
+  metricsUrl: string;
+}
+
 /** One instance of the app (`npm start`: API + worker) on the PostgreSQL database `databaseUrl`. */
-function startApp(databaseUrl: string): Promise<RunningServer> {
-  return startServer(
+async function startApp(databaseUrl: string): Promise<App> {
+  const metricsPort = await freePort();
+  const server = await startServer(
     join(ROOT, 'src/main.ts'),
     {
       DATABASE_URL: databaseUrl,
@@ -59,9 +66,65 @@ function startApp(databaseUrl: string): Promise<RunningServer> {
       LOG_LEVEL: 'warn',
       // Rate limiting would cap every figure; off for the bench.
       RATE_LIMIT_MAX: '0',
+      METRICS_PORT: String(metricsPort),
     },
     '/api/health',
   );
+  return { ...server, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
+}
+
+/** What an instance has sent to PostgreSQL so far (its /metrics counters). */
+async function traffic(app: App): Promise<{ roundTrips: number; statements: number }> {
+  const text = await (await fetch(app.metricsUrl)).text();
+  const value = (name: string) => {
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    if (!match) throw new Error(`${app.metricsUrl} shows no ${name}`);
+    return Number(match[1]);
+  };
+  return { roundTrips: value('billing_db_round_trips_total'), statements: value('billing_db_statements_total') };
+}
+
+/** Round trips and statements per provider event, counted by one instance over a notify load. */
+export interface TripsPerEvent {
+  connections: number;
+  events: number;
+  roundTrips: number;
+  statements: number;
+}
+
+/**
+ * Posts distinct signed charge.success events to `app` over `connections` for `seconds`
+ * and divides what the instance sent to PostgreSQL meanwhile (its worker's polls included)
+ * by the events it acknowledged.
+ */
+async function tripsPerEvent(app: App, connections: number, seconds: number): Promise<TripsPerEvent> {
+  const before = await traffic(app);
+  let events = 0;
+  const instance = autocannon({ url: app.url, connections, duration: seconds, requests: [notifyRequest()] });
+  instance.on('response', (_client, status) => {
+    if (status === 200) events += 1;
+  });
+  await instance;
+  const after = await traffic(app);
+  return {
+    connections,
+    events,
+    roundTrips: (after.roundTrips - before.roundTrips) / events,
+    statements: (after.statements - before.statements) / events,
+  };
+}
+
+/** What the PostgreSQL section measured (for a summary across sections); undefined when skipped. */
+export interface PostgresBenchResult {
+  bare: Measurement;
+  notifyOneInstance: Measurement;
+  notifyTwoInstances: Measurement;
+  /** Events per second into one instance (notifyOneInstance.rps). */
+  notifyOneRps: number;
+  /** PostgreSQL round trips per event under the notify load on one instance (issue 13: ≤ 4). */
+  roundTripsPerEvent?: number;
+  /** Statements per event (several may share a round trip, db/pg-traffic.ts). */
+  statementsPerEvent?: number;
 }
 
 /** Fails early when an instance does not list exactly `rows` customers. */
@@ -122,7 +185,10 @@ async function stored(databaseUrl: string) {
  * starts and stops its own servers. Returns without measuring (after logging why) when
  * PostgreSQL does not answer.
  */
-export async function benchPostgres(schedule: Schedule, log: (line: string) => void): Promise<void> {
+export async function benchPostgres(
+  schedule: Schedule,
+  log: (line: string) => void,
+): Promise<PostgresBenchResult | undefined> {
   const serverUrl = process.env.BENCH_PG_URL?.trim() || DEFAULT_SERVER_URL;
   const rowsText = process.env.BENCH_PG_ROWS?.trim();
   const rows = rowsText ? Math.round(Number(rowsText)) : DEFAULT_ROWS;
@@ -138,7 +204,7 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
       `\nPostgreSQL scenarios skipped: ${shownServer.host} did not answer ` +
         `(${error instanceof Error ? error.message : String(error)}); set BENCH_PG_URL to run them.`,
     );
-    return;
+    return undefined;
   }
 
   const databaseName = `billing_bench_${process.pid}`;
@@ -147,6 +213,7 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
   const databaseUrl = database.toString();
   await adminQuery(serverUrl, `create database ${databaseName}`);
   const servers: RunningServer[] = [];
+  let result: PostgresBenchResult | undefined;
   try {
     process.stdout.write(`\npostgres: seeding ${count(rows)} customers in ${databaseName} … `);
     const seeded = await seedCustomersPostgres(databaseUrl, rows);
@@ -188,6 +255,10 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
     ];
     process.stdout.write(`measuring ${scenarios.length} scenarios in ${schedule.rounds} interleaved rounds … `);
     const results = await measureAll(scenarios, schedule, (round) => process.stdout.write(`${round} `));
+    process.stdout.write('counting round trips … ');
+    // Under the bench's load (requests share statements) and one request at a time (none to share with).
+    const loaded = await tripsPerEvent(first, schedule.connections, Math.max(2, schedule.duration / schedule.rounds));
+    const alone = await tripsPerEvent(first, 1, 2);
     log('done');
     await Promise.all(servers.map((server) => server.stop()));
     const after = await stored(databaseUrl);
@@ -217,8 +288,25 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
       `scaling, 2 instances / 1 (measured; ${cpus().length} CPUs shared by autocannon, PostgreSQL and the instances): ` +
         `list ${ratio(listTwo, listOne)}; notify ${ratio(notifyTwo, notifyOne)}`,
     );
-    const answered = notifyOne.requests - notifyOne.failures + notifyTwo.requests - notifyTwo.failures;
+    const answered =
+      notifyOne.requests - notifyOne.failures + notifyTwo.requests - notifyTwo.failures + loaded.events + alone.events;
     const consistent = after.processed === after.inbox && after.payments === after.inbox && after.inbox >= answered;
+    for (const trips of [loaded, alone]) {
+      log(
+        `round trips to PostgreSQL per notify event (counted by instance 1 over ${count(trips.events)} events, ` +
+          `${trips.connections} connection${trips.connections === 1 ? '' : 's'}; worker polls included): ` +
+          `${trips.roundTrips.toFixed(2)} round trips, ${trips.statements.toFixed(2)} statements` +
+          (trips === loaded ? ' (target ≤ 4)' : ''),
+      );
+    }
+    result = {
+      bare: bareResult,
+      notifyOneInstance: notifyOne,
+      notifyTwoInstances: notifyTwo,
+      notifyOneRps: notifyOne.rps,
+      roundTripsPerEvent: loaded.roundTrips,
+      statementsPerEvent: loaded.statements,
+    };
     log(
       `notify on PostgreSQL: ${count(answered)} measured 2xx responses (warm-up and probes not counted); the database ` +
         `holds ${count(after.inbox)} inbox rows (${count(after.processed)} processed) and ${count(after.payments)} payments` +
@@ -234,6 +322,7 @@ export async function benchPostgres(schedule: Schedule, log: (line: string) => v
       );
     }
   }
+  return result;
 }
 
 if (import.meta.main) {

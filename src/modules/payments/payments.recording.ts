@@ -14,7 +14,7 @@ import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
 import type { PaymentRow, RefundStatus } from './payments.table.ts';
-import { canonicalReference } from './payments.references.ts';
+import type { LockedReference } from './payments.references.ts';
 import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
 
 /** A payment as a provider reported it, with our attribution. */
@@ -30,11 +30,6 @@ export interface PaymentInput {
   occurredAt: string;
   customerId: string | null;
   subscriptionId: string | null;
-  /**
-   * The reference the payment is keyed by, when the caller resolved it under the
-   * reference's lock (lockPaymentAndReference); else it is looked up.
-   */
-  canonicalReference?: string;
 }
 
 /** What recording a report did when it was accepted. */
@@ -56,7 +51,7 @@ export interface PaymentChange {
 export type PaymentRecording = ({ refused: false } & PaymentChange) | { refused: true; reason: string };
 
 /**
- * Inserts the payment. The caller holds its reference's lock (lockPaymentAndReference) and
+ * Inserts the payment. The caller holds its reference's lock (lockPaymentReference) and
  * found no payment under it, so no other transaction can insert it meanwhile: the insert
  * needs no answer and, on PostgreSQL, travels with the next statement (issue 13: round
  * trips). Were that lock ever missing, the unique key (provider, provider_reference) fails
@@ -139,8 +134,8 @@ async function updatePayment(
  * applies what the report adds. Success wins over failure: `failed` → `succeeded` is a
  * change, a late failure report for a paid payment changes nothing. Missing attribution is
  * filled in. Emits `payment.succeeded` / `payment.failed` whenever the payment changed.
- * `existing` is the payment the caller locked with its reference (lockPaymentAndReference;
- * undefined when none was found).
+ * `locked` is `input.reference` locked by the caller (lockPaymentReference): the payment
+ * found, if any, and the canonical reference a new payment is keyed by.
  * A payment's amount and currency always come from one report (SPEC §5): a report in
  * another currency than the recorded payment's is refused (`{refused: true, reason}`) and
  * changes nothing.
@@ -148,15 +143,14 @@ async function updatePayment(
 export async function recordPaymentReport(
   trx: Transaction<Database>,
   clock: Clock,
-  existing: PaymentRow | undefined,
+  locked: LockedReference,
   input: PaymentInput,
   status: 'succeeded' | 'failed',
 ): Promise<PaymentRecording> {
   const topic = status === 'succeeded' ? 'payment.succeeded' : 'payment.failed';
-  const row = existing;
+  const row = locked.payment;
   if (!row) {
-    const reference = input.canonicalReference ?? (await canonicalReference(trx, input.provider, input.reference));
-    const created = newPaymentRow({ ...input, reference }, status, clock.now().toISOString());
+    const created = newPaymentRow({ ...input, reference: locked.canonical }, status, clock.now().toISOString());
     await insertPayment(trx, created);
     const payment = pickFields(paymentSchema, created);
     await emitEvent(trx, clock, topic, payment);

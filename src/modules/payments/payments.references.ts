@@ -79,7 +79,7 @@ const paymentForUpdate = compiledQuery((db, param: Param<{ provider: string; ref
 const paymentByReferenceSqlite = compiledQuery((db, param: Param<{ provider: string; reference: string }>) => {
   const provider = param('provider');
   const reference = param('reference');
-  const query = sql<Nullable<PaymentRow> & { canonical: string }>`
+  const query = sql<PaymentRow & { canonical: string }>`
     select named.canonical, payments.*
     from (select coalesce(
             (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
@@ -103,46 +103,55 @@ export async function lockPaymentByReference(
   provider: string,
   reference: string,
 ): Promise<PaymentRow | undefined> {
-  return (await lockPaymentAndReference(trx, provider, reference)).payment;
+  return (await lockPaymentReference(trx, provider, reference)).payment;
+}
+
+/** A payment reference resolved and locked by lockPaymentReference. */
+export interface LockedReference {
+  /** The reference the payment is (or will be) keyed by: the canonical one when the named one is an alias. */
+  canonical: string;
+  /** The payment recorded under `canonical`, if any. */
+  payment: PaymentRow | undefined;
 }
 
 /**
- * lockPaymentByReference, also returning the reference the payment is keyed by
- * (`canonical`: `reference` itself unless it is an alias) — e.g. to insert a payment under
- * it while the locks are held. On PostgreSQL one statement resolves the alias and, when
- * there is none (the common case), locks the payment keyed by `reference` (issue 13: round
- * trips); it runs after the advisory lock, in a snapshot of its own.
+ * lockPaymentByReference, also returning the canonical reference it resolved, which is
+ * where a payment not recorded yet is inserted (recordPaymentReport): resolved once, under
+ * the locks. On SQLite (no locks: one writer) the alias and the payment are read in one
+ * statement.
  */
-export async function lockPaymentAndReference(
+export async function lockPaymentReference(
   trx: Transaction<Database>,
   provider: string,
   reference: string,
-): Promise<{ payment: PaymentRow | undefined; canonical: string }> {
-  await lockReference(trx, provider, reference);
-  if (isPostgres(trx)) {
-    const { rows } = await sql<Nullable<PaymentRow> & { canonical: string }>`
-      select r.canonical, p.*
-      from (
-        select coalesce(
-          (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
-          ${reference}
-        ) as canonical
-      ) as r
-      left join lateral (
-        select * from payments
-        where provider = ${provider} and provider_reference = ${reference} and r.canonical = ${reference}
-        for update
-      ) as p on true`.execute(trx);
-    const { canonical, ...payment } = rows[0]!;
-    if (canonical === reference) {
-      return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
-    }
-    await lockReference(trx, provider, canonical);
-    return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
+): Promise<LockedReference> {
+  if (!isPostgres(trx)) {
+    const { canonical, ...payment } = (await paymentByReferenceSqlite.executeTakeFirst(trx, { provider, reference }))!;
+    return { canonical, payment: payment.id === null ? undefined : payment };
   }
-  // SQLite runs one writer at a time (no locks): the alias and the payment in one statement.
-  const { canonical, ...payment } = (await paymentByReferenceSqlite.executeTakeFirst(trx, { provider, reference }))!;
-  return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
+  await lockReference(trx, provider, reference);
+  // PostgreSQL: one statement resolves the alias and, when there is none (the common case),
+  // locks the payment keyed by `reference` (issue 13: round trips). It runs after the
+  // advisory lock (which travels with it, db/pg-traffic.ts), in a snapshot of its own.
+  const { rows } = await sql<Nullable<PaymentRow> & { canonical: string }>`
+    select r.canonical, p.*
+    from (
+      select coalesce(
+        (select canonical_reference from payment_references where provider = ${provider} and reference = ${reference}),
+        ${reference}
+      ) as canonical
+    ) as r
+    left join lateral (
+      select * from payments
+      where provider = ${provider} and provider_reference = ${reference} and r.canonical = ${reference}
+      for update
+    ) as p on true`.execute(trx);
+  const { canonical, ...payment } = rows[0]!;
+  if (canonical === reference) {
+    return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
+  }
+  await lockReference(trx, provider, canonical);
+  return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
 }
 
 /** Every column of `T` possibly null (a row of the nullable side of an outer join). */

@@ -270,9 +270,9 @@ export async function finishInboxRow(
 ): Promise<void> {
   if (!canMove(from, changes.status)) throw new Error(`an inbox row cannot move from ${from} to ${changes.status}`);
   if (options.failAtCommit && isPostgres(trx)) {
-    const update = trx.updateTable('provider_events').set(changes).where('id', '=', id).where('status', '=', from);
     // No other row than `id` moves, and none if it is no longer in `from`: then 1/0 fails
     // the statement, so the transaction cannot commit.
+    const update = trx.updateTable('provider_events').set(changes).where('id', '=', id).where('status', '=', from);
     await executeDeferred(trx, sql`with moved as (${update.returning('id')}) select 1 / count(*) from moved`);
     return;
   }

@@ -11,9 +11,9 @@ import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
 import { recordPaymentReport, recordRefundReports } from '../payments/payments.recording.ts';
 import {
-  lockPaymentAndReference,
   lockPaymentByReference,
   lockPaymentLink,
+  lockPaymentReference,
   recordPaymentLink,
 } from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
@@ -139,7 +139,8 @@ async function recordPayment(
 ): Promise<void> {
   const { clock } = ctx;
   const report = event.payment;
-  const { payment: existing, canonical } = await lockPaymentAndReference(trx, provider, report.reference);
+  const locked = await lockPaymentReference(trx, provider, report.reference);
+  const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
     ? await attributePayment(trx, clock, provider, report)
@@ -156,7 +157,7 @@ async function recordPayment(
   const change = await recordPaymentReport(
     trx,
     clock,
-    existing,
+    locked,
     {
       provider,
       reference: report.reference,
@@ -166,7 +167,6 @@ async function recordPayment(
       occurredAt: report.occurredAt,
       customerId: who.customerId,
       subscriptionId: who.subscriptionId,
-      canonicalReference: canonical,
     },
     status,
   );

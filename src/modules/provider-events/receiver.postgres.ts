@@ -1,14 +1,14 @@
 // The PostgreSQL receiver: concurrent requests share statements (issue 13: round trips per
-// event). Two stages, each running one batch at a time, each taking everything that queued
-// while its previous batch ran (at most MAX_BATCH):
+// event). Two stages, each taking into a batch everything that queued while its running
+// batches ran (at most MAX_BATCH):
 //   1. store: ONE multi-row INSERT commits the batch's events to the inbox (inbox.ts
 //      storeEvents; a statement is a transaction of its own, so no BEGIN/COMMIT);
 //   2. process: ONE transaction processes the stored batch (processing-batches.ts: a failing
 //      row is rolled back alone in its savepoint and recorded failed).
 // An event is thus committed to the inbox before anything acts on it, and processed in a
 // later commit (SPEC §5 "Store, then process"); the request is answered after that commit.
-// The stages overlap: while one batch is processed, the next is stored. A lone request pays
-// no wait: its batch starts at once.
+// The stages overlap, and each runs a few batches at once (lanes): while batches are
+// processed, the next ones are stored. A lone request pays no wait: its batch starts at once.
 import type { Deps } from '../../deps.ts';
 import { findUnfinishedRow, storeEvents } from './inbox.ts';
 import { processEvents } from './processing-batches.ts';
@@ -17,6 +17,13 @@ import type { IncomingDelivery, Receipt, Receiver } from './receipt.ts';
 
 /** Most events one batch stores or processes (bounds a transaction's time and locks). */
 const MAX_BATCH = 64;
+/**
+ * Batches running at once per stage. One lane would bound throughput by round-trip time
+ * (every statement of every event in series); a few lanes keep the database busy while
+ * still sharing statements under load. Each holds a pooled connection (pool: 10).
+ */
+const STORE_LANES = 2;
+const PROCESS_LANES = 4;
 
 interface Waiter {
   delivery: IncomingDelivery;
@@ -34,34 +41,38 @@ interface Stored extends Waiter {
   retryId?: string;
 }
 
-/** One batch at a time over a queue (see the header). */
+/**
+ * Batches over a queue (see the header): up to `lanes` batches run at once, each taking
+ * what queued while the others ran (at most MAX_BATCH).
+ */
 class Stage<T> {
   readonly #queue: T[] = [];
   readonly #run: (batch: T[]) => Promise<void>;
-  #running: Promise<void> | undefined;
+  readonly #lanes: number;
+  readonly #running = new Set<Promise<void>>();
 
-  constructor(run: (batch: T[]) => Promise<void>) {
+  constructor(lanes: number, run: (batch: T[]) => Promise<void>) {
+    this.#lanes = lanes;
     this.#run = run;
   }
 
   /** Queues `items` together (a batch started now takes them all). */
   push(...items: T[]): void {
-    if (items.length === 0) return;
     this.#queue.push(...items);
-    this.#running ??= this.#loop();
+    while (this.#queue.length > 0 && this.#running.size < this.#lanes) {
+      const lane = this.#lane();
+      this.#running.add(lane);
+      void lane.finally(() => this.#running.delete(lane)).catch(() => {});
+    }
   }
 
-  async #loop(): Promise<void> {
-    try {
-      while (this.#queue.length > 0) await this.#run(this.#queue.splice(0, MAX_BATCH));
-    } finally {
-      this.#running = undefined;
-    }
+  async #lane(): Promise<void> {
+    while (this.#queue.length > 0) await this.#run(this.#queue.splice(0, MAX_BATCH));
   }
 
   /** Resolves once the queue is empty and no batch runs. */
   async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
   }
 }
 
@@ -72,8 +83,8 @@ class PostgresPipeline implements Receiver {
 
   constructor(deps: Deps) {
     this.#deps = deps;
-    this.#store = new Stage((batch) => this.#storeBatch(batch));
-    this.#process = new Stage((batch) => this.#processBatch(batch));
+    this.#store = new Stage(STORE_LANES, (batch) => this.#storeBatch(batch));
+    this.#process = new Stage(PROCESS_LANES, (batch) => this.#processBatch(batch));
   }
 
   receive(delivery: IncomingDelivery): Promise<Receipt> {
