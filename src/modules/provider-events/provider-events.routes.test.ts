@@ -453,6 +453,8 @@ test(
     let released = false;
     try {
       await lockReference(payment, 'paystack', reference);
+      // The advisory lock travels with the transaction's next statement (db/pg-traffic.ts): send one.
+      await sql`select 1`.execute(payment);
       let settled = false;
       const retry = app.request('POST', `/api/provider-events/${id}/retry`).finally(() => {
         settled = true;
