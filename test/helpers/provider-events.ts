@@ -1,8 +1,10 @@
 // Provider events for tests: real signatures (HMAC-SHA512 for Paystack, Stripe's own test
 // header for Stripe) over payloads shaped like the providers' documented samples.
 import { createHmac } from 'node:crypto';
+import { sql } from 'kysely';
 import Stripe from 'stripe';
 import type { TestApp, TestResponse } from './app.ts';
+import { ON_POSTGRES } from './database.ts';
 
 export const PAYSTACK_SECRET = 'sk_test_4e7b1c0d9a8f6e5d4c3b2a1f0e9d8c7b6a5f4e3d';
 export const STRIPE_SECRET = 'whsec_test_9f8e7d6c5b4a39281706f5e4d3c2b1a0';
@@ -399,4 +401,28 @@ export function stripeRefundedCharge(options: {
       ? { refunds: { object: 'list', data: options.refunds, has_more: false, total_count: options.refunds.length } }
       : {}),
   };
+}
+
+/**
+ * Makes every insert into `payments` fail, as a real database error would (a retryable
+ * failure for the inbox); `repairPayments` undoes it.
+ */
+export async function breakPayments(app: TestApp): Promise<void> {
+  if (ON_POSTGRES) {
+    await sql`create function refuse_payment() returns trigger language plpgsql as $$ begin raise exception 'payments are unavailable'; end $$`.execute(
+      app.deps.db,
+    );
+    await sql`create trigger refuse_payment before insert on payments for each row execute function refuse_payment()`.execute(
+      app.deps.db,
+    );
+  } else {
+    await sql`create trigger refuse_payment before insert on payments begin select raise(abort, 'payments are unavailable'); end`.execute(
+      app.deps.db,
+    );
+  }
+}
+
+/** Removes the trigger `breakPayments` made. */
+export async function repairPayments(app: TestApp): Promise<void> {
+  await sql`drop trigger refuse_payment ${ON_POSTGRES ? sql`on payments` : sql``}`.execute(app.deps.db);
 }

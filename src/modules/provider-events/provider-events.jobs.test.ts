@@ -3,32 +3,18 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
-import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../../test/helpers/provider-events.ts';
+import {
+  breakPayments,
+  PROVIDER_ENV,
+  paystackCharge,
+  postPaystack,
+  repairPayments,
+} from '../../../test/helpers/provider-events.ts';
 import { storeEvents } from './inbox.ts';
 import { processEvents } from './processing-batches.ts';
 import { retryProviderEvents } from './provider-events.jobs.ts';
 import { recordFailedAttempt } from './provider-events.service.ts';
 import { MAX_ATTEMPTS } from './retry-backoff.ts';
-
-/** Makes every insert into payments fail, as a real database error would. */
-async function breakPayments(app: TestApp): Promise<void> {
-  if (ON_POSTGRES) {
-    await sql`create function refuse_payment() returns trigger language plpgsql as $$ begin raise exception 'payments are unavailable'; end $$`.execute(
-      app.deps.db,
-    );
-    await sql`create trigger refuse_payment before insert on payments for each row execute function refuse_payment()`.execute(
-      app.deps.db,
-    );
-  } else {
-    await sql`create trigger refuse_payment before insert on payments begin select raise(abort, 'payments are unavailable'); end`.execute(
-      app.deps.db,
-    );
-  }
-}
-
-async function repairPayments(app: TestApp): Promise<void> {
-  await sql`drop trigger refuse_payment ${ON_POSTGRES ? sql`on payments` : sql``}`.execute(app.deps.db);
-}
 
 async function onlyRow(app: TestApp) {
   return app.deps.db.selectFrom('provider_events').selectAll().executeTakeFirstOrThrow();

@@ -7,6 +7,7 @@ import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import {
   nextSeq,
+  breakPayments,
   PROVIDER_ENV,
   paystackCharge,
   paystackRefund,
@@ -15,6 +16,7 @@ import {
   stripeEvent,
   stripeInvoice,
   stripeInvoicePayment,
+  repairPayments,
   stripePaymentIntent,
 } from '../../../test/helpers/provider-events.ts';
 import { lockReference } from '../payments/payments.references.ts';
@@ -22,26 +24,6 @@ import { storeEvents } from './inbox.ts';
 import { INBOX_TRANSITIONS } from './inbox-status.ts';
 import { retryProviderEvents } from './provider-events.jobs.ts';
 import { INBOX_STATUSES } from './provider-events.schemas.ts';
-
-/** Makes every insert into payments fail, as a real database error would (a retryable failure). */
-async function breakPayments(app: TestApp): Promise<void> {
-  if (ON_POSTGRES) {
-    await sql`create function refuse_payment() returns trigger language plpgsql as $$ begin raise exception 'payments are unavailable'; end $$`.execute(
-      app.deps.db,
-    );
-    await sql`create trigger refuse_payment before insert on payments for each row execute function refuse_payment()`.execute(
-      app.deps.db,
-    );
-  } else {
-    await sql`create trigger refuse_payment before insert on payments begin select raise(abort, 'payments are unavailable'); end`.execute(
-      app.deps.db,
-    );
-  }
-}
-
-async function repairPayments(app: TestApp): Promise<void> {
-  await sql`drop trigger refuse_payment ${ON_POSTGRES ? sql`on payments` : sql``}`.execute(app.deps.db);
-}
 
 /** The provider event whose key is `key` (exactly one), from the list. */
 async function byKey(app: TestApp, key: string) {
