@@ -2,9 +2,10 @@
 // never a key in the query string. Runs on onRequest, before the body is read.
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { authenticateKey } from '../modules/api-keys/api-keys.service.ts';
+import { hashKey } from '../modules/api-keys/api-keys.keys.ts';
+import { authenticateKey, bootstrapPrincipal } from '../modules/api-keys/api-keys.service.ts';
 import { AppError, sendError } from './errors.ts';
-import type { Scope } from './route.ts';
+import type { Principal, Scope } from './route.ts';
 
 const SCOPE_RANK = { read: 1, write: 2, admin: 3 } as const;
 const MAX_KEY_LENGTH = 200;
@@ -33,13 +34,21 @@ export function requiredScope(request: FastifyRequest): Scope {
  * `permission_error` when the key's scope is too small; sets `request.principal`.
  */
 export function authenticate(deps: Deps): onRequestAsyncHookHandler {
+  // Bootstrap keys (API_KEYS) are constant for the process: their principals are found by the
+  // presented text, without hashing it on every request. Stored keys are looked up every
+  // time, so a revoked one is refused at once.
+  const bootstrap = new Map<string, Principal>();
+  for (const key of deps.config.apiKeys) {
+    const keyHash = hashKey(key);
+    if (deps.bootstrapKeyHashes.has(keyHash)) bootstrap.set(key, Object.freeze(bootstrapPrincipal(keyHash)));
+  }
   return async function authenticateRequest(request: FastifyRequest, reply: FastifyReply) {
     const scope = requiredScope(request);
     if (scope === 'public') return;
     const key = presentedKey(request);
     const principal =
       key && key.length <= MAX_KEY_LENGTH
-        ? await authenticateKey(deps.db, deps.clock, deps.bootstrapKeyHashes, key)
+        ? (bootstrap.get(key) ?? (await authenticateKey(deps.db, deps.clock, deps.bootstrapKeyHashes, key)))
         : undefined;
     if (!principal) {
       return sendError(reply, new AppError('authentication_error', 'unauthorized'));
