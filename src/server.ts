@@ -95,13 +95,14 @@ function closeConnectionsWhenDraining(app: FastifyInstance): void {
     draining = true;
     app.log.info('draining: no new requests are served');
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!draining) return;
-    return sendError(reply, new ServiceUnavailableError('the service is shutting down; retry the request'));
+  // Callback hooks, not async ones: they run on every request and never wait.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!draining) return done();
+    sendError(reply, new ServiceUnavailableError('the service is shutting down; retry the request'));
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 }
 

@@ -282,40 +282,49 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
   });
 
   // After authentication, scopes, rate limits and validation: serve from the cache when the
-  // commit version still matches, else note what to store once the handler has answered.
-  api.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!request.routeOptions.config.conditionalGet) return;
-    reply.header('cache-control', 'private, no-cache');
-    if (!store || !guard.shouldLookUp()) return;
-    let current: string;
-    try {
-      const read = version();
-      current = typeof read === 'string' ? read : await read;
-    } catch {
-      return; // the handler meets the same database and answers its own error
-    }
+  // commit version still matches, else run the handler (and all it awaits) watched, so that
+  // a clock read marks the response as computed from "now", not to be kept. One callback
+  // hook, not an async one: on SQLite the version is read synchronously, and the handler
+  // must start inside the watch.
+  const lookUp = (request: FastifyRequest, reply: FastifyReply, current: string, done: () => void): void => {
     const key = keyOf(request);
-    const entry = store.get(key);
+    const entry = store!.get(key);
     if (entry !== undefined && entry.version === current) {
       guard.record(true);
       request.responseCache = { hit: true, etag: entry.etag };
       reply.header('content-type', entry.contentType);
-      return reply.send(entry.body);
+      reply.send(entry.body);
+      return;
     }
     guard.record(false);
-    request.responseCache = { hit: false, key, version: current, clockRead: false };
-  });
-  // A miss runs its handler (and all it awaits) watched: a clock read marks the response as
-  // computed from "now", not to be kept. Callback style, so the handler starts inside the watch.
-  api.addHook('preHandler', (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
-    const state = request.responseCache;
-    if (state && !state.hit) watchClockReads(state, done);
-    else done();
+    const state: Miss = { hit: false, key, version: current, clockRead: false };
+    request.responseCache = state;
+    watchClockReads(state, done);
+  };
+  api.addHook('preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    if (!request.routeOptions.config.conditionalGet) return done();
+    reply.header('cache-control', 'private, no-cache');
+    if (!store || !guard.shouldLookUp()) return done();
+    let read: string | Promise<string>;
+    try {
+      read = version();
+    } catch {
+      return done(); // the handler meets the same database and answers its own error
+    }
+    if (typeof read === 'string') return lookUp(request, reply, read, done);
+    read.then(
+      (current) => lookUp(request, reply, current, done),
+      () => done(),
+    );
   });
 
   // Every 200 of these routes gets its ETag; a miss is stored; a matching If-None-Match
   // becomes a 304 with the same headers and no body (RFC 9110 §15.4.5).
-  api.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // A callback hook, not an async one: it runs on every response and never waits.
+  api.addHook('onSend', (request, reply, payload, done) => {
+    done(null, conditionalResponse(request, reply, payload));
+  });
+  const conditionalResponse = (request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown => {
     if (!request.routeOptions.config.conditionalGet) return payload;
     if (reply.statusCode !== 200) return payload;
     const state = request.responseCache;
@@ -346,5 +355,5 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
       return null;
     }
     return payload;
-  });
+  };
 }

@@ -195,6 +195,9 @@ export function StringEnum<const V extends readonly string[]>(
   return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
 }
 
+/** Each schema's property names, listed once (pickFields runs per row of every list page). */
+const PROPERTY_NAMES = new WeakMap<TObject, string[]>();
+
 /**
  * The resource `schema` describes, taken from `row` (a table row or any superset of the
  * resource): exactly the schema's properties, in its order. Responses need no such step
@@ -202,8 +205,13 @@ export function StringEnum<const V extends readonly string[]>(
  * values stored as JSON do, so that a new column never leaks into them.
  */
 export function pickFields<S extends TObject>(schema: S, row: Static<S>): Static<S> {
+  let keys = PROPERTY_NAMES.get(schema);
+  if (keys === undefined) {
+    keys = Object.keys(schema.properties);
+    PROPERTY_NAMES.set(schema, keys);
+  }
   const picked: Record<string, unknown> = {};
-  for (const key of Object.keys(schema.properties)) picked[key] = (row as Record<string, unknown>)[key];
+  for (const key of keys) picked[key] = (row as Record<string, unknown>)[key];
   return picked as Static<S>;
 }
 

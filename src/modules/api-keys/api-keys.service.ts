@@ -142,6 +142,11 @@ export async function rotateApiKey(
   });
 }
 
+/** The principal of a bootstrap key (API_KEYS) whose hash is `keyHash`: admin scope, id `bootstrap_<12 hex>`. */
+export function bootstrapPrincipal(keyHash: string): Principal {
+  return { id: `bootstrap_${keyHash.slice(0, 12)}`, scope: 'admin' };
+}
+
 /**
  * Resolves a presented key: bootstrap keys (admin) by hash, then stored keys that are
  * neither revoked nor expired. Returns undefined when the key is unknown.
@@ -153,7 +158,7 @@ export async function authenticateKey(
   presented: string,
 ): Promise<Principal | undefined> {
   const keyHash = hashKey(presented);
-  if (bootstrapKeyHashes.has(keyHash)) return { id: `bootstrap_${keyHash.slice(0, 12)}`, scope: 'admin' };
+  if (bootstrapKeyHashes.has(keyHash)) return bootstrapPrincipal(keyHash);
   const row = await repo.findUsableKeyByHash(db, keyHash, clock.now().toISOString());
   return row ? { id: row.id, scope: row.scope } : undefined;
 }
