@@ -899,6 +899,106 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'invoice.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.created event
+     * @description An invoice was issued (subscription start, trial end or renewal). Sent to every enabled endpoint subscribed to `invoice.created` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoiceCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'invoice.paid': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.paid event
+     * @description Payments settled the whole amount due. Sent to every enabled endpoint subscribed to `invoice.paid` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoicePaidWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'invoice.payment_failed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.payment_failed event
+     * @description A payment for the invoice failed; `attempt_count` counts it. Sent to every enabled endpoint subscribed to `invoice.payment_failed` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoicePaymentFailedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'invoice.voided': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.voided event
+     * @description The invoice was voided: nothing is owed on it any more. Sent to every enabled endpoint subscribed to `invoice.voided` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoiceVoidedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'invoice.marked_uncollectible': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.marked_uncollectible event
+     * @description The invoice was marked uncollectible (by the API or dunning cancelling the subscription). Sent to every enabled endpoint subscribed to `invoice.marked_uncollectible` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoiceMarkedUncollectibleWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'dunning.started': {
     parameters: {
       query?: never;
@@ -2021,6 +2121,11 @@ export interface components {
         | 'payment.refunded'
         | 'payment.refund_failed'
         | 'payment.merged'
+        | 'invoice.created'
+        | 'invoice.paid'
+        | 'invoice.payment_failed'
+        | 'invoice.voided'
+        | 'invoice.marked_uncollectible'
         | 'dunning.started'
         | 'dunning.reminder'
         | 'dunning.recovered'
@@ -2134,6 +2239,11 @@ export interface components {
         | 'payment.refunded'
         | 'payment.refund_failed'
         | 'payment.merged'
+        | 'invoice.created'
+        | 'invoice.paid'
+        | 'invoice.payment_failed'
+        | 'invoice.voided'
+        | 'invoice.marked_uncollectible'
         | 'dunning.started'
         | 'dunning.reminder'
         | 'dunning.recovered'
@@ -2466,6 +2576,113 @@ export interface components {
       payload: unknown;
       /** @description The stored body as text, only when it is not JSON (otherwise null). */
       payload_text: string | null;
+    };
+    /**
+     * @description What the invoice charges for; `amount_due` is the sum of the lines.
+     * @example {
+     *       "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *       "amount": 500000,
+     *       "currency": "NGN",
+     *       "quantity": 1,
+     *       "period_start": "2026-01-15T10:00:00.000Z",
+     *       "period_end": "2026-02-15T10:00:00.000Z",
+     *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *     }
+     */
+    InvoiceLine: {
+      /** @example il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      description: string;
+      /** @description The line total: unit price × quantity (minor units) */
+      amount: number;
+      /** @description ISO 4217, upper case */
+      currency: string;
+      quantity: number;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+      plan_id: string | null;
+    };
+    /**
+     * @description What a customer owes for one billing period; final when issued, settled by payments (SPEC §9).
+     * @example {
+     *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "number": "INV-000042",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "status": "open",
+     *       "currency": "NGN",
+     *       "amount_due": 500000,
+     *       "amount_paid": 0,
+     *       "amount_remaining": 500000,
+     *       "period_start": "2026-01-15T10:00:00.000Z",
+     *       "period_end": "2026-02-15T10:00:00.000Z",
+     *       "due_at": "2026-01-15T10:00:00.000Z",
+     *       "attempt_count": 0,
+     *       "next_payment_attempt_at": null,
+     *       "lines": [
+     *         {
+     *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *           "amount": 500000,
+     *           "currency": "NGN",
+     *           "quantity": 1,
+     *           "period_start": "2026-01-15T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *         }
+     *       ],
+     *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+     *       "paid_at": null,
+     *       "voided_at": null,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    Invoice: {
+      /** @example inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description `<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances */
+      number: string;
+      customer_id: string;
+      subscription_id: string | null;
+      /** @enum {string} */
+      status: 'open' | 'paid' | 'void' | 'uncollectible';
+      /** @description ISO 4217, upper case */
+      currency: string;
+      /** @description The sum of the lines (minor units) */
+      amount_due: number;
+      /** @description Settled by payments, never above amount_due (minor units) */
+      amount_paid: number;
+      /** @description amount_due − amount_paid (minor units) */
+      amount_remaining: number;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+      /** Format: date-time */
+      due_at: string;
+      /** @description Failed payments reported for this invoice */
+      attempt_count: number;
+      /** Format: date-time */
+      next_payment_attempt_at: string | null;
+      lines: components['schemas']['InvoiceLine'][];
+      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>` */
+      hosted_invoice_url: string;
+      /** Format: date-time */
+      paid_at: string | null;
+      /** Format: date-time */
+      voided_at: string | null;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
     };
   };
   responses: {
@@ -4541,7 +4758,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -4691,7 +4908,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -4973,6 +5190,11 @@ export interface operations {
           | 'payment.refunded'
           | 'payment.refund_failed'
           | 'payment.merged'
+          | 'invoice.created'
+          | 'invoice.paid'
+          | 'invoice.payment_failed'
+          | 'invoice.voided'
+          | 'invoice.marked_uncollectible'
           | 'dunning.started'
           | 'dunning.reminder'
           | 'dunning.recovered'
@@ -6212,6 +6434,396 @@ export interface operations {
           /** @constant */
           topic: 'payment.merged';
           data: components['schemas']['MergedPayment'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoiceCreatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.created",
+         *       "data": {
+         *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "INV-000042",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "open",
+         *         "currency": "NGN",
+         *         "amount_due": 500000,
+         *         "amount_paid": 0,
+         *         "amount_remaining": 500000,
+         *         "period_start": "2026-01-15T10:00:00.000Z",
+         *         "period_end": "2026-02-15T10:00:00.000Z",
+         *         "due_at": "2026-01-15T10:00:00.000Z",
+         *         "attempt_count": 0,
+         *         "next_payment_attempt_at": null,
+         *         "lines": [
+         *           {
+         *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *             "amount": 500000,
+         *             "currency": "NGN",
+         *             "quantity": 1,
+         *             "period_start": "2026-01-15T10:00:00.000Z",
+         *             "period_end": "2026-02-15T10:00:00.000Z",
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *           }
+         *         ],
+         *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *         "paid_at": null,
+         *         "voided_at": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.created';
+          data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoicePaidWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.paid",
+         *       "data": {
+         *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "INV-000042",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "open",
+         *         "currency": "NGN",
+         *         "amount_due": 500000,
+         *         "amount_paid": 0,
+         *         "amount_remaining": 500000,
+         *         "period_start": "2026-01-15T10:00:00.000Z",
+         *         "period_end": "2026-02-15T10:00:00.000Z",
+         *         "due_at": "2026-01-15T10:00:00.000Z",
+         *         "attempt_count": 0,
+         *         "next_payment_attempt_at": null,
+         *         "lines": [
+         *           {
+         *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *             "amount": 500000,
+         *             "currency": "NGN",
+         *             "quantity": 1,
+         *             "period_start": "2026-01-15T10:00:00.000Z",
+         *             "period_end": "2026-02-15T10:00:00.000Z",
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *           }
+         *         ],
+         *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *         "paid_at": null,
+         *         "voided_at": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.paid';
+          data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoicePaymentFailedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.payment_failed",
+         *       "data": {
+         *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "INV-000042",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "open",
+         *         "currency": "NGN",
+         *         "amount_due": 500000,
+         *         "amount_paid": 0,
+         *         "amount_remaining": 500000,
+         *         "period_start": "2026-01-15T10:00:00.000Z",
+         *         "period_end": "2026-02-15T10:00:00.000Z",
+         *         "due_at": "2026-01-15T10:00:00.000Z",
+         *         "attempt_count": 0,
+         *         "next_payment_attempt_at": null,
+         *         "lines": [
+         *           {
+         *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *             "amount": 500000,
+         *             "currency": "NGN",
+         *             "quantity": 1,
+         *             "period_start": "2026-01-15T10:00:00.000Z",
+         *             "period_end": "2026-02-15T10:00:00.000Z",
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *           }
+         *         ],
+         *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *         "paid_at": null,
+         *         "voided_at": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.payment_failed';
+          data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoiceVoidedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.voided",
+         *       "data": {
+         *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "INV-000042",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "open",
+         *         "currency": "NGN",
+         *         "amount_due": 500000,
+         *         "amount_paid": 0,
+         *         "amount_remaining": 500000,
+         *         "period_start": "2026-01-15T10:00:00.000Z",
+         *         "period_end": "2026-02-15T10:00:00.000Z",
+         *         "due_at": "2026-01-15T10:00:00.000Z",
+         *         "attempt_count": 0,
+         *         "next_payment_attempt_at": null,
+         *         "lines": [
+         *           {
+         *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *             "amount": 500000,
+         *             "currency": "NGN",
+         *             "quantity": 1,
+         *             "period_start": "2026-01-15T10:00:00.000Z",
+         *             "period_end": "2026-02-15T10:00:00.000Z",
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *           }
+         *         ],
+         *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *         "paid_at": null,
+         *         "voided_at": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.voided';
+          data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoiceMarkedUncollectibleWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.marked_uncollectible",
+         *       "data": {
+         *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "INV-000042",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "open",
+         *         "currency": "NGN",
+         *         "amount_due": 500000,
+         *         "amount_paid": 0,
+         *         "amount_remaining": 500000,
+         *         "period_start": "2026-01-15T10:00:00.000Z",
+         *         "period_end": "2026-02-15T10:00:00.000Z",
+         *         "due_at": "2026-01-15T10:00:00.000Z",
+         *         "attempt_count": 0,
+         *         "next_payment_attempt_at": null,
+         *         "lines": [
+         *           {
+         *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *             "amount": 500000,
+         *             "currency": "NGN",
+         *             "quantity": 1,
+         *             "period_start": "2026-01-15T10:00:00.000Z",
+         *             "period_end": "2026-02-15T10:00:00.000Z",
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *           }
+         *         ],
+         *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *         "paid_at": null,
+         *         "voided_at": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.marked_uncollectible';
+          data: components['schemas']['Invoice'];
         };
       };
     };

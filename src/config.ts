@@ -35,6 +35,12 @@ export interface Config {
    * cache off (ETag and 304 still apply). See http/response-cache.ts.
    */
   responseCacheBytes: number;
+  /** INVOICE_PREFIX: invoice numbers are `<prefix>-<000001>` (SPEC §9). */
+  invoicePrefix: string;
+  /** PUBLIC_URL without a trailing slash: the origin of hosted invoice pages (SPEC §9). */
+  publicUrl: string;
+  /** BUSINESS_NAME: who the hosted invoice page says the invoice is from (SPEC §9). */
+  businessName: string;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -119,6 +125,22 @@ function csv(env: Env, name: string): string[] {
     .filter((item) => item !== '');
 }
 
+/** True for an absolute http:// or https:// URL without credentials, query or fragment. */
+function isHttpOrigin(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.username === '' &&
+      url.password === '' &&
+      url.search === '' &&
+      url.hash === ''
+    );
+  } catch {
+    return false;
+  }
+}
+
 function databaseConfig(env: Env): DatabaseConfig {
   const url = read(env, 'DATABASE_URL', 'sqlite:./data/billing.db');
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
@@ -167,10 +189,24 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('API_KEYS', 'must hold keys of at least 16 characters each');
   }
   const metricsPort = read(env, 'METRICS_PORT', '');
+  const port = integer(env, 'PORT', '3000', 0, 65535);
+  const host = read(env, 'HOST', '127.0.0.1');
+  const invoicePrefix = read(env, 'INVOICE_PREFIX', 'INV');
+  if (!/^[A-Za-z0-9]{1,16}$/.test(invoicePrefix)) {
+    throw new ConfigError('INVOICE_PREFIX', `must be 1 to 16 letters or digits (got "${invoicePrefix}")`);
+  }
+  const publicUrl = read(env, 'PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`);
+  if (!isHttpOrigin(publicUrl)) {
+    throw new ConfigError('PUBLIC_URL', `must be an http:// or https:// URL (got "${publicUrl}")`);
+  }
+  const businessName = read(env, 'BUSINESS_NAME', 'Billing');
+  if (businessName.length > 200 || [...businessName].some((c) => c < ' ' || c === '\x7f')) {
+    throw new ConfigError('BUSINESS_NAME', 'must be at most 200 characters, without control characters');
+  }
 
   return Object.freeze({
-    port: integer(env, 'PORT', '3000', 0, 65535),
-    host: read(env, 'HOST', '127.0.0.1'),
+    port,
+    host,
     database: databaseConfig(env),
     apiKeys: Object.freeze(apiKeys),
     paystackSecretKey: read(env, 'PAYSTACK_SECRET_KEY', ''),
@@ -191,5 +227,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: logLevel as LogLevel,
     metricsPort: metricsPort === '' ? undefined : integer(env, 'METRICS_PORT', '', 1, 65535),
     responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '16', 0, 65_536) * 1_048_576,
+    invoicePrefix,
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+    businessName,
   });
 }

@@ -4,6 +4,7 @@ import type { CustomersTable } from '../modules/customers/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/dunning.table.ts';
 import type { EventsTable } from '../modules/events/events.table.ts';
 import type { IdempotencyKeysTable } from '../modules/idempotency/idempotency.table.ts';
+import type { InvoiceNumbersTable, InvoicesTable } from '../modules/invoices/invoices.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from '../modules/payments/payments.table.ts';
 import type { PlansTable } from '../modules/plans/plans.table.ts';
 import type {
@@ -25,6 +26,8 @@ export interface Database {
   dunning_steps: DunningStepsTable;
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;
+  invoices: InvoicesTable;
+  invoice_numbers: InvoiceNumbersTable;
   payments: PaymentsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;

@@ -14,6 +14,7 @@ import * as subscriptionPaymentTimes from './migrations/0009_subscription_paymen
 import * as refundStatus from './migrations/0010_refund_status.ts';
 import * as paymentReferences from './migrations/0011_payment_references.ts';
 import * as providerEventLists from './migrations/0012_provider_event_lists.ts';
+import * as invoices from './migrations/0013_invoices.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0010_refund_status': refundStatus,
   '0011_payment_references': paymentReferences,
   '0012_provider_event_lists': providerEventLists,
+  '0013_invoices': invoices,
 };
 
 /** The names of every migration, in the order they apply. */

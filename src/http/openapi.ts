@@ -30,6 +30,7 @@ import {
   refundListSchema,
   refundSchema,
 } from '../modules/payments/payments.schemas.ts';
+import { invoiceLineSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from '../modules/provider-events/notify.schemas.ts';
 import {
@@ -129,6 +130,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   providerEventSchema,
   providerEventListSchema,
   providerEventDetailSchema,
+  invoiceLineSchema,
+  invoiceSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -175,6 +178,20 @@ const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'payment.merged': {
     schema: mergedPaymentSchema,
     when: 'Two records of one charge became one (a Stripe invoice and its PaymentIntent).',
+  },
+  'invoice.created': {
+    schema: invoiceSchema,
+    when: 'An invoice was issued (subscription start, trial end or renewal).',
+  },
+  'invoice.paid': { schema: invoiceSchema, when: 'Payments settled the whole amount due.' },
+  'invoice.payment_failed': {
+    schema: invoiceSchema,
+    when: 'A payment for the invoice failed; `attempt_count` counts it.',
+  },
+  'invoice.voided': { schema: invoiceSchema, when: 'The invoice was voided: nothing is owed on it any more.' },
+  'invoice.marked_uncollectible': {
+    schema: invoiceSchema,
+    when: 'The invoice was marked uncollectible (by the API or dunning cancelling the subscription).',
   },
   'dunning.started': { schema: caseSchema, when: 'A failed payment opened a dunning case.' },
   'dunning.reminder': { schema: reminderSchema, when: 'A reminder step of the dunning schedule is due.' },

@@ -15,6 +15,8 @@ export const ID_PREFIXES = {
   delivery: 'del',
   apiKey: 'key',
   providerEvent: 'pev',
+  invoice: 'inv',
+  invoiceLine: 'il',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -38,6 +38,8 @@ export interface DunningOpening {
   amountDue: number;
   /** ISO 4217, upper case. */
   currency: string;
+  /** The invoice (`inv_…`) the case chases (SPEC §9), when there is one. */
+  invoiceId?: string | null;
 }
 
 /** The subscription's open case, locked on PostgreSQL, or undefined. */
@@ -84,6 +86,7 @@ export async function openOrCountDunningCase(
     customer_id: subscription.customer_id,
     subscription_id: subscription.id,
     payment_id: opening.paymentId,
+    invoice_id: opening.invoiceId ?? null,
     status: 'open',
     reason: opening.reason,
     attempts: 1,

@@ -1,5 +1,5 @@
 // Row shapes of `dunning_cases` and `dunning_steps` (SPEC §4 "Dunning case").
-import type { Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 
 export const DUNNING_CASE_STATUSES = ['open', 'recovered', 'exhausted', 'cancelled'] as const;
 export type DunningCaseStatus = (typeof DUNNING_CASE_STATUSES)[number];
@@ -12,6 +12,8 @@ export interface DunningCasesTable {
   subscription_id: string;
   /** The failed payment that opened the case (`pay_…`), null for an unpaid renewal. */
   payment_id: string | null;
+  /** The invoice (`inv_…`) the case chases (SPEC §9); null for cases opened before invoices. */
+  invoice_id: ColumnType<string | null, string | null | undefined, string | null>;
   status: DunningCaseStatus;
   reason: DunningReason;
   /** Failed payments seen while the case was open, counting the first. */

@@ -96,6 +96,7 @@ function newPaymentRow(input: PaymentInput, status: 'succeeded' | 'failed', now:
     paid_at: status === 'succeeded' ? input.occurredAt : null,
     created_at: now,
     updated_at: now,
+    invoice_id: null,
   };
 }
 

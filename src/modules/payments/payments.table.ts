@@ -1,7 +1,7 @@
 // Row shapes of `payments`, `refunds` and `payment_references`. One payment per provider payment (unique on
 // provider + provider_reference); one refund per provider refund. Written only by
 // payments.recording.ts, from processed provider events.
-import type { Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 
 export const PAYMENT_STATUSES = ['succeeded', 'failed', 'refunded', 'partially_refunded'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
@@ -24,6 +24,8 @@ export interface PaymentsTable {
   paid_at: string | null;
   created_at: string;
   updated_at: string;
+  /** The invoice (`inv_…`) this payment settled (SPEC §9); null when it settled none. */
+  invoice_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type PaymentRow = Selectable<PaymentsTable>;

@@ -1,0 +1,246 @@
+// Issues invoices and applies their transitions (SPEC §9): the only writer of `invoices`.
+// Each change writes the row and emits its `invoice.*` event in the caller's transaction
+// (SPEC §6 outbox). Lock order (db/locking.ts): subscriptions → invoices → dunning_cases.
+import { randomBytes } from 'node:crypto';
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import { pickFields } from '../../http/schemas.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { emitEvent } from '../events/events.service.ts';
+import type { Topic } from '../events/topics.ts';
+import type { PlanRow } from '../plans/plans.table.ts';
+import { type InvoiceEvent, nextInvoiceStatus } from './invoice-status.ts';
+import { type Invoice, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
+import type { InvoiceRow, InvoicesTable } from './invoices.table.ts';
+
+export type { Invoice, InvoiceLine };
+
+/** What issuing and moving invoices needs: the clock and the numbering / URL settings. Deps fits. */
+export interface InvoiceContext {
+  clock: Clock;
+  config: Pick<Config, 'invoicePrefix' | 'publicUrl'>;
+}
+
+/** `<publicUrl>/i/<token>`: the hosted invoice page (SPEC §9). */
+export function hostedInvoiceUrl(publicUrl: string, token: string): string {
+  return `${publicUrl}/i/${token}`;
+}
+
+/**
+ * An invoices row as the API and events show it: `lines` and `metadata` parsed,
+ * `amount_remaining` = amount_due − amount_paid (minor units), `hosted_invoice_url` built
+ * from `publicUrl` (PUBLIC_URL) and the row's token.
+ */
+export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
+  return pickFields(invoiceSchema, {
+    ...row,
+    amount_due: Number(row.amount_due),
+    amount_paid: Number(row.amount_paid),
+    amount_remaining: Number(row.amount_due) - Number(row.amount_paid),
+    lines: JSON.parse(row.lines) as InvoiceLine[],
+    hosted_invoice_url: hostedInvoiceUrl(publicUrl, row.hosted_token),
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+  });
+}
+
+/** Thrown when the transition table forbids `event` in the invoice's state. */
+export class ForbiddenInvoiceTransitionError extends Error {
+  readonly status: InvoiceRow['status'];
+  readonly event: InvoiceEvent;
+  constructor(status: InvoiceRow['status'], event: InvoiceEvent) {
+    super(`${event} is not allowed for a ${status} invoice`);
+    this.name = 'ForbiddenInvoiceTransitionError';
+    this.status = status;
+    this.event = event;
+  }
+}
+
+/** The invoice `id`, or undefined (also for malformed ids: no round trip). */
+export async function findInvoiceRow(db: Kysely<Database>, id: string): Promise<InvoiceRow | undefined> {
+  if (!isIdOf('invoice', id)) return undefined;
+  return db.selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The invoice whose hosted page token is `token` (SPEC §9 `/i/{token}`), or undefined. */
+export async function findInvoiceRowByToken(db: Kysely<Database>, token: string): Promise<InvoiceRow | undefined> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+  return db.selectFrom('invoices').selectAll().where('hosted_token', '=', token).executeTakeFirst();
+}
+
+/**
+ * Reads invoice `id` inside `trx`, locked on PostgreSQL so concurrent changes (a payment, a
+ * void) queue and each sees the state the previous one left. Throws 404 `not_found` for
+ * unknown or malformed ids.
+ */
+export async function lockInvoice(trx: Transaction<Database>, id: string): Promise<InvoiceRow> {
+  const row = isIdOf('invoice', id)
+    ? await forUpdate(trx.selectFrom('invoices').selectAll().where('id', '=', id), trx).executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('invoice', id);
+  return row;
+}
+
+/**
+ * The next invoice number for `prefix`, `<prefix>-<000001>` (six digits at least), moved in
+ * `trx`: the counter row stays locked until commit (PostgreSQL) and a rollback gives the
+ * number back, so numbers are gap-free and unique across instances (SPEC §9).
+ */
+export async function nextInvoiceNumber(trx: Transaction<Database>, prefix: string): Promise<string> {
+  const row = await trx
+    .insertInto('invoice_numbers')
+    .values({ prefix, last_number: 1 })
+    .onConflict((conflict) =>
+      conflict.column('prefix').doUpdateSet({ last_number: sql<number>`invoice_numbers.last_number + 1` }),
+    )
+    .returning('last_number')
+    .executeTakeFirstOrThrow();
+  return `${prefix}-${String(Number(row.last_number)).padStart(6, '0')}`;
+}
+
+const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
+
+/**
+ * The one line a subscription period bills today (SPEC §9 "Lines"): the plan's price × 1 for
+ * `[periodStart, periodEnd)` (ISO 8601), described as "Pro × 1, 15 Jan 2026 – 15 Feb 2026".
+ */
+export function planLine(plan: PlanRow, periodStart: string, periodEnd: string): Omit<InvoiceLine, 'id'> {
+  return {
+    description: `${plan.name} × 1, ${DATE.format(new Date(periodStart))} – ${DATE.format(new Date(periodEnd))}`,
+    amount: Number(plan.amount),
+    currency: plan.currency,
+    quantity: 1,
+    period_start: periodStart,
+    period_end: periodEnd,
+    plan_id: plan.id,
+  };
+}
+
+/** What to bill: the invoice's owner, period (ISO 8601), due time and lines (minor units). */
+export interface InvoiceDraft {
+  customerId: string;
+  subscriptionId: string;
+  /** ISO 4217, upper case: every line must be in it. */
+  currency: string;
+  periodStart: string;
+  periodEnd: string;
+  dueAt: string;
+  lines: readonly Omit<InvoiceLine, 'id'>[];
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
+ * when one exists already it is returned with `created: false` and nothing is written.
+ * Otherwise it takes the next number, stores the invoice `open` (or `paid` at once when it
+ * owes 0) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
+ * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
+ * hold between workers; the unique (subscription_id, period_start) index is the backstop,
+ * and its violation rolls the whole transaction back (so no number is lost). Throws when a
+ * line is in another currency than `draft.currency` or has a negative amount.
+ */
+export async function issueInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  draft: InvoiceDraft,
+): Promise<{ invoice: Invoice; created: boolean }> {
+  const existing = await trx
+    .selectFrom('invoices')
+    .selectAll()
+    .where('subscription_id', '=', draft.subscriptionId)
+    .where('period_start', '=', draft.periodStart)
+    .executeTakeFirst();
+  if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
+  if (draft.lines.some((line) => line.currency !== draft.currency || line.amount < 0)) {
+    throw new Error(`invoice lines must be non-negative amounts in ${draft.currency}`);
+  }
+  const now = ctx.clock.now().toISOString();
+  const lines: InvoiceLine[] = draft.lines.map((line) => ({ id: newId('invoiceLine'), ...line }));
+  const row: InvoicesTable = {
+    id: newId('invoice'),
+    number: await nextInvoiceNumber(trx, ctx.config.invoicePrefix),
+    customer_id: draft.customerId,
+    subscription_id: draft.subscriptionId,
+    status: 'open',
+    currency: draft.currency,
+    amount_due: lines.reduce((sum, line) => sum + line.amount, 0),
+    amount_paid: 0,
+    period_start: draft.periodStart,
+    period_end: draft.periodEnd,
+    due_at: draft.dueAt,
+    attempt_count: 0,
+    next_payment_attempt_at: null,
+    lines: JSON.stringify(lines),
+    hosted_token: randomBytes(32).toString('base64url'),
+    paid_at: null,
+    voided_at: null,
+    marked_uncollectible_at: null,
+    metadata: JSON.stringify(draft.metadata ?? {}),
+    created_at: now,
+    updated_at: now,
+  };
+  await trx.insertInto('invoices').values(row).execute();
+  const invoice = toInvoice(row, ctx.config.publicUrl);
+  await emitEvent(trx, ctx.clock, 'invoice.created', invoice);
+  if (row.amount_due === 0) return { invoice: await transitionInvoice(trx, ctx, row, 'paid'), created: true };
+  return { invoice, created: true };
+}
+
+export type InvoiceChanges = Partial<Pick<InvoicesTable, 'amount_paid' | 'attempt_count' | 'next_payment_attempt_at'>>;
+
+/** The timestamp column each target status stamps with the transition's time. */
+const STAMPED = {
+  paid: 'paid_at',
+  void: 'voided_at',
+  uncollectible: 'marked_uncollectible_at',
+} as const satisfies Partial<Record<InvoiceRow['status'], keyof InvoicesTable>>;
+
+/**
+ * Moves `row` by `event` per the transition table (invoice-status.ts), applying `changes`,
+ * stamping `paid_at` / `voided_at` / `marked_uncollectible_at` with the clock's time, and
+ * emits the transition's topic with the resulting invoice — all in `trx`. Throws
+ * ForbiddenInvoiceTransitionError (and writes nothing) when the table has no entry.
+ */
+export async function transitionInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  row: InvoiceRow,
+  event: InvoiceEvent,
+  changes: InvoiceChanges = {},
+): Promise<Invoice> {
+  const transition = nextInvoiceStatus(row.status, event);
+  if (!transition) throw new ForbiddenInvoiceTransitionError(row.status, event);
+  const now = ctx.clock.now().toISOString();
+  const set = {
+    ...changes,
+    status: transition.to,
+    [STAMPED[transition.to as keyof typeof STAMPED]]: now,
+    updated_at: now,
+  };
+  await trx.updateTable('invoices').set(set).where('id', '=', row.id).execute();
+  const invoice = toInvoice({ ...row, ...set }, ctx.config.publicUrl);
+  await emitEvent(trx, ctx.clock, transition.topic, invoice);
+  return invoice;
+}
+
+/**
+ * Writes `changes` (amount paid, attempt count, next attempt time) to `row` without moving its
+ * status, and emits `topic` with the resulting invoice when one is given — all in `trx`.
+ * Returns the invoice after.
+ */
+export async function updateInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  row: InvoiceRow,
+  changes: InvoiceChanges,
+  topic?: Topic,
+): Promise<Invoice> {
+  const set = { ...changes, updated_at: ctx.clock.now().toISOString() };
+  await trx.updateTable('invoices').set(set).where('id', '=', row.id).execute();
+  const invoice = toInvoice({ ...row, ...set }, ctx.config.publicUrl);
+  if (topic) await emitEvent(trx, ctx.clock, topic, invoice);
+  return invoice;
+}

@@ -1,0 +1,110 @@
+// The invoice resource (SPEC §9), defined once: these TypeBox schemas validate, serialize and
+// document the routes and the `invoice.*` events, and the API types are their static types.
+import Type, { type Static } from 'typebox';
+import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
+import { INVOICE_STATUSES } from './invoice-status.ts';
+
+const minorUnits = (description: string) => Type.Integer({ minimum: 0, description: `${description} (minor units)` });
+
+/** One line of an invoice: today one per period for the plan's price (SPEC §9 "Lines"). */
+export const invoiceLineSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    description: Type.String(),
+    amount: minorUnits('The line total: unit price × quantity'),
+    currency: Type.String({ description: 'ISO 4217, upper case' }),
+    quantity: Type.Integer({ minimum: 1 }),
+    period_start: timestamp,
+    period_end: timestamp,
+    plan_id: Nullable(Type.String()),
+  },
+  {
+    $id: 'InvoiceLine',
+    description: 'What the invoice charges for; `amount_due` is the sum of the lines.',
+    examples: [
+      {
+        id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
+        amount: 500000,
+        currency: 'NGN',
+        quantity: 1,
+        period_start: '2026-01-15T10:00:00.000Z',
+        period_end: '2026-02-15T10:00:00.000Z',
+        plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+      },
+    ],
+  },
+);
+
+export type InvoiceLine = Static<typeof invoiceLineSchema>;
+
+/** An invoice as the API and the `invoice.*` events show it (SPEC §9 fields). */
+export const invoiceSchema = Type.Object(
+  {
+    id: Type.String({ examples: ['inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    number: Type.String({ description: '`<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances' }),
+    customer_id: Type.String(),
+    subscription_id: Nullable(Type.String()),
+    status: StringEnum(INVOICE_STATUSES),
+    currency: Type.String({ description: 'ISO 4217, upper case' }),
+    amount_due: minorUnits('The sum of the lines'),
+    amount_paid: minorUnits('Settled by payments, never above amount_due'),
+    amount_remaining: minorUnits('amount_due − amount_paid'),
+    period_start: timestamp,
+    period_end: timestamp,
+    due_at: timestamp,
+    attempt_count: Type.Integer({ minimum: 0, description: 'Failed payments reported for this invoice' }),
+    next_payment_attempt_at: nullableTimestamp,
+    lines: Type.Array(ref(invoiceLineSchema)),
+    hosted_invoice_url: Type.String({ description: 'The public page a customer opens: `<PUBLIC_URL>/i/<token>`' }),
+    paid_at: nullableTimestamp,
+    voided_at: nullableTimestamp,
+    metadata: metadataOut,
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+  {
+    $id: 'Invoice',
+    description: 'What a customer owes for one billing period; final when issued, settled by payments (SPEC §9).',
+    examples: [
+      {
+        id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        number: 'INV-000042',
+        customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        status: 'open',
+        currency: 'NGN',
+        amount_due: 500000,
+        amount_paid: 0,
+        amount_remaining: 500000,
+        period_start: '2026-01-15T10:00:00.000Z',
+        period_end: '2026-02-15T10:00:00.000Z',
+        due_at: '2026-01-15T10:00:00.000Z',
+        attempt_count: 0,
+        next_payment_attempt_at: null,
+        lines: [
+          {
+            id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+            description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
+            amount: 500000,
+            currency: 'NGN',
+            quantity: 1,
+            period_start: '2026-01-15T10:00:00.000Z',
+            period_end: '2026-02-15T10:00:00.000Z',
+            plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+          },
+        ],
+        hosted_invoice_url: 'https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n',
+        paid_at: null,
+        voided_at: null,
+        metadata: {},
+        created_at: '2026-01-15T10:00:00.000Z',
+        updated_at: '2026-01-15T10:00:00.000Z',
+      },
+    ],
+  },
+);
+
+export const invoiceListSchema = pageOf('InvoiceList', invoiceSchema);
+
+export type Invoice = Static<typeof invoiceSchema>;
