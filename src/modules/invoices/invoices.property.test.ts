@@ -64,10 +64,11 @@ test('any history of void, mark-uncollectible and pay follows the transition tab
   const app = await buildTestApp(t);
   await fc.assert(
     fc.asyncProperty(histories, async ({ invoices: count, groups }) => {
+      // Trialing subscriptions: the subscription flows issue no invoice of their own (SPEC §9).
       const invoices: Invoice[] = [];
       const cases: DunningCase[] = [];
       for (let i = 0; i < count; i += 1) {
-        const invoice = await issueTestInvoice(app, (await createSubscription(app)).id);
+        const invoice = await issueTestInvoice(app, (await createSubscription(app, { trialPeriodDays: 30 })).id);
         invoices.push(invoice);
         cases.push(await openTestDunningCase(app, invoice));
       }

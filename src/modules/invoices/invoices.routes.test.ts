@@ -5,6 +5,8 @@ import { createCustomer, createPlan, createSubscription } from '../../../test/he
 import { issueTestInvoice, markTestInvoicePaid, openTestDunningCase } from '../../../test/helpers/invoices.ts';
 
 const UNKNOWN_INVOICE = 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
+/** Subscriptions in these tests are trialing: the invoices are the ones the tests issue. */
+const TRIAL_DAYS = 30;
 const CANNOT_VOID_BODY = { code: 'validation_error', message: 'cannot be voided in its current state', details: null };
 const CANNOT_MARK_BODY = {
   code: 'validation_error',
@@ -17,9 +19,13 @@ async function countEvents(app: TestApp, topic: string): Promise<number> {
   return (await app.request('GET', `/api/events?topic=${topic}`)).body.meta.total;
 }
 
-/** An open invoice for a new subscription (its own customer and plan unless given). */
+/**
+ * An open invoice for a new subscription (its own customer and plan unless given). Trialing,
+ * so the subscription flows issue no invoice of their own (SPEC §9: none until the trial ends)
+ * and this test's invoices are the only ones.
+ */
 async function openInvoice(app: TestApp, options: Parameters<typeof createSubscription>[1] = {}) {
-  const sub = await createSubscription(app, options);
+  const sub = await createSubscription(app, { trialPeriodDays: TRIAL_DAYS, ...options });
   return issueTestInvoice(app, sub.id);
 }
 
@@ -47,8 +53,12 @@ test('list: newest first with meta; filters customer_id, subscription_id, status
   const bob = await createCustomer(app);
   const cheap = await createPlan(app, { amount: 1000 });
   const dear = await createPlan(app, { amount: 9000 });
-  const aliceSub = await createSubscription(app, { customerId: alice.id, planId: cheap.id });
-  const bobSub = await createSubscription(app, { customerId: bob.id, planId: dear.id });
+  const aliceSub = await createSubscription(app, {
+    customerId: alice.id,
+    planId: cheap.id,
+    trialPeriodDays: TRIAL_DAYS,
+  });
+  const bobSub = await createSubscription(app, { customerId: bob.id, planId: dear.id, trialPeriodDays: TRIAL_DAYS });
   // a1 (alice, 1000, due latest), b1 (bob, 9000), a2 (alice, 1000, next period, due earliest)
   const a1 = await issueTestInvoice(app, aliceSub.id, { dueAt: '2026-03-01T00:00:00.000Z' });
   app.clock.advance(1000);
