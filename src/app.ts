@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { DestinationStream } from 'pino';
 import type { Deps } from './deps.ts';
 import { authenticate } from './http/auth.ts';
-import { answerClientError, registerErrorHandling, routeFrameworkErrors } from './http/errors.ts';
+import { answerClientError, registerErrorHandling, routeFrameworkErrorsUnder } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
 import { registerTextGuard } from './http/text-guard.ts';
@@ -22,6 +22,7 @@ import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
 import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
+import { HOSTED_PAGE_PREFIX, registerHostedInvoicePages } from './modules/invoices/invoices.page.routes.ts';
 import { paymentRoutes } from './modules/payments/payments.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
 import { registerNotifyRoutes } from './modules/provider-events/notify.routes.ts';
@@ -85,8 +86,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     // While draining, server.ts answers requests on open connections 503 in the envelope.
     return503OnClosing: false,
-    // Requests the router refuses are answered by the app like any other (http/errors.ts).
-    frameworkErrors: routeFrameworkErrors,
+    // Requests the router refuses are answered by the app like any other (http/errors.ts);
+    // under /i by the hosted pages' own 404 page.
+    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX]),
     clientErrorHandler: answerClientError,
     // Path parameters of any length reach their route, whose schema answers (an id over 64
     // characters is 400, whatever its length); Node's 16 KiB header limit bounds the URL.
@@ -123,5 +125,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // reads raw bodies, so the app's JSON parser never touches them.
     await api.register(async (raw) => registerNotifyRoutes(raw, deps));
   });
+  // The hosted invoice page (/i/:token): public HTML for people, outside the API's context.
+  await app.register(async (pages) => registerHostedInvoicePages(pages, deps), { prefix: HOSTED_PAGE_PREFIX });
   return app;
 }

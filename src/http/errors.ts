@@ -179,18 +179,30 @@ type RefusedRequest = FastifyRequest['raw'] & { [ROUTER_ERROR]?: FastifyError };
  * the raw request and the request is routed again to REFUSED_URL_PATH, where the not-found
  * handler rethrows it: the answer then takes the app's whole path (every onRequest/onSend
  * hook, the one error handler, the envelope).
+ *
+ * A refused path under one of `pagePrefixes` (plugin prefixes with their own not-found
+ * handler, e.g. the hosted invoice pages' `/i`, which answer HTML) is routed again to
+ * `<prefix>/.refused-by-router/` instead, a path no route there has, so that prefix's
+ * not-found handler answers it in its own form.
  */
-export function routeFrameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const raw = request.raw as RefusedRequest;
-  if (raw[ROUTER_ERROR]) {
-    // Routing again failed too (cannot happen for REFUSED_URL_PATH): answer plainly, never loop.
-    reply.code(400).type('application/json; charset=utf-8').send(validationBody('malformed request', []));
-    return;
-  }
-  raw[ROUTER_ERROR] = error;
-  raw.url = REFUSED_URL_PATH;
-  request.server.routing(raw, reply.raw);
+export function routeFrameworkErrorsUnder(pagePrefixes: readonly string[]) {
+  return function routeFrameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+    const raw = request.raw as RefusedRequest;
+    if (raw[ROUTER_ERROR]) {
+      // Routing again failed too (cannot happen for REFUSED_URL_PATH): answer plainly, never loop.
+      reply.code(400).type('application/json; charset=utf-8').send(validationBody('malformed request', []));
+      return;
+    }
+    raw[ROUTER_ERROR] = error;
+    const url = raw.url ?? '';
+    const prefix = pagePrefixes.find((p) => url.startsWith(`${p}/`));
+    raw.url = prefix === undefined ? REFUSED_URL_PATH : `${prefix}${REFUSED_URL_PATH}/`;
+    request.server.routing(raw, reply.raw);
+  };
 }
+
+/** routeFrameworkErrorsUnder without page prefixes: every refusal answers in the envelope. */
+export const routeFrameworkErrors = routeFrameworkErrorsUnder([]);
 
 /**
  * Fastify's `clientErrorHandler`: Node's HTTP parser refused the bytes on a connection

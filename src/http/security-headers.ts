@@ -1,6 +1,7 @@
 // Security headers (@fastify/helmet) for a JSON API: nothing a response says may be run,
-// framed or sniffed. /docs is the one HTML page; it gets a policy that lets the locally
-// served Scalar bundle run, and no other origin. No CORS: API keys must not be used from
+// framed or sniffed. /docs gets a policy that lets the locally served Scalar bundle run,
+// and no other origin. (The hosted invoice pages under /i replace the CSP with their own,
+// stricter one: modules/invoices/invoices.page.routes.ts.) No CORS: API keys must not be used from
 // browsers (docs/operations.md "Security headers and CORS"), so no Access-Control-Allow-* header is ever sent for the API.
 //
 // The header set is constant per route class (API or /docs), so it is computed ONCE, by

@@ -1,4 +1,5 @@
-// SQL for customers. Every read skips deleted rows. No HTTP, no rules. The only writer of
+// SQL for customers. Every read skips deleted rows, but one: the billed-to party of a document
+// already issued (findBilledCustomer). No HTTP, no rules. The only writer of
 // the table: each insert and delete moves the live-customer count (db/counts.ts) with it.
 import type { Kysely, Transaction } from 'kysely';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
@@ -25,6 +26,17 @@ const customerById = compiledQuery((db, param: Param<{ id: string }>) =>
 /** The live customer with this id: the columns the API shows (one compiled statement). */
 export async function findCustomer(db: Kysely<Database>, id: string): Promise<CustomerColumns | undefined> {
   return customerById.executeTakeFirst(db, { id });
+}
+
+/**
+ * The name and email of customer `id`, deleted or not: who a document already issued to it
+ * (the hosted invoice page, SPEC §9) is billed to. Undefined when no such row exists.
+ */
+export async function findBilledCustomer(
+  db: Kysely<Database>,
+  id: string,
+): Promise<Pick<CustomerRow, 'name' | 'email'> | undefined> {
+  return db.selectFrom('customers').select(['name', 'email']).where('id', '=', id).executeTakeFirst();
 }
 
 /** The live customer whose `email_normalized` is `normalized` (see customer-email.ts). */

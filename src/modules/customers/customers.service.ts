@@ -133,6 +133,18 @@ export async function getCustomer(db: Kysely<Database>, id: string): Promise<Cus
   return toCustomer(row);
 }
 
+/**
+ * Who a document already issued to customer `id` is billed to: its name (may be null) and
+ * email, also after the customer was deleted (an invoice keeps its addressee; SPEC §9 hosted
+ * invoice page). Undefined for unknown or malformed ids.
+ */
+export async function getBilledCustomer(
+  db: Kysely<Database>,
+  id: string,
+): Promise<Pick<CustomerRow, 'name' | 'email'> | undefined> {
+  return isIdOf('customer', id) ? repo.findBilledCustomer(db, id) : undefined;
+}
+
 const customersList = defineList({
   from: (db) => repo.liveCustomers(db),
   select: (query) => query.select(repo.CUSTOMER_COLUMNS),
