@@ -5,7 +5,11 @@
 // two references, or nothing → finish the row (inbox-status.ts). The caller owns the
 // transaction, and with it batching and failure isolation (processing-batches.ts).
 import type { Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { prefetch } from '../../db/pg-traffic.ts';
+import { isValidEmail, normalizeEmail } from '../customers/customer-email.ts';
+import { customerByNormalizedEmail } from '../customers/customers.repository.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
@@ -22,6 +26,7 @@ import { attributePayment } from './attribution.ts';
 import {
   type FinishOptions,
   finishInboxRow,
+  heldRowsQuery,
   lockHeldRows,
   lockInboxRow,
   repointHeldRows,
@@ -139,6 +144,7 @@ async function recordPayment(
 ): Promise<void> {
   const { clock } = ctx;
   const report = event.payment;
+  if (isPostgres(trx)) await prefetchPaymentReads(trx, provider, event);
   const locked = await lockPaymentReference(trx, provider, report.reference);
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
@@ -187,6 +193,30 @@ async function recordPayment(
     }
   }
   if (change.becameSucceeded) await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
+}
+
+/**
+ * PostgreSQL (issue 13: round trips): the reads recordPayment will most likely make after
+ * its payment lookup travel with that lookup (db/pg-traffic.ts prefetch), right after the
+ * reference's advisory lock: the payer's customer by email (attribution by email: no
+ * customer or subscription named in the metadata, no provider subscription reference), and
+ * the refunds held for the reference (a success releases them; a held refund of this
+ * reference is written under the same advisory lock, so none can appear in between). Reads
+ * that end up unused, or that other statements overtake, are simply run again.
+ */
+async function prefetchPaymentReads(trx: Transaction<Database>, provider: string, event: PaymentEvent): Promise<void> {
+  const report = event.payment;
+  const { metadata } = report;
+  if (
+    report.email !== null &&
+    metadata.customer_id === undefined &&
+    metadata.subscription_id === undefined &&
+    report.subscriptionReference === null &&
+    isValidEmail(report.email)
+  ) {
+    await prefetch(trx, customerByNormalizedEmail.compile(trx, { normalized: normalizeEmail(report.email) }));
+  }
+  if (event.kind === 'payment_succeeded') await prefetch(trx, heldRowsQuery(trx, provider, report.reference));
 }
 
 /**
