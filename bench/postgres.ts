@@ -21,7 +21,7 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { type Measurement, measureAll, type Schedule, type Target } from './measure.ts';
-import { chargeBody, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
+import { chargeBody, introducePayers, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
 import { seedCustomersPostgres } from './seed.ts';
 import {
   allowedCpus,
@@ -302,6 +302,8 @@ export async function benchPostgres(
     const apps = second ? [first, second] : [first];
     for (const app of apps) await checkList(app, rows);
     for (const app of apps) await checkNotify(app);
+    // Every measured event is a returning payer's (notify.ts introducePayers).
+    const introduced = await introducePayers(first.url);
 
     const auth = { authorization: `Bearer ${API_KEY}` };
     const both = apps.map((app) => app.url);
@@ -375,7 +377,8 @@ export async function benchPostgres(
       notifyOne.failures +
       (notifyTwo ? notifyTwo.requests - notifyTwo.failures : 0) +
       loaded.events +
-      alone.events;
+      alone.events +
+      introduced;
     const consistent = after.processed === after.inbox && after.payments === after.inbox && after.inbox >= answered;
     for (const trips of [loaded, alone]) {
       const request = trips.roundTrips - trips.workerRoundTrips;

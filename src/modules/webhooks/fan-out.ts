@@ -4,6 +4,7 @@
 // fanned out in ONE transaction: a crash rolls the whole batch back, nothing half-done remains,
 // and the (event, endpoint) unique constraint makes a double write impossible anyway.
 import type { Insertable, Kysely } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import { executeDeferred, prefetch } from '../../db/pg-traffic.ts';
@@ -37,7 +38,7 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
       .select(['id', 'events', 'created_at'])
       .where('status', '=', 'enabled');
     // PostgreSQL: the endpoints are read in the claim's round trip (db/pg-traffic.ts).
-    await prefetch(trx, enabledEndpoints.compile());
+    if (isPostgres(trx)) await prefetch(trx, enabledEndpoints.compile());
     const events = await claimRows(
       trx
         .selectFrom('events')
