@@ -16,6 +16,7 @@
 // part apart). PostgreSQL itself is never pinned. Skipped, with a note, when PostgreSQL does
 // not answer.
 // Measures; never fails on speed. Runs inside `npm run bench`, or alone: `node bench/postgres.ts`.
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -82,6 +83,10 @@ async function startApp(databaseUrl: string, options: ServerOptions = {}): Promi
       // Rate limiting would cap every figure; off for the bench.
       RATE_LIMIT_MAX: '0',
       METRICS_PORT: String(metricsPort),
+      // BENCH_CPU_PROF=<dir>: each instance writes a V8 CPU profile there when it stops.
+      ...(process.env.BENCH_CPU_PROF
+        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` }
+        : {}),
     },
     '/api/health',
     options,
@@ -119,6 +124,31 @@ export interface TripsPerEvent {
   statements: number;
   /** The worker's part of roundTrips. */
   workerRoundTrips: number;
+  /** CPU ms per event of the instance (all threads), if /proc tells. */
+  appCpuMs?: number;
+  /** CPU ms per event of every PostgreSQL server process on this machine, if /proc tells. */
+  postgresCpuMs?: number;
+}
+
+/** CPU seconds of every process named `postgres` (the server and its backends), or undefined without /proc. */
+function postgresCpuSeconds(): number | undefined {
+  try {
+    let total = 0;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        total += (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch {
+        // exited meanwhile
+      }
+    }
+    return total;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -128,6 +158,7 @@ export interface TripsPerEvent {
  */
 async function tripsPerEvent(app: App, connections: number, seconds: number): Promise<TripsPerEvent> {
   const before = await traffic(app);
+  const cpuBefore = { app: app.cpuSeconds(), postgres: postgresCpuSeconds() };
   let events = 0;
   const instance = autocannon({ url: app.url, connections, duration: seconds, requests: [notifyRequest()] });
   instance.on('response', (_client, status) => {
@@ -135,7 +166,14 @@ async function tripsPerEvent(app: App, connections: number, seconds: number): Pr
   });
   await instance;
   const after = await traffic(app);
+  const cpuAfter = { app: app.cpuSeconds(), postgres: postgresCpuSeconds() };
+  const perEvent = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? {} : { ms: ((b - a) * 1000) / events };
+  const appCpu = perEvent(cpuBefore.app, cpuAfter.app).ms;
+  const postgresCpu = perEvent(cpuBefore.postgres, cpuAfter.postgres).ms;
   return {
+    ...(appCpu === undefined ? {} : { appCpuMs: appCpu }),
+    ...(postgresCpu === undefined ? {} : { postgresCpuMs: postgresCpu }),
     connections,
     events,
     roundTrips: (after.roundTrips - before.roundTrips) / events,
@@ -156,6 +194,10 @@ export interface PostgresBenchResult {
   roundTripsPerEvent?: number;
   /** Statements per event (several may share a round trip, db/pg-traffic.ts). */
   statementsPerEvent?: number;
+  /** CPU ms per event of the instance under the notify load (all threads). */
+  appCpuMsPerEvent?: number;
+  /** CPU ms per event of PostgreSQL's processes meanwhile (all of them on this machine). */
+  postgresCpuMsPerEvent?: number;
 }
 
 /** Fails early when an instance does not list exactly `rows` customers. */
@@ -387,7 +429,10 @@ export async function benchPostgres(
           `${trips.connections} connection${trips.connections === 1 ? '' : 's'}): ${trips.roundTrips.toFixed(2)} ` +
           `(request ${request.toFixed(2)} + worker ${trips.workerRoundTrips.toFixed(2)}: fan-out, dispatch, polls), ` +
           `${trips.statements.toFixed(2)} statements` +
-          (trips === loaded ? ' (target ≤ 4)' : ''),
+          (trips === loaded ? ' (target ≤ 4)' : '') +
+          (trips.appCpuMs !== undefined && trips.postgresCpuMs !== undefined
+            ? `; CPU per event: instance ${trips.appCpuMs.toFixed(2)} ms + PostgreSQL ${trips.postgresCpuMs.toFixed(2)} ms`
+            : ''),
       );
     }
     result = {
@@ -397,6 +442,8 @@ export async function benchPostgres(
       notifyOneRps: notifyOne.rps,
       roundTripsPerEvent: loaded.roundTrips,
       statementsPerEvent: loaded.statements,
+      ...(loaded.appCpuMs === undefined ? {} : { appCpuMsPerEvent: loaded.appCpuMs }),
+      ...(loaded.postgresCpuMs === undefined ? {} : { postgresCpuMsPerEvent: loaded.postgresCpuMs }),
     };
     log(
       `notify on PostgreSQL: ${count(answered)} measured 2xx responses (warm-up and probes not counted); the database ` +
