@@ -220,7 +220,10 @@ class TrafficClient {
     if (text.startsWith(PREFETCH_MARK)) {
       // Only an optimisation: outside a transaction, or not writable into text, it is dropped.
       const written = this.#inTransaction ? inline(text.slice(PREFETCH_MARK.length), values) : undefined;
-      if (written !== undefined) this.#trailing.push(written);
+      // One already answered (and not asked for yet) or on its way needs no second run.
+      if (written !== undefined && !this.#prefetched.has(written) && !this.#trailing.includes(written)) {
+        this.#trailing.push(written);
+      }
       return answered('PREFETCH');
     }
     if (this.#inTransaction && (isSavepoint(command) || text.startsWith(DEFER_MARK))) {
@@ -252,7 +255,8 @@ class TrafficClient {
       const written = inline(text, values);
       if (written !== undefined) {
         const before = this.#waiting;
-        const after = carries ? this.#trailing : [];
+        // A prefetch of the very statement that carries it would only run it twice.
+        const after = carries ? this.#trailing.filter((prefetched) => prefetched !== written) : [];
         this.#waiting = [];
         this.#trailing = [];
         this.#beginWaiting = false;

@@ -18,6 +18,8 @@ import {
   lockPaymentByReference,
   lockPaymentLink,
   lockPaymentReference,
+  lockReference,
+  paymentByReferenceForUpdate,
   recordPaymentLink,
 } from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
@@ -217,6 +219,48 @@ async function prefetchPaymentReads(trx: Transaction<Database>, provider: string
     await prefetch(trx, customerByNormalizedEmail.compile(trx, { normalized: normalizeEmail(report.email) }));
   }
   if (event.kind === 'payment_succeeded') await prefetch(trx, heldRowsQuery(trx, provider, report.reference));
+}
+
+/**
+ * PostgreSQL (issue 13: round trips): for a batch of stored rows about to be processed in
+ * `trx` (processing-batches.ts), takes the advisory locks of every payment report's
+ * reference at once, in one order (provider, reference: two batches cannot deadlock on them),
+ * and prefetches each report's payment lookup and likely reads (prefetchPaymentReads), so
+ * they all travel in the batch's first message. Each row's processing then finds its answers
+ * kept, as long as nothing else was sent in between (db/pg-traffic.ts): a report whose
+ * reference appeared earlier in the batch is left to read for itself, after the earlier one's
+ * writes. A row whose event cannot be read is left to processInboxRow to refuse.
+ */
+export async function prefetchBatchReads(
+  trx: Transaction<Database>,
+  items: readonly { row: ProviderEventRow; body: unknown }[],
+): Promise<void> {
+  if (!isPostgres(trx) || items.length < 2) return;
+  const reports: { provider: string; event: PaymentEvent }[] = [];
+  const seen = new Set<string>();
+  for (const { row, body } of items) {
+    if (!needsProcessing(row)) continue;
+    let event: ProviderEvent;
+    try {
+      const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
+      event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
+    } catch {
+      continue;
+    }
+    if (event.kind !== 'payment_succeeded' && event.kind !== 'payment_failed') continue;
+    const key = `${row.provider}\u0000${event.payment.reference}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    reports.push({ provider: row.provider, event });
+  }
+  if (reports.length < 2) return;
+  const order = (a: (typeof reports)[number]) => `${a.provider}\u0000${a.event.payment.reference}`;
+  const sorted = [...reports].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  for (const { provider, event } of sorted) await lockReference(trx, provider, event.payment.reference);
+  for (const { provider, event } of reports) {
+    await prefetch(trx, paymentByReferenceForUpdate(provider, event.payment.reference).compile(trx));
+    await prefetchPaymentReads(trx, provider, event);
+  }
 }
 
 /**
