@@ -3,21 +3,37 @@
 // BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres), first on one instance,
 // then on two: two `npm start` processes (API + worker each, RATE_LIMIT_MAX=0) on the one
 // database, with no balancer — autocannon splits its connections round-robin over both ports.
+// The two-instance scenarios need a core per instance apart from the load generator's: with
+// CPUs pinned (npm run bench) and at least 4 of them, instance 1 runs on CPU 0, instance 2 on
+// CPU 1 and the load on the rest; with fewer CPUs they are left out, and the report says why
+// (on 2 cores a second instance could only take CPU from the first, the load generator or
+// PostgreSQL: its "scaling" would measure that contention, not scaling).
 //   - read: GET /api/customers over BENCH_PG_ROWS (default 100,000) seeded customers;
 //   - notify: POST /api/notify with distinct signed Paystack charge.success events.
 // All targets (and the bare Fastify route they are compared with) are measured in interleaved
 // rounds (measure.ts). Prints req/s, p50/p99, the ratio to the bare route and the scaling ratio
-// two instances / one. Autocannon, PostgreSQL and both instances share the machine's CPUs, so
-// on 2 cores scaling stays well below 2×. Skipped, with a note, when PostgreSQL does not answer.
+// two instances / one, and the round trips per provider event (the request's and the worker's
+// part apart). PostgreSQL itself is never pinned. Skipped, with a note, when PostgreSQL does
+// not answer.
 // Measures; never fails on speed. Runs inside `npm run bench`, or alone: `node bench/postgres.ts`.
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { type Measurement, measureAll, type Schedule, type Target } from './measure.ts';
-import { chargeBody, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
+import { chargeBody, introducePayers, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
 import { seedCustomersPostgres } from './seed.ts';
-import { freePort, type RunningServer, startServer, stopAllServers } from './servers.ts';
+import {
+  allowedCpus,
+  freePort,
+  pinLoad,
+  pinnedServerCpus,
+  type RunningServer,
+  type ServerOptions,
+  startServer,
+  stopAllServers,
+} from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -55,7 +71,7 @@ interface App extends RunningServer {
 }
 
 /** One instance of the app (`npm start`: API + worker) on the PostgreSQL database `databaseUrl`. */
-async function startApp(databaseUrl: string): Promise<App> {
+async function startApp(databaseUrl: string, options: ServerOptions = {}): Promise<App> {
   const metricsPort = await freePort();
   const server = await startServer(
     join(ROOT, 'src/main.ts'),
@@ -67,21 +83,37 @@ async function startApp(databaseUrl: string): Promise<App> {
       // Rate limiting would cap every figure; off for the bench.
       RATE_LIMIT_MAX: '0',
       METRICS_PORT: String(metricsPort),
+      // BENCH_CPU_PROF=<dir>: each instance writes a V8 CPU profile there when it stops.
+      ...(process.env.BENCH_CPU_PROF
+        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` }
+        : {}),
     },
     '/api/health',
+    options,
   );
   return { ...server, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 }
 
+interface Traffic {
+  roundTrips: number;
+  statements: number;
+  /** The part of roundTrips its worker sent (jobs, webhook fan-out and dispatch). */
+  workerRoundTrips: number;
+}
+
 /** What an instance has sent to PostgreSQL so far (its /metrics counters). */
-async function traffic(app: App): Promise<{ roundTrips: number; statements: number }> {
+async function traffic(app: App): Promise<Traffic> {
   const text = await (await fetch(app.metricsUrl)).text();
   const value = (name: string) => {
     const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     if (!match) throw new Error(`${app.metricsUrl} shows no ${name}`);
     return Number(match[1]);
   };
-  return { roundTrips: value('billing_db_round_trips_total'), statements: value('billing_db_statements_total') };
+  return {
+    roundTrips: value('billing_db_round_trips_total'),
+    statements: value('billing_db_statements_total'),
+    workerRoundTrips: value('billing_db_worker_round_trips_total'),
+  };
 }
 
 /** Round trips and statements per provider event, counted by one instance over a notify load. */
@@ -90,6 +122,33 @@ export interface TripsPerEvent {
   events: number;
   roundTrips: number;
   statements: number;
+  /** The worker's part of roundTrips. */
+  workerRoundTrips: number;
+  /** CPU ms per event of the instance (all threads), if /proc tells. */
+  appCpuMs?: number;
+  /** CPU ms per event of every PostgreSQL server process on this machine, if /proc tells. */
+  postgresCpuMs?: number;
+}
+
+/** CPU seconds of every process named `postgres` (the server and its backends), or undefined without /proc. */
+function postgresCpuSeconds(): number | undefined {
+  try {
+    let total = 0;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        total += (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch {
+        // exited meanwhile
+      }
+    }
+    return total;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -99,6 +158,7 @@ export interface TripsPerEvent {
  */
 async function tripsPerEvent(app: App, connections: number, seconds: number): Promise<TripsPerEvent> {
   const before = await traffic(app);
+  const cpuBefore = { app: app.cpuSeconds(), postgres: postgresCpuSeconds() };
   let events = 0;
   const instance = autocannon({ url: app.url, connections, duration: seconds, requests: [notifyRequest()] });
   instance.on('response', (_client, status) => {
@@ -106,11 +166,19 @@ async function tripsPerEvent(app: App, connections: number, seconds: number): Pr
   });
   await instance;
   const after = await traffic(app);
+  const cpuAfter = { app: app.cpuSeconds(), postgres: postgresCpuSeconds() };
+  const perEvent = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? {} : { ms: ((b - a) * 1000) / events };
+  const appCpu = perEvent(cpuBefore.app, cpuAfter.app).ms;
+  const postgresCpu = perEvent(cpuBefore.postgres, cpuAfter.postgres).ms;
   return {
+    ...(appCpu === undefined ? {} : { appCpuMs: appCpu }),
+    ...(postgresCpu === undefined ? {} : { postgresCpuMs: postgresCpu }),
     connections,
     events,
     roundTrips: (after.roundTrips - before.roundTrips) / events,
     statements: (after.statements - before.statements) / events,
+    workerRoundTrips: (after.workerRoundTrips - before.workerRoundTrips) / events,
   };
 }
 
@@ -118,13 +186,18 @@ async function tripsPerEvent(app: App, connections: number, seconds: number): Pr
 export interface PostgresBenchResult {
   bare: Measurement;
   notifyOneInstance: Measurement;
-  notifyTwoInstances: Measurement;
+  /** Undefined when the two-instance scenarios were left out (fewer than 4 CPUs, see the header). */
+  notifyTwoInstances?: Measurement;
   /** Events per second into one instance (notifyOneInstance.rps). */
   notifyOneRps: number;
   /** PostgreSQL round trips per event under the notify load on one instance (issue 13: ≤ 4). */
   roundTripsPerEvent?: number;
   /** Statements per event (several may share a round trip, db/pg-traffic.ts). */
   statementsPerEvent?: number;
+  /** CPU ms per event of the instance under the notify load (all threads). */
+  appCpuMsPerEvent?: number;
+  /** CPU ms per event of PostgreSQL's processes meanwhile (all of them on this machine). */
+  postgresCpuMsPerEvent?: number;
 }
 
 /** Fails early when an instance does not list exactly `rows` customers. */
@@ -179,6 +252,44 @@ async function stored(databaseUrl: string) {
   };
 }
 
+/** Where the instances run (see the header): `two` is undefined when the two-instance scenarios are left out. */
+interface Placement {
+  two?: { first: ServerOptions; second: ServerOptions; load?: string };
+  note: string;
+}
+
+/** CPUs the two-instance scenarios need: one per instance, the rest for the load generator and PostgreSQL. */
+const TWO_INSTANCE_CPUS = 4;
+
+function placeInstances(): Placement {
+  const n = cpus().length;
+  const pinned = pinnedServerCpus();
+  if (n < TWO_INSTANCE_CPUS) {
+    return {
+      note:
+        `two-instance scenarios left out: ${n} CPUs. ` +
+        (pinned !== undefined
+          ? `The instance runs on CPU ${pinned} and the load generator on the other; `
+          : 'Nothing is pinned; ') +
+        `a second instance would get no core of its own (PostgreSQL floats over all of them too), so ` +
+        `"2 instances ÷ 1" would measure contention, not scaling. It needs ≥ ${TWO_INSTANCE_CPUS} CPUs.`,
+    };
+  }
+  if (pinned === undefined) {
+    return {
+      two: { first: { cpus: null }, second: { cpus: null } },
+      note: `CPU placement: nothing pinned (no taskset pinning in this run): load, PostgreSQL and both instances share ${n} CPUs.`,
+    };
+  }
+  const load = `2-${n - 1}`;
+  return {
+    two: { first: { cpus: '0' }, second: { cpus: '1' }, load },
+    note:
+      `CPU placement (taskset): instance 1 on CPU 0 (the 1-instance scenarios too), instance 2 on CPU 1, ` +
+      `the load generator on CPUs ${load}; PostgreSQL unpinned.`,
+  };
+}
+
 /**
  * Runs the PostgreSQL scenarios with `schedule` (connections are the total over both
  * instances); writes the report with `log`. Creates, seeds and drops its own database, and
@@ -213,22 +324,31 @@ export async function benchPostgres(
   const databaseUrl = database.toString();
   await adminQuery(serverUrl, `create database ${databaseName}`);
   const servers: RunningServer[] = [];
+  const placement = placeInstances();
+  const loadCpusBefore = allowedCpus(process.pid);
   let result: PostgresBenchResult | undefined;
   try {
     process.stdout.write(`\npostgres: seeding ${count(rows)} customers in ${databaseName} … `);
     const seeded = await seedCustomersPostgres(databaseUrl, rows);
-    process.stdout.write(`${(seeded.insertMs / 1000).toFixed(1)} s; starting 2 instances … `);
+    const two = placement.two !== undefined;
+    process.stdout.write(`${(seeded.insertMs / 1000).toFixed(1)} s; starting ${two ? 2 : 1} instance(s) … `);
+    if (placement.two?.load !== undefined && !pinLoad(placement.two.load)) {
+      throw new Error(`could not pin the load generator to CPUs ${placement.two.load}`);
+    }
     const bare = await startServer(join(ROOT, 'bench/bare-server.ts'), {}, '/');
     servers.push(bare);
-    const first = await startApp(databaseUrl);
+    const first = await startApp(databaseUrl, placement.two?.first);
     servers.push(first);
-    const second = await startApp(databaseUrl);
-    servers.push(second);
-    for (const app of [first, second]) await checkList(app, rows);
-    for (const app of [first, second]) await checkNotify(app);
+    const second = placement.two ? await startApp(databaseUrl, placement.two.second) : undefined;
+    if (second) servers.push(second);
+    const apps = second ? [first, second] : [first];
+    for (const app of apps) await checkList(app, rows);
+    for (const app of apps) await checkNotify(app);
+    // Every measured event is a returning payer's (notify.ts introducePayers).
+    const introduced = await introducePayers(first.url);
 
     const auth = { authorization: `Bearer ${API_KEY}` };
-    const both = [first.url, second.url];
+    const both = apps.map((app) => app.url);
     const scenarios: Scenario[] = [
       { label: 'bare Fastify GET / (baseline)', url: bare.url, path: '/' },
       {
@@ -237,22 +357,26 @@ export async function benchPostgres(
         path: '/api/customers',
         headers: auth,
       },
-      {
-        label: `GET /api/customers @ ${count(rows)}, 2 instances`,
-        url: both,
-        path: '/api/customers',
-        headers: auth,
-        oneInstance: 1,
-      },
       { label: 'POST /api/notify charge.success, 1 instance', url: first.url, path: '/', requests: [notifyRequest()] },
-      {
-        label: 'POST /api/notify charge.success, 2 instances',
-        url: both,
-        path: '/',
-        requests: [notifyRequest()],
-        oneInstance: 3,
-      },
     ];
+    if (second) {
+      scenarios.push(
+        {
+          label: `GET /api/customers @ ${count(rows)}, 2 instances`,
+          url: both,
+          path: '/api/customers',
+          headers: auth,
+          oneInstance: 1,
+        },
+        {
+          label: 'POST /api/notify charge.success, 2 instances',
+          url: both,
+          path: '/',
+          requests: [notifyRequest()],
+          oneInstance: 2,
+        },
+      );
+    }
     process.stdout.write(`measuring ${scenarios.length} scenarios in ${schedule.rounds} interleaved rounds … `);
     const results = await measureAll(scenarios, schedule, (round) => process.stdout.write(`${round} `));
     process.stdout.write('counting round trips … ');
@@ -263,17 +387,17 @@ export async function benchPostgres(
     await Promise.all(servers.map((server) => server.stop()));
     const after = await stored(databaseUrl);
 
-    const [bareResult, listOne, listTwo, notifyOne, notifyTwo] = results as [
+    const [bareResult, listOne, notifyOne, listTwo, notifyTwo] = results as [
       Measurement,
       Measurement,
       Measurement,
-      Measurement,
-      Measurement,
+      Measurement | undefined,
+      Measurement | undefined,
     ];
     log('');
     log(
-      `PostgreSQL scenarios (${shownServer.host}, ${schedule.connections} connections in total — split over both ` +
-        `ports for 2 instances — ${schedule.duration} s in ${schedule.rounds} rounds; before this section: ${loadBefore}):`,
+      `PostgreSQL scenarios (${shownServer.host}, ${schedule.connections} connections in total${two ? ' — split over both ports for 2 instances —' : ''} ` +
+        `${schedule.duration} s in ${schedule.rounds} rounds; before this section: ${loadBefore}):`,
     );
     log(table(scenarios, results, bareResult));
     scenarios.forEach((scenario, i) => {
@@ -282,30 +406,44 @@ export async function benchPostgres(
         log(`WARNING: ${scenario.label}: ${result.failures} of ${result.requests} responses were errors or not 2xx`);
       }
     });
-    const ratio = (two: Measurement, one: Measurement) =>
-      `${(two.rps / one.rps).toFixed(2)}× req/s, p99 ${(two.p99Ms / one.p99Ms).toFixed(2)}×`;
-    log(
-      `scaling, 2 instances / 1 (measured; ${cpus().length} CPUs shared by autocannon, PostgreSQL and the instances): ` +
-        `list ${ratio(listTwo, listOne)}; notify ${ratio(notifyTwo, notifyOne)}`,
-    );
+    log(placement.note);
+    if (listTwo && notifyTwo) {
+      const ratio = (two: Measurement, one: Measurement) =>
+        `${(two.rps / one.rps).toFixed(2)}× req/s, p99 ${(two.p99Ms / one.p99Ms).toFixed(2)}×`;
+      log(
+        `scaling, 2 instances / 1 (measured): list ${ratio(listTwo, listOne)}; notify ${ratio(notifyTwo, notifyOne)}`,
+      );
+    }
     const answered =
-      notifyOne.requests - notifyOne.failures + notifyTwo.requests - notifyTwo.failures + loaded.events + alone.events;
+      notifyOne.requests -
+      notifyOne.failures +
+      (notifyTwo ? notifyTwo.requests - notifyTwo.failures : 0) +
+      loaded.events +
+      alone.events +
+      introduced;
     const consistent = after.processed === after.inbox && after.payments === after.inbox && after.inbox >= answered;
     for (const trips of [loaded, alone]) {
+      const request = trips.roundTrips - trips.workerRoundTrips;
       log(
         `round trips to PostgreSQL per notify event (counted by instance 1 over ${count(trips.events)} events, ` +
-          `${trips.connections} connection${trips.connections === 1 ? '' : 's'}; worker polls included): ` +
-          `${trips.roundTrips.toFixed(2)} round trips, ${trips.statements.toFixed(2)} statements` +
-          (trips === loaded ? ' (target ≤ 4)' : ''),
+          `${trips.connections} connection${trips.connections === 1 ? '' : 's'}): ${trips.roundTrips.toFixed(2)} ` +
+          `(request ${request.toFixed(2)} + worker ${trips.workerRoundTrips.toFixed(2)}: fan-out, dispatch, polls), ` +
+          `${trips.statements.toFixed(2)} statements` +
+          (trips === loaded ? ' (target ≤ 4)' : '') +
+          (trips.appCpuMs !== undefined && trips.postgresCpuMs !== undefined
+            ? `; CPU per event: instance ${trips.appCpuMs.toFixed(2)} ms + PostgreSQL ${trips.postgresCpuMs.toFixed(2)} ms`
+            : ''),
       );
     }
     result = {
       bare: bareResult,
       notifyOneInstance: notifyOne,
-      notifyTwoInstances: notifyTwo,
+      ...(notifyTwo ? { notifyTwoInstances: notifyTwo } : {}),
       notifyOneRps: notifyOne.rps,
       roundTripsPerEvent: loaded.roundTrips,
       statementsPerEvent: loaded.statements,
+      ...(loaded.appCpuMs === undefined ? {} : { appCpuMsPerEvent: loaded.appCpuMs }),
+      ...(loaded.postgresCpuMs === undefined ? {} : { postgresCpuMsPerEvent: loaded.postgresCpuMs }),
     };
     log(
       `notify on PostgreSQL: ${count(answered)} measured 2xx responses (warm-up and probes not counted); the database ` +
@@ -314,6 +452,7 @@ export async function benchPostgres(
     );
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
+    if (placement.two?.load !== undefined && loadCpusBefore !== undefined) pinLoad(loadCpusBefore);
     try {
       await adminQuery(serverUrl, `drop database if exists ${databaseName} with (force)`);
     } catch (error) {

@@ -63,6 +63,20 @@ export function pinApart(): Pinning | undefined {
   return pinning;
 }
 
+/** The CPUs pinApart() gave the servers (e.g. `0`), or undefined when nothing is pinned. */
+export function pinnedServerCpus(): string | undefined {
+  return serverCpus;
+}
+
+/**
+ * Pins this process (all its threads: the load generator) to `cpus` (a taskset list).
+ * Returns false where that failed (no taskset).
+ */
+export function pinLoad(cpus: string): boolean {
+  const result = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(process.pid)], { stdio: 'ignore' });
+  return !result.error && result.status === 0;
+}
+
 /** The CPUs `pid` may run on, as the kernel reports them (`Cpus_allowed_list`), or undefined. */
 export function allowedCpus(pid: number): string | undefined {
   try {

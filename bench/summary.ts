@@ -19,6 +19,9 @@ export interface PostgresFigures {
   notifyOneRps?: number;
   /** Statements sent to PostgreSQL per provider event (counted). */
   roundTripsPerEvent?: number;
+  /** CPU ms per event of the instance, and of PostgreSQL's processes, under the notify load. */
+  appCpuMsPerEvent?: number;
+  postgresCpuMsPerEvent?: number;
 }
 
 /** What benchDeliveries returns. */
@@ -81,6 +84,19 @@ function cpuNote(numerator: Measurement, denominator: Measurement): string {
   const b = denominator.cpuMsPerRequest;
   if (a === undefined || b === undefined || a === 0) return '';
   return ` (CPU/request: ${times(b / a)})`;
+}
+
+/**
+ * The CPU side of the PostgreSQL ÷ SQLite notify ratio (load-independent): the SQLite app's CPU
+ * per event ÷ the PostgreSQL instance's, and what PostgreSQL's own processes spend per event.
+ */
+function postgresCpuNote(input: SummaryInput): string {
+  const sqlite = figure(input.notify, 'cpuMsPerEvent');
+  const instance = figure(input.postgres, 'appCpuMsPerEvent');
+  const server = figure(input.postgres, 'postgresCpuMsPerEvent');
+  if (sqlite === undefined || instance === undefined || instance === 0) return '';
+  const serverNote = server === undefined ? '' : `, PostgreSQL itself +${server.toFixed(2)} ms`;
+  return ` (CPU/event: SQLite app ÷ instance ${times(sqlite / instance)}${serverNote})`;
 }
 
 /** The summary rows, in the issue's order. */
@@ -148,6 +164,7 @@ export function summaryRows(input: SummaryInput): SummaryRow[] {
       '≥ 0.5',
       (v) => v >= 0.5,
       times,
+      postgresCpuNote(input),
     ),
     row(
       'webhook deliveries, burst',

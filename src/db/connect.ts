@@ -24,7 +24,7 @@ import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { type CommitVersionSource, postgresCommitVersion, sqliteCommitVersion } from './commit-version.ts';
 import type { Database } from './database.ts';
-import { type DatabaseTraffic, trafficPool } from './pg-traffic.ts';
+import { type DatabaseTraffic, newTraffic, trafficPool } from './pg-traffic.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -121,7 +121,7 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
     schema: undefined,
     serialize: () => database.serialize(),
     commitVersion: sqliteCommitVersion(database, inMemory),
-    traffic: { roundTrips: 0, statements: 0 },
+    traffic: newTraffic(),
     // Kysely closes the database only if a query ever opened its connection: close it anyway,
     // so no query runs after close (a migrated test database may never have been queried).
     // Closing twice is a no-op.
@@ -224,7 +224,7 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const traffic: DatabaseTraffic = { roundTrips: 0, statements: 0 };
+  const traffic: DatabaseTraffic = newTraffic();
   const db = new Kysely<Database>({
     dialect: new SchemaScopedPostgresDialect({ pool: trafficPool(pool, traffic) as unknown as pg.Pool }, schema),
   });

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp } from '../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../test/helpers/database.ts';
-import { executeDeferred } from './pg-traffic.ts';
+import { countAsWorker, executeDeferred, prefetch } from './pg-traffic.ts';
 
 const pgOnly = { skip: !ON_POSTGRES && 'PostgreSQL only: SQLite has no round trips' };
 
@@ -105,5 +105,101 @@ test('savepoints keep their meaning when they travel with the next statement', p
   assert.deepEqual(
     rows.map((row) => Number(row.delta)),
     [1, 100],
+  );
+});
+
+test(
+  'a statement with quotes of its own still carries BEGIN; a `$1` inside its literal or comment stays as written',
+  pgOnly,
+  async (t) => {
+    const { deps } = await buildTestApp(t);
+    const traffic = deps.database.traffic;
+    const before = { ...traffic };
+    const row = await deps.db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ literal: string; bound: string; quoted: string }>`
+        select '$1 it''s' as literal, ${"it's $1"}::text as bound, 'x' /* $1 ' */ as "quoted"`.execute(trx);
+      return rows[0]!;
+    });
+    assert.deepEqual(row, { literal: "$1 it's", bound: "it's $1", quoted: 'x' });
+    // BEGIN travelled with the select; COMMIT alone.
+    assert.equal(traffic.roundTrips - before.roundTrips, 2);
+  },
+);
+
+test('a prefetched read travels after the next statement and is answered from there', pgOnly, async (t) => {
+  const { deps } = await buildTestApp(t);
+  const traffic = deps.database.traffic;
+  const read = (trx: Parameters<typeof prefetch>[0]) =>
+    trx.selectFrom('row_count_deltas').select('delta').where('name', '=', 'events').orderBy('id');
+  const before = { ...traffic };
+  const [prefetched, later] = await deps.db.transaction().execute(async (trx) => {
+    await prefetch(trx, read(trx).compile());
+    // Carries BEGIN before it and the prefetch after it: one round trip.
+    await trx.insertInto('row_count_deltas').values({ name: 'events', delta: 7 }).execute();
+    const afterCarrier = traffic.roundTrips;
+    const first = await read(trx).execute();
+    assert.equal(traffic.roundTrips, afterCarrier, 'the prefetched read costs no round trip');
+    // Once answered (or once anything else is sent) it is read again, as of now.
+    await trx.insertInto('row_count_deltas').values({ name: 'events', delta: 8 }).execute();
+    return [first, await read(trx).execute()];
+  });
+  assert.deepEqual(
+    prefetched.map((row) => Number(row.delta)),
+    [7],
+  );
+  assert.deepEqual(
+    later.map((row) => Number(row.delta)),
+    [7, 8],
+  );
+  // insert+BEGIN+prefetch, insert, read, COMMIT.
+  assert.deepEqual(
+    { roundTrips: traffic.roundTrips - before.roundTrips, statements: traffic.statements - before.statements },
+    { roundTrips: 4, statements: 6 },
+  );
+});
+
+test('a prefetched answer is dropped when another statement is sent before it is asked for', pgOnly, async (t) => {
+  const { deps } = await buildTestApp(t);
+  const rows = await deps.db.transaction().execute(async (trx) => {
+    const read = trx.selectFrom('row_count_deltas').select('delta').where('name', '=', 'events');
+    await prefetch(trx, read.compile());
+    await trx.insertInto('row_count_deltas').values({ name: 'events', delta: 1 }).execute();
+    await trx.insertInto('row_count_deltas').values({ name: 'events', delta: 2 }).execute();
+    return read.execute();
+  });
+  assert.deepEqual(rows.map((row) => Number(row.delta)).sort(), [1, 2]);
+});
+
+test('a prefetch outside a transaction, or on SQLite, sends nothing and changes nothing', async (t) => {
+  const { deps } = await buildTestApp(t);
+  const traffic = deps.database.traffic;
+  const before = { ...traffic };
+  await deps.db.connection().execute(async (db) => {
+    await prefetch(db as never, db.selectFrom('row_count_deltas').selectAll().compile());
+  });
+  assert.equal(traffic.roundTrips, before.roundTrips);
+  const rows = await deps.db.transaction().execute(async (trx) => {
+    await prefetch(trx, trx.selectFrom('row_count_deltas').select('delta').compile());
+    await trx.insertInto('row_count_deltas').values({ name: 'events', delta: 3 }).execute();
+    return trx.selectFrom('row_count_deltas').select('delta').execute();
+  });
+  assert.deepEqual(
+    rows.map((row) => Number(row.delta)),
+    [3],
+  );
+});
+
+test('work run inside countAsWorker counts as the worker’s too', pgOnly, async (t) => {
+  const { deps } = await buildTestApp(t);
+  const traffic = deps.database.traffic;
+  const before = { total: traffic.roundTrips, worker: traffic.worker.roundTrips };
+  await sql`select 1`.execute(deps.db);
+  await countAsWorker(async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await sql`select 2`.execute(deps.db);
+  });
+  assert.deepEqual(
+    { total: traffic.roundTrips - before.total, worker: traffic.worker.roundTrips - before.worker },
+    { total: 2, worker: 1 },
   );
 });

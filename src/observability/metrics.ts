@@ -80,6 +80,24 @@ export class Metrics {
         this.inc(traffic.statements);
       },
     });
+    new Counter({
+      name: 'billing_db_worker_round_trips_total',
+      help: 'The part of billing_db_round_trips_total sent by the background worker (jobs, webhook dispatcher).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.worker.roundTrips);
+      },
+    });
+    new Counter({
+      name: 'billing_db_worker_statements_total',
+      help: 'The part of billing_db_statements_total sent by the background worker (jobs, webhook dispatcher).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.worker.statements);
+      },
+    });
     for (const gauge of options.gauges ?? []) {
       new Gauge({
         name: gauge.name,

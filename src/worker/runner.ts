@@ -3,6 +3,7 @@
 // filled its batch runs again at once, so a backlog drains without waiting for the poll.
 // Work that must not wait behind the others (webhook delivery: many slow requests at once)
 // is a service instead: started with the worker, running its own loop, drained on stop().
+import { countAsWorker } from '../db/pg-traffic.ts';
 import type { Deps } from '../deps.ts';
 import type { Job, RunningService, StopOptions, WorkerLogger, WorkerService } from '../modules/job.ts';
 
@@ -53,9 +54,16 @@ export class Worker {
     return handled;
   }
 
-  /** Starts polling every WORKER_POLL_INTERVAL, and every service. */
+  /**
+   * Starts polling every WORKER_POLL_INTERVAL, and every service. What they send to
+   * PostgreSQL counts as the worker's (db/pg-traffic.ts countAsWorker).
+   */
   start(): void {
     if (!this.#stopped) return;
+    countAsWorker(() => this.#start());
+  }
+
+  #start(): void {
     this.#stopped = false;
     this.#runningServices = this.#services.map((service) => service.create(this.#deps, this.#log));
     for (const service of this.#runningServices) service.start();

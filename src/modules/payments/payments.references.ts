@@ -133,7 +133,22 @@ export async function lockPaymentReference(
   // PostgreSQL: one statement resolves the alias and, when there is none (the common case),
   // locks the payment keyed by `reference` (issue 13: round trips). It runs after the
   // advisory lock (which travels with it, db/pg-traffic.ts), in a snapshot of its own.
-  const { rows } = await sql<Nullable<PaymentRow> & { canonical: string }>`
+  const { rows } = await paymentByReferenceForUpdate(provider, reference).execute(trx);
+  const { canonical, ...payment } = rows[0]!;
+  if (canonical === reference) {
+    return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
+  }
+  await lockReference(trx, provider, canonical);
+  return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
+}
+
+/**
+ * PostgreSQL: the statement lockPaymentReference runs after its advisory lock — the alias
+ * resolved and, when there is none, the payment keyed by `reference` locked — exported so a
+ * batch can prefetch it (db/pg-traffic.ts).
+ */
+export function paymentByReferenceForUpdate(provider: string, reference: string) {
+  return sql<Nullable<PaymentRow> & { canonical: string }>`
     select r.canonical, p.*
     from (
       select coalesce(
@@ -145,13 +160,7 @@ export async function lockPaymentReference(
       select * from payments
       where provider = ${provider} and provider_reference = ${reference} and r.canonical = ${reference}
       for update
-    ) as p on true`.execute(trx);
-  const { canonical, ...payment } = rows[0]!;
-  if (canonical === reference) {
-    return { canonical, payment: payment.id === null ? undefined : (payment as PaymentRow) };
-  }
-  await lockReference(trx, provider, canonical);
-  return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
+    ) as p on true`;
 }
 
 /** Every column of `T` possibly null (a row of the nullable side of an outer join). */

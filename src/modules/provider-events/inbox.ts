@@ -180,6 +180,11 @@ const heldRowsForUpdate = compiledQuery((db, param: Param<{ provider: string; re
   ),
 );
 
+/** lockHeldRows's statement, compiled (to prefetch it: db/pg-traffic.ts). */
+export function heldRowsQuery(trx: Transaction<Database>, provider: string, reference: string) {
+  return heldRowsForUpdate.compile(trx, { provider, reference });
+}
+
 /** The `held` rows of `provider` waiting for the payment `reference`, oldest first, locked. */
 export async function lockHeldRows(
   trx: Transaction<Database>,

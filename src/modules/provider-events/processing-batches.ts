@@ -6,6 +6,7 @@
 // commit. What one row does is provider-events.service.ts's.
 import type { Kysely, Transaction } from 'kysely';
 import { deferCounts, flushCounts } from '../../db/counts.ts';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
@@ -13,6 +14,7 @@ import { AlreadyFinishedError, type FinishOptions, lockInboxRow } from './inbox.
 import { UnusableEventError } from './provider.ts';
 import type { ProviderEventRow } from './provider-events.table.ts';
 import {
+  prefetchBatchReads,
   type ProcessingContext,
   type ProcessingOutcome,
   processInboxRow,
@@ -52,6 +54,13 @@ async function processAll(
   // before its lease ends but a redelivery, and finishInboxRow's check (the status still as
   // read; on PostgreSQL the update waits for any other transaction on the row) rolls back
   // whichever processor loses such a race.
+  // PostgreSQL: the stored rows' payment lookups and their locks travel in one message.
+  if (items.length > 1 && isPostgres(trx)) {
+    await prefetchBatchReads(
+      trx,
+      items.flatMap((item) => (item.row ? [{ row: item.row, body: item.body }] : [])),
+    );
+  }
   for (const item of items) {
     const row = item.row ?? (await lockInboxRow(trx, item.id));
     outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body, finish) : 'skipped');

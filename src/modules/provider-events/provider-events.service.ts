@@ -5,7 +5,11 @@
 // two references, or nothing → finish the row (inbox-status.ts). The caller owns the
 // transaction, and with it batching and failure isolation (processing-batches.ts).
 import type { Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { prefetch } from '../../db/pg-traffic.ts';
+import { isValidEmail, normalizeEmail } from '../customers/customer-email.ts';
+import { customerByNormalizedEmail } from '../customers/customers.repository.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
@@ -14,6 +18,8 @@ import {
   lockPaymentByReference,
   lockPaymentLink,
   lockPaymentReference,
+  lockReference,
+  paymentByReferenceForUpdate,
   recordPaymentLink,
 } from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
@@ -22,6 +28,7 @@ import { attributePayment } from './attribution.ts';
 import {
   type FinishOptions,
   finishInboxRow,
+  heldRowsQuery,
   lockHeldRows,
   lockInboxRow,
   repointHeldRows,
@@ -139,6 +146,7 @@ async function recordPayment(
 ): Promise<void> {
   const { clock } = ctx;
   const report = event.payment;
+  if (isPostgres(trx)) await prefetchPaymentReads(trx, provider, event);
   const locked = await lockPaymentReference(trx, provider, report.reference);
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
@@ -187,6 +195,72 @@ async function recordPayment(
     }
   }
   if (change.becameSucceeded) await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
+}
+
+/**
+ * PostgreSQL (issue 13: round trips): the reads recordPayment will most likely make after
+ * its payment lookup travel with that lookup (db/pg-traffic.ts prefetch), right after the
+ * reference's advisory lock: the payer's customer by email (attribution by email: no
+ * customer or subscription named in the metadata, no provider subscription reference), and
+ * the refunds held for the reference (a success releases them; a held refund of this
+ * reference is written under the same advisory lock, so none can appear in between). Reads
+ * that end up unused, or that other statements overtake, are simply run again.
+ */
+async function prefetchPaymentReads(trx: Transaction<Database>, provider: string, event: PaymentEvent): Promise<void> {
+  const report = event.payment;
+  const { metadata } = report;
+  if (
+    report.email !== null &&
+    metadata.customer_id === undefined &&
+    metadata.subscription_id === undefined &&
+    report.subscriptionReference === null &&
+    isValidEmail(report.email)
+  ) {
+    await prefetch(trx, customerByNormalizedEmail.compile(trx, { normalized: normalizeEmail(report.email) }));
+  }
+  if (event.kind === 'payment_succeeded') await prefetch(trx, heldRowsQuery(trx, provider, report.reference));
+}
+
+/**
+ * PostgreSQL (issue 13: round trips): for a batch of stored rows about to be processed in
+ * `trx` (processing-batches.ts), takes the advisory locks of every payment report's
+ * reference at once, in one order (provider, reference: two batches cannot deadlock on them),
+ * and prefetches each report's payment lookup and likely reads (prefetchPaymentReads), so
+ * they all travel in the batch's first message. Each row's processing then finds its answers
+ * kept, as long as nothing else was sent in between (db/pg-traffic.ts): a report whose
+ * reference appeared earlier in the batch is left to read for itself, after the earlier one's
+ * writes. A row whose event cannot be read is left to processInboxRow to refuse.
+ */
+export async function prefetchBatchReads(
+  trx: Transaction<Database>,
+  items: readonly { row: ProviderEventRow; body: unknown }[],
+): Promise<void> {
+  if (!isPostgres(trx) || items.length < 2) return;
+  const reports: { provider: string; event: PaymentEvent }[] = [];
+  const seen = new Set<string>();
+  for (const { row, body } of items) {
+    if (!needsProcessing(row)) continue;
+    let event: ProviderEvent;
+    try {
+      const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
+      event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
+    } catch {
+      continue;
+    }
+    if (event.kind !== 'payment_succeeded' && event.kind !== 'payment_failed') continue;
+    const key = `${row.provider}\u0000${event.payment.reference}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    reports.push({ provider: row.provider, event });
+  }
+  if (reports.length < 2) return;
+  const order = (a: (typeof reports)[number]) => `${a.provider}\u0000${a.event.payment.reference}`;
+  const sorted = [...reports].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  for (const { provider, event } of sorted) await lockReference(trx, provider, event.payment.reference);
+  for (const { provider, event } of reports) {
+    await prefetch(trx, paymentByReferenceForUpdate(provider, event.payment.reference).compile(trx));
+    await prefetchPaymentReads(trx, provider, event);
+  }
 }
 
 /**
