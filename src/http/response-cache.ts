@@ -290,7 +290,6 @@ const CACHE_CONTROL = 'private, no-cache';
  */
 export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): void {
   const store = options.maxBytes > 0 ? new LruStore(options.maxBytes) : undefined;
-  const guard = new HitRateGuard();
   const { version } = options;
   api.decorateRequest('responseCache', undefined);
 
@@ -315,7 +314,13 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
   // answer makes moot (the text guard, validation and the handler gave this same request
   // target a 200 before: they depend on nothing else). One callback hook, not an async one:
   // on SQLite the version is read synchronously, and the rest must start inside the watch.
-  const lookUp = (request: FastifyRequest, reply: FastifyReply, current: string, done: () => void): void => {
+  const lookUp = (
+    guard: HitRateGuard,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    current: string,
+    done: () => void,
+  ): void => {
     const key = keyOf(request);
     const entry = store!.get(key);
     if (entry !== undefined && entry.version === current) {
@@ -328,19 +333,24 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
     request.responseCache = state;
     watchClockReads(state, done);
   };
-  const preParsing: preParsingHookHandler = (request, reply, _payload, done) => {
-    if (!guard.shouldLookUp()) return done();
-    let read: string | Promise<string>;
-    try {
-      read = version();
-    } catch {
-      return done(); // the handler meets the same database and answers its own error
-    }
-    if (typeof read === 'string') return lookUp(request, reply, read, done as () => void);
-    read.then(
-      (current) => lookUp(request, reply, current, done as () => void),
-      () => done(),
-    );
+  // One hit-rate guard per route: a route whose lookups nearly all miss (gets of many
+  // different ids) must not turn lookups off for a list that hits.
+  const lookUpHook = (): preParsingHookHandler => {
+    const guard = new HitRateGuard();
+    return (request, reply, _payload, done) => {
+      if (!guard.shouldLookUp()) return done();
+      let read: string | Promise<string>;
+      try {
+        read = version();
+      } catch {
+        return done(); // the handler meets the same database and answers its own error
+      }
+      if (typeof read === 'string') return lookUp(guard, request, reply, read, done as () => void);
+      read.then(
+        (current) => lookUp(guard, request, reply, current, done as () => void),
+        () => done(),
+      );
+    };
   };
 
   // Every 200 of these routes gets its ETag; a miss is stored; a matching If-None-Match
@@ -380,7 +390,9 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
   api.addHook('onRoute', (route) => {
     if (!servesConditionalGet(route.method, route.url ?? '', route.config?.scope)) return;
     route.config = { ...route.config, conditionalGet: true } as typeof route.config;
-    if (store) route.preParsing = [...hookList(route.preParsing), preParsing] as typeof route.preParsing;
-    route.onSend = [...hookList(route.onSend), onSend] as typeof route.onSend;
+    // First among the route's own hooks, as scope hooks would run: before Fastify's HEAD
+    // handler, which drops the body this hook hashes.
+    if (store) route.preParsing = [lookUpHook(), ...hookList(route.preParsing)] as typeof route.preParsing;
+    route.onSend = [onSend, ...hookList(route.onSend)] as typeof route.onSend;
   });
 }
