@@ -339,10 +339,10 @@ test('a route whose lookups all miss does not turn lookups off for a list that h
   // Count what the list reads from the database: page statements (the version is read with `get`).
   let pages = 0;
   const all = StatementSync.prototype.all;
-  StatementSync.prototype.all = function (this: StatementSync, ...args: Parameters<typeof all>) {
+  StatementSync.prototype.all = function (this: StatementSync, ...args: unknown[]) {
     pages += 1;
-    return all.apply(this, args);
-  };
+    return (all as (...values: unknown[]) => ReturnType<typeof all>).apply(this, args);
+  } as typeof all;
   t.after(() => {
     StatementSync.prototype.all = all;
   });
