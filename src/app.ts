@@ -95,10 +95,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
+  // The request id header is set with the security headers, in one hook (security-headers.ts).
   registerErrorHandling(app);
   registerJsonBodyParser(app);
   registerTextGuard(app);

@@ -24,6 +24,7 @@ import {
   type RootOperationNode,
 } from 'kysely';
 import type { Database } from './database.ts';
+import type { SyncSqliteRead } from './sqlite-adapter.ts';
 
 /** Stands for the named parameter while a shape is compiled; replaced by its value per execution. */
 class Placeholder {
@@ -116,6 +117,19 @@ async function run<O>(db: AnyKysely, query: CompiledQuery<O>): Promise<QueryResu
   return db.executeQuery(query);
 }
 
+/** The synchronous read path of each SQLite database (its root Kysely instance), see registerSyncReads. */
+const syncReads = new WeakMap<AnyKysely, SyncSqliteRead>();
+
+/**
+ * Lets `executeNow` run reads on `db` (a SQLite database's own Kysely instance, not a
+ * transaction) through `read`, without Kysely's driver: on SQLite, Kysely's executor, its
+ * connection lock and the promises around each query cost more than a small indexed read
+ * itself (profile of GET /api/customers, issue "Speed"). Called by db/connect.ts.
+ */
+export function registerSyncReads(db: AnyKysely, read: SyncSqliteRead): void {
+  syncReads.set(db, read);
+}
+
 /** A query shape compiled once per database, executed with new parameter values. */
 export interface CompiledShape<P, O, DB = Database> {
   /** The compiled query with `params` bound (for `db.executeQuery`, or to inspect its SQL). */
@@ -126,6 +140,13 @@ export interface CompiledShape<P, O, DB = Database> {
   executeTakeFirst(db: Kysely<DB>, params: P): Promise<O | undefined>;
   /** Runs a statement without rows (insert/update/delete); resolves to the rows it changed. */
   executeWrite(db: Kysely<DB>, params: P): Promise<bigint>;
+  /**
+   * Runs a SELECT and returns every row at once where it can: on a SQLite database with
+   * registerSyncReads and no transaction open on its connection. Anywhere else (PostgreSQL,
+   * a Transaction, a transaction in progress) it is `execute`: a promise of the same rows.
+   * Never for statements that write.
+   */
+  executeNow(db: Kysely<DB>, params: P): O[] | Promise<O[]>;
 }
 
 function shapeOf<P, O, DB>(template: (db: AnyKysely) => Template): CompiledShape<P, O, DB> {
@@ -135,6 +156,13 @@ function shapeOf<P, O, DB>(template: (db: AnyKysely) => Template): CompiledShape
     execute: async (db, params) => (await run(db, compile(db, params))).rows,
     executeTakeFirst: async (db, params) => (await run(db, compile(db, params))).rows[0],
     executeWrite: async (db, params) => (await run(db, compile(db, params))).numAffectedRows ?? 0n,
+    executeNow: (db, params) => {
+      const query = compile(db, params);
+      const read = syncReads.get(db);
+      const rows = read === undefined ? undefined : read(query.sql, query.parameters);
+      if (rows !== undefined) return rows as O[];
+      return run(db, query).then((result) => result.rows);
+    },
   };
 }
 

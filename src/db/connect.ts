@@ -23,6 +23,7 @@ import {
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { type CommitVersionSource, postgresCommitVersion, sqliteCommitVersion } from './commit-version.ts';
+import { registerSyncReads } from './compiled-queries.ts';
 import type { Database } from './database.ts';
 import { type DatabaseTraffic, newTraffic, trafficPool } from './pg-traffic.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
@@ -112,9 +113,10 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
   if (!inMemory) database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = FULL');
   database.exec('PRAGMA foreign_keys = ON');
-  const db = new Kysely<Database>({
-    dialect: new ImmediateSqliteDialect({ database: adaptNodeSqlite(database) }),
-  });
+  const adapted = adaptNodeSqlite(database);
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: adapted }) });
+  // Compiled reads on this instance may skip Kysely's driver (db/compiled-queries.ts).
+  registerSyncReads(db, adapted.readNow);
   return {
     db,
     dialect: 'sqlite',

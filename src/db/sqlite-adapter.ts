@@ -28,11 +28,28 @@ function adaptStatement(statement: StatementSync): SqliteStatement {
 }
 
 /**
+ * Runs a read-only statement at once, outside Kysely, when that is safe: rows, or undefined
+ * when the connection is inside a transaction (the caller then goes through Kysely, whose
+ * connection lock makes it wait for the transaction to end: a read must never see rows a
+ * transaction has not committed).
+ */
+export type SyncSqliteRead = (sql: string, parameters: ReadonlyArray<unknown>) => unknown[] | undefined;
+
+/** Kysely's view of the connection, plus the synchronous read path (SyncSqliteRead). */
+export interface AdaptedSqlite extends SqliteDatabase {
+  readNow: SyncSqliteRead;
+}
+
+/**
  * Wraps an open `DatabaseSync` for Kysely. Prepared statements are cached by SQL text
  * (Kysely compiles the same text for the same query shape), bounded at 500 entries.
+ * `readNow` runs a read on the same statements without Kysely's driver (its connection
+ * lock, and the promises around every query): node:sqlite is synchronous, so outside a
+ * transaction a statement runs whole before anything else can touch the connection.
  */
-export function adaptNodeSqlite(database: DatabaseSync): SqliteDatabase {
+export function adaptNodeSqlite(database: DatabaseSync): AdaptedSqlite {
   const cache = new Map<string, SqliteStatement>();
+  const raw = new Map<string, StatementSync>();
   return {
     close: () => database.close(),
     prepare(sql: string): SqliteStatement {
@@ -43,6 +60,16 @@ export function adaptNodeSqlite(database: DatabaseSync): SqliteDatabase {
         cache.set(sql, statement);
       }
       return statement;
+    },
+    readNow(sql, parameters) {
+      if (database.isTransaction) return undefined;
+      let statement = raw.get(sql);
+      if (!statement) {
+        if (raw.size >= STATEMENT_CACHE_LIMIT) raw.clear();
+        statement = database.prepare(sql);
+        raw.set(sql, statement);
+      }
+      return statement.all(...bind(parameters));
     },
   };
 }

@@ -4,7 +4,13 @@
 // malformed is not stored, as at Stripe) and the response stored as it is sent, whatever
 // produced it (route or error handler); 5xx responses are not stored.
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onSendAsyncHookHandler,
+  preHandlerAsyncHookHandler,
+} from 'fastify';
 import type { Deps } from '../deps.ts';
 import {
   type Claim,
@@ -13,6 +19,7 @@ import {
   releaseIdempotencyKey,
 } from '../modules/idempotency/idempotency.repository.ts';
 import { AppError, ValidationError } from './errors.ts';
+import { hookList } from './route.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -102,15 +109,16 @@ function payloadText(payload: unknown): string | undefined {
 }
 
 /**
- * Installs the idempotency hooks on `app` (root level). Runs for authenticated POST/PUT
- * requests that carry the header; everything else passes untouched.
+ * Installs the idempotency hooks on `app` (root level, before any route): route-level hooks
+ * on the POST/PUT routes only (a GET runs none of them). They act on authenticated requests
+ * that carry the header; everything else passes untouched.
  * Errors: 400 `validation_error` for an empty or over-long key; 409 `idempotency_error`
  * when the key was used for another request or its first request is still running.
  */
 export function registerIdempotency(app: FastifyInstance, deps: Deps): void {
   app.decorateRequest('idempotencyClaim', undefined);
 
-  app.addHook('preHandler', async (request, reply) => {
+  const claim: preHandlerAsyncHookHandler = async (request, reply) => {
     const principal = request.principal;
     if (!principal) return;
     const key = presentedIdempotencyKey(request);
@@ -138,9 +146,9 @@ export function registerIdempotency(app: FastifyInstance, deps: Deps): void {
           'a request with this Idempotency-Key is still being processed; retry later',
         );
     }
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const complete: onSendAsyncHookHandler = async (request, reply, payload) => {
     const claim = request.idempotencyClaim;
     if (!claim) return payload;
     request.idempotencyClaim = undefined;
@@ -161,5 +169,12 @@ export function registerIdempotency(app: FastifyInstance, deps: Deps): void {
       request.log.error({ err: error }, 'could not store the idempotent response');
     }
     return payload;
+  };
+
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((method) => KEYED_METHODS.has(method)) || route.config?.idempotency === false) return;
+    route.preHandler = [claim, ...hookList(route.preHandler)] as typeof route.preHandler;
+    route.onSend = [complete, ...hookList(route.onSend)] as typeof route.onSend;
   });
 }

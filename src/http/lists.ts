@@ -236,6 +236,17 @@ export interface CompiledList<P extends object, T> {
    * filtered, see FilterValue), `values` the `param`s of the definition's `from`.
    */
   page(db: Kysely<Database>, params: ListParams, filters?: Record<string, FilterValue>, values?: P): Promise<Page<T>>;
+  /**
+   * The same page, returned at once where the database can read synchronously (SQLite
+   * outside a transaction: CompiledShape.executeNow) and the definition's `map` does not
+   * wait; else a promise of it. For hot read paths whose handler can return either.
+   */
+  pageNow(
+    db: Kysely<Database>,
+    params: ListParams,
+    filters?: Record<string, FilterValue>,
+    values?: P,
+  ): Page<T> | Promise<Page<T>>;
 }
 
 /** The structure of one page query: everything but its values. */
@@ -303,38 +314,59 @@ export function defineList<P extends object, Q extends BaseQuery, R, T>(
           eb.fn.countAll<number>().as('total'),
         ),
   );
-  const readTotal = async (db: Kysely<Database>, shape: ListShape, values: Values) => {
-    const row = (await totals.get(shape).executeTakeFirst(db, values)) as { total: number | string } | undefined;
-    return Number(row?.total ?? 0);
+  const totalOf = (row: { total: number | string } | undefined) => Number(row?.total ?? 0);
+  const readTotal = async (db: Kysely<Database>, shape: ListShape, values: Values) =>
+    totalOf((await totals.get(shape).executeTakeFirst(db, values)) as { total: number | string } | undefined);
+  /** The page of `rows` with `total`: sync when `map` is. */
+  const assemble = (rows: R[], total: number, params: ListParams): Page<T> | Promise<Page<T>> => {
+    const meta = { total, page: params.page, limit: params.limit };
+    const data = definition.map(rows);
+    return data instanceof Promise ? data.then((items) => ({ data: items, meta })) : { data, meta };
+  };
+  /** A page whose statement also read the kept total; only a page past the end reads it apart. */
+  const withKeptTotal = (
+    db: Kysely<Database>,
+    shape: ListShape,
+    bound: Values,
+    rows: R[],
+    params: ListParams,
+  ): Page<T> | Promise<Page<T>> => {
+    const first = rows[0] as Record<string, unknown> | undefined;
+    if (first !== undefined) return assemble(rows, Number(first[TOTAL_COLUMN]), params);
+    const row = totals.get(shape).executeNow(db, bound);
+    return row instanceof Promise
+      ? row.then((all) => assemble(rows, totalOf(all[0] as { total: number | string } | undefined), params))
+      : assemble(rows, totalOf(row[0] as { total: number | string } | undefined), params);
+  };
+  const pageNow: CompiledList<P, T>['pageNow'] = (db, params, filters = {}, values) => {
+    const set: ListShape['filters'] = [];
+    const bound: Values = { ...values, limit: params.limit, offset: params.offset };
+    for (const name of Object.keys(filters).sort()) {
+      const value = filters[name];
+      if (value === undefined) continue;
+      set.push([name, value]);
+      if (typeof value !== 'object') bound[`filter:${name}`] = value;
+    }
+    const sortBy = definition.sortable.includes(params.sortBy) ? params.sortBy : definition.sortable[0]!;
+    const shape: ListShape = {
+      sortBy,
+      sortOrder: params.sortOrder,
+      filters: set,
+      withKeptTotal: definition.keptTotal !== undefined && set.length === 0,
+    };
+    const pageQuery = pages.get(shape);
+    if (!shape.withKeptTotal) {
+      return Promise.all([pageQuery.execute(db, bound) as Promise<R[]>, readTotal(db, shape, bound)]).then(
+        ([rows, total]) => assemble(rows, total, params),
+      );
+    }
+    const rows = pageQuery.executeNow(db, bound) as R[] | Promise<R[]>;
+    return rows instanceof Promise
+      ? rows.then((all) => withKeptTotal(db, shape, bound, all, params))
+      : withKeptTotal(db, shape, bound, rows, params);
   };
   return {
-    async page(db, params, filters = {}, values) {
-      const set: ListShape['filters'] = [];
-      const bound: Values = { ...values, limit: params.limit, offset: params.offset };
-      for (const name of Object.keys(filters).sort()) {
-        const value = filters[name];
-        if (value === undefined) continue;
-        set.push([name, value]);
-        if (typeof value !== 'object') bound[`filter:${name}`] = value;
-      }
-      const sortBy = definition.sortable.includes(params.sortBy) ? params.sortBy : definition.sortable[0]!;
-      const shape: ListShape = {
-        sortBy,
-        sortOrder: params.sortOrder,
-        filters: set,
-        withKeptTotal: definition.keptTotal !== undefined && set.length === 0,
-      };
-      const pageQuery = pages.get(shape);
-      let rows: R[];
-      let total: number;
-      if (shape.withKeptTotal) {
-        rows = (await pageQuery.execute(db, bound)) as R[];
-        const first = rows[0] as Record<string, unknown> | undefined;
-        total = first === undefined ? await readTotal(db, shape, bound) : Number(first[TOTAL_COLUMN]);
-      } else {
-        [rows, total] = await Promise.all([pageQuery.execute(db, bound) as Promise<R[]>, readTotal(db, shape, bound)]);
-      }
-      return { data: await definition.map(rows), meta: { total, page: params.page, limit: params.limit } };
-    },
+    page: async (db, params, filters, values) => pageNow(db, params, filters, values),
+    pageNow,
   };
 }

@@ -6,20 +6,29 @@
 // turns a 200 into a 304 without a body.
 //
 // The cache keeps the serialized 200 bodies of those routes in memory, keyed by the request
-// (who asks, the route, its path parameters and its validated query) and stored with the
+// (who asks, and the path and query as sent) and stored with the
 // database's commit version read BEFORE the handler read the data (db/commit-version.ts).
 // A request is served from the cache only when the version it reads now equals the entry's:
 // nothing was written since the entry's data was read, so the entry is what the handler
 // would answer. Only the body is kept; the request id, rate-limit and security headers are
-// set by their own hooks on every response, hit or not. The cache runs after
-// authentication, scopes, rate limits and validation (a preHandler hook), so all of them
-// still see every request. A response whose handler read the clock is computed from "now"
+// set by their own hooks on every response, hit or not. The cache is looked up after
+// authentication, scopes and rate limits (a preParsing hook), so all of them still see every
+// request; validation and the text guard gave the same request target a 200 when the entry
+// was stored and would again (they read nothing but the target). A response whose handler read the clock is computed from "now"
 // (dunning's past-due and upcoming lists) and is not stored (shared/clock-reads.ts). Memory
 // is bounded (bytes, least recently used out first).
 import { hash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onSendHookHandler,
+  preParsingHookHandler,
+  RouteOptions,
+} from 'fastify';
 import type { CommitVersionSource } from '../db/commit-version.ts';
 import { type ClockReads, watchClockReads } from '../shared/clock-reads.ts';
+import { hookList } from './route.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -43,10 +52,9 @@ interface Entry {
   size: number;
 }
 
-interface Hit {
-  hit: true;
-  etag: string;
-}
+/** The state of a request answered from the cache (its headers are set when it is served). */
+const HIT = Object.freeze({ hit: true as const });
+type Hit = typeof HIT;
 
 interface Miss extends ClockReads {
   hit: false;
@@ -59,13 +67,23 @@ const ENTRY_OVERHEAD_BYTES = 128;
 /** A body larger than this share of the budget is not stored (it would evict too much). */
 const LARGEST_SHARE = 8;
 
+/** An entry in the store, with its "read since last passed over" mark. */
+interface Slot {
+  entry: Entry;
+  used: boolean;
+}
+
 /**
- * Least-recently-used map of entries bounded by their total `size` in bytes. A Map keeps
- * insertion order, so a get moves the entry to the end and eviction takes from the front.
+ * Map of entries bounded by their total `size` in bytes, least recently used out first, by
+ * the second-chance (CLOCK) rule: a read only marks its entry, and eviction walks from the
+ * oldest insertion, moving a marked entry to the back (unmarked) and removing the first
+ * unmarked one. A read never reorders the Map (a delete and a set per cache hit cost more
+ * than the rest of the lookup); what goes first is still an entry not read since the
+ * eviction walk last passed it.
  */
 export class LruStore {
   readonly #maxBytes: number;
-  readonly #entries = new Map<string, Entry>();
+  readonly #slots = new Map<string, Slot>();
   #bytes = 0;
 
   /** `maxBytes`: the budget (≥ 1). */
@@ -79,37 +97,40 @@ export class LruStore {
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#slots.size;
   }
 
-  /** The entry under `key`, now the most recently used; undefined when absent. */
+  /** The entry under `key`, now marked as used; undefined when absent. */
   get(key: string): Entry | undefined {
-    const entry = this.#entries.get(key);
-    if (entry) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
-    return entry;
+    const slot = this.#slots.get(key);
+    if (slot === undefined) return undefined;
+    slot.used = true;
+    return slot.entry;
   }
 
-  /** Stores `entry` under `key` (replacing one), then evicts the least recently used past the budget. */
+  /** Stores `entry` under `key` (replacing one), then evicts past the budget (see the class comment). */
   set(key: string, entry: Entry): void {
     if (entry.size > this.#maxBytes / LARGEST_SHARE) return;
     this.delete(key);
-    this.#entries.set(key, entry);
+    this.#slots.set(key, { entry, used: false });
     this.#bytes += entry.size;
-    for (const [oldest, old] of this.#entries) {
-      if (this.#bytes <= this.#maxBytes) break;
-      this.#entries.delete(oldest);
-      this.#bytes -= old.size;
+    while (this.#bytes > this.#maxBytes) {
+      const [oldest, slot] = this.#slots.entries().next().value!;
+      this.#slots.delete(oldest);
+      if (slot.used && oldest !== key) {
+        slot.used = false;
+        this.#slots.set(oldest, slot);
+      } else {
+        this.#bytes -= slot.entry.size;
+      }
     }
   }
 
   delete(key: string): void {
-    const entry = this.#entries.get(key);
-    if (!entry) return;
-    this.#entries.delete(key);
-    this.#bytes -= entry.size;
+    const slot = this.#slots.get(key);
+    if (!slot) return;
+    this.#slots.delete(key);
+    this.#bytes -= slot.entry.size;
   }
 }
 
@@ -242,58 +263,69 @@ function servesConditionalGet(method: string | string[], url: string, scope: str
   return reads && url.startsWith('/api/') && scope !== 'public';
 }
 
-/** The canonical text of a request's validated query: keys sorted, values as JSON. */
-function canonicalQuery(query: unknown): string {
-  if (query === null || typeof query !== 'object') return '';
-  const record = query as Record<string, unknown>;
-  const keys = Object.keys(record);
-  if (keys.length === 0) return '';
-  keys.sort();
-  let text = '';
-  for (const key of keys) text += `${JSON.stringify(key)}:${JSON.stringify(record[key])},`;
-  return text;
-}
-
 /**
  * Everything a cacheable response depends on besides the database: the principal (no
- * response depends on which key asks today; keyed anyway, so one never could leak), the
- * route pattern, the path parameters and the validated query (defaults applied).
+ * response depends on which key asks today; keyed anyway, so one never could leak) and the
+ * request target as sent (path and query). The target determines the route, its path
+ * parameters and its query exactly, so two requests with one key ask the same question; two
+ * spellings of one question (`?a=1&b=2`, `?b=2&a=1`) are two entries, each correct. Reading
+ * it costs nothing: the parsed query and parameters are not needed before validation.
  */
 function keyOf(request: FastifyRequest): string {
-  return `${request.principal?.id ?? ''}\n${request.routeOptions.url}\n${canonicalQuery(request.params)}\n${canonicalQuery(request.query)}`;
+  const principal = request.principal;
+  return principal === undefined ? request.url : `${principal.id}\n${request.url}`;
 }
 
 function sizeOf(key: string, body: Buffer, etag: string, contentType: string, version: string): number {
   return body.byteLength + 2 * (key.length + etag.length + contentType.length + version.length) + ENTRY_OVERHEAD_BYTES;
 }
 
+/** The caching headers of every response of a route with conditional GETs. */
+const CACHE_CONTROL = 'private, no-cache';
+
 /**
  * Registers conditional GETs and (when `maxBytes` > 0) the response cache on `api`, the
- * scope holding the API routes; call before adding them. See the file comment.
+ * scope holding the API routes; call before adding them. See the file comment. The hooks
+ * are route-level, added to the routes with conditional GETs only: other routes run none.
  */
 export function registerResponseCache(api: FastifyInstance, options: ResponseCacheOptions): void {
   const store = options.maxBytes > 0 ? new LruStore(options.maxBytes) : undefined;
-  const guard = new HitRateGuard();
   const { version } = options;
   api.decorateRequest('responseCache', undefined);
-  api.addHook('onRoute', (route) => {
-    if (!servesConditionalGet(route.method, route.url ?? '', route.config?.scope)) return;
-    route.config = { ...route.config, conditionalGet: true } as typeof route.config;
-  });
 
-  // After authentication, scopes, rate limits and validation: serve from the cache when the
-  // commit version still matches, else run the handler (and all it awaits) watched, so that
-  // a clock read marks the response as computed from "now", not to be kept. One callback
-  // hook, not an async one: on SQLite the version is read synchronously, and the handler
-  // must start inside the watch.
-  const lookUp = (request: FastifyRequest, reply: FastifyReply, current: string, done: () => void): void => {
+  /** Answers from `entry`: its body and content type, or a 304 when If-None-Match matches. */
+  const serve = (request: FastifyRequest, reply: FastifyReply, entry: Entry): void => {
+    request.responseCache = HIT;
+    reply.header('cache-control', CACHE_CONTROL);
+    reply.header('etag', entry.etag);
+    const condition = request.headers['if-none-match'];
+    if (condition !== undefined && request.method === 'GET' && ifNoneMatchMatches(condition, entry.etag)) {
+      reply.code(304).send();
+      return;
+    }
+    reply.header('content-type', entry.contentType);
+    reply.send(entry.body);
+  };
+
+  // Serve from the cache when the commit version still matches, else run the rest of the
+  // request (validation, handler and all they await) watched, so that a clock read marks the
+  // response as computed from "now", not to be kept. A preParsing hook, after authentication,
+  // scopes and rate limits (root and scope hooks run first): a hit skips only what a stored
+  // answer makes moot (the text guard, validation and the handler gave this same request
+  // target a 200 before: they depend on nothing else). One callback hook, not an async one:
+  // on SQLite the version is read synchronously, and the rest must start inside the watch.
+  const lookUp = (
+    guard: HitRateGuard,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    current: string,
+    done: () => void,
+  ): void => {
     const key = keyOf(request);
     const entry = store!.get(key);
     if (entry !== undefined && entry.version === current) {
       guard.record(true);
-      request.responseCache = { hit: true, etag: entry.etag };
-      reply.header('content-type', entry.contentType);
-      reply.send(entry.body);
+      serve(request, reply, entry);
       return;
     }
     guard.record(false);
@@ -301,50 +333,48 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
     request.responseCache = state;
     watchClockReads(state, done);
   };
-  api.addHook('preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    if (!request.routeOptions.config.conditionalGet) return done();
-    reply.header('cache-control', 'private, no-cache');
-    if (!store || !guard.shouldLookUp()) return done();
-    let read: string | Promise<string>;
-    try {
-      read = version();
-    } catch {
-      return done(); // the handler meets the same database and answers its own error
-    }
-    if (typeof read === 'string') return lookUp(request, reply, read, done);
-    read.then(
-      (current) => lookUp(request, reply, current, done),
-      () => done(),
-    );
-  });
+  // One hit-rate guard per route: a route whose lookups nearly all miss (gets of many
+  // different ids) must not turn lookups off for a list that hits.
+  const lookUpHook = (): preParsingHookHandler => {
+    const guard = new HitRateGuard();
+    return (request, reply, _payload, done) => {
+      if (!guard.shouldLookUp()) return done();
+      let read: string | Promise<string>;
+      try {
+        read = version();
+      } catch {
+        return done(); // the handler meets the same database and answers its own error
+      }
+      if (typeof read === 'string') return lookUp(guard, request, reply, read, done as () => void);
+      read.then(
+        (current) => lookUp(guard, request, reply, current, done as () => void),
+        () => done(),
+      );
+    };
+  };
 
   // Every 200 of these routes gets its ETag; a miss is stored; a matching If-None-Match
-  // becomes a 304 with the same headers and no body (RFC 9110 §15.4.5).
-  // A callback hook, not an async one: it runs on every response and never waits.
-  api.addHook('onSend', (request, reply, payload, done) => {
+  // becomes a 304 with the same headers and no body (RFC 9110 §15.4.5). A hit set its
+  // headers when it was served. A callback hook: it runs on every response and never waits.
+  const onSend: onSendHookHandler = (request, reply, payload, done) => {
     done(null, conditionalResponse(request, reply, payload));
-  });
+  };
   const conditionalResponse = (request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown => {
-    if (!request.routeOptions.config.conditionalGet) return payload;
-    if (reply.statusCode !== 200) return payload;
     const state = request.responseCache;
-    let etag: string;
-    if (state?.hit) {
-      etag = state.etag;
-    } else {
-      if (typeof payload !== 'string') return payload;
-      etag = etagOf(payload);
-      if (state && store && !state.clockRead) {
-        const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
-        const body = Buffer.from(payload, 'utf8');
-        store.set(state.key, {
-          version: state.version,
-          body,
-          etag,
-          contentType,
-          size: sizeOf(state.key, body, etag, contentType, state.version),
-        });
-      }
+    if (state?.hit) return payload;
+    reply.header('cache-control', CACHE_CONTROL);
+    if (reply.statusCode !== 200 || typeof payload !== 'string') return payload;
+    const etag = etagOf(payload);
+    if (state && store && !state.clockRead) {
+      const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
+      const body = Buffer.from(payload, 'utf8');
+      store.set(state.key, {
+        version: state.version,
+        body,
+        etag,
+        contentType,
+        size: sizeOf(state.key, body, etag, contentType, state.version),
+      });
     }
     reply.header('etag', etag);
     const condition = request.headers['if-none-match'];
@@ -356,4 +386,13 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
     }
     return payload;
   };
+
+  api.addHook('onRoute', (route) => {
+    if (!servesConditionalGet(route.method, route.url ?? '', route.config?.scope)) return;
+    route.config = { ...route.config, conditionalGet: true } as typeof route.config;
+    // First among the route's own hooks, as scope hooks would run: before Fastify's HEAD
+    // handler, which drops the body this hook hashes.
+    if (store) route.preParsing = [lookUpHook(), ...hookList(route.preParsing)] as typeof route.preParsing;
+    route.onSend = [onSend, ...hookList(route.onSend)] as typeof route.onSend;
+  });
 }

@@ -60,3 +60,8 @@ export function defineRoute<
 ): Route {
   return options as unknown as Route;
 }
+
+/** A route option's hooks as an array (absent, one function, or a list): for onRoute hooks adding their own. */
+export function hookList<T>(hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+}

@@ -98,7 +98,8 @@ export async function helmetHeaderSet(options: FastifyHelmetOptions, routeOption
 }
 
 /**
- * Sets helmet's headers on every response (call before any route is added): the API policy,
+ * Sets the request id (`x-request-id`: the request's id, see app.ts genReqId) and helmet's
+ * headers on every response (call before any route is added): the API policy,
  * and on /docs the docs policy plus the hashes of the page's inline scripts. Both header sets
  * are computed once, here (helmetHeaderSet).
  */
@@ -126,11 +127,13 @@ export async function registerSecurityHeaders(app: FastifyInstance): Promise<voi
       route.onSend = [...existing, addScriptHashes] as typeof route.onSend;
     }
   });
-  // Through Fastify's reply headers (written once by writeHead), not the raw response's
-  // setHeader (each call validated and stored apart): names go out in lower case.
+  // One hook for every constant-per-route header and the request id (`x-request-id`, first,
+  // as clients read it), through Fastify's reply headers (written once by writeHead), not the
+  // raw response's setHeader (each call validated and stored apart): names go out in lower case.
   app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
     const headers = request.routeOptions.config.securityHeaders ?? apiHeaders;
-    for (const [name, value] of headers) reply.header(name, value);
+    for (let i = 0; i < headers.length; i += 1) reply.header(headers[i]![0], headers[i]![1]);
     done();
   });
 }

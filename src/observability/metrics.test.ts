@@ -51,6 +51,11 @@ test('GET /metrics on its own port: requests counted and timed by method, route 
   assert.equal(sample(text, 'billing_http_requests_total', list), 2);
   assert.equal(sample(text, 'billing_http_request_duration_seconds_count', list), 2);
   assert.equal(sample(text, 'billing_http_request_duration_seconds_bucket', { ...list, le: '+Inf' }), 2);
+  // Buckets are cumulative: the largest finite bound holds both responses, the smallest no more.
+  assert.equal(sample(text, 'billing_http_request_duration_seconds_bucket', { ...list, le: '10' }), 2);
+  assert.ok((sample(text, 'billing_http_request_duration_seconds_bucket', { ...list, le: '0.005' }) ?? -1) <= 2);
+  assert.match(text, /# TYPE billing_http_request_duration_seconds histogram/);
+  assert.match(text, /# TYPE billing_http_requests_total counter/);
   assert.ok((sample(text, 'billing_http_request_duration_seconds_sum', list) ?? -1) >= 0);
   const byId = { method: 'GET', route: '/api/customers/:id' };
   assert.equal(sample(text, 'billing_http_requests_total', { ...byId, status: '200' }), 1);

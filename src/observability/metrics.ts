@@ -4,7 +4,7 @@
 // One registry per Metrics object: tests build many apps in one process.
 import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, type Histogram, Registry } from 'prom-client';
 import type { Deps } from '../deps.ts';
 
 /** One value of a gauge, with its labels. */
@@ -39,27 +39,85 @@ interface MetricsLogger {
 /** Latency buckets in seconds: 5 ms … 10 s. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+const LATENCY_BOUNDS = LATENCY_BUCKETS.map(String);
+
+type RequestLabels = Readonly<{ method: string; route: string; status: string }>;
+
+/** The responses of one method, route pattern and status: a count and a latency histogram. */
+interface RequestSeries {
+  labels: RequestLabels;
+  count: number;
+  /** Seconds, summed. */
+  sum: number;
+  /** Responses per latency bucket (not cumulative): [i] ≤ LATENCY_BUCKETS[i], the last one above all. */
+  buckets: Float64Array;
+}
+
+/** One sample as prom-client's registry renders it. */
+interface Sample {
+  metricName?: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * A metric the registry renders (what prom-client's own metrics give it): counted by the
+ * caller, turned into samples only when scraped.
+ */
+function scrapedMetric(name: string, help: string, type: 'counter' | 'histogram', samples: () => Sample[]) {
+  const read = () => ({ name, help, type, aggregator: 'sum' as const, values: samples() });
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    get: async () => read(),
+    getForPromString: async () => read(),
+    reset() {},
+  };
+}
+
 /** The metrics of one service instance. */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<'method' | 'route' | 'status'>;
-  readonly #latency: Histogram<'method' | 'route' | 'status'>;
+  /**
+   * Request counts and latencies, by `method route status`: plain numbers added to per
+   * response (a Map lookup and a few additions), turned into Prometheus samples at scrape.
+   * prom-client's labelled metrics hash the label object on every observation.
+   */
+  readonly #series = new Map<string, RequestSeries>();
 
   constructor(deps: Deps, log: MetricsLogger, options: MetricsOptions = {}) {
     const registers = [this.registry];
-    this.#requests = new Counter({
-      name: 'billing_http_requests_total',
-      help: 'HTTP requests answered, by method, route pattern and status code.',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    });
-    this.#latency = new Histogram({
-      name: 'billing_http_request_duration_seconds',
-      help: 'Time from receiving a request to sending its response, in seconds.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    const series = this.#series;
+    const requests = scrapedMetric(
+      'billing_http_requests_total',
+      'HTTP requests answered, by method, route pattern and status code.',
+      'counter',
+      () => [...series.values()].map(({ labels, count }) => ({ labels, value: count })),
+    );
+    const latencyName = 'billing_http_request_duration_seconds';
+    const latency = scrapedMetric(
+      latencyName,
+      'Time from receiving a request to sending its response, in seconds.',
+      'histogram',
+      () =>
+        [...series.values()].flatMap(({ labels, count, sum, buckets }) => {
+          const samples: Sample[] = [];
+          let cumulative = 0;
+          LATENCY_BOUNDS.forEach((le, i) => {
+            cumulative += buckets[i]!;
+            samples.push({ metricName: `${latencyName}_bucket`, labels: { ...labels, le }, value: cumulative });
+          });
+          samples.push({ metricName: `${latencyName}_bucket`, labels: { ...labels, le: '+Inf' }, value: count });
+          samples.push({ metricName: `${latencyName}_sum`, labels, value: sum });
+          samples.push({ metricName: `${latencyName}_count`, labels, value: count });
+          return samples;
+        }),
+    );
+    // The registry renders any object shaped like its own metrics (name, help, type, get).
+    this.registry.registerMetric(requests as unknown as Counter);
+    this.registry.registerMetric(latency as unknown as Histogram);
     // What this instance sent to PostgreSQL (db/pg-traffic.ts); stays 0 on SQLite.
     const traffic = deps.database.traffic;
     new Counter({
@@ -128,16 +186,28 @@ export class Metrics {
   instrument(app: FastifyInstance): void {
     // A callback hook, not an async one: it runs on every response and never waits.
     app.addHook('onResponse', (request, reply, done) => {
-      const labels = {
-        method: request.method,
-        // The pattern keeps the label set small; unknown URLs share one label.
-        route: request.routeOptions.url ?? 'unmatched',
-        status: String(reply.statusCode),
-      };
-      this.#requests.inc(labels);
-      this.#latency.observe(labels, reply.elapsedTime / 1000);
+      this.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
+  }
+
+  /**
+   * Counts one response of `method` on the route pattern `route` (the pattern keeps the label
+   * set small; unknown URLs share `unmatched`) with `status`, answered in `seconds`.
+   */
+  record(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${route} ${status}`;
+    let series = this.#series.get(key);
+    if (series === undefined) {
+      const labels = Object.freeze({ method, route, status: String(status) });
+      series = { labels, count: 0, sum: 0, buckets: new Float64Array(LATENCY_BUCKETS.length + 1) };
+      this.#series.set(key, series);
+    }
+    series.count += 1;
+    series.sum += seconds;
+    let bucket = 0;
+    while (bucket < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[bucket]!) bucket += 1;
+    series.buckets[bucket]! += 1;
   }
 
   /** The Prometheus text exposition of every metric. */

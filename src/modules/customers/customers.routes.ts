@@ -45,7 +45,9 @@ export function customerRoutes(deps: Deps): Route[] {
         querystring: listQuerySchema(CUSTOMER_SORT_FIELDS),
         response: { 200: responseOf(customerListSchema, 'A page of customers'), ...errorResponses(400, 401, 403) },
       },
-      handler: async (request) => service.listCustomers(db, parseListParams(request.query)),
+      // Not async: on SQLite the page is usually read synchronously, and Fastify sends a
+      // returned value without waiting for a promise.
+      handler: (request) => service.listCustomers(db, parseListParams(request.query)),
     }),
     defineRoute({
       method: 'GET',

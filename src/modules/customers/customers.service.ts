@@ -155,10 +155,11 @@ const customersList = defineList({
 
 /**
  * A page of live customers: the API's columns only, and `meta.total` from the kept count in
- * the same statement, not a scan.
+ * the same statement, not a scan. Returned at once where the database reads synchronously
+ * (SQLite outside a transaction, CompiledList.pageNow), else a promise of it.
  */
-export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
-  return customersList.page(db, params);
+export function listCustomers(db: Kysely<Database>, params: ListParams): Page<Customer> | Promise<Page<Customer>> {
+  return customersList.pageNow(db, params);
 }
 
 /**
