@@ -8,6 +8,7 @@ import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
+import { checkoutLinkSchema } from '../modules/collection/checkout.schemas.ts';
 import { customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import {
   caseListSchema,
@@ -132,6 +133,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   providerEventDetailSchema,
   invoiceLineSchema,
   invoiceSchema,
+  checkoutLinkSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -146,6 +148,10 @@ export const TAGS = [
   {
     name: 'Payments',
     description: 'Payments and refunds, recorded from verified provider events (read-only through the API).',
+  },
+  {
+    name: 'Invoices',
+    description: 'What a customer owes per billing period, and collecting it through Paystack or Stripe.',
   },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {
