@@ -179,6 +179,24 @@ test('each link is a new attempt with its own reference', async (t) => {
   );
 });
 
+test('a retry with the same Idempotency-Key returns the same link without calling the provider again', async (t) => {
+  const app = await appWithFakes(t);
+  const invoice = await openInvoice(app);
+  const send = () =>
+    app.request('POST', `/api/invoices/${invoice.id}/checkout`, {
+      body: { provider: 'stripe' },
+      headers: { 'idempotency-key': 'checkout-once' },
+    });
+  const first = await send();
+  const again = await send();
+  assert.equal(first.status, 201);
+  assert.equal(again.status, 201);
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  assert.deepEqual(again.body, first.body);
+  assert.equal(app.stripe.calls.length, 1);
+  assert.equal((await listInvoiceAttempts(app.deps.db, invoice.id)).length, 1);
+});
+
 test('only an open invoice gets a link: paid, void and uncollectible are 409, and no provider is called', async (t) => {
   const app = await appWithFakes(t);
   for (const event of ['paid', 'void', 'mark_uncollectible'] as const) {

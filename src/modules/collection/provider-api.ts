@@ -45,7 +45,8 @@ export class ProviderCallError extends Error {
 }
 
 /** Provider credentials by shape: Paystack/Stripe secret, restricted and publishable keys, Stripe webhook secrets. */
-const CREDENTIAL = /\b(?:sk|rk|pk)_(?:test|live)?_?[A-Za-z0-9_]{4,}|\bwhsec_[A-Za-z0-9]+/g;
+// No word boundary in front: `0sk_live_…` is still a key (over-redacting a word costs nothing).
+const CREDENTIAL = /(?:sk|rk|pk)_(?:test|live)?_?[A-Za-z0-9_]{4,}|whsec_[A-Za-z0-9]+/g;
 const MAX_MESSAGE = 300;
 
 /**
@@ -55,9 +56,10 @@ const MAX_MESSAGE = 300;
  */
 export function scrubProviderText(text: unknown, secrets: readonly string[]): string {
   if (typeof text !== 'string') return '';
-  let safe = text;
-  for (const secret of secrets) if (secret !== '') safe = safe.split(secret).join('[redacted]');
-  safe = [...safe.replace(CREDENTIAL, '[redacted]')].map((c) => (c < ' ' || c === '\x7f' ? ' ' : c)).join('');
+  // Control characters first: replacing them must not be what joins a secret together again.
+  let safe = [...text].map((c) => (c < ' ' || c === '\x7f' ? ' ' : c)).join('');
+  for (const secret of secrets) if (secret.trim() !== '') safe = safe.split(secret).join('[redacted]');
+  safe = safe.replace(CREDENTIAL, '[redacted]');
   return safe.length > MAX_MESSAGE ? `${safe.slice(0, MAX_MESSAGE - 1)}…` : safe;
 }
 
