@@ -4219,7 +4219,8 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    /** @description Optional: without a body the link uses DEFAULT_PROVIDER and returns to the hosted invoice page. */
+    requestBody?: {
       content: {
         /**
          * @example {
@@ -4238,7 +4239,7 @@ export interface operations {
            * @example https://app.example.com/billing/thanks
            */
           callback_url?: string;
-        };
+        } | null;
       };
     };
     responses: {

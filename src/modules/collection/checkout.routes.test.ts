@@ -160,6 +160,22 @@ test('Stripe: a Checkout Session in payment mode for the amount remaining, savin
   assert.equal(attempt!.currency, 'USD');
 });
 
+test('the body is optional: no body, or an empty one with Content-Type: application/json, takes the defaults', async (t) => {
+  const app = await appWithFakes(t);
+  const invoice = await openInvoice(app);
+  const bare = await app.request('POST', `/api/invoices/${invoice.id}/checkout`);
+  assert.equal(bare.status, 201, bare.text);
+  const empty = await app.request('POST', `/api/invoices/${invoice.id}/checkout`, {
+    rawBody: '',
+    headers: { 'content-type': 'application/json' },
+  });
+  assert.equal(empty.status, 201, empty.text);
+  assert.deepEqual(
+    app.paystack.initializeCalls.map((c) => c.body.callback_url),
+    [invoice.hosted_invoice_url, invoice.hosted_invoice_url],
+  );
+});
+
 test('each link is a new attempt with its own reference', async (t) => {
   const app = await appWithFakes(t);
   const invoice = await openInvoice(app);

@@ -2,12 +2,12 @@
 // document POST /api/invoices/{id}/checkout.
 import Type, { type Static } from 'typebox';
 import { COLLECTING_PROVIDERS } from '../../config.ts';
-import { StringEnum } from '../../http/schemas.ts';
+import { Nullable, StringEnum } from '../../http/schemas.ts';
 
 /** Longest callback_url accepted (as webhook urls). */
 export const MAX_CALLBACK_URL_LENGTH = 2048;
 
-export const checkoutBody = Type.Object(
+const checkoutFields = Type.Object(
   {
     provider: Type.Optional(
       StringEnum(COLLECTING_PROVIDERS, { description: 'The provider to collect through; default DEFAULT_PROVIDER.' }),
@@ -21,13 +21,17 @@ export const checkoutBody = Type.Object(
       }),
     ),
   },
-  {
-    additionalProperties: false,
-    examples: [{ provider: 'paystack', callback_url: 'https://app.example.com/billing/thanks' }],
-  },
+  { additionalProperties: false },
 );
 
-export type CheckoutInput = Static<typeof checkoutBody>;
+export type CheckoutInput = Static<typeof checkoutFields>;
+
+/** Optional: without a body the link uses DEFAULT_PROVIDER and returns to the hosted invoice page. */
+export const checkoutBody = Type.Unsafe<CheckoutInput | null>({
+  ...Nullable(checkoutFields),
+  description: 'Optional: without a body the link uses DEFAULT_PROVIDER and returns to the hosted invoice page.',
+  examples: [{ provider: 'paystack', callback_url: 'https://app.example.com/billing/thanks' }],
+});
 
 export const checkoutLinkSchema = Type.Object(
   {
