@@ -349,6 +349,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/invoices/{id}/checkout': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a checkout link for an invoice
+     * @description Asks the provider (`provider`, default `DEFAULT_PROVIDER`) for a payment page for the invoice's `amount_remaining` and records a payment attempt with our `reference`. Paystack: a transaction initialized with the customer's email; Stripe: a Checkout Session in `payment` mode that saves the card for later charges. Both carry `metadata {customer_id, subscription_id, invoice_id}`, so the payment settles this invoice when the provider reports it. Only `open` invoices: 409 `validation_error` otherwise. A provider without an API key, or one that refuses the key or the request: 422 `invalid_state`. No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error` (nothing was charged; retry).
+     */
+    post: operations['createInvoiceCheckout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/provider-events': {
     parameters: {
       query?: never;
@@ -2815,6 +2835,28 @@ export interface components {
         limit: number;
       };
     };
+    /**
+     * @description A payment page at the provider for the amount remaining on an open invoice (SPEC §10).
+     * @example {
+     *       "provider": "stripe",
+     *       "url": "https://checkout.stripe.com/c/pay/cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY",
+     *       "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "expires_at": "2026-01-16T10:00:00.000Z"
+     *     }
+     */
+    CheckoutLink: {
+      /** @enum {string} */
+      provider: 'paystack' | 'stripe';
+      /** @description The provider's payment page: send the customer there. */
+      url: string;
+      /** @description Ours, unique per link (`pat-…`): the Paystack transaction reference, the Stripe Checkout Session `client_reference_id`. */
+      reference: string;
+      /**
+       * Format: date-time
+       * @description When the link stops working (Stripe: 24 h by default). Absent when the provider does not say (Paystack).
+       */
+      expires_at?: string;
+    };
   };
   responses: {
     /** @description Malformed request or invalid field */
@@ -4605,6 +4647,93 @@ export interface operations {
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createInvoiceCheckout: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: without a body the link uses DEFAULT_PROVIDER and returns to the hosted invoice page. */
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "provider": "paystack",
+         *       "callback_url": "https://app.example.com/billing/thanks"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description The provider to collect through; default DEFAULT_PROVIDER.
+           * @enum {string}
+           */
+          provider?: 'paystack' | 'stripe';
+          /**
+           * @description Where the provider sends the customer after paying: an absolute http(s) URL. Default: the hosted invoice page.
+           * @example https://app.example.com/billing/thanks
+           */
+          callback_url?: string;
+        } | null;
+      };
+    };
+    responses: {
+      /** @description The link to send the customer to */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "provider": "stripe",
+           *       "url": "https://checkout.stripe.com/c/pay/cs_test_a1YS1URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB1OLY",
+           *       "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "expires_at": "2026-01-16T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['CheckoutLink'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      /** @description The provider gave no usable answer (timeout, 5xx, unreachable), or the instance is shutting down: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "code": "internal_error",
+           *       "message": "Paystack did not answer within 30000 ms; retry later",
+           *       "details": {
+           *         "provider": "paystack",
+           *         "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *         "reason": "timeout",
+           *         "provider_status": null,
+           *         "provider_code": null
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listProviderEvents: {

@@ -16,6 +16,7 @@ import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
+import { checkoutRoutes } from './modules/collection/checkout.routes.ts';
 import { customerRoutes } from './modules/customers/customers.routes.ts';
 import { EMAIL_FORMATS } from './modules/customers/customers.schemas.ts';
 import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
@@ -46,6 +47,7 @@ function allRoutes(deps: Deps): Route[] {
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),
+    ...checkoutRoutes(deps),
     ...providerEventRoutes(deps),
     ...dunningRoutes(deps),
     ...webhookRoutes(deps),

@@ -180,3 +180,59 @@ test('RESPONSE_CACHE_MB: 16 MiB by default, 0 turns the cache off, anything else
     );
   }
 });
+
+test('collection (SPEC §10): provider API URLs, STRIPE_API_KEY, DEFAULT_PROVIDER (the one configured) and PROVIDER_TIMEOUT', () => {
+  const defaults = loadConfig({});
+  assert.equal(defaults.paystackApiUrl, 'https://api.paystack.co');
+  assert.equal(defaults.stripeApiUrl, 'https://api.stripe.com');
+  assert.equal(defaults.stripeApiKey, '');
+  assert.equal(defaults.defaultProvider, 'paystack');
+  assert.equal(defaults.providerTimeoutMs, 30_000);
+
+  const set = loadConfig({
+    PAYSTACK_API_URL: 'http://127.0.0.1:4010/',
+    STRIPE_API_KEY: 'sk_test_abc123',
+    STRIPE_API_URL: 'http://127.0.0.1:12111',
+    PROVIDER_TIMEOUT: '5s',
+  });
+  assert.equal(set.paystackApiUrl, 'http://127.0.0.1:4010');
+  assert.equal(set.stripeApiUrl, 'http://127.0.0.1:12111');
+  assert.equal(set.stripeApiKey, 'sk_test_abc123');
+  assert.equal(set.defaultProvider, 'stripe', 'only Stripe has a key');
+  assert.equal(set.providerTimeoutMs, 5000);
+  assert.equal(
+    loadConfig({ STRIPE_API_KEY: 'rk_live_x1', PAYSTACK_SECRET_KEY: 'sk_test_p' }).defaultProvider,
+    'paystack',
+  );
+  assert.equal(
+    loadConfig({ STRIPE_API_KEY: 'sk_test_x', PAYSTACK_SECRET_KEY: 'sk_test_p', DEFAULT_PROVIDER: 'stripe' })
+      .defaultProvider,
+    'stripe',
+  );
+});
+
+test('collection variables that cannot work name themselves, and a key is never echoed', () => {
+  const secret = 'whsec_pasted_into_the_wrong_variable';
+  for (const [env, variable] of [
+    [{ STRIPE_API_KEY: secret }, 'STRIPE_API_KEY'],
+    [{ STRIPE_API_KEY: 'pk_test_publishable' }, 'STRIPE_API_KEY'],
+    [{ PAYSTACK_API_URL: 'ftp://api.paystack.co' }, 'PAYSTACK_API_URL'],
+    [{ STRIPE_API_URL: 'https://api.stripe.com/v1' }, 'STRIPE_API_URL'],
+    [{ STRIPE_API_URL: 'not a url' }, 'STRIPE_API_URL'],
+    [{ DEFAULT_PROVIDER: 'paypal' }, 'DEFAULT_PROVIDER'],
+    [{ DEFAULT_PROVIDER: 'stripe', PAYSTACK_SECRET_KEY: 'sk_test_p' }, 'DEFAULT_PROVIDER'],
+    [{ PROVIDER_TIMEOUT: '30 seconds' }, 'PROVIDER_TIMEOUT'],
+    [{ PROVIDER_TIMEOUT: '0s' }, 'PROVIDER_TIMEOUT'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig(env),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.variable === variable &&
+        error.message.startsWith(variable) &&
+        !error.message.includes(secret),
+      JSON.stringify(env),
+    );
+  }
+  assert.throws(() => loadConfig({ DEFAULT_PROVIDER: 'stripe' }), /STRIPE_API_KEY is not set/);
+});

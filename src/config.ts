@@ -11,8 +11,19 @@ export interface Config {
   database: DatabaseConfig;
   /** Bootstrap API keys (admin scope). Never logged. */
   apiKeys: readonly string[];
+  /** PAYSTACK_SECRET_KEY: verifies Paystack events and is the Paystack API key (SPEC §10). '' = not set. */
   paystackSecretKey: string;
   stripeWebhookSecret: string;
+  /** PAYSTACK_API_URL without a trailing slash (default https://api.paystack.co). */
+  paystackApiUrl: string;
+  /** STRIPE_API_KEY (`sk_…` or restricted `rk_…`); '' = Stripe cannot collect (SPEC §10). */
+  stripeApiKey: string;
+  /** STRIPE_API_URL: an origin (scheme, host, port; no path), default https://api.stripe.com. */
+  stripeApiUrl: string;
+  /** DEFAULT_PROVIDER: the provider a checkout uses when the request names none (SPEC §10). */
+  defaultProvider: CollectingProvider;
+  /** PROVIDER_TIMEOUT in ms: the deadline of one provider API call, answer included. */
+  providerTimeoutMs: number;
   /** CIDRs exempt from the outbound-webhook private-address rule, as `[address, prefix]` text. */
   webhookAllowPrivateCidrs: readonly string[];
   /** Delays in ms before each webhook retry after the first attempt. */
@@ -42,6 +53,10 @@ export interface Config {
   /** BUSINESS_NAME: who the hosted invoice page says the invoice is from (SPEC §9). */
   businessName: string;
 }
+
+/** The providers the service can collect through (SPEC §10). */
+export const COLLECTING_PROVIDERS = ['paystack', 'stripe'] as const;
+export type CollectingProvider = (typeof COLLECTING_PROVIDERS)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
@@ -141,6 +156,55 @@ function isHttpOrigin(text: string): boolean {
   }
 }
 
+/** The origin of `text` (an http(s) URL whose path is `/` or empty), or undefined. */
+function originOnly(text: string): string | undefined {
+  if (!isHttpOrigin(text)) return undefined;
+  const url = new URL(text);
+  return url.pathname === '/' ? url.origin : undefined;
+}
+
+/**
+ * The provider API settings of SPEC §10. Key values are never echoed in an error: a
+ * ConfigError is printed at start, and a key pasted into the wrong variable is still a key.
+ */
+function collectionConfig(env: Env) {
+  const paystackSecretKey = read(env, 'PAYSTACK_SECRET_KEY', '');
+  const stripeApiKey = read(env, 'STRIPE_API_KEY', '');
+  if (stripeApiKey !== '' && !/^(sk|rk)_[A-Za-z0-9_]+$/.test(stripeApiKey)) {
+    throw new ConfigError('STRIPE_API_KEY', 'must be a Stripe secret key (sk_…) or restricted key (rk_…)');
+  }
+  const paystackApiUrl = read(env, 'PAYSTACK_API_URL', 'https://api.paystack.co');
+  if (!isHttpOrigin(paystackApiUrl)) {
+    throw new ConfigError('PAYSTACK_API_URL', `must be an http:// or https:// URL (got "${paystackApiUrl}")`);
+  }
+  const stripeUrl = read(env, 'STRIPE_API_URL', 'https://api.stripe.com');
+  const stripeApiUrl = originOnly(stripeUrl);
+  if (stripeApiUrl === undefined) {
+    throw new ConfigError(
+      'STRIPE_API_URL',
+      `must be an http:// or https:// origin without a path (got "${stripeUrl}")`,
+    );
+  }
+  // "Default: the one configured": Stripe when only Stripe has a key, otherwise Paystack.
+  const implied: CollectingProvider = stripeApiKey !== '' && paystackSecretKey === '' ? 'stripe' : 'paystack';
+  const defaultProvider = read(env, 'DEFAULT_PROVIDER', implied);
+  if (!(COLLECTING_PROVIDERS as readonly string[]).includes(defaultProvider)) {
+    throw new ConfigError('DEFAULT_PROVIDER', `must be paystack or stripe (got "${defaultProvider}")`);
+  }
+  const keyVariable = defaultProvider === 'stripe' ? 'STRIPE_API_KEY' : 'PAYSTACK_SECRET_KEY';
+  if (env.DEFAULT_PROVIDER?.trim() && (defaultProvider === 'stripe' ? stripeApiKey : paystackSecretKey) === '') {
+    throw new ConfigError('DEFAULT_PROVIDER', `is ${defaultProvider} but ${keyVariable} is not set`);
+  }
+  return {
+    paystackSecretKey,
+    paystackApiUrl: paystackApiUrl.replace(/\/+$/, ''),
+    stripeApiKey,
+    stripeApiUrl,
+    defaultProvider: defaultProvider as CollectingProvider,
+    providerTimeoutMs: duration(env, 'PROVIDER_TIMEOUT', '30s'),
+  };
+}
+
 function databaseConfig(env: Env): DatabaseConfig {
   const url = read(env, 'DATABASE_URL', 'sqlite:./data/billing.db');
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
@@ -209,8 +273,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     host,
     database: databaseConfig(env),
     apiKeys: Object.freeze(apiKeys),
-    paystackSecretKey: read(env, 'PAYSTACK_SECRET_KEY', ''),
     stripeWebhookSecret: read(env, 'STRIPE_WEBHOOK_SECRET', ''),
+    ...collectionConfig(env),
     webhookAllowPrivateCidrs: Object.freeze(cidrs),
     webhookRetryScheduleMs: Object.freeze(
       durationList(env, 'WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,14h,20h,24h', 'non-decreasing'),

@@ -6,6 +6,7 @@ import type { Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { hashKey } from './modules/api-keys/api-keys.keys.ts';
 import { KeyUsageRecorder } from './modules/api-keys/key-usage.ts';
+import { createProviderApis, type ProviderApis } from './modules/collection/provider-apis.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { noticeClockReads } from './shared/clock-reads.ts';
 
@@ -17,6 +18,8 @@ export interface Deps {
   /** SHA-256 hashes of the bootstrap keys from API_KEYS. */
   bootstrapKeyHashes: ReadonlySet<string>;
   keyUsage: KeyUsageRecorder;
+  /** Paystack and Stripe API clients, for the providers that have an API key (SPEC §10). */
+  providers: ProviderApis;
   /** Flushes pending writes and closes the database. */
   close(): Promise<void>;
 }
@@ -41,6 +44,7 @@ export async function createDeps(config: Readonly<Config>, options: DepsOptions 
     throw error;
   }
   const keyUsage = new KeyUsageRecorder(database.db);
+  const providers = createProviderApis(config);
   return {
     config,
     db: database.db,
@@ -49,8 +53,10 @@ export async function createDeps(config: Readonly<Config>, options: DepsOptions 
     clock: noticeClockReads(options.clock ?? systemClock),
     bootstrapKeyHashes: new Set(config.apiKeys.map(hashKey)),
     keyUsage,
+    providers,
     async close() {
       await keyUsage.flush().catch(() => {});
+      await providers.close().catch(() => {});
       await database.close();
     },
   };

@@ -1,5 +1,6 @@
 // The whole schema as Kysely sees it: one entry per table, each typed in its module.
 import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
+import type { InvoicePaymentAttemptsTable } from '../modules/collection/payment-attempts.table.ts';
 import type { CustomersTable } from '../modules/customers/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/dunning.table.ts';
 import type { EventsTable } from '../modules/events/events.table.ts';
@@ -28,6 +29,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   invoices: InvoicesTable;
   invoice_numbers: InvoiceNumbersTable;
+  invoice_payment_attempts: InvoicePaymentAttemptsTable;
   payments: PaymentsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;

@@ -83,6 +83,19 @@ export class ServiceUnavailableError extends AppError {
 }
 
 /**
+ * 503 `internal_error`: a payment provider gave no usable answer (timeout, 5xx, unreachable;
+ * SPEC §10). SPEC §2 allows no 502/504, and 503 already means "retry later": nothing the
+ * client asked for was done, and the same request can be sent again. `details` says which
+ * provider and why (docs/SPEC.md §10).
+ */
+export class ProviderUnavailableError extends AppError {
+  override readonly status = 503;
+  constructor(message: string, details: unknown) {
+    super('internal_error', message, details);
+  }
+}
+
+/**
  * The SPEC §2 400 body: the envelope and the problem-details shape at once, so clients
  * of either keep working. `errors` lists each offending field with the reason.
  */

@@ -23,6 +23,8 @@ export const REDACTED_PATHS = [
   '*.apiKeys',
   '*.paystackSecretKey',
   '*.stripeWebhookSecret',
+  '*.stripeApiKey',
+  '*.secretKey',
 ];
 
 const SECRET_QUERY_PARAM = /key|token|secret|signature|password|auth/i;

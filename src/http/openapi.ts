@@ -8,6 +8,7 @@ import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
+import { checkoutLinkSchema } from '../modules/collection/checkout.schemas.ts';
 import { customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import {
   caseListSchema,
@@ -133,6 +134,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   invoiceLineSchema,
   invoiceSchema,
   invoiceListSchema,
+  checkoutLinkSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -150,7 +152,8 @@ export const TAGS = [
   },
   {
     name: 'Invoices',
-    description: 'What a customer owes per billing period: open until payments settle it, or voided / written off.',
+    description:
+      'What a customer owes per billing period: open until payments settle it, voided or written off; collecting it through Paystack or Stripe.',
   },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {

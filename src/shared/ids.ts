@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   providerEvent: 'pev',
   invoice: 'inv',
   invoiceLine: 'il',
+  paymentAttempt: 'pat',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

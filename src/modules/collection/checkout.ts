@@ -1,0 +1,170 @@
+// Checkout links (SPEC §10): POST /api/invoices/{id}/checkout asks Paystack or Stripe for a
+// payment page for what an open invoice still owes. The attempt is committed before the
+// provider is called (so a crash or a timeout leaves a trace with its reference), then given
+// the outcome. The link itself settles nothing: the provider's event for the payment does,
+// through POST /api/notify, matched by the metadata (invoice_id) the link carries.
+import type { Deps } from '../../deps.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
+import { AppError, ProviderUnavailableError, StateConflictError, ValidationError } from '../../http/errors.ts';
+import { hostedInvoiceUrl, lockInvoice } from '../invoices/invoices.lifecycle.ts';
+import type { CheckoutInput, CheckoutLink } from './checkout.schemas.ts';
+import { type PaymentAttemptRow, recordAttemptOutcome, startAttempt } from './payment-attempts.ts';
+import { ProviderCallError, PROVIDER_NAMES } from './provider-api.ts';
+import { API_KEY_VARIABLE } from './provider-apis.ts';
+
+/** True for an absolute http:// or https:// URL without credentials. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+  } catch {
+    return false;
+  }
+}
+
+/** What the provider is told about the invoice, and what its events bring back (SPEC §10). */
+interface CheckoutRequest {
+  attempt: PaymentAttemptRow;
+  email: string;
+  number: string;
+  callbackUrl: string;
+  cancelUrl: string;
+  metadata: Record<string, string>;
+}
+
+/**
+ * Creates a checkout link for invoice `invoiceId` through `input.provider` (default
+ * DEFAULT_PROVIDER) for its `amount_remaining` (minor units), recording a payment attempt.
+ * `callback_url` (default: the hosted invoice page) is where the provider sends the customer
+ * afterwards. Throws 400 `validation_error` (callback_url not http(s)), 404 `not_found`, 409
+ * `validation_error` (the invoice is not `open`), 422 `invalid_state` (the provider has no API
+ * key, refuses the key, or refuses the request), 503 `internal_error` (no usable answer in
+ * PROVIDER_TIMEOUT: the attempt stays `unknown`).
+ */
+export async function createCheckoutLink(deps: Deps, invoiceId: string, input: CheckoutInput): Promise<CheckoutLink> {
+  const { db, clock, config } = deps;
+  if (input.callback_url !== undefined && !isHttpUrl(input.callback_url)) {
+    throw new ValidationError('callback_url must be an absolute http:// or https:// URL', 'callback_url');
+  }
+  const provider = input.provider ?? config.defaultProvider;
+
+  const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest> => {
+    const invoice = await lockInvoice(trx, invoiceId);
+    const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
+    if (invoice.status !== 'open' || remaining <= 0) {
+      throw new StateConflictError(`invoice ${invoice.id} cannot be paid in its current state (${invoice.status})`);
+    }
+    if (!deps.providers[provider]) {
+      throw new AppError(
+        'invalid_state',
+        `${PROVIDER_NAMES[provider]} cannot collect payments: ${API_KEY_VARIABLE[provider]} is not set`,
+      );
+    }
+    const customer = await trx
+      .selectFrom('customers')
+      .select('email')
+      .where('id', '=', invoice.customer_id)
+      .executeTakeFirstOrThrow();
+    const attempt = await startAttempt(trx, clock, {
+      invoiceId: invoice.id,
+      provider,
+      kind: 'checkout',
+      amount: remaining,
+      currency: invoice.currency,
+    });
+    const hosted = hostedInvoiceUrl(config.publicUrl, invoice.hosted_token);
+    return {
+      attempt,
+      email: customer.email,
+      number: invoice.number,
+      callbackUrl: input.callback_url ?? hosted,
+      cancelUrl: hosted,
+      metadata: {
+        customer_id: invoice.customer_id,
+        ...(invoice.subscription_id === null ? {} : { subscription_id: invoice.subscription_id }),
+        invoice_id: invoice.id,
+      },
+    };
+  });
+
+  const { attempt } = request;
+  try {
+    const link = await callProvider(deps, request);
+    await recordAttemptOutcome(db, clock, attempt, {
+      status: 'requires_action',
+      providerObjectId: link.providerObjectId,
+      url: link.url,
+      expiresAt: link.expiresAt,
+    });
+    return {
+      provider,
+      url: link.url,
+      reference: attempt.reference,
+      ...(link.expiresAt === null ? {} : { expires_at: link.expiresAt }),
+    };
+  } catch (error) {
+    if (!(error instanceof ProviderCallError)) throw error;
+    await recordAttemptOutcome(db, clock, attempt, {
+      status: error.outcomeUnknown ? 'unknown' : 'failed',
+      failureCode: error.providerCode ?? `provider_${error.failure}`,
+      failureMessage: error.message,
+    });
+    throw toAppError(error, attempt.reference);
+  }
+}
+
+/** The provider's answer, in our terms. */
+interface ProviderLink {
+  url: string;
+  providerObjectId: string | null;
+  expiresAt: string | null;
+}
+
+async function callProvider(deps: Deps, request: CheckoutRequest): Promise<ProviderLink> {
+  const { attempt } = request;
+  if (attempt.provider === 'paystack') {
+    const answer = await deps.providers.paystack!.initializeTransaction({
+      email: request.email,
+      amount: attempt.amount,
+      currency: attempt.currency,
+      reference: attempt.reference,
+      callback_url: request.callbackUrl,
+      metadata: request.metadata,
+    });
+    return { url: answer.authorization_url, providerObjectId: answer.access_code || null, expiresAt: null };
+  }
+  // We keep no Stripe customer ids yet: the email prefills Checkout, which then creates the
+  // Stripe customer the saved card (setup_future_usage) is attached to.
+  const session = await deps.providers.stripe!.createCheckoutSession({
+    amount: attempt.amount,
+    currency: attempt.currency,
+    description: `Invoice ${request.number}`,
+    customerEmail: request.email,
+    successUrl: request.callbackUrl,
+    cancelUrl: request.cancelUrl,
+    reference: attempt.reference,
+    metadata: request.metadata,
+  });
+  return {
+    url: session.url,
+    providerObjectId: session.id,
+    expiresAt: session.expires_at === null ? null : new Date(session.expires_at * 1000).toISOString(),
+  };
+}
+
+/**
+ * The client's error for a failed provider call (docs/SPEC.md §10): the key or the request
+ * refused → 422 `invalid_state` (retrying the same request cannot help); no usable answer →
+ * 503 `internal_error` (retry later). `details` names the provider, our reference and why.
+ */
+function toAppError(error: ProviderCallError, reference: string): AppError {
+  const details = {
+    provider: error.provider,
+    reference,
+    reason: error.failure,
+    provider_status: error.providerStatus,
+    provider_code: error.providerCode,
+  };
+  if (error.outcomeUnknown) return new ProviderUnavailableError(`${error.message}; retry later`, details);
+  return new AppError('invalid_state', error.message, details);
+}

@@ -1,0 +1,182 @@
+// Paystack's REST API (https://paystack.com/docs/api/, PaystackOSS/openapi), the calls
+// collection makes: POST /transaction/initialize (a checkout link) and GET
+// /transaction/verify/:reference (what happened to a reference). Plain undici, one keep-alive
+// pool per process, `Authorization: Bearer <PAYSTACK_SECRET_KEY>`, one deadline per call
+// (PROVIDER_TIMEOUT) that covers the answer's body too. Every answer is `{status, message,
+// data}`; errors add `code`/`type`. Failures come back as ProviderCallError, never with the key.
+import { Agent, request } from 'undici';
+import { isObject, type JsonObject } from '../provider-events/provider-values.ts';
+import { ProviderCallError, scrubProviderText } from './provider-api.ts';
+
+/** The most bytes of an answer read: Paystack's largest answers here are a few KiB. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+export interface PaystackApiOptions {
+  /** PAYSTACK_API_URL, without a trailing slash. */
+  baseUrl: string;
+  /** PAYSTACK_SECRET_KEY (non-empty). */
+  secretKey: string;
+  /** PROVIDER_TIMEOUT in ms. */
+  timeoutMs: number;
+}
+
+/** POST /transaction/initialize's body as we send it (SPEC §10). `amount` in minor units. */
+export interface InitializeTransactionInput {
+  email: string;
+  amount: number;
+  /** ISO 4217 upper case (Paystack: NGN, GHS, KES, ZAR, USD). */
+  currency: string;
+  /** Ours; letters, digits, `-`, `.`, `=` only. */
+  reference: string;
+  callback_url?: string;
+  metadata: Record<string, string>;
+}
+
+/** `data` of a successful initialize: the page the customer pays on. */
+export interface InitializedTransaction {
+  authorization_url: string;
+  access_code: string;
+  reference: string;
+}
+
+/** What collection reads of a verified transaction (`data` of GET /transaction/verify/:reference). */
+export interface VerifiedTransaction {
+  reference: string;
+  /** `success`, `failed`, `abandoned`, `ongoing`, `pending`, `reversed`, … */
+  status: string;
+  /** Minor units. */
+  amount: number;
+  currency: string;
+  gateway_response: string | null;
+  /** The whole `data` object, for callers that need more (authorization, customer). */
+  data: JsonObject;
+}
+
+/** A client of Paystack's API. One per process; `close()` ends its connections. */
+export class PaystackApi {
+  readonly #options: PaystackApiOptions;
+  readonly #agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
+
+  constructor(options: PaystackApiOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * POST /transaction/initialize. Returns `data` (authorization_url, access_code, reference).
+   * Throws ProviderCallError: `refused` with Paystack's message (e.g. a duplicate reference),
+   * `unauthorized`, `timeout` or `unavailable`.
+   */
+  async initializeTransaction(input: InitializeTransactionInput): Promise<InitializedTransaction> {
+    const { status, body } = await this.#call('POST', '/transaction/initialize', input);
+    const data = isObject(body) && body.status === true && isObject(body.data) ? body.data : undefined;
+    if (
+      status !== 200 ||
+      !data ||
+      typeof data.authorization_url !== 'string' ||
+      !/^https?:\/\//.test(data.authorization_url)
+    ) {
+      throw this.#failure(status, body, 'initialize the transaction');
+    }
+    return {
+      authorization_url: data.authorization_url,
+      access_code: typeof data.access_code === 'string' ? data.access_code : '',
+      reference: typeof data.reference === 'string' ? data.reference : input.reference,
+    };
+  }
+
+  /**
+   * GET /transaction/verify/:reference. Returns the transaction, or null when Paystack has
+   * none with this reference (404). Throws ProviderCallError otherwise.
+   */
+  async verifyTransaction(reference: string): Promise<VerifiedTransaction | null> {
+    const { status, body } = await this.#call('GET', `/transaction/verify/${encodeURIComponent(reference)}`);
+    if (status === 404) return null;
+    const data = isObject(body) && body.status === true && isObject(body.data) ? body.data : undefined;
+    if (status !== 200 || !data || typeof data.status !== 'string' || typeof data.amount !== 'number') {
+      throw this.#failure(status, body, 'verify the transaction');
+    }
+    return {
+      reference: typeof data.reference === 'string' ? data.reference : reference,
+      status: data.status,
+      amount: data.amount,
+      currency: typeof data.currency === 'string' ? data.currency : '',
+      gateway_response: typeof data.gateway_response === 'string' ? data.gateway_response : null,
+      data,
+    };
+  }
+
+  /** Closes the connection pool (after in-flight calls end). */
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  /** One call: the status and the parsed JSON body (undefined when not JSON). */
+  async #call(method: 'GET' | 'POST', path: string, json?: unknown): Promise<{ status: number; body: unknown }> {
+    const { baseUrl, secretKey, timeoutMs } = this.#options;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    try {
+      const response = await request(`${baseUrl}${path}`, {
+        method,
+        dispatcher: this.#agent,
+        signal: deadline,
+        headers: {
+          authorization: `Bearer ${secretKey}`,
+          accept: 'application/json',
+          ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: json === undefined ? undefined : JSON.stringify(json),
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_ANSWER_BYTES) {
+          response.body.destroy();
+          throw new ProviderCallError('paystack', 'unavailable', 'Paystack sent an answer over 1 MiB', {
+            providerStatus: response.statusCode,
+          });
+        }
+        chunks.push(chunk);
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        body = undefined;
+      }
+      return { status: response.statusCode, body };
+    } catch (error) {
+      if (error instanceof ProviderCallError) throw error;
+      if (deadline.aborted) {
+        throw new ProviderCallError('paystack', 'timeout', `Paystack did not answer within ${timeoutMs} ms`);
+      }
+      const code = String((error as { code?: unknown })?.code ?? '');
+      throw new ProviderCallError(
+        'paystack',
+        'unavailable',
+        `Paystack could not be reached${/^[A-Z_]+$/.test(code) ? ` (${code})` : ''}`,
+      );
+    }
+  }
+
+  /** The ProviderCallError for a non-successful answer: status → failure, Paystack's message scrubbed. */
+  #failure(status: number, body: unknown, action: string): ProviderCallError {
+    const said = isObject(body) ? scrubProviderText(body.message, [this.#options.secretKey]) : '';
+    const code = isObject(body) && typeof body.code === 'string' ? scrubProviderText(body.code, []) : null;
+    const options = { providerStatus: status, providerCode: code };
+    if (status === 401 || status === 403) {
+      return new ProviderCallError(
+        'paystack',
+        'unauthorized',
+        `Paystack refused PAYSTACK_SECRET_KEY (HTTP ${status})`,
+        options,
+      );
+    }
+    if (status >= 400 && status < 500 && status !== 429) {
+      const reason = said === '' ? `HTTP ${status}` : said;
+      return new ProviderCallError('paystack', 'refused', `Paystack refused to ${action}: ${reason}`, options);
+    }
+    const what = status >= 200 && status < 300 ? 'an answer it could not read' : `HTTP ${status}`;
+    return new ProviderCallError('paystack', 'unavailable', `Paystack could not ${action} (${what})`, options);
+  }
+}
