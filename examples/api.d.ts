@@ -118,7 +118,7 @@ export interface paths {
     put?: never;
     /**
      * Create a subscription
-     * @description `trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment. Emits `subscription.created`.
+     * @description `trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, with its first invoice (`[created_at, +interval]`, due at once; `invoice.created`). Emits `subscription.created`.
      */
     post: operations['createSubscription'];
     delete?: never;
@@ -266,6 +266,26 @@ export interface paths {
     get: operations['getRefund'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/{id}/pay': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Pay an invoice out of band
+     * @description Cash or bank transfer: records a payment with provider `manual` for `amount_remaining` in the invoice's currency, which settles it (`paid`; events `payment.succeeded`, `invoice.paid`) and moves its subscription like any payment. From `open` or `uncollectible`; a `paid` or `void` invoice, or a `reference` already recorded: 409 `validation_error`.
+     */
+    post: operations['payInvoice'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1425,6 +1445,7 @@ export interface components {
      *       "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "provider": "paystack",
      *       "provider_reference": "T685312322670591",
      *       "amount": 5000,
@@ -1442,6 +1463,8 @@ export interface components {
       id: string;
       customer_id: string | null;
       subscription_id: string | null;
+      /** @description The invoice (`inv_…`) this payment settled (SPEC §9), or null: it settled none (a payment in another currency, after its invoice was voided, or not attributed to a subscription). What an invoice did not take stays here, unapplied: the sum of the `amount`s of an invoice's payments minus its `amount_paid`. */
+      invoice_id: string | null;
       /** @example paystack */
       provider: string;
       /** @description The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id). */
@@ -1470,6 +1493,7 @@ export interface components {
      *           "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "provider": "paystack",
      *           "provider_reference": "T685312322670591",
      *           "amount": 5000,
@@ -1503,6 +1527,7 @@ export interface components {
      *       "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "provider": "paystack",
      *       "provider_reference": "T685312322670591",
      *       "amount": 5000,
@@ -1521,6 +1546,8 @@ export interface components {
       id: string;
       customer_id: string | null;
       subscription_id: string | null;
+      /** @description The invoice (`inv_…`) this payment settled (SPEC §9), or null: it settled none (a payment in another currency, after its invoice was voided, or not attributed to a subscription). What an invoice did not take stays here, unapplied: the sum of the `amount`s of an invoice's payments minus its `amount_paid`. */
+      invoice_id: string | null;
       /** @example paystack */
       provider: string;
       /** @description The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id). */
@@ -1620,6 +1647,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1640,6 +1668,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1674,6 +1704,7 @@ export interface components {
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "status": "open",
      *           "reason": "payment_failed",
      *           "attempts": 1,
@@ -1719,6 +1750,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1747,6 +1779,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1780,6 +1814,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1801,6 +1836,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1835,6 +1872,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1857,6 +1895,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1894,6 +1934,7 @@ export interface components {
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "status": "open",
      *           "reason": "payment_failed",
      *           "attempts": 1,
@@ -3948,6 +3989,7 @@ export interface operations {
            *           "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "provider": "paystack",
            *           "provider_reference": "T685312322670591",
            *           "amount": 5000,
@@ -4010,6 +4052,7 @@ export interface operations {
            *       "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "provider": "paystack",
            *       "provider_reference": "T685312322670591",
            *       "amount": 5000,
@@ -4160,6 +4203,95 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  payInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "paid_out_of_band": true,
+         *       "reference": "TRF-2026-0117-4411"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Must be `true`: the money arrived outside the payment providers (cash, bank transfer).
+           * @enum {boolean}
+           */
+          paid_out_of_band: true;
+          /** @description Your reference for the money received (a bank transfer's reference): the manual payment's `provider_reference`, unique. Default: a generated `oob_…`. */
+          reference?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The invoice, paid */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "INV-000042",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "open",
+           *       "currency": "NGN",
+           *       "amount_due": 500000,
+           *       "amount_paid": 0,
+           *       "amount_remaining": 500000,
+           *       "period_start": "2026-01-15T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "due_at": "2026-01-15T10:00:00.000Z",
+           *       "attempt_count": 0,
+           *       "next_payment_attempt_at": null,
+           *       "lines": [
+           *         {
+           *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "quantity": 1,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         }
+           *       ],
+           *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *       "paid_at": null,
+           *       "voided_at": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Invoice'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
@@ -4412,6 +4544,7 @@ export interface operations {
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "status": "open",
            *           "reason": "payment_failed",
            *           "attempts": 1,
@@ -4472,6 +4605,7 @@ export interface operations {
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "status": "open",
            *       "reason": "payment_failed",
            *       "attempts": 1,
@@ -4619,6 +4753,7 @@ export interface operations {
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "status": "open",
            *           "reason": "payment_failed",
            *           "attempts": 1,
@@ -6180,6 +6315,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6239,6 +6375,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6298,6 +6435,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6357,6 +6495,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6416,6 +6555,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6867,6 +7007,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,
@@ -6928,6 +7069,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,
@@ -6990,6 +7132,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,
@@ -7051,6 +7194,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,

@@ -147,6 +147,10 @@ export const TAGS = [
     name: 'Payments',
     description: 'Payments and refunds, recorded from verified provider events (read-only through the API).',
   },
+  {
+    name: 'Invoices',
+    description: 'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments.',
+  },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {
     name: 'Webhooks',
