@@ -3965,7 +3965,7 @@ export interface operations {
         customer_id?: string;
         subscription_id?: string;
         status?: 'succeeded' | 'failed' | 'refunded' | 'partially_refunded';
-        provider?: 'paystack' | 'stripe';
+        provider?: 'paystack' | 'stripe' | 'manual';
       };
       header?: {
         /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */

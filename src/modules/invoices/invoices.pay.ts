@@ -10,14 +10,12 @@ import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, StateConflictError } from '../../http/errors.ts';
 import { recordPaymentReport } from '../payments/payments.recording.ts';
 import { lockPaymentReference } from '../payments/payments.references.ts';
+import { MANUAL_PROVIDER } from '../payments/payments.table.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { applySuccessfulPayment, type PaymentContext } from '../subscriptions/subscriptions.payments.ts';
 import { isPayable } from './invoice-status.ts';
 import { findInvoiceRow, type Invoice, lockInvoice, toInvoice } from './invoices.lifecycle.ts';
 import { settleInvoice } from './invoices.settlement.ts';
-
-/** The provider name of payments recorded by POST …/pay. */
-export const MANUAL_PROVIDER = 'manual';
 
 /** The exact 409 body text for paying an invoice that is `paid` or `void` (SPEC §2). */
 export const CANNOT_PAY = 'invoice cannot be paid in its current state';
