@@ -272,6 +272,83 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/invoices': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List invoices
+     * @description Filters are exact matches; `sort_by` is `created_at` (default), `due_at` or `amount_due`.
+     */
+    get: operations['listInvoices'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get an invoice */
+    get: operations['getInvoice'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/{id}/void': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Void an invoice
+     * @description From `open` or `uncollectible`: nothing is owed on it any more. Emits `invoice.voided`; an open dunning case chasing the invoice closes as `cancelled`. From `paid` or `void`: 409 `validation_error` "cannot be voided in its current state". No body.
+     */
+    post: operations['voidInvoice'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/{id}/mark-uncollectible': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Mark an invoice uncollectible
+     * @description From `open` only: the debt is written off but a later payment still settles it. Emits `invoice.marked_uncollectible`; an open dunning case chasing the invoice closes as `cancelled`. Otherwise 409 `validation_error` "cannot be marked uncollectible in its current state". No body.
+     */
+    post: operations['markInvoiceUncollectible'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/invoices/{id}/pay': {
     parameters: {
       query?: never;
@@ -2725,6 +2802,60 @@ export interface components {
       /** Format: date-time */
       updated_at: string;
     };
+    /**
+     * @description A page of Invoice objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "number": "INV-000042",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "status": "open",
+     *           "currency": "NGN",
+     *           "amount_due": 500000,
+     *           "amount_paid": 0,
+     *           "amount_remaining": 500000,
+     *           "period_start": "2026-01-15T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "due_at": "2026-01-15T10:00:00.000Z",
+     *           "attempt_count": 0,
+     *           "next_payment_attempt_at": null,
+     *           "lines": [
+     *             {
+     *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *               "amount": 500000,
+     *               "currency": "NGN",
+     *               "quantity": 1,
+     *               "period_start": "2026-01-15T10:00:00.000Z",
+     *               "period_end": "2026-02-15T10:00:00.000Z",
+     *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *             }
+     *           ],
+     *           "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+     *           "paid_at": null,
+     *           "voided_at": null,
+     *           "metadata": {},
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    InvoiceList: {
+      data: components['schemas']['Invoice'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
   };
   responses: {
     /** @description Malformed request or invalid field */
@@ -4203,6 +4334,317 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listInvoices: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'due_at' | 'amount_due';
+        sort_order?: 'asc' | 'desc';
+        customer_id?: string;
+        subscription_id?: string;
+        status?: 'open' | 'paid' | 'void' | 'uncollectible';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of invoices */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "number": "INV-000042",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "status": "open",
+           *           "currency": "NGN",
+           *           "amount_due": 500000,
+           *           "amount_paid": 0,
+           *           "amount_remaining": 500000,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "due_at": "2026-01-15T10:00:00.000Z",
+           *           "attempt_count": 0,
+           *           "next_payment_attempt_at": null,
+           *           "lines": [
+           *             {
+           *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *               "amount": 500000,
+           *               "currency": "NGN",
+           *               "quantity": 1,
+           *               "period_start": "2026-01-15T10:00:00.000Z",
+           *               "period_end": "2026-02-15T10:00:00.000Z",
+           *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *             }
+           *           ],
+           *           "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *           "paid_at": null,
+           *           "voided_at": null,
+           *           "metadata": {},
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['InvoiceList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invoice */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "INV-000042",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "open",
+           *       "currency": "NGN",
+           *       "amount_due": 500000,
+           *       "amount_paid": 0,
+           *       "amount_remaining": 500000,
+           *       "period_start": "2026-01-15T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "due_at": "2026-01-15T10:00:00.000Z",
+           *       "attempt_count": 0,
+           *       "next_payment_attempt_at": null,
+           *       "lines": [
+           *         {
+           *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "quantity": 1,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         }
+           *       ],
+           *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *       "paid_at": null,
+           *       "voided_at": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Invoice'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  voidInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invoice in its new state */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "INV-000042",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "open",
+           *       "currency": "NGN",
+           *       "amount_due": 500000,
+           *       "amount_paid": 0,
+           *       "amount_remaining": 500000,
+           *       "period_start": "2026-01-15T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "due_at": "2026-01-15T10:00:00.000Z",
+           *       "attempt_count": 0,
+           *       "next_payment_attempt_at": null,
+           *       "lines": [
+           *         {
+           *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "quantity": 1,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         }
+           *       ],
+           *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *       "paid_at": null,
+           *       "voided_at": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Invoice'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  markInvoiceUncollectible: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invoice in its new state */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "INV-000042",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "open",
+           *       "currency": "NGN",
+           *       "amount_due": 500000,
+           *       "amount_paid": 0,
+           *       "amount_remaining": 500000,
+           *       "period_start": "2026-01-15T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "due_at": "2026-01-15T10:00:00.000Z",
+           *       "attempt_count": 0,
+           *       "next_payment_attempt_at": null,
+           *       "lines": [
+           *         {
+           *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "quantity": 1,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         }
+           *       ],
+           *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *       "paid_at": null,
+           *       "voided_at": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Invoice'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];

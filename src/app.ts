@@ -21,6 +21,7 @@ import { EMAIL_FORMATS } from './modules/customers/customers.schemas.ts';
 import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
 import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
+import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
 import { invoicePayRoutes } from './modules/invoices/invoices.pay.routes.ts';
 import { paymentRoutes } from './modules/payments/payments.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
@@ -44,6 +45,7 @@ function allRoutes(deps: Deps): Route[] {
     ...planRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
+    ...invoiceRoutes(deps),
     ...invoicePayRoutes(deps),
     ...providerEventRoutes(deps),
     ...dunningRoutes(deps),

@@ -12,7 +12,7 @@ import { compiledQuery, type Param } from './compiled-queries.ts';
 import type { Database } from './database.ts';
 import { executeDeferred } from './pg-traffic.ts';
 
-export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds';
+export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds' | 'invoices';
 
 /** Most deltas one foldCountDeltas call folds (the worker's batch size for it). */
 export const FOLD_BATCH = 10_000;

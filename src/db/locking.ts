@@ -8,7 +8,8 @@
 //   customers → subscriptions → invoices → dunning_cases
 //     (creating a subscription locks its customer first, as deleting the customer does; a
 //     payment locks its subscription, then the invoice it settles, then the dunning case; an
-//     API change of an invoice that also moves its subscription locks the subscription first)
+//     API change of an invoice that also moves its subscription locks the subscription first;
+//     void / mark-uncollectible lock the invoice, then the case chasing it)
 //   webhook_endpoints → webhook_deliveries → events
 //     (the API's PATCH, delete, retry and test lock the endpoint first; so does the worker
 //     recording attempts: its batch's endpoints in id order, before any delivery; an event's
@@ -18,7 +19,7 @@
 // appends a row to row_count_deltas and locks nothing shared (only the worker's fold updates
 // row_counts, in a transaction of its own); on SQLite there is one writer anyway. Each
 // table's owner moves its count in the function that inserts or deletes the row
-// (customers.repository.ts, createSubscription, emitEvent, payments.recording.ts), so no
+// (customers.repository.ts, createSubscription, emitEvent, payments.recording.ts, issueInvoice), so no
 // caller has to remember it or its place.
 //
 // Two transactions that follow it queue instead of deadlocking. A deadlock or serialization

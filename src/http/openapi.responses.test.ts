@@ -8,6 +8,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { TestApp } from '../../test/helpers/app.ts';
 import { createPayment } from '../../test/helpers/factories.ts';
+import { issueTestInvoice } from '../../test/helpers/invoices.ts';
 import { PROVIDER_ENV, paystackRefund, postPaystack } from '../../test/helpers/provider-events.ts';
 import { RECEIVER_HOST } from '../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp } from '../../test/helpers/webhooks.ts';
@@ -115,6 +116,13 @@ test('real responses of every resource, list and error match the schemas /openap
   assert.equal(upcoming.data.length, 1);
   await ok('PUT', '/api/subscriptions/{id}/cancel', `/api/subscriptions/${sub.id}/cancel`);
 
+  // An invoice (issued as the subscription flows issue them), read, written off, then voided.
+  const invoice = await issueTestInvoice(app, sub.id, { periodStart: '2030-01-15T10:00:00.000Z' });
+  await ok('GET', '/api/invoices/{id}', `/api/invoices/${invoice.id}`);
+  await ok('GET', '/api/invoices', '/api/invoices');
+  await ok('POST', '/api/invoices/{id}/mark-uncollectible', `/api/invoices/${invoice.id}/mark-uncollectible`);
+  await ok('POST', '/api/invoices/{id}/void', `/api/invoices/${invoice.id}/void`);
+
   const endpoint = await ok('POST', '/api/webhooks', '/api/webhooks', {
     url: `https://${RECEIVER_HOST}/hooks`,
     events: ['*'],
@@ -155,6 +163,9 @@ test('real responses of every resource, list and error match the schemas /openap
     'payment.refunded',
     'dunning.started',
     'dunning.reminder',
+    'invoice.created',
+    'invoice.marked_uncollectible',
+    'invoice.voided',
     'webhook.test',
     'webhook_endpoint.disabled',
   ]) {
@@ -167,6 +178,7 @@ test('real responses of every resource, list and error match the schemas /openap
   v.response('get', '/api/customers', await json(app, 'GET', '/api/customers', undefined, null));
   v.response('get', '/api/customers/{id}', await json(app, 'GET', '/api/customers/cus_missing'));
   v.response('put', '/api/subscriptions/{id}/cancel', await json(app, 'PUT', `/api/subscriptions/${sub.id}/cancel`));
+  v.response('post', '/api/invoices/{id}/void', await json(app, 'POST', `/api/invoices/${invoice.id}/void`));
 });
 
 test('every example in /openapi.json is valid against its schema', async (t) => {

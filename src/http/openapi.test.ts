@@ -137,6 +137,9 @@ test('/openapi.json: every operation has a unique operationId, a summary, descri
     'post /api/customers': 'createCustomer',
     'get /api/customers/{id}': 'getCustomer',
     'put /api/subscriptions/{id}/cancel': 'cancelSubscription',
+    'get /api/invoices': 'listInvoices',
+    'post /api/invoices/{id}/void': 'voidInvoice',
+    'post /api/invoices/{id}/mark-uncollectible': 'markInvoiceUncollectible',
     'post /api/webhooks/{id}/deliveries/{delivery_id}/retry': 'retryWebhookDelivery',
     'post /api/api-keys/{id}/rotate': 'rotateApiKey',
   };
@@ -161,6 +164,8 @@ test('/openapi.json: resources and lists are named components, referenced by eve
     'PaymentList',
     'Refund',
     'RefundList',
+    'Invoice',
+    'InvoiceList',
     'DunningCase',
     'DunningCaseList',
     'WebhookEndpoint',

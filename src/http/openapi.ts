@@ -30,7 +30,7 @@ import {
   refundListSchema,
   refundSchema,
 } from '../modules/payments/payments.schemas.ts';
-import { invoiceLineSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
+import { invoiceLineSchema, invoiceListSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from '../modules/provider-events/notify.schemas.ts';
 import {
@@ -132,6 +132,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   providerEventDetailSchema,
   invoiceLineSchema,
   invoiceSchema,
+  invoiceListSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -149,7 +150,8 @@ export const TAGS = [
   },
   {
     name: 'Invoices',
-    description: 'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments.',
+    description:
+      'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments, or voided / written off.',
   },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {

@@ -1,96 +1,66 @@
-// Invoices in tests: read them as the API shows them, and pay or fail them the way a provider
-// reports it (signed Paystack events through POST /api/notify, metadata naming our ids).
-import type { Deps } from '../../src/deps.ts';
-import { type Invoice, toInvoice } from '../../src/modules/invoices/invoices.lifecycle.ts';
-import { JOBS } from '../../src/worker/jobs.ts';
-import { Worker } from '../../src/worker/runner.ts';
+// Invoices for tests, made the way the service's own flows make them: issueInvoice for a
+// subscription's period (under its lock), transitionInvoice to mark one paid, and a dunning
+// case opened for an invoice. The API has no route that creates invoices.
+import { openOrCountDunningCase } from '../../src/modules/dunning/dunning.cases.ts';
+import {
+  type Invoice,
+  issueInvoice,
+  lockInvoice,
+  planLine,
+  transitionInvoice,
+} from '../../src/modules/invoices/invoices.lifecycle.ts';
+import { findPlan } from '../../src/modules/plans/plans.service.ts';
+import { lockSubscription } from '../../src/modules/subscriptions/subscriptions.lifecycle.ts';
 import type { TestApp } from './app.ts';
-import { nextSeq, paystackCharge, paystackInvoiceFailed, postPaystack } from './provider-events.ts';
 
-/** The invoices of subscription `id` as the API shows them, oldest period first. */
-export async function invoicesOf(app: TestApp, subscriptionId: string): Promise<Invoice[]> {
-  const rows = await app.deps.db
-    .selectFrom('invoices')
-    .selectAll()
-    .where('subscription_id', '=', subscriptionId)
-    .orderBy('period_start')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => toInvoice(row, app.deps.config.publicUrl));
-}
+const MONTH_MS = 30 * 86_400_000;
 
-/** One invoice by id, as the API shows it. */
-export async function invoiceById(app: TestApp, id: string): Promise<Invoice> {
-  const row = await app.deps.db.selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  return toInvoice(row, app.deps.config.publicUrl);
-}
-
-/** `invoice.*` events so far, oldest first: topic and the invoice's id and status. */
-export async function invoiceEvents(app: TestApp) {
-  const rows = await app.deps.db
-    .selectFrom('events')
-    .select(['topic', 'data'])
-    .where('topic', 'like', 'invoice.%')
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => {
-    const data = JSON.parse(row.data) as Invoice;
-    return { topic: row.topic, id: data.id, status: data.status, amount_paid: data.amount_paid };
+/**
+ * Issues the invoice of subscription `subscriptionId` for the period starting at
+ * `periodStart` (default: the clock's now; ISO 8601) and lasting 30 days, due at its start,
+ * with the plan's one line. Returns the invoice (the existing one if that period has one).
+ */
+export async function issueTestInvoice(
+  app: TestApp,
+  subscriptionId: string,
+  options: { periodStart?: string; dueAt?: string } = {},
+): Promise<Invoice> {
+  const periodStart = options.periodStart ?? app.clock.now().toISOString();
+  const periodEnd = new Date(Date.parse(periodStart) + MONTH_MS).toISOString();
+  return app.deps.db.transaction().execute(async (trx) => {
+    const subscription = await lockSubscription(trx, subscriptionId);
+    const plan = (await findPlan(trx, subscription.plan_id))!;
+    const { invoice } = await issueInvoice(trx, app.deps, {
+      customerId: subscription.customer_id,
+      subscriptionId: subscription.id,
+      currency: plan.currency,
+      periodStart,
+      periodEnd,
+      dueAt: options.dueAt ?? periodStart,
+      lines: [planLine(plan, periodStart, periodEnd)],
+    });
+    return invoice;
   });
 }
 
-export interface ProviderPayment {
-  subscriptionId: string;
-  /** Minor units. */
-  amount: number;
-  currency?: string;
-  /** Metadata `invoice_id`. */
-  invoiceId?: string;
-  failed?: boolean;
-  reference?: string;
+/** Marks invoice `id` paid in full, as settlement does (emits `invoice.paid`). */
+export async function markTestInvoicePaid(app: TestApp, id: string): Promise<Invoice> {
+  return app.deps.db.transaction().execute(async (trx) => {
+    const row = await lockInvoice(trx, id);
+    return transitionInvoice(trx, app.deps, row, 'paid', { amount_paid: row.amount_due });
+  });
 }
 
-/**
- * Reports a Paystack payment for `subscriptionId` (metadata names it, and `invoiceId` when
- * given): `charge.success`, or `invoice.payment_failed` when `failed`. Returns the status
- * of the notify request and the payment's reference.
- */
-export async function reportPayment(app: TestApp, payment: ProviderPayment) {
-  const metadata: Record<string, string> = { subscription_id: payment.subscriptionId };
-  if (payment.invoiceId) metadata.invoice_id = payment.invoiceId;
-  const reference = payment.reference ?? `T${nextSeq()}`;
-  const currency = payment.currency ?? 'NGN';
-  // Provider time = the test clock's, so reports are ordered as they are sent (SPEC §5 stale reports).
-  const at = app.clock.now().toISOString();
-  let body;
-  if (payment.failed) {
-    body = paystackInvoiceFailed({ subscriptionCode: `SUB_${reference}`, amount: payment.amount });
-    Object.assign(body.data.transaction, { reference, currency, amount: payment.amount, gateway_response: 'Declined' });
-    Object.assign(body.data.subscription, { metadata });
-    body.data.created_at = at;
-  } else {
-    body = paystackCharge({ reference, amount: payment.amount, currency, metadata });
-    Object.assign(body.data, { paid_at: at, created_at: at });
-  }
-  const res = await postPaystack(app, body);
-  return { status: res.status, reference };
-}
-
-/** The payment recorded under Paystack reference `reference` (the row). */
-export async function paymentByReference(app: TestApp, reference: string) {
-  return app.deps.db
-    .selectFrom('payments')
-    .selectAll()
-    .where('provider_reference', '=', reference)
-    .executeTakeFirstOrThrow();
-}
-
-/** One worker tick over every job; a failing job throws. Returns what each job handled. */
-export async function runWorker(deps: Deps): Promise<Record<string, number>> {
-  const failures: string[] = [];
-  const log = { error: (object: object) => failures.push(String(Object.values(object)[0])) };
-  const handled = await new Worker(deps, JOBS, log).runOnce();
-  if (failures.length > 0) throw new Error(`worker job failed: ${failures.join('; ')}`);
-  return handled;
+/** Opens a dunning case (reason `renewal_unpaid`) chasing `invoice`, under its subscription's lock. Returns the case. */
+export async function openTestDunningCase(app: TestApp, invoice: Invoice) {
+  return app.deps.db.transaction().execute(async (trx) => {
+    const subscription = await lockSubscription(trx, invoice.subscription_id!);
+    return openOrCountDunningCase(trx, app.deps, subscription, {
+      reason: 'renewal_unpaid',
+      paymentId: null,
+      amountDue: invoice.amount_remaining,
+      currency: invoice.currency,
+      invoiceId: invoice.id,
+    });
+  });
 }

@@ -128,6 +128,27 @@ export async function closeOpenCase(
   return closed;
 }
 
+/**
+ * Closes the open case chasing invoice `invoiceId` (`inv_…`, SPEC §9: a case belongs to one
+ * invoice), if any, as `status`: `cancelled` when the invoice was voided or marked
+ * uncollectible through the API (nothing is chased any more; no event of its own —
+ * `invoice.voided` / `invoice.marked_uncollectible` tells it). The caller holds the
+ * invoice's lock (lock order: invoices → dunning_cases). Returns the closed case or undefined.
+ */
+export async function closeInvoiceCase(
+  trx: Transaction<Database>,
+  clock: Clock,
+  invoiceId: string,
+  status: 'cancelled',
+): Promise<DunningCase | undefined> {
+  const open = await forUpdate(
+    trx.selectFrom('dunning_cases').selectAll().where('invoice_id', '=', invoiceId).where('status', '=', 'open'),
+    trx,
+  ).executeTakeFirst();
+  if (!open) return undefined;
+  return closeCase(trx, clock, open, status);
+}
+
 /** Writes `row` as closed with `status` now; no event. */
 export async function closeCase(
   trx: Transaction<Database>,

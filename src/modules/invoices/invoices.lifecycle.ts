@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
+import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -136,7 +137,7 @@ export interface InvoiceDraft {
  * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
  * when one exists already it is returned with `created: false` and nothing is written.
  * Otherwise it takes the next number, stores the invoice `open` (or `paid` at once when it
- * owes 0) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
+ * owes 0), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
  * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
  * hold between workers; the unique (subscription_id, period_start) index is the backstop,
  * and its violation rolls the whole transaction back (so no number is lost). Throws when a
@@ -183,6 +184,7 @@ export async function issueInvoice(
     updated_at: now,
   };
   await trx.insertInto('invoices').values(row).execute();
+  await addToCount(trx, 'invoices', 1);
   const invoice = toInvoice(row, ctx.config.publicUrl);
   await emitEvent(trx, ctx.clock, 'invoice.created', invoice);
   if (row.amount_due === 0) return { invoice: await transitionInvoice(trx, ctx, row, 'paid'), created: true };

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
-import { invoiceById, invoiceEvents, invoicesOf, reportPayment } from '../../../test/helpers/invoices.ts';
+import { invoiceById, invoiceEvents, invoicesOf, reportPayment } from '../../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
 import { lockInvoice, transitionInvoice } from './invoices.lifecycle.ts';
 

@@ -13,7 +13,7 @@ import {
   paymentByReference,
   reportPayment,
   runWorker,
-} from '../../../test/helpers/invoices.ts';
+} from '../../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
