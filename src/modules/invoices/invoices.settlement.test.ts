@@ -418,3 +418,24 @@ test(
     }
   },
 );
+
+test('an incomplete subscription that expires voids its unpaid first invoice first; a partly paid one stays open', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const unpaid = await createSubscription(app);
+  const partly = await createSubscription(app);
+  await reportPayment(app, { subscriptionId: partly.id, amount: 1000 });
+  app.clock.advance(23 * HOUR); // SUBSCRIPTION_INCOMPLETE_TTL default
+  assert.equal((await runWorker(app.deps)).expire_incomplete_subscriptions, 2);
+  const [voided] = await invoicesOf(app, unpaid.id);
+  assert.equal(voided!.status, 'void');
+  assert.equal(voided!.voided_at, app.clock.now().toISOString());
+  const [open] = await invoicesOf(app, partly.id);
+  assert.equal(open!.status, 'open');
+  assert.equal(open!.amount_paid, 1000);
+  assert.equal((await subscription(app, unpaid.id)).status, 'incomplete_expired');
+  assert.equal((await subscription(app, partly.id)).status, 'incomplete_expired');
+  assert.deepEqual(
+    (await invoiceEvents(app)).filter((e) => e.topic === 'invoice.voided').map((e) => e.id),
+    [voided!.id],
+  );
+});

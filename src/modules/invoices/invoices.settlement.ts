@@ -225,3 +225,29 @@ export async function markInvoiceUncollectibleIfOpen(
   if (row?.status !== 'open') return undefined;
   return transitionInvoice(trx, ctx, row, 'mark_uncollectible');
 }
+
+/**
+ * Voids the `open` invoices of subscription `subscriptionId` nothing was paid on
+ * (`invoice.voided` each): its first payment never came within SUBSCRIPTION_INCOMPLETE_TTL, so
+ * the invoice that payment would have settled is owed no more. A partly paid one stays open:
+ * money was received against it. The caller holds the subscription's lock (lock order).
+ * Returns how many were voided.
+ */
+export async function voidUnpaidInvoices(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscriptionId: string,
+): Promise<number> {
+  const rows = await forUpdate(
+    trx
+      .selectFrom('invoices')
+      .selectAll()
+      .where('subscription_id', '=', subscriptionId)
+      .where('status', '=', 'open')
+      .where('amount_paid', '=', 0)
+      .orderBy('id'),
+    trx,
+  ).execute();
+  for (const row of rows) await transitionInvoice(trx, ctx, row, 'void');
+  return rows.length;
+}

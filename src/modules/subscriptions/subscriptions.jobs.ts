@@ -7,7 +7,7 @@ import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Job } from '../job.ts';
 import { openOrCountDunningCase } from '../dunning/dunning.cases.ts';
-import { issuePeriodInvoice } from '../invoices/invoices.settlement.ts';
+import { issuePeriodInvoice, voidUnpaidInvoices } from '../invoices/invoices.settlement.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { addInterval } from './billing-period.ts';
 import { transitionSubscription } from './subscriptions.lifecycle.ts';
@@ -26,18 +26,23 @@ function base(trx: Transaction<Database>) {
   return trx.selectFrom('subscriptions').selectAll();
 }
 
-/** `incomplete` with no payment for SUBSCRIPTION_INCOMPLETE_TTL → `incomplete_expired`. */
+/**
+ * `incomplete` with no payment for SUBSCRIPTION_INCOMPLETE_TTL → `incomplete_expired`; its
+ * first invoice, if nothing was paid on it, becomes `void` first (`invoice.voided`, SPEC §9).
+ */
 export const expireIncompleteSubscriptions: Job = {
   name: 'expire_incomplete_subscriptions',
   batchSize: BATCH_SIZE,
-  run: ({ db, clock, config }) =>
-    db.transaction().execute(async (trx) => {
+  run: (deps) =>
+    deps.db.transaction().execute(async (trx) => {
+      const { clock, config } = deps;
       const now = clock.now();
       const cutoff = new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
       const rows = await claimDue(trx, (q) =>
         q.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at'),
       );
       for (const row of rows) {
+        await voidUnpaidInvoices(trx, deps, row.id);
         await transitionSubscription(trx, clock, row, 'incomplete_expired', {
           ended_at: now.toISOString(),
           cancellation_reason: 'incomplete_expired',
