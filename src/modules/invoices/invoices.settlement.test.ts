@@ -17,6 +17,7 @@ import {
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
+import { issueRenewalInvoices } from '../subscriptions/subscriptions.jobs.ts';
 import { issueInvoice, planLine } from './invoices.lifecycle.ts';
 
 const HOUR = 3_600_000;
@@ -438,4 +439,41 @@ test('an incomplete subscription that expires voids its unpaid first invoice fir
     (await invoiceEvents(app)).filter((e) => e.topic === 'invoice.voided').map((e) => e.id),
     [voided!.id],
   );
+});
+
+test('a renewal run that dies mid-batch leaves nothing behind; the next run issues each invoice once, numbered without gaps', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const customer = await createCustomer(app);
+  const plan = await createPlan(app);
+  const subs = [];
+  for (let i = 0; i < 2; i++) {
+    const sub = await createSubscription(app, { customerId: customer.id, planId: plan.id });
+    await reportPayment(app, { subscriptionId: sub.id, amount: 5000 });
+    subs.push(sub);
+  }
+  app.clock.advance(31 * DAY);
+  // The worker's clock fails after the first invoice's reads: the whole batch rolls back.
+  let reads = 0;
+  const dying = {
+    ...app.deps,
+    clock: {
+      now: () => {
+        reads += 1;
+        if (reads > 4) throw new Error('the worker died');
+        return app.clock.now();
+      },
+    },
+  };
+  await assert.rejects(issueRenewalInvoices.run(dying), /the worker died/);
+  for (const sub of subs) assert.equal((await invoicesOf(app, sub.id)).length, 1);
+  assert.equal((await invoiceEvents(app)).filter((e) => e.topic === 'invoice.created').length, 2);
+
+  assert.equal(await issueRenewalInvoices.run(app.deps), 2);
+  assert.equal(await issueRenewalInvoices.run(app.deps), 0);
+  const numbers = await app.deps.db.selectFrom('invoices').select('number').orderBy('number').execute();
+  assert.deepEqual(
+    numbers.map((row) => row.number),
+    ['INV-000001', 'INV-000002', 'INV-000003', 'INV-000004'],
+  );
+  assert.equal((await invoiceEvents(app)).filter((e) => e.topic === 'invoice.created').length, 4);
 });
