@@ -118,7 +118,7 @@ export interface paths {
     put?: never;
     /**
      * Create a subscription
-     * @description `trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment. Emits `subscription.created`.
+     * @description `trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, with its first invoice (`[created_at, +interval]`, due at once; `invoice.created`). Emits `subscription.created`.
      */
     post: operations['createSubscription'];
     delete?: never;
@@ -363,6 +363,26 @@ export interface paths {
      * @description Asks the provider (`provider`, default `DEFAULT_PROVIDER`) for a payment page for the invoice's `amount_remaining` and records a payment attempt with our `reference`. Paystack: a transaction initialized with the customer's email; Stripe: a Checkout Session in `payment` mode that saves the card for later charges. Both carry `metadata {customer_id, subscription_id, invoice_id}`, so the payment settles this invoice when the provider reports it. Only `open` invoices: 409 `validation_error` otherwise. A provider without an API key, or one that refuses the key or the request: 422 `invalid_state`. No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error` (nothing was charged; retry).
      */
     post: operations['createInvoiceCheckout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/{id}/pay': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Pay an invoice out of band
+     * @description Cash or bank transfer: records a payment with provider `manual` for `amount_remaining` in the invoice's currency, which settles it (`paid`; events `payment.succeeded`, `invoice.paid`) and moves its subscription like any payment. From `open` or `uncollectible`; a `paid` or `void` invoice, or a `reference` already recorded: 409 `validation_error`.
+     */
+    post: operations['payInvoice'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1522,6 +1542,7 @@ export interface components {
      *       "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "provider": "paystack",
      *       "provider_reference": "T685312322670591",
      *       "amount": 5000,
@@ -1539,6 +1560,8 @@ export interface components {
       id: string;
       customer_id: string | null;
       subscription_id: string | null;
+      /** @description The invoice (`inv_…`) this payment settled (SPEC §9), or null: it settled none (a payment in another currency, after its invoice was voided, or not attributed to a subscription). What an invoice did not take stays here, unapplied: the sum of the `amount`s of an invoice's payments minus its `amount_paid`. */
+      invoice_id: string | null;
       /** @example paystack */
       provider: string;
       /** @description The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id). */
@@ -1567,6 +1590,7 @@ export interface components {
      *           "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "provider": "paystack",
      *           "provider_reference": "T685312322670591",
      *           "amount": 5000,
@@ -1600,6 +1624,7 @@ export interface components {
      *       "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "provider": "paystack",
      *       "provider_reference": "T685312322670591",
      *       "amount": 5000,
@@ -1618,6 +1643,8 @@ export interface components {
       id: string;
       customer_id: string | null;
       subscription_id: string | null;
+      /** @description The invoice (`inv_…`) this payment settled (SPEC §9), or null: it settled none (a payment in another currency, after its invoice was voided, or not attributed to a subscription). What an invoice did not take stays here, unapplied: the sum of the `amount`s of an invoice's payments minus its `amount_paid`. */
+      invoice_id: string | null;
       /** @example paystack */
       provider: string;
       /** @description The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id). */
@@ -1717,6 +1744,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1737,6 +1765,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1771,6 +1801,7 @@ export interface components {
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "status": "open",
      *           "reason": "payment_failed",
      *           "attempts": 1,
@@ -1816,6 +1847,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1844,6 +1876,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1877,6 +1911,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1898,6 +1933,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1932,6 +1969,7 @@ export interface components {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "reason": "payment_failed",
      *       "attempts": 1,
@@ -1954,6 +1992,8 @@ export interface components {
       subscription_id: string;
       /** @description The failed payment that opened the case. */
       payment_id: string | null;
+      /** @description The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices. */
+      invoice_id: string | null;
       /** @enum {string} */
       status: 'open' | 'recovered' | 'exhausted' | 'cancelled';
       /** @enum {string} */
@@ -1991,6 +2031,7 @@ export interface components {
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "status": "open",
      *           "reason": "payment_failed",
      *           "attempts": 1,
@@ -4097,7 +4138,7 @@ export interface operations {
         customer_id?: string;
         subscription_id?: string;
         status?: 'succeeded' | 'failed' | 'refunded' | 'partially_refunded';
-        provider?: 'paystack' | 'stripe';
+        provider?: 'paystack' | 'stripe' | 'manual';
       };
       header?: {
         /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
@@ -4121,6 +4162,7 @@ export interface operations {
            *           "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "provider": "paystack",
            *           "provider_reference": "T685312322670591",
            *           "amount": 5000,
@@ -4183,6 +4225,7 @@ export interface operations {
            *       "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "provider": "paystack",
            *       "provider_reference": "T685312322670591",
            *       "amount": 5000,
@@ -4736,6 +4779,95 @@ export interface operations {
       };
     };
   };
+  payInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "paid_out_of_band": true,
+         *       "reference": "TRF-2026-0117-4411"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Must be `true`: the money arrived outside the payment providers (cash, bank transfer).
+           * @enum {boolean}
+           */
+          paid_out_of_band: true;
+          /** @description Your reference for the money received (a bank transfer's reference): the manual payment's `provider_reference`, unique. Default: a generated `oob_…`. */
+          reference?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The invoice, paid */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "INV-000042",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "open",
+           *       "currency": "NGN",
+           *       "amount_due": 500000,
+           *       "amount_paid": 0,
+           *       "amount_remaining": 500000,
+           *       "period_start": "2026-01-15T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "due_at": "2026-01-15T10:00:00.000Z",
+           *       "attempt_count": 0,
+           *       "next_payment_attempt_at": null,
+           *       "lines": [
+           *         {
+           *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "quantity": 1,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         }
+           *       ],
+           *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *       "paid_at": null,
+           *       "voided_at": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Invoice'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   listProviderEvents: {
     parameters: {
       query?: {
@@ -4983,6 +5115,7 @@ export interface operations {
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "status": "open",
            *           "reason": "payment_failed",
            *           "attempts": 1,
@@ -5043,6 +5176,7 @@ export interface operations {
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "status": "open",
            *       "reason": "payment_failed",
            *       "attempts": 1,
@@ -5190,6 +5324,7 @@ export interface operations {
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "status": "open",
            *           "reason": "payment_failed",
            *           "attempts": 1,
@@ -6751,6 +6886,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6810,6 +6946,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6869,6 +7006,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6928,6 +7066,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -6987,6 +7126,7 @@ export interface operations {
          *         "id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "provider": "paystack",
          *         "provider_reference": "T685312322670591",
          *         "amount": 5000,
@@ -7438,6 +7578,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,
@@ -7499,6 +7640,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,
@@ -7561,6 +7703,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,
@@ -7622,6 +7765,7 @@ export interface operations {
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "reason": "payment_failed",
          *         "attempts": 1,

@@ -24,6 +24,7 @@ import { eventRoutes } from './modules/events/events.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
 import { HOSTED_PAGE_PREFIX, registerHostedInvoicePages } from './modules/invoices/invoices.page.routes.ts';
+import { invoicePayRoutes } from './modules/invoices/invoices.pay.routes.ts';
 import { paymentRoutes } from './modules/payments/payments.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
 import { registerNotifyRoutes } from './modules/provider-events/notify.routes.ts';
@@ -48,6 +49,7 @@ function allRoutes(deps: Deps): Route[] {
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),
     ...checkoutRoutes(deps),
+    ...invoicePayRoutes(deps),
     ...providerEventRoutes(deps),
     ...dunningRoutes(deps),
     ...webhookRoutes(deps),

@@ -153,7 +153,7 @@ export const TAGS = [
   {
     name: 'Invoices',
     description:
-      'What a customer owes per billing period: open until payments settle it, voided or written off; collecting it through Paystack or Stripe.',
+      'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments, voided or written off; collecting it through Paystack or Stripe.',
   },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {

@@ -8,6 +8,7 @@ import { retryProviderEvents } from '../modules/provider-events/provider-events.
 import {
   applyPeriodEndCancellations,
   expireIncompleteSubscriptions,
+  issueRenewalInvoices,
   markUnpaidRenewalsPastDue,
 } from '../modules/subscriptions/subscriptions.jobs.ts';
 import { webhookDeliveryService } from '../modules/webhooks/dispatcher.ts';
@@ -22,6 +23,8 @@ const foldCountDeltasJob: Job = {
 export const JOBS: readonly Job[] = [
   expireIncompleteSubscriptions,
   applyPeriodEndCancellations,
+  // Before the past-due job: one tick issues a renewal invoice, and a later one finds it overdue.
+  issueRenewalInvoices,
   markUnpaidRenewalsPastDue,
   runDunningSchedule,
   retryProviderEvents,

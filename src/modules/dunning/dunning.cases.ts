@@ -108,16 +108,21 @@ export async function openOrCountDunningCase(
 /**
  * Closes the subscription's open case, if any, as `status` (`recovered` after a successful
  * payment, emitting `dunning.recovered`; `cancelled` when the subscription is cancelled, no
- * event of its own — `subscription.cancelled` tells it). Returns the closed case or undefined.
+ * event of its own — `subscription.cancelled` tells it). With `paidInvoiceId` (the invoice a
+ * payment just paid, `inv_…`), a case chasing another invoice stays open: a case recovers
+ * when its own invoice is paid (SPEC §9); a case chasing no invoice recovers on any payment.
+ * Returns the closed case or undefined.
  */
 export async function closeOpenCase(
   trx: Transaction<Database>,
   clock: Clock,
   subscriptionId: string,
   status: 'recovered' | 'cancelled',
+  paidInvoiceId: string | null = null,
 ): Promise<DunningCase | undefined> {
   const open = await findOpenCase(trx, subscriptionId);
   if (!open) return undefined;
+  if (paidInvoiceId !== null && open.invoice_id !== null && open.invoice_id !== paidInvoiceId) return undefined;
   const closed = await closeCase(trx, clock, open, status);
   if (status === 'recovered') await emitEvent(trx, clock, 'dunning.recovered', closed);
   return closed;

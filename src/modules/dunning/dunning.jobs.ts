@@ -12,6 +12,8 @@ import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Job } from '../job.ts';
 import { emitEvent } from '../events/events.service.ts';
+import type { InvoiceContext } from '../invoices/invoices.lifecycle.ts';
+import { markInvoiceUncollectibleIfOpen } from '../invoices/invoices.settlement.ts';
 import { nextStatus } from '../subscriptions/subscription-status.ts';
 import { lockSubscription, transitionSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { closeCase, type DunningCase, type DunningContext, toDunningCase } from './dunning.cases.ts';
@@ -51,12 +53,14 @@ async function takeStep(trx: Transaction<Database>, ctx: DunningContext, row: Du
 }
 
 /**
- * The final action (SPEC §4): the case becomes `exhausted` (`dunning.exhausted`) and a
+ * The final action (SPEC §4, §9): the case becomes `exhausted` (`dunning.exhausted`) and a
  * `past_due` subscription becomes `cancelled` with reason `dunning_exhausted`, or `unpaid`,
- * per DUNNING_FINAL_ACTION, with its own event. A subscription in any other state is left
- * as it is (the transition table decides).
+ * per DUNNING_FINAL_ACTION, with its own event. With `cancel`, the invoice the case chases
+ * becomes `uncollectible` (`invoice.marked_uncollectible`) when still open: a later payment
+ * can still settle it. A subscription in any other state is left as it is (the transition
+ * table decides), and so is its invoice.
  */
-async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext, row: DunningCaseRow) {
+async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext & InvoiceContext, row: DunningCaseRow) {
   const { clock, config } = ctx;
   const exhausted = await closeCase(trx, clock, row, 'exhausted');
   await emitEvent(trx, clock, 'dunning.exhausted', exhausted);
@@ -70,6 +74,8 @@ async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext,
       ended_at: now,
       cancellation_reason: 'dunning_exhausted',
     });
+    // Lock order: the subscription (above), then its invoice.
+    if (row.invoice_id !== null) await markInvoiceUncollectibleIfOpen(trx, ctx, row.invoice_id);
   } else if (nextStatus(subscription.status, 'dunning_exhausted_unpaid')) {
     await transitionSubscription(trx, clock, subscription, 'dunning_exhausted_unpaid');
   }

@@ -10,6 +10,12 @@ const caseProperties = {
   customer_id: Type.String(),
   subscription_id: Type.String(),
   payment_id: Nullable(Type.String({ description: 'The failed payment that opened the case.' })),
+  invoice_id: Nullable(
+    Type.String({
+      description:
+        'The invoice (`inv_…`) the case chases (SPEC §9): the case recovers when it is paid, and the final action `cancel` marks it uncollectible. Null for cases opened before invoices.',
+    }),
+  ),
   status: StringEnum(DUNNING_CASE_STATUSES),
   reason: StringEnum(DUNNING_REASONS),
   attempts: Type.Integer({ description: 'Failed payments while the case was open, the first included.' }),
@@ -31,6 +37,7 @@ const CASE_EXAMPLE = {
   customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   payment_id: 'pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  invoice_id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   status: 'open',
   reason: 'payment_failed',
   attempts: 1,

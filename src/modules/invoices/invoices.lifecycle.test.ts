@@ -53,9 +53,13 @@ test('the transition table: open → paid | void | uncollectible; uncollectible 
   ]);
 });
 
+// Trialing subscriptions: no invoice of their own until the trial ends (SPEC §9), so the numbers start at 1 here.
 test('an invoice is issued once per (subscription, period), numbered INV-000001, INV-000002 without gaps', async (t) => {
   const app = await buildTestApp(t);
-  const sub = await createSubscription(app, { plan: { name: 'Pro', amount: 5000, currency: 'NGN' } });
+  const sub = await createSubscription(app, {
+    trialPeriodDays: 30,
+    plan: { name: 'Pro', amount: 5000, currency: 'NGN' },
+  });
   const first = await issue(app.deps, sub.id, '2026-01-15T10:00:00.000Z');
   assert.equal(first.created, true);
   assert.equal(first.invoice.number, 'INV-000001');
@@ -102,7 +106,7 @@ test('an invoice is issued once per (subscription, period), numbered INV-000001,
 
 test('an invoice owing nothing is paid when issued; transitions stamp their time and refuse final states', async (t) => {
   const app = await buildTestApp(t, { env: { INVOICE_PREFIX: 'ACME' } });
-  const free = await createSubscription(app, { plan: { amount: 0 } });
+  const free = await createSubscription(app, { trialPeriodDays: 30, plan: { amount: 0 } });
   const { invoice } = await issue(app.deps, free.id, '2026-01-15T10:00:00.000Z');
   assert.equal(invoice.number, 'ACME-000001');
   assert.equal(invoice.status, 'paid');
@@ -117,7 +121,7 @@ test('an invoice owing nothing is paid when issued; transitions stamp their time
       .execute(async (trx) => transitionInvoice(trx, app.deps, await lockInvoice(trx, invoice.id), 'void')),
     ForbiddenInvoiceTransitionError,
   );
-  const owed = await createSubscription(app);
+  const owed = await createSubscription(app, { trialPeriodDays: 30 });
   const open = (await issue(app.deps, owed.id, '2026-01-15T10:00:00.000Z')).invoice;
   app.clock.advance(60_000);
   const voided = await app.deps.db
@@ -135,7 +139,10 @@ test(
     const app = await buildTestApp(t);
     const other = await connectSecondInstance(app);
     t.after(() => other.close());
-    const subs = [await createSubscription(app), await createSubscription(app)];
+    const subs = [
+      await createSubscription(app, { trialPeriodDays: 30 }),
+      await createSubscription(app, { trialPeriodDays: 30 }),
+    ];
     const results = await Promise.all(
       subs.flatMap((sub) => [
         issue(app.deps, sub.id, '2026-01-15T10:00:00.000Z'),

@@ -206,6 +206,25 @@ export async function recordPaymentReport(
   };
 }
 
+/**
+ * Links payment `paymentId` to invoice `invoiceId` (`inv_…`), the invoice it settled (SPEC §9,
+ * invoices.settlement.ts). No event of its own: `invoice.paid` (or the invoice's change) tells
+ * it, and GET /api/payments/{id} shows the link. The payment's `payment.succeeded` was emitted
+ * when it was recorded, before settlement, so that event's `invoice_id` is still null.
+ */
+export async function linkPaymentToInvoice(
+  trx: Transaction<Database>,
+  clock: Clock,
+  paymentId: string,
+  invoiceId: string,
+): Promise<void> {
+  await trx
+    .updateTable('payments')
+    .set({ invoice_id: invoiceId, updated_at: clock.now().toISOString() })
+    .where('id', '=', paymentId)
+    .execute();
+}
+
 /** A refund as a provider reported it. */
 export interface RefundInput {
   reference: string;

@@ -351,6 +351,7 @@ async function mergePayments(
     provider_reference: canonical,
     customer_id: first.customer_id ?? second.customer_id,
     subscription_id: first.subscription_id ?? second.subscription_id,
+    invoice_id: first.invoice_id ?? second.invoice_id,
     amount,
     amount_refunded: refunded,
     currency: money.currency,

@@ -55,7 +55,7 @@ test('payments list: filters by customer, subscription, status and provider; sor
   for (const [query, message] of [
     ['sort_by=status', 'sort_by must be one of: created_at, amount'],
     ['status=pending', 'status must be one of: succeeded, failed, refunded, partially_refunded'],
-    ['provider=paypal', 'provider must be one of: paystack, stripe'],
+    ['provider=paypal', 'provider must be one of: paystack, stripe, manual'],
     ['sort_order=sideways', 'sort_order must be one of: asc, desc'],
   ]) {
     const res = await app.request('GET', `/api/payments?${query}`);

@@ -14,7 +14,7 @@ import {
   refundSchema,
 } from './payments.schemas.ts';
 import * as service from './payments.service.ts';
-import { PAYMENT_STATUSES } from './payments.table.ts';
+import { MANUAL_PROVIDER, PAYMENT_STATUSES } from './payments.table.ts';
 
 const common = { tags: ['Payments'], security: API_KEY_SECURITY };
 // No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.
@@ -35,7 +35,7 @@ export function paymentRoutes(deps: Deps): Route[] {
           customer_id: idFilter,
           subscription_id: idFilter,
           status: { type: 'string', enum: [...PAYMENT_STATUSES] },
-          provider: { type: 'string', enum: [...PROVIDER_NAMES] },
+          provider: { type: 'string', enum: [...PROVIDER_NAMES, MANUAL_PROVIDER] },
         }),
         response: { 200: responseOf(paymentListSchema, 'A page of payments'), ...errorResponses(400, 401, 403) },
       },

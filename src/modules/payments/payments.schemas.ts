@@ -14,6 +14,12 @@ const paymentProperties = {
   id: Type.String({ examples: ['pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
   customer_id: Nullable(Type.String()),
   subscription_id: Nullable(Type.String()),
+  invoice_id: Nullable(
+    Type.String({
+      description:
+        "The invoice (`inv_…`) this payment settled (SPEC §9), or null: it settled none (a payment in another currency, after its invoice was voided, or not attributed to a subscription). What an invoice did not take stays here, unapplied: the sum of the `amount`s of an invoice's payments minus its `amount_paid`.",
+    }),
+  ),
   provider: Type.String({ examples: ['paystack'] }),
   provider_reference: Type.String({
     description: "The provider's id of the payment (Paystack transaction reference, Stripe PaymentIntent id).",
@@ -35,6 +41,7 @@ const PAYMENT_EXAMPLE = {
   id: 'pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  invoice_id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   provider: 'paystack',
   provider_reference: 'T685312322670591',
   amount: 5000,

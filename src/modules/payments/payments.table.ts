@@ -6,6 +6,9 @@ import type { ColumnType, Selectable } from 'kysely';
 export const PAYMENT_STATUSES = ['succeeded', 'failed', 'refunded', 'partially_refunded'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
+/** The provider of payments recorded by POST /api/invoices/{id}/pay (cash, bank transfer; SPEC §9). */
+export const MANUAL_PROVIDER = 'manual';
+
 export interface PaymentsTable {
   id: string;
   customer_id: string | null;

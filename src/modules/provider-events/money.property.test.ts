@@ -200,6 +200,27 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
       `${sub.id}: an open dunning case exactly while past_due`,
     );
     for (const dunningCase of open) assert.ok(dunningCase.amount_due > 0, `${sub.id}: a case owes money`);
+    // SPEC §9: these subscriptions never owe an invoice (trials, no worker), so every success
+    // bought a period and that period's invoice, created and settled at once by it.
+    const invoices = await db.selectFrom('invoices').selectAll().where('subscription_id', '=', sub.id).execute();
+    const successes = payments.filter((p) => p.subscription === index && p.succeededAt !== null);
+    assert.equal(invoices.length, successes.length, `${sub.id}: one invoice per period bought`);
+    assert.equal(new Set(invoices.map((i) => i.period_start)).size, invoices.length, `${sub.id}: one per period`);
+    for (const invoice of invoices) {
+      assert.equal(invoice.status, 'paid', `${invoice.id}: paid at once`);
+      assert.equal(Number(invoice.amount_paid), Number(invoice.amount_due), `${invoice.id}: settled in full`);
+    }
+    const linked = await db
+      .selectFrom('payments')
+      .select('invoice_id')
+      .where('subscription_id', '=', sub.id)
+      .where('status', '!=', 'failed')
+      .execute();
+    assert.deepEqual(
+      new Set(linked.map((p) => p.invoice_id)),
+      new Set(invoices.map((i) => i.id)),
+      `${sub.id}: each paid payment settled its own invoice`,
+    );
     const events = await db
       .selectFrom('events')
       .select(['data'])

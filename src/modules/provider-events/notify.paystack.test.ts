@@ -44,6 +44,7 @@ test('charge.success records a payment for a customer created from the email', a
       id: undefined,
       customer_id: customers.data[0].id,
       subscription_id: null,
+      invoice_id: null,
       provider: 'paystack',
       provider_reference: charge.data.reference,
       amount: 750000,

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
-import { markUnpaidRenewalsPastDue } from '../subscriptions/subscriptions.jobs.ts';
+import { issueRenewalInvoices, markUnpaidRenewalsPastDue } from '../subscriptions/subscriptions.jobs.ts';
 import {
   nextSeq,
   PROVIDER_ENV,
@@ -151,6 +151,8 @@ test('an older success delivered late is not held back by a failure a newer succ
   await postPaystack(app, renewalFailure(code, '2026-02-15T10:00:10.000Z'));
   await postPaystack(app, renewalCharge(code, '2026-02-15T10:00:20.000Z'));
   app.clock.set(new Date('2026-03-15T12:00:00.000Z'));
+  // The renewal invoice for the period from 15 Mar, then that invoice overdue (SPEC §9).
+  assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   assert.equal(await markUnpaidRenewalsPastDue.run(app.deps), 1);
   assert.equal((await outcome(app, subscription.id)).status, 'past_due');
 

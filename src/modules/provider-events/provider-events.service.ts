@@ -186,6 +186,8 @@ async function recordPayment(
       amount: payment.amount,
       currency: payment.currency,
       occurredAt: report.occurredAt,
+      // The invoice the integration's checkout named (SPEC §9: it wins when valid).
+      invoiceId: report.metadata.invoice_id ?? null,
     };
     if (status === 'succeeded' && (change.becameSucceeded || change.subscriptionAttached)) {
       await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);

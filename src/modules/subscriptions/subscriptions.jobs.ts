@@ -1,5 +1,5 @@
-// The subscription lifecycle's time-based work (SPEC §4, §7): expire `incomplete`, mark
-// unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
+// The subscription lifecycle's time-based work (SPEC §4, §7, §9): expire `incomplete`, issue
+// renewal invoices, mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
 // batch of due rows (SKIP LOCKED on PostgreSQL) and moves them in that same transaction,
 // so no row is handled twice at once and a crash rolls the whole batch back for a retry.
 import type { Transaction } from 'kysely';
@@ -7,7 +7,9 @@ import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Job } from '../job.ts';
 import { openOrCountDunningCase } from '../dunning/dunning.cases.ts';
-import { planPrice } from './subscriptions.payments.ts';
+import { issuePeriodInvoice, voidUnpaidInvoices } from '../invoices/invoices.settlement.ts';
+import { findPlan } from '../plans/plans.service.ts';
+import { addInterval } from './billing-period.ts';
 import { transitionSubscription } from './subscriptions.lifecycle.ts';
 import type { SubscriptionRow } from './subscriptions.table.ts';
 
@@ -24,18 +26,23 @@ function base(trx: Transaction<Database>) {
   return trx.selectFrom('subscriptions').selectAll();
 }
 
-/** `incomplete` with no payment for SUBSCRIPTION_INCOMPLETE_TTL → `incomplete_expired`. */
+/**
+ * `incomplete` with no payment for SUBSCRIPTION_INCOMPLETE_TTL → `incomplete_expired`; its
+ * first invoice, if nothing was paid on it, becomes `void` first (`invoice.voided`, SPEC §9).
+ */
 export const expireIncompleteSubscriptions: Job = {
   name: 'expire_incomplete_subscriptions',
   batchSize: BATCH_SIZE,
-  run: ({ db, clock, config }) =>
-    db.transaction().execute(async (trx) => {
+  run: (deps) =>
+    deps.db.transaction().execute(async (trx) => {
+      const { clock, config } = deps;
       const now = clock.now();
       const cutoff = new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
       const rows = await claimDue(trx, (q) =>
         q.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at'),
       );
       for (const row of rows) {
+        await voidUnpaidInvoices(trx, deps, row.id);
         await transitionSubscription(trx, clock, row, 'incomplete_expired', {
           ended_at: now.toISOString(),
           cancellation_reason: 'incomplete_expired',
@@ -46,9 +53,53 @@ export const expireIncompleteSubscriptions: Job = {
 };
 
 /**
- * `active`/`trialing` whose period (or trial) ended RENEWAL_GRACE ago without a payment
- * → `past_due`, with a dunning case (reason `renewal_unpaid`, owing the plan's price; SPEC §4).
- * Subscriptions flagged to cancel at period end are left to that job.
+ * `active`/`trialing` subscriptions reaching `current_period_end` (or trial end), not
+ * flagged to cancel at period end: the renewal invoice for `[current_period_end, +interval]`,
+ * due at `current_period_end`, `invoice.created` (SPEC §9). Exactly once per (subscription,
+ * period): a subscription whose invoice for that period exists is not claimed, the claim
+ * locks the subscription (SKIP LOCKED: two workers take different rows), issueInvoice checks
+ * again under that lock, and the unique (subscription_id, period_start) index is the
+ * backstop. A crash rolls the batch back; the next run issues it.
+ */
+export const issueRenewalInvoices: Job = {
+  name: 'issue_renewal_invoices',
+  batchSize: BATCH_SIZE,
+  run: (deps) =>
+    deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now().toISOString();
+      const rows = await claimDue(trx, (q) =>
+        q
+          .where('status', 'in', ['active', 'trialing'])
+          .where('cancel_at_period_end', '=', false)
+          .where('current_period_end', '<=', now)
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom('invoices')
+                  .select('invoices.id')
+                  .whereRef('invoices.subscription_id', '=', 'subscriptions.id')
+                  .whereRef('invoices.period_start', '=', 'subscriptions.current_period_end'),
+              ),
+            ),
+          )
+          .orderBy('current_period_end'),
+      );
+      for (const row of rows) {
+        const plan = await findPlan(trx, row.plan_id);
+        if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
+        const start = row.current_period_end!;
+        const end = addInterval(new Date(start), plan.interval, plan.interval_count).toISOString();
+        await issuePeriodInvoice(trx, deps, row, plan, { start, end, dueAt: start });
+      }
+      return rows.length;
+    }),
+};
+
+/**
+ * `active`/`trialing` subscriptions whose renewal invoice is still `open` RENEWAL_GRACE after
+ * its `due_at` → `past_due` (SPEC §9), with a dunning case for that invoice (reason
+ * `renewal_unpaid`, owing its `amount_remaining`; SPEC §4). A partly paid invoice is still
+ * open. Subscriptions flagged to cancel at period end are left to that job.
  */
 export const markUnpaidRenewalsPastDue: Job = {
   name: 'mark_unpaid_renewals_past_due',
@@ -60,18 +111,35 @@ export const markUnpaidRenewalsPastDue: Job = {
       const rows = await claimDue(trx, (q) =>
         q
           .where('status', 'in', ['active', 'trialing'])
-          .where('current_period_end', '<=', cutoff)
           .where('cancel_at_period_end', '=', false)
+          .where(({ exists, selectFrom }) =>
+            exists(
+              selectFrom('invoices')
+                .select('invoices.id')
+                .whereRef('invoices.subscription_id', '=', 'subscriptions.id')
+                .where('invoices.status', '=', 'open')
+                .where('invoices.due_at', '<=', cutoff),
+            ),
+          )
           .orderBy('current_period_end'),
       );
       for (const row of rows) {
+        const invoice = await trx
+          .selectFrom('invoices')
+          .select(['id', 'amount_due', 'amount_paid', 'currency'])
+          .where('subscription_id', '=', row.id)
+          .where('status', '=', 'open')
+          .where('due_at', '<=', cutoff)
+          .orderBy('due_at')
+          .orderBy('id')
+          .executeTakeFirstOrThrow();
         await transitionSubscription(trx, clock, row, 'renewal_unpaid');
-        const price = await planPrice(trx, row.plan_id);
         await openOrCountDunningCase(trx, deps, row, {
           reason: 'renewal_unpaid',
           paymentId: null,
-          amountDue: price.amount,
-          currency: price.currency,
+          amountDue: Number(invoice.amount_due) - Number(invoice.amount_paid),
+          currency: invoice.currency,
+          invoiceId: invoice.id,
         });
       }
       return rows.length;

@@ -5,6 +5,13 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { closeOpenCase, type DunningContext, openOrCountDunningCase } from '../dunning/dunning.cases.ts';
+import type { InvoiceContext } from '../invoices/invoices.lifecycle.ts';
+import {
+  countFailedAttempt,
+  findSettlementTarget,
+  issuePaidPeriodInvoice,
+  settleInvoice,
+} from '../invoices/invoices.settlement.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { periodAfterPayment } from './billing-period.ts';
 import { nextStatus } from './subscription-status.ts';
@@ -71,37 +78,83 @@ async function rememberPaymentTime(
   await trx.updateTable('subscriptions').set(column, at).where('id', '=', row.id).execute();
 }
 
+/** What moving subscriptions by payments needs: the clock, dunning and invoice settings (Deps fits). */
+export type PaymentContext = DunningContext & InvoiceContext;
+
+/** A succeeded or failed payment, and the invoice it names (provider metadata `invoice_id`, POST …/pay). */
+export interface InvoicedPaymentFacts extends PaymentFacts {
+  /** The invoice (`inv_…`) the payer meant to pay; wins when valid (findSettlementTarget). */
+  invoiceId?: string | null;
+}
+
 /**
- * A successful payment for subscription `id`: activates `incomplete`, `trialing`,
- * `past_due` and `unpaid` and starts or extends the period per SPEC §4, and recovers an
- * open dunning case (`dunning.recovered`). A payment for a `cancelled`,
- * `incomplete_expired` or `paused` subscription changes nothing (it is recorded by the
- * caller, but does not revive it). A success older (`payment.occurredAt`) than the latest
- * failure applied, when that failure is the latest report, still buys its period — money buys time, so the number of periods paid
- * is the number of successful payments whatever the order — but moves neither the status
- * nor the dunning case (`subscription.updated`): the newer failure stands. On a tie the
- * success wins. `ctx` is the clock and config (Deps fits). Returns the subscription after.
+ * A successful payment for subscription `id` (SPEC §4, §9). First the invoice: the payment
+ * settles the subscription's oldest open/uncollectible invoice in its currency (or the one it
+ * names, invoices.settlement.ts). A partial payment stops there: the invoice stays open and
+ * the subscription does not move until the invoice is paid. A payment that settles nothing —
+ * in another currency than what the subscription owes (or than its plan's, when it owes
+ * nothing), or arriving after the invoice it names was voided — is recorded by the caller
+ * and moves nothing. When the invoice is paid, or when the subscription owed nothing (then
+ * the payment buys the next period and that period's invoice is created and settled at once,
+ * `invoice.created` then `invoice.paid`), the subscription moves as before: `incomplete`,
+ * `trialing`, `past_due` and `unpaid` → `active`, the period starts or extends per SPEC §4
+ * (from the payment's time when late: the subscription's period may then start after the
+ * invoice's), and the open dunning case recovers when it chases that invoice (or none).
+ * A payment for a `cancelled`, `incomplete_expired` or `paused` subscription still settles
+ * an open/uncollectible invoice, but does not revive the subscription. A success older
+ * (`payment.occurredAt`) than the latest failure applied, when that failure is the latest
+ * report, still buys its period — money buys time, so the number of periods paid is the
+ * number of settled invoices whatever the order — but moves neither the status nor the
+ * dunning case (`subscription.updated`): the newer failure stands. On a tie the success wins.
+ * Without `payment` (lifecycle tests) it pays exactly what the oldest invoice owes, or the
+ * plan's price. `ctx` is the clock and config (Deps fits). Returns the subscription after.
  * Throws 404 `not_found` for an unknown id.
  */
 export async function applySuccessfulPayment(
   trx: Transaction<Database>,
-  ctx: DunningContext,
+  ctx: PaymentContext,
   id: string,
-  payment?: PaymentFacts,
+  payment?: InvoicedPaymentFacts,
 ): Promise<Subscription> {
   const { clock } = ctx;
   const row = await lockSubscription(trx, id);
-  if (!nextStatus(row.status, 'payment_succeeded')) return toSubscription(row);
   const plan = await findPlan(trx, row.plan_id);
   if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
+  const currency = payment?.currency ?? plan.currency;
+  const target = await findSettlementTarget(trx, row, currency, payment?.invoiceId);
+  if (target.kind === 'nothing') return toSubscription(row);
+  // The subscription's money is in its plan's currency: owing nothing, a payment in another buys nothing.
+  if (target.kind === 'none' && currency !== plan.currency) return toSubscription(row);
+  const paymentId = payment?.paymentId ?? null;
+  let settledInvoiceId: string | null = null;
+  if (target.kind === 'invoice') {
+    const owed = Number(target.row.amount_due) - Number(target.row.amount_paid);
+    const settlement = await settleInvoice(trx, ctx, target.row, { paymentId, amount: payment?.amount ?? owed });
+    if (!settlement.paid) return toSubscription(row);
+    settledInvoiceId = target.row.id;
+  }
+  if (!nextStatus(row.status, 'payment_succeeded')) return toSubscription(row);
+  const now = clock.now();
+  const currentEnd = row.current_period_end ? new Date(row.current_period_end) : null;
   const period = periodAfterPayment({
     active: row.status === 'active',
-    now: clock.now(),
+    now,
     currentPeriodStart: row.current_period_start ? new Date(row.current_period_start) : null,
-    currentPeriodEnd: row.current_period_end ? new Date(row.current_period_end) : null,
+    currentPeriodEnd: currentEnd,
     interval: plan.interval,
     intervalCount: plan.interval_count,
   });
+  if (target.kind === 'none') {
+    // An early payment while active extends the period: what it bought starts at the old end.
+    const extended = row.status === 'active' && currentEnd !== null && currentEnd.getTime() > now.getTime();
+    await issuePaidPeriodInvoice(trx, ctx, {
+      subscription: row,
+      plan,
+      periodStart: (extended ? currentEnd : period.start).toISOString(),
+      periodEnd: period.end.toISOString(),
+      payment: { paymentId, amount: payment?.amount ?? Number(plan.amount) },
+    });
+  }
   const periodPaid = {
     current_period_start: period.start.toISOString(),
     current_period_end: period.end.toISOString(),
@@ -110,40 +163,48 @@ export async function applySuccessfulPayment(
   await rememberPaymentTime(trx, row, 'last_payment_succeeded_at', payment?.occurredAt);
   if (stale) return updateSubscription(trx, clock, row, periodPaid, 'subscription.updated');
   const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', periodPaid);
-  await closeOpenCase(trx, clock, id, 'recovered');
+  await closeOpenCase(trx, clock, id, 'recovered', settledInvoiceId);
   return subscription;
 }
 
 /**
- * A failed payment for subscription `id`: `active`/`trialing` → `past_due`. A `past_due`
- * subscription then has a dunning case: opened (`dunning.started`, reason
- * `payment_failed`, owing the payment's amount — the plan's when `payment` is not given),
- * or, when one is open, counted as one more attempt. Other states are left as they are
- * (no dunning while `paused`; `unpaid` has exhausted its dunning; `incomplete` expires).
- * A stale failure — `payment.occurredAt` no later than the latest successful payment
- * applied (SPEC §5) — changes nothing: that period is paid. `ctx` is the clock and config
- * (Deps fits). Returns the subscription after. Throws 404 `not_found` for an unknown id.
+ * A failed payment for subscription `id`. The invoice it was for (the one it names, else the
+ * oldest open/uncollectible one in its currency) counts one more `attempt_count` and emits
+ * `invoice.payment_failed` (SPEC §9). Then the subscription: `active`/`trialing` →
+ * `past_due`, and a `past_due` subscription has a dunning case: opened (`dunning.started`,
+ * reason `payment_failed`, for that invoice and owing what remains of it — else the
+ * payment's amount, or the plan's when `payment` is not given), or, when one is open,
+ * counted as one more attempt. Other states are left as they are (no dunning while `paused`;
+ * `unpaid` has exhausted its dunning; `incomplete` expires). A stale failure —
+ * `payment.occurredAt` no later than the latest successful payment applied (SPEC §5) —
+ * changes nothing: that period is paid. `ctx` is the clock and config (Deps fits). Returns
+ * the subscription after. Throws 404 `not_found` for an unknown id.
  */
 export async function applyFailedPayment(
   trx: Transaction<Database>,
-  ctx: DunningContext,
+  ctx: PaymentContext,
   id: string,
-  payment?: PaymentFacts,
+  payment?: InvoicedPaymentFacts,
 ): Promise<Subscription> {
   const row = await lockSubscription(trx, id);
   if (isNotAfter(payment?.occurredAt, row.last_payment_succeeded_at)) return toSubscription(row);
+  const target = payment ? await findSettlementTarget(trx, row, payment.currency, payment.invoiceId) : undefined;
+  const invoice = target?.kind === 'invoice' ? await countFailedAttempt(trx, ctx, target.row) : undefined;
   const subscription = nextStatus(row.status, 'payment_failed')
     ? await transitionSubscription(trx, ctx.clock, row, 'payment_failed')
     : toSubscription(row);
   if (subscription.status !== 'past_due') return subscription;
   // Only a failure that holds the subscription past_due orders later successes.
   await rememberPaymentTime(trx, row, 'last_payment_failed_at', payment?.occurredAt);
-  const owed = payment ?? (await planPrice(trx, row.plan_id));
+  const owed = invoice
+    ? { amount: invoice.amount_remaining, currency: invoice.currency }
+    : (payment ?? (await planPrice(trx, row.plan_id)));
   await openOrCountDunningCase(trx, ctx, row, {
     reason: 'payment_failed',
     paymentId: payment?.paymentId ?? null,
     amountDue: owed.amount,
     currency: owed.currency,
+    invoiceId: invoice?.id ?? null,
   });
   return subscription;
 }

@@ -30,15 +30,14 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         operationId: 'createSubscription',
         summary: 'Create a subscription',
         description:
-          '`trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment. Emits `subscription.created`.',
+          '`trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, with its first invoice (`[created_at, +interval]`, due at once; `invoice.created`). Emits `subscription.created`.',
         body: createSubscriptionBody,
         response: {
           201: responseOf(subscriptionSchema, 'The new subscription'),
           ...errorResponses(400, 401, 403, 404, 413, 415, 422),
         },
       },
-      handler: async (request, reply) =>
-        reply.code(201).send(await service.createSubscription(db, clock, request.body)),
+      handler: async (request, reply) => reply.code(201).send(await service.createSubscription(db, deps, request.body)),
     }),
     defineRoute<{ Querystring: ListQueryInput & { customer_id?: string; status?: SubscriptionStatus } }>({
       method: 'GET',

@@ -11,7 +11,10 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { lockCustomer } from '../customers/customers.service.ts';
 import { emitEvent } from '../events/events.service.ts';
+import type { InvoiceContext } from '../invoices/invoices.lifecycle.ts';
+import { issuePeriodInvoice } from '../invoices/invoices.settlement.ts';
 import { findPlan } from '../plans/plans.service.ts';
+import { addInterval } from './billing-period.ts';
 import type { SubscriptionStatus } from './subscription-status.ts';
 import {
   ForbiddenTransitionError,
@@ -32,15 +35,19 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
 
 /**
  * Creates a subscription: `trialing` when trial days (from the request, else the plan) are
- * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`.
- * Throws 404 naming an unknown (or deleted) customer or plan, 422 `invalid_state` for an
- * archived plan.
+ * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`. An
+ * `incomplete` one gets its first invoice in the same transaction (SPEC §9): the plan's price
+ * for `[created_at, +interval]`, due at once (`invoice.created`) — the invoice the first
+ * payment settles; a trial gets none until it ends (the renewal job issues it). `ctx` is the
+ * clock and the invoice settings (Deps fits). Throws 404 naming an unknown (or deleted)
+ * customer or plan, 422 `invalid_state` for an archived plan.
  */
 export async function createSubscription(
   db: Kysely<Database>,
-  clock: Clock,
+  ctx: InvoiceContext,
   input: CreateSubscriptionInput,
 ): Promise<Subscription> {
+  const { clock } = ctx;
   return transactionWithRetry(db, async (trx) => {
     // Locked, not just read: a concurrent delete of the customer either commits first (and
     // this is 404) or waits for this commit and then sees the live subscription (409).
@@ -75,6 +82,11 @@ export async function createSubscription(
     await addToCount(trx, 'subscriptions', 1);
     const subscription = toSubscription(row);
     await emitEvent(trx, clock, 'subscription.created', subscription);
+    if (!trialEnd) {
+      const start = now.toISOString();
+      const end = addInterval(now, plan.interval, plan.interval_count).toISOString();
+      await issuePeriodInvoice(trx, ctx, row, plan, { start, end, dueAt: start });
+    }
     return subscription;
   });
 }
