@@ -6,7 +6,8 @@
 // a rerun that kept the earlier rows' locks formed the same cycle again at every rerun until
 // a link row failed for good, leaving that renewal's charge as two payments (in_… and pi_…).
 // On PostgreSQL a third transaction holds both invoices' reference locks until both batches
-// wait on it, so the cycle forms every time rather than by chance.
+// wait on it, so the cycle forms every time rather than by chance. A second test pins the
+// lock order that keeps batches out of such cycles in the first place (PostgreSQL only).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
@@ -140,3 +141,44 @@ test('two batches that each link the renewal the other records wait for each oth
     ],
   );
 });
+
+test(
+  'a batch waiting for one of its references holds none of the others: it takes them all at once, in one order',
+  { skip: !ON_POSTGRES },
+  async (t) => {
+    const app = await buildTestApp(t, { env: PROVIDER_ENV });
+    const a = await paidRenewal(app);
+    const b = await paidRenewal(app);
+    // b's PaymentIntent report, then the link of a's invoice (in_…, held by another transaction).
+    const batch = await store(app, [b.events.intent, a.events.link]);
+    const lockOf = (reference: string) => sql`hashtextextended(${`payment:stripe:${reference}`}, 0)`;
+    const blocker = await app.deps.db.startTransaction().execute();
+    try {
+      const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(blocker);
+      const pid = rows[0]!.pid;
+      await sql`select pg_advisory_xact_lock(${lockOf(a.invoice.id)})`.execute(blocker);
+      const processing = processEvents(app.deps.db, app.deps, batch);
+      while ((await waitersOf(app, pid)) < 1);
+      // Had the batch recorded b's PaymentIntent before waiting, it would hold pi_… while it
+      // waits: a cycle with any batch that holds in_… and wants pi_….
+      const probe = await app.deps.db.startTransaction().execute();
+      const free = await sql<{ free: boolean }>`select pg_try_advisory_xact_lock(${lockOf(b.intent.id)}) as free`
+        .execute(probe)
+        .finally(() => probe.rollback().execute());
+      assert.equal(free.rows[0]!.free, true, `${b.intent.id} is not locked by a batch still waiting`);
+      await blocker.commit().execute();
+      assert.deepEqual(await processing, ['processed', 'processed']);
+    } catch (error) {
+      await blocker
+        .rollback()
+        .execute()
+        .catch(() => {});
+      throw error;
+    }
+    const payments = await app.deps.db.selectFrom('payments').select('provider_reference').execute();
+    assert.deepEqual(
+      payments.map((row) => row.provider_reference),
+      [b.intent.id],
+    );
+  },
+);
