@@ -34,6 +34,40 @@ export async function lockReference(trx: Transaction<Database>, provider: string
 }
 
 /**
+ * PostgreSQL: takes, in ONE statement and one order, the advisory locks of every reference a
+ * batch of provider events will read or write (`references`: the references the events
+ * name — a payment report's, a refund's payment, both sides of a link) and of the canonical
+ * reference each of them is a known alias of. Sorted by (provider, reference) in byte order,
+ * the order two batches, a lone report (its reference, then its canonical one) and a lone
+ * link (alias `in_…`, then canonical `pi_…`) all agree on, so concurrent batches queue behind
+ * each other instead of deadlocking (a deadlock in a batch that has already processed rows
+ * could only be resolved by failing rows: processing-batches.ts). The answer travels with the
+ * next statement (executeDeferred). A link committed while this waits can still name a
+ * canonical reference not locked here: lockPaymentReference then takes it late (correct,
+ * only no longer deadlock-free). Does nothing on SQLite (one writer) or for no references.
+ */
+export async function lockReferences(
+  trx: Transaction<Database>,
+  references: readonly { provider: string; reference: string }[],
+): Promise<void> {
+  if (!isPostgres(trx) || references.length === 0) return;
+  const named = sql.join(references.map(({ provider, reference }) => sql`(${provider}, ${reference})`));
+  await executeDeferred(
+    trx,
+    sql`select pg_advisory_xact_lock(hashtextextended('payment:' || k.provider || ':' || k.reference, 0))
+    from (
+      select provider, reference from (
+        select n.provider, n.reference from (values ${named}) as n(provider, reference)
+        union
+        select r.provider, r.canonical_reference from payment_references r
+        join (values ${named}) as n(provider, reference) on r.provider = n.provider and r.reference = n.reference
+      ) as wanted
+      order by provider collate "C", reference collate "C"
+    ) as k`,
+  );
+}
+
+/**
  * The reference the payment named `reference` is keyed by: the canonical one when
  * `reference` is a known alias, else `reference` itself. The one place a report's reference
  * is resolved (lockPaymentByReference, and recordPaymentReport when it inserts).

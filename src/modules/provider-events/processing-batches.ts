@@ -68,7 +68,14 @@ async function processAll(
   return outcomes;
 }
 
-/** Processes each item in its own savepoint: a failing item rolls back alone and is recorded. */
+/**
+ * Processes each item in its own savepoint: a failing item rolls back alone and is recorded.
+ * A row that loses a race (PostgreSQL deadlock or serialization failure) runs again — but
+ * first what the rows before it did commits and a new transaction starts: the locks those
+ * rows took (their payment references, subscriptions) would otherwise still be held, so the
+ * same cycle would form again at every rerun until the row failed for good (a link row
+ * failing leaves one charge counted as two payments, SPEC §5).
+ */
 async function processIsolated<T>(
   db: Kysely<Database>,
   ctx: ProcessingContext,
@@ -76,7 +83,7 @@ async function processIsolated<T>(
   items: readonly RowToProcess[],
   log: ProcessingLog | undefined,
 ): Promise<[T, ProcessingOutcome[]]> {
-  const trx = await db.startTransaction().execute();
+  let trx = await db.startTransaction().execute();
   const outcomes: ProcessingOutcome[] = [];
   try {
     const head = await work(trx);
@@ -90,10 +97,12 @@ async function processIsolated<T>(
         } catch (error) {
           await savepoint.rollbackToSavepoint('event').execute();
           await savepoint.releaseSavepoint('event').execute();
-          // A row that lost a race (PostgreSQL deadlock or serialization failure) did nothing
-          // wrong: rolling back its savepoint released its locks, so it runs again at once
-          // rather than waiting for the worker's retry (SPEC §5, the same rule as services).
+          // A row that lost a race did nothing wrong: it runs again at once rather than waiting
+          // for the worker's retry (SPEC §5, the same rule as services), in a new transaction
+          // that holds no lock of the rows before it (see above).
           if (isRetryableConflict(error) && run < TRANSACTION_ATTEMPTS) {
+            await trx.commit().execute();
+            trx = await db.startTransaction().execute();
             await waitBeforeRerun(run);
             continue;
           }
@@ -129,7 +138,8 @@ async function processIsolated<T>(
  * in ONE transaction, and commits. Returns what `work` returned and one outcome per item.
  * A failing item is rolled back alone and recorded `failed` (logged on its `log`) while the
  * rest commits (see the header). Throws when `work` or the transaction itself fails (then
- * nothing committed, and the items stay due for the worker).
+ * nothing of it committed, and its items stay due for the worker; the rows processed before a
+ * row that lost a race and ran again in a new transaction — processIsolated — stay committed).
  */
 export async function runThenProcessEvents<T>(
   db: Kysely<Database>,

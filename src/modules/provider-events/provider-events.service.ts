@@ -18,7 +18,7 @@ import {
   lockPaymentByReference,
   lockPaymentLink,
   lockPaymentReference,
-  lockReference,
+  lockReferences,
   paymentByReferenceForUpdate,
   recordPaymentLink,
 } from '../payments/payments.references.ts';
@@ -224,14 +224,19 @@ async function prefetchPaymentReads(trx: Transaction<Database>, provider: string
 }
 
 /**
- * PostgreSQL (issue 13: round trips): for a batch of stored rows about to be processed in
- * `trx` (processing-batches.ts), takes the advisory locks of every payment report's
- * reference at once, in one order (provider, reference: two batches cannot deadlock on them),
- * and prefetches each report's payment lookup and likely reads (prefetchPaymentReads), so
- * they all travel in the batch's first message. Each row's processing then finds its answers
- * kept, as long as nothing else was sent in between (db/pg-traffic.ts): a report whose
- * reference appeared earlier in the batch is left to read for itself, after the earlier one's
- * writes. A row whose event cannot be read is left to processInboxRow to refuse.
+ * PostgreSQL (issue 13: round trips; SPEC §5 one payment per provider payment): for a batch
+ * of stored rows about to be processed in `trx` (processing-batches.ts), first takes the
+ * advisory locks of EVERY reference the batch will read or write — payment reports', refunds'
+ * payment references, both references of a link, and the canonical references they are known
+ * aliases of — in one statement and one order (lockReferences), so that no row of the batch
+ * takes a reference lock after another batch could hold it while waiting for one of ours
+ * (a deadlock there fails rows: the link that would merge two payments of one charge among
+ * them). Then prefetches each payment report's lookup and likely reads
+ * (prefetchPaymentReads), so they all travel in the batch's first message. Each row's
+ * processing then finds its answers kept, as long as nothing else was sent in between
+ * (db/pg-traffic.ts): a report whose reference appeared earlier in the batch is left to read
+ * for itself, after the earlier one's writes. A row whose event cannot be read is left to
+ * processInboxRow to refuse.
  */
 export async function prefetchBatchReads(
   trx: Transaction<Database>,
@@ -239,6 +244,7 @@ export async function prefetchBatchReads(
 ): Promise<void> {
   if (!isPostgres(trx) || items.length < 2) return;
   const reports: { provider: string; event: PaymentEvent }[] = [];
+  const references: { provider: string; reference: string }[] = [];
   const seen = new Set<string>();
   for (const { row, body } of items) {
     if (!needsProcessing(row)) continue;
@@ -249,16 +255,20 @@ export async function prefetchBatchReads(
     } catch {
       continue;
     }
+    const provider = row.provider;
+    if (event.kind === 'refunds') references.push({ provider, reference: event.paymentReference });
+    if (event.kind === 'payment_linked') {
+      references.push({ provider, reference: event.reference }, { provider, reference: event.canonicalReference });
+    }
     if (event.kind !== 'payment_succeeded' && event.kind !== 'payment_failed') continue;
-    const key = `${row.provider}\u0000${event.payment.reference}`;
+    references.push({ provider, reference: event.payment.reference });
+    const key = `${provider}\u0000${event.payment.reference}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    reports.push({ provider: row.provider, event });
+    reports.push({ provider, event });
   }
+  await lockReferences(trx, references);
   if (reports.length < 2) return;
-  const order = (a: (typeof reports)[number]) => `${a.provider}\u0000${a.event.payment.reference}`;
-  const sorted = [...reports].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
-  for (const { provider, event } of sorted) await lockReference(trx, provider, event.payment.reference);
   for (const { provider, event } of reports) {
     await prefetch(trx, paymentByReferenceForUpdate(provider, event.payment.reference).compile(trx));
     await prefetchPaymentReads(trx, provider, event);
