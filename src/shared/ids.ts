@@ -18,6 +18,7 @@ export const ID_PREFIXES = {
   invoice: 'inv',
   invoiceLine: 'il',
   paymentAttempt: 'pat',
+  paymentMethod: 'pm',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
