@@ -149,7 +149,8 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
       // Another site's form: nothing is made; the customer sees the invoice and decides.
       if (fromAnotherSite(request)) return seeOther(reply, page);
       await payBudget(request, reply);
-      if (!payProvider || row.status !== 'open') return invoicePage(reply, 409, row);
+      // No button was shown: the page again. Whether the invoice can be paid is checkout.ts's rule.
+      if (!payProvider) return invoicePage(reply, 409, row);
       try {
         const link = await createCheckoutLink(deps, row.id, {}, { reuseLiveLink: true });
         const origin = httpOrigin(link.url);
