@@ -1007,7 +1007,7 @@ export interface webhooks {
     put?: never;
     /**
      * payment.refund_failed event
-     * @description A refund failed or was cancelled at the provider. Sent to every enabled endpoint subscribed to `payment.refund_failed` (or `*`); see docs/webhooks.md.
+     * @description A refund (succeeded, or pending after POST /api/payments/{id}/refund) failed or was cancelled at the provider. Sent to every enabled endpoint subscribed to `payment.refund_failed` (or `*`); see docs/webhooks.md.
      */
     post: operations['paymentRefundFailedWebhook'];
     delete?: never;

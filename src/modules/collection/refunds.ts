@@ -6,7 +6,9 @@
 // looked up before anything is sent again (Paystack has no idempotency on POST /refund). The
 // provider's event settles the row (payments.recording.ts), matched to it, never a second row.
 import { createHash } from 'node:crypto';
+import type { Transaction } from 'kysely';
 import type { Deps } from '../../deps.ts';
+import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ProviderUnavailableError, StateConflictError } from '../../http/errors.ts';
 import { isIdOf } from '../../shared/ids.ts';
@@ -101,9 +103,13 @@ export async function refundPayment(
   }
 }
 
+/**
+ * Under the payment's reference lock: the refund an earlier request with the same key made
+ * (resumed), or the checks and a new `pending` refund. Throws the errors refundPayment lists.
+ */
 async function startRefund(
   deps: Deps,
-  trx: Parameters<Parameters<typeof transactionWithRetry>[1]>[0],
+  trx: Transaction<Database>,
   paymentId: string,
   input: RefundRequestInput,
   requestKey: string | null,
