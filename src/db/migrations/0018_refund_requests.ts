@@ -7,13 +7,23 @@
 // - `request_key`: a hash of (API key, Idempotency-Key, request) — a retry of a request that got
 //   no usable answer resumes the same refund instead of starting a second one;
 // - `failure_reason`: why the provider refused the request (the row is then `failed`);
+// - `claimed_until`: the lease of whoever is calling the provider for it (the request, a
+//   retry, the worker); `resume_at`: when the worker resolves it if no usable answer came
+//   (both null once the provider answered or refused);
 // - `refunded_at` becomes nullable: a pending refund has not been refunded yet.
 // PostgreSQL alters in place; SQLite cannot alter a CHECK or a NOT NULL, so the table is
 // rebuilt (its documented procedure, as 0010). Nothing references `refunds`.
 import { type Kysely, sql } from 'kysely';
 import { columnTypes, isPostgres } from '../column-types.ts';
 
-const NEW_COLUMNS = ['reason', 'provider_refund_id', 'request_key', 'failure_reason'] as const;
+const NEW_COLUMNS = [
+  'reason',
+  'provider_refund_id',
+  'request_key',
+  'failure_reason',
+  'claimed_until',
+  'resume_at',
+] as const;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 async function rebuildSqlite(db: Kysely<any>, statuses: readonly string[], withRequests: boolean): Promise<void> {
@@ -37,7 +47,9 @@ async function rebuildSqlite(db: Kysely<any>, statuses: readonly string[], withR
       .addColumn('reason', 'text')
       .addColumn('provider_refund_id', 'text')
       .addColumn('request_key', 'text', (c) => c.unique())
-      .addColumn('failure_reason', 'text');
+      .addColumn('failure_reason', 'text')
+      .addColumn('claimed_until', t.timestamp)
+      .addColumn('resume_at', t.timestamp);
   }
   await table.execute();
   const common = sql.raw(
@@ -51,6 +63,13 @@ async function rebuildSqlite(db: Kysely<any>, statuses: readonly string[], withR
     await db.schema.createIndex(`refunds_by_${field}`).on('refunds').columns([field, 'id']).execute();
   }
   await db.schema.createIndex('refunds_by_payment').on('refunds').columns(['payment_id', 'created_at', 'id']).execute();
+  if (withRequests) await createResumeIndex(db);
+}
+
+/** The worker's claim of unknown refunds (resume_at due) reads this index. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
+async function createResumeIndex(db: Kysely<any>): Promise<void> {
+  await db.schema.createIndex('refunds_by_resume_at').on('refunds').columns(['resume_at', 'id']).execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
@@ -70,7 +89,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('provider_refund_id', 'text')
     .addColumn('request_key', 'text', (c) => c.unique())
     .addColumn('failure_reason', 'text')
+    .addColumn('claimed_until', columnTypes(db).timestamp)
+    .addColumn('resume_at', columnTypes(db).timestamp)
     .execute();
+  await createResumeIndex(db);
 }
 
 /** Fails (changing nothing on PostgreSQL) while any refund is `pending` or has no `refunded_at`. */
@@ -85,5 +107,6 @@ export async function down(db: Kysely<any>): Promise<void> {
     db,
   );
   await sql`alter table refunds alter column refunded_at set not null`.execute(db);
+  await db.schema.dropIndex('refunds_by_resume_at').execute();
   for (const column of NEW_COLUMNS) await db.schema.alterTable('refunds').dropColumn(column).execute();
 }

@@ -13,6 +13,7 @@ import {
   stripeEvent,
   stripePaymentIntent,
 } from '../../../test/helpers/provider-events.ts';
+import { resolveUnknownRefunds } from './refunds.jobs.ts';
 
 interface Fakes {
   paystack: FakePaystack;
@@ -424,4 +425,88 @@ test('concurrent refund requests never promise more than was paid (PostgreSQL: t
   const rest = await Promise.all(Array.from({ length: 4 }, () => refund(app, payment.id, {})));
   assert.deepEqual(rest.map((a) => a.status).sort(), [202, 409, 409, 409]);
   assert.equal(rest.find((a) => a.status === 202)!.body.amount, 600);
+});
+
+test('the worker resolves a refund left without an answer once resume_at comes, under a lease: Paystack looked up, never sent twice', async (t) => {
+  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const payment = await paystackPayment(app, 5000);
+  app.paystack.queue('lost');
+  const first = await refund(app, payment.id, { amount: 1200 });
+  assert.equal(first.status, 503);
+  const refundId = first.body.details.refund_id;
+
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 0, 'not due yet: a retry of the request may come first');
+  app.clock.advance(60_000);
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+  assert.equal(app.paystack.refundCalls.length, 1, 'found by the lookup, not sent again');
+  const [atPaystack] = [...app.paystack.refunds.values()];
+  let [row] = await refundsOf(app, payment.id);
+  assert.deepEqual([row.id, row.status, row.provider_reference], [refundId, 'pending', String(atPaystack!.id)]);
+  app.clock.advance(600_000);
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 0, 'answered: nothing left to resolve');
+
+  // Still no answer: due again a minute later; a refusal ends it as failed.
+  const other = await paystackPayment(app, 5000);
+  app.paystack.queue('hang');
+  const lost = await refund(app, other.id, { amount: 700 });
+  assert.equal(lost.status, 503);
+  app.clock.advance(60_000);
+  app.paystack.queue('hang');
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 0, 'due again in a minute, not at once');
+  app.clock.advance(60_000);
+  // A refused lookup says nothing about the refund: still unknown, nothing sent.
+  app.paystack.queue({ status: 400, body: { status: false, message: 'Invalid date', code: 'invalid_params' } });
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+  [row] = await refundsOf(app, other.id);
+  assert.equal(row.status, 'pending');
+  app.clock.advance(60_000);
+  app.paystack.queue(
+    {
+      status: 200,
+      body: {
+        status: true,
+        message: 'Refunds retrieved',
+        data: [],
+        meta: { total: 0, skipped: 0, perPage: '100', page: 1, pageCount: 1, failedRefundCount: 0 },
+      },
+    },
+    { status: 400, body: { status: false, message: 'Refund not allowed', code: 'invalid_params' } },
+  );
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+  [row] = await refundsOf(app, other.id);
+  assert.deepEqual(
+    [row.status, row.failure_reason],
+    ['failed', 'Paystack refused to create the refund: Refund not allowed'],
+  );
+  assert.equal(app.paystack.refunds.size, 1, 'only the first refund reached Paystack');
+});
+
+test('a retry while another caller holds the lease does not ask the provider: it answers the pending refund as it stands', async (t) => {
+  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const payment = await stripePayment(app, 2000);
+  app.stripe.queue('hang');
+  const headers = { 'idempotency-key': 'refund-order-77' };
+  const first = await refund(app, payment.id, { amount: 900 }, headers);
+  assert.equal(first.status, 503);
+  app.clock.advance(60_000);
+  // The worker claims it (as if its call were in flight) …
+  const { claimDueRefundRequests } = await import('../payments/payments.refund-requests.ts');
+  const claimed = await claimDueRefundRequests(app.deps.db, app.clock, 10, 120_000);
+  assert.equal(claimed.length, 1);
+  // … so the client's retry gets the refund as it is, and Stripe is not asked meanwhile.
+  const retry = await refund(app, payment.id, { amount: 900 }, headers);
+  assert.equal(retry.status, 202, retry.text);
+  assert.deepEqual([retry.body.id, retry.body.status], [first.body.details.refund_id, 'pending']);
+  assert.equal(app.stripe.refundCalls.length, 1);
+  // That 202 is the stored answer now; once the lease has passed, the worker asks (same key).
+  app.clock.advance(120_000);
+  const later = await refund(app, payment.id, { amount: 900 }, headers);
+  assert.equal(later.headers.get('idempotent-replayed'), 'true');
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+  assert.deepEqual(
+    app.stripe.refundCalls.map((c) => c.headers['idempotency-key']),
+    [first.body.details.refund_id, first.body.details.refund_id],
+  );
+  assert.equal(app.stripe.refunds.size, 1);
 });

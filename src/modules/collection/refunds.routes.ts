@@ -23,7 +23,7 @@ export function refundRoutes(deps: Deps): Route[] {
           'Paystack: `POST /refund` `{transaction, amount, merchant_note}`; Stripe: `POST /v1/refunds` `{payment_intent, amount, reason?, metadata}` with our refund id as `Idempotency-Key`. ' +
           'Pending refunds count: a request beyond `amount` − succeeded − pending is refused (422 `invalid_state`), nothing left at all is 409 `validation_error`, as is a failed payment. ' +
           'A `manual` payment, a provider without API key, or one that refuses the key or the request: 422 `invalid_state` (a refused refund is kept as `failed`). ' +
-          'No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error`; the refund stays `pending` and a retry with the same `Idempotency-Key` resumes it (Stripe: the same key; Paystack: looked up before it is sent again), never a second refund.',
+          'No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error`; the refund stays `pending` and a retry with the same `Idempotency-Key` resumes it (Stripe: the same key; Paystack: looked up before it is sent again), never a second refund; without a retry the worker resumes it a minute later.',
         params: idParams,
         body: refundRequestBody,
         response: {

@@ -14,7 +14,9 @@ import { AppError, NotFoundError, ProviderUnavailableError, StateConflictError }
 import { isIdOf } from '../../shared/ids.ts';
 import { lockPaymentByReference } from '../payments/payments.references.ts';
 import {
+  claimRefundRequest,
   findRefundRequest,
+  markRefundUnknown,
   recordRefundAnswer,
   refundableOf,
   refuseRefundRequest,
@@ -51,8 +53,19 @@ export function refundRequestKey(claim: { principalId: string; key: string; fing
   return createHash('sha256').update(`${claim.principalId}\n${claim.key}\n${claim.fingerprint}`).digest('hex');
 }
 
+/**
+ * How long one caller may be asking the provider for a refund before another may (the lease):
+ * a whole call (PROVIDER_TIMEOUT) and a minute more.
+ */
+export function refundLeaseMs(deps: Pick<Deps, 'config'>): number {
+  return deps.config.providerTimeoutMs + 60_000;
+}
+
+/** After no usable answer, when the worker asks the provider again (unless a retry does first). */
+export const RESUME_DELAY_MS = 60_000;
+
 /** What the provider is asked, decided under the payment's lock. */
-interface RefundCall {
+export interface RefundCall {
   refund: RefundRow;
   provider: CollectingProvider;
   /** The payment's provider reference: Paystack's transaction reference, Stripe's PaymentIntent. */
@@ -80,6 +93,22 @@ export async function refundPayment(
 ): Promise<Refund> {
   const call = await transactionWithRetry(deps.db, (trx) => startRefund(deps, trx, paymentId, input, requestKey));
   if (call.refund.status !== 'pending' || call.refund.provider_refund_id !== null) return call.refund;
+  // A retry: ask the provider only if nobody (the worker, another retry) is asking right now;
+  // otherwise the refund is on its way and is answered as it stands.
+  if (call.resumed && !(await claimRefundRequest(deps.db, deps.clock, call.refund, refundLeaseMs(deps)))) {
+    return call.refund;
+  }
+  return resolveRefund(deps, call);
+}
+
+/**
+ * Asks the provider for `call`'s refund (its lease held by the caller) and records the
+ * outcome: the provider's id (→ the refund, still `pending`), a refusal (the refund `failed`;
+ * throws 422 `invalid_state`), or no usable answer (due again in RESUME_DELAY_MS for the
+ * worker; throws 503 `internal_error`). `details`: provider, refund_id, reason,
+ * provider_status, provider_code.
+ */
+export async function resolveRefund(deps: Deps, call: RefundCall): Promise<Refund> {
   try {
     const providerRefundId = await askProvider(deps, call);
     return await recordRefundAnswer(deps.db, deps.clock, call.refund, providerRefundId);
@@ -93,6 +122,8 @@ export async function refundPayment(
       provider_code: error.providerCode,
     };
     if (error.outcomeUnknown) {
+      const resumeAt = new Date(deps.clock.now().getTime() + RESUME_DELAY_MS).toISOString();
+      await markRefundUnknown(deps.db, deps.clock, call.refund, resumeAt);
       throw new ProviderUnavailableError(
         `${error.message}; the refund ${call.refund.id} stays pending: retry with the same Idempotency-Key`,
         details,
@@ -162,6 +193,7 @@ async function startRefund(
     amount,
     reason: input.reason ?? null,
     requestKey,
+    leaseMs: refundLeaseMs(deps),
   });
   return { refund, provider, paymentReference: payment.provider_reference, resumed: false };
 }
@@ -180,7 +212,14 @@ async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
     if (call.resumed) {
       // Paystack lists by creation time; a minute before our row covers clock skew.
       const since = new Date(Date.parse(refund.created_at) - 60_000).toISOString();
-      const found = await paystack.findRefund(call.paymentReference, refund.id, since);
+      const found = await paystack.findRefund(call.paymentReference, refund.id, since).catch((error: unknown) => {
+        // A lookup that fails, for whatever reason, says nothing about the refund: still unknown.
+        if (!(error instanceof ProviderCallError) || error.outcomeUnknown) throw error;
+        throw new ProviderCallError('paystack', 'unavailable', error.message, {
+          providerStatus: error.providerStatus,
+          providerCode: error.providerCode,
+        });
+      });
       if (found) return found.id;
     }
     const created = await paystack.createRefund({
@@ -207,11 +246,14 @@ async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
   return created.id;
 }
 
-/** A resumed refund whose provider lost its key since: refused like a missing key. */
+/**
+ * A resumed refund whose provider has no key (any more): the provider may have made the
+ * refund, so the outcome stays unknown (asked again once the key is back).
+ */
 function missingKey(provider: CollectingProvider): ProviderCallError {
   return new ProviderCallError(
     provider,
-    'unauthorized',
+    'unavailable',
     `${PROVIDER_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
   );
 }

@@ -68,6 +68,10 @@ export interface RefundsTable {
   request_key: ColumnType<string | null, string | null | undefined, string | null>;
   /** Why the provider refused the request (the refund is then `failed`). */
   failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** API refunds: the lease (ISO 8601) of whoever is calling the provider for it; null when nobody is. */
+  claimed_until: ColumnType<string | null, string | null | undefined, string | null>;
+  /** API refunds without a usable answer: when the worker asks the provider again (ISO 8601). */
+  resume_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type RefundRow = Selectable<RefundsTable>;
