@@ -46,7 +46,7 @@ export function stripeReasonOf(reason: string | null): StripeReason | undefined 
 /**
  * The key a request's refund is found by when it is retried: hex SHA-256 of the API key's id,
  * the Idempotency-Key and the request's fingerprint (method, path, body) — the same scope as
- * SPEC §2's stored responses. Undefined without an Idempotency-Key.
+ * SPEC §2's stored responses. Null without an Idempotency-Key.
  */
 export function refundRequestKey(claim: { principalId: string; key: string; fingerprint: string } | undefined) {
   if (!claim) return null;
