@@ -17,6 +17,7 @@ import * as providerEventLists from './migrations/0012_provider_event_lists.ts';
 import * as invoices from './migrations/0013_invoices.ts';
 import * as invoicePaymentAttempts from './migrations/0014_invoice_payment_attempts.ts';
 import * as paymentMethods from './migrations/0015_payment_methods.ts';
+import * as chargeAttempts from './migrations/0017_charge_attempts.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0013_invoices': invoices,
   '0014_invoice_payment_attempts': invoicePaymentAttempts,
   '0015_payment_methods': paymentMethods,
+  '0017_charge_attempts': chargeAttempts,
 };
 
 /** The names of every migration, in the order they apply. */
