@@ -3,7 +3,8 @@
 // servers), on both databases.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
+import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
+import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
 import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
 import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
@@ -345,3 +346,46 @@ test('an invoice of a customer without a saved method is not charged', async (t)
   assert.equal(await chargeDueInvoices(app.deps), 0);
   assert.equal(paystack.calls.length, 0);
 });
+
+test(
+  'two workers on PostgreSQL charging the same due invoices: one charge per invoice',
+  { skip: !ON_POSTGRES },
+  async (t) => {
+    const s = await setup(t, 'paystack');
+    s.paystack.latencyMs = 15;
+    s.stripe.latencyMs = 15;
+    const count = 16;
+    for (let i = 1; i < count; i++) {
+      const provider = i % 2 === 0 ? 'paystack' : 'stripe';
+      const created = await createSubscription(s.app, { plan: { currency: CURRENCY[provider], amount: 5000 + i } });
+      const sub = await s.app.deps.db
+        .transaction()
+        .execute((trx) => applySuccessfulPayment(trx, s.app.deps, created.id));
+      await saveTestPaymentMethod(s.app, sub.customer_id, provider);
+    }
+    s.app.clock.set(new Date('2026-03-15T10:00:00.000Z'));
+    while ((await issueRenewalInvoices.run(s.app.deps)) > 0);
+    const second = await connectSecondInstance(s.app);
+    t.after(() => second.close());
+    const drain = async (deps: typeof second, owner: string) => {
+      let total = 0;
+      for (;;) {
+        const seen = await chargeDueInvoices(deps, owner, 3);
+        total += seen;
+        if (seen === 0) return total;
+      }
+    };
+    await Promise.all([drain(s.app.deps, 'worker-a'), drain(second, 'worker-b')]);
+    const attempts = await s.app.deps.db.selectFrom('invoice_payment_attempts').selectAll().execute();
+    assert.equal(attempts.length, count, 'one attempt per invoice');
+    assert.equal(new Set(attempts.map((a) => a.invoice_id)).size, count);
+    assert.ok(attempts.every((a) => a.status === 'succeeded'));
+    assert.equal(s.paystack.totalCharges + s.stripe.totalCharges, count, 'one charge per invoice');
+    for (const attempt of attempts) {
+      const fake = attempt.provider === 'paystack' ? s.paystack : s.stripe;
+      assert.equal(fake.chargeCount(attempt.reference), 1);
+    }
+    const open = await s.app.deps.db.selectFrom('invoices').select('id').where('status', '=', 'open').execute();
+    assert.deepEqual(open, []);
+  },
+);
