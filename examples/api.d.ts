@@ -1099,6 +1099,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'invoice.payment_attempted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.payment_attempted event
+     * @description The service charged a saved method for the invoice (SPEC §10): the attempt's outcome (succeeded, failed, requires_action). Sent to every enabled endpoint subscribed to `invoice.payment_attempted` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoicePaymentAttemptedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'invoice.voided': {
     parameters: {
       query?: never;
@@ -2293,6 +2313,7 @@ export interface components {
         | 'invoice.created'
         | 'invoice.paid'
         | 'invoice.payment_failed'
+        | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
         | 'dunning.started'
@@ -2411,6 +2432,7 @@ export interface components {
         | 'invoice.created'
         | 'invoice.paid'
         | 'invoice.payment_failed'
+        | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
         | 'dunning.started'
@@ -3088,6 +3110,66 @@ export interface components {
       updated_at: string;
       /** @description Every request the service made to a provider to collect this invoice (checkout links, charges), oldest first. */
       payment_attempts: components['schemas']['PaymentAttempt'][];
+    };
+    /**
+     * @description An automatic charge of a saved method and what it came to: `attempt.status` `succeeded`, `failed` (a decline: `failure_code`) or `requires_action` (the customer must act: `url`).
+     * @example {
+     *       "invoice": {
+     *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "number": "INV-000042",
+     *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "status": "open",
+     *         "currency": "NGN",
+     *         "amount_due": 500000,
+     *         "amount_paid": 0,
+     *         "amount_remaining": 500000,
+     *         "period_start": "2026-01-15T10:00:00.000Z",
+     *         "period_end": "2026-02-15T10:00:00.000Z",
+     *         "due_at": "2026-01-15T10:00:00.000Z",
+     *         "attempt_count": 0,
+     *         "next_payment_attempt_at": null,
+     *         "lines": [
+     *           {
+     *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *             "amount": 500000,
+     *             "currency": "NGN",
+     *             "quantity": 1,
+     *             "period_start": "2026-01-15T10:00:00.000Z",
+     *             "period_end": "2026-02-15T10:00:00.000Z",
+     *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *           }
+     *         ],
+     *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+     *         "paid_at": null,
+     *         "voided_at": null,
+     *         "metadata": {},
+     *         "created_at": "2026-01-15T10:00:00.000Z",
+     *         "updated_at": "2026-01-15T10:00:00.000Z"
+     *       },
+     *       "attempt": {
+     *         "id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "provider": "paystack",
+     *         "kind": "charge",
+     *         "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "status": "failed",
+     *         "amount": 500000,
+     *         "currency": "NGN",
+     *         "provider_object_id": null,
+     *         "url": null,
+     *         "expires_at": null,
+     *         "failure_code": "insufficient_funds",
+     *         "failure_message": "Insufficient Funds",
+     *         "created_at": "2026-02-15T10:00:01.000Z",
+     *         "updated_at": "2026-02-15T10:00:02.000Z"
+     *       }
+     *     }
+     */
+    InvoicePaymentAttempted: {
+      invoice: components['schemas']['Invoice'];
+      attempt: components['schemas']['PaymentAttempt'];
     };
   };
   responses: {
@@ -5773,7 +5855,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -5923,7 +6005,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6208,6 +6290,7 @@ export interface operations {
           | 'invoice.created'
           | 'invoice.paid'
           | 'invoice.payment_failed'
+          | 'invoice.payment_attempted'
           | 'invoice.voided'
           | 'invoice.marked_uncollectible'
           | 'dunning.started'
@@ -7688,6 +7771,103 @@ export interface operations {
           /** @constant */
           topic: 'invoice.payment_failed';
           data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoicePaymentAttemptedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.payment_attempted",
+         *       "data": {
+         *         "invoice": {
+         *           "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "number": "INV-000042",
+         *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "status": "open",
+         *           "currency": "NGN",
+         *           "amount_due": 500000,
+         *           "amount_paid": 0,
+         *           "amount_remaining": 500000,
+         *           "period_start": "2026-01-15T10:00:00.000Z",
+         *           "period_end": "2026-02-15T10:00:00.000Z",
+         *           "due_at": "2026-01-15T10:00:00.000Z",
+         *           "attempt_count": 0,
+         *           "next_payment_attempt_at": null,
+         *           "lines": [
+         *             {
+         *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *               "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *               "amount": 500000,
+         *               "currency": "NGN",
+         *               "quantity": 1,
+         *               "period_start": "2026-01-15T10:00:00.000Z",
+         *               "period_end": "2026-02-15T10:00:00.000Z",
+         *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *             }
+         *           ],
+         *           "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *           "paid_at": null,
+         *           "voided_at": null,
+         *           "metadata": {},
+         *           "created_at": "2026-01-15T10:00:00.000Z",
+         *           "updated_at": "2026-01-15T10:00:00.000Z"
+         *         },
+         *         "attempt": {
+         *           "id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "provider": "paystack",
+         *           "kind": "charge",
+         *           "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "status": "failed",
+         *           "amount": 500000,
+         *           "currency": "NGN",
+         *           "provider_object_id": null,
+         *           "url": null,
+         *           "expires_at": null,
+         *           "failure_code": "insufficient_funds",
+         *           "failure_message": "Insufficient Funds",
+         *           "created_at": "2026-02-15T10:00:01.000Z",
+         *           "updated_at": "2026-02-15T10:00:02.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.payment_attempted';
+          data: components['schemas']['InvoicePaymentAttempted'];
         };
       };
     };

@@ -8,6 +8,7 @@ import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
+import { paymentAttemptedSchema } from '../modules/collection/charges.schemas.ts';
 import { checkoutLinkSchema } from '../modules/collection/checkout.schemas.ts';
 import { paymentAttemptSchema } from '../modules/collection/payment-attempts.schemas.ts';
 import { customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
@@ -143,6 +144,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   checkoutLinkSchema,
   paymentAttemptSchema,
   invoiceDetailSchema,
+  paymentAttemptedSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -207,6 +209,10 @@ const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'invoice.payment_failed': {
     schema: invoiceSchema,
     when: 'A payment for the invoice failed; `attempt_count` counts it.',
+  },
+  'invoice.payment_attempted': {
+    schema: paymentAttemptedSchema,
+    when: "The service charged a saved method for the invoice (SPEC §10): the attempt's outcome (succeeded, failed, requires_action).",
   },
   'invoice.voided': { schema: invoiceSchema, when: 'The invoice was voided: nothing is owed on it any more.' },
   'invoice.marked_uncollectible': {

@@ -2,6 +2,7 @@
 // A new kind of due work is a Job (modules/job.ts) in its module plus a line here.
 import { FOLD_BATCH, foldCountDeltas } from '../db/counts.ts';
 import { resolveUnknownRefunds } from '../modules/collection/refunds.jobs.ts';
+import { chargeInvoices } from '../modules/collection/charges.ts';
 import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
 import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
 import type { Job, WorkerService } from '../modules/job.ts';
@@ -26,6 +27,8 @@ export const JOBS: readonly Job[] = [
   applyPeriodEndCancellations,
   // Before the past-due job: one tick issues a renewal invoice, and a later one finds it overdue.
   issueRenewalInvoices,
+  // Right after issuing: a renewal invoice of a customer with a saved method is charged in the same tick.
+  chargeInvoices,
   markUnpaidRenewalsPastDue,
   runDunningSchedule,
   retryProviderEvents,

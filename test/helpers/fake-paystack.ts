@@ -6,7 +6,7 @@
 // and the signed refund webhooks Paystack would send (sendRefundEvent).
 import type { TestContext } from 'node:test';
 import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
-import { PAYSTACK_SECRET, signPaystack } from './provider-events.ts';
+import { PAYSTACK_SECRET, paystackCharge, signPaystack } from './provider-events.ts';
 
 /** A transaction the fake knows, by reference. */
 export interface FakePaystackTransaction {
@@ -25,6 +25,9 @@ export interface FakePaystackTransaction {
 }
 
 const REFERENCE = /^[A-Za-z0-9.=-]+$/;
+
+/** What a fake charge does: approve, decline for lack of funds, or pause for the customer. */
+export type PaystackChargeOutcome = 'success' | 'insufficient_funds' | 'paused';
 const CURRENCIES = ['NGN', 'GHS', 'KES', 'ZAR', 'USD'];
 
 function error(status: number, message: string, code?: string): FakeAnswer {
@@ -90,6 +93,7 @@ export class FakePaystack extends FakeProviderServer {
 
   #route(call: RecordedCall): FakeAnswer {
     if (call.method === 'POST' && call.path === '/transaction/initialize') return this.#initialize(call.body);
+    if (call.method === 'POST' && call.path === '/transaction/charge_authorization') return this.#charge(call.body);
     if (call.path === '/refund' || call.path.startsWith('/refund?')) return this.#refundRoute(call);
     const verify = /^\/transaction\/verify\/([^/?]+)$/.exec(call.path);
     if (call.method === 'GET' && verify) return this.#verify(decodeURIComponent(verify[1]!));
@@ -391,6 +395,152 @@ export class FakePaystack extends FakeProviderServer {
           page,
           pageCount: Math.max(Math.ceil(all.length / perPage), 1),
           failedRefundCount: all.filter((r) => r.status === 'failed').length,
+        },
+      },
+    };
+  }
+
+  // ---- Charging (automatic collection): POST /transaction/charge_authorization ----
+  // Shapes from PaystackOSS/openapi (TransactionChargeAuthorization → `{status, message, data}`
+  // with data.status `success` / `failed`, or `paused` with an authorization_url). A charge
+  // is made (and counted) when the request arrives, before any held answer is sent.
+
+  /** What the next charges do, in order; then `defaultChargeOutcome`. */
+  readonly chargeOutcomes: PaystackChargeOutcome[] = [];
+  defaultChargeOutcome: PaystackChargeOutcome = 'success';
+  /** Charges made per reference (a second charge of one reference is a double charge). */
+  readonly chargesByReference = new Map<string, number>();
+  /** Where sendChargeWebhook posts (our app), and the time its events carry. */
+  webhookTarget: { url: string } | undefined;
+
+  /** The recorded POST /transaction/charge_authorization calls. */
+  get chargeCalls(): RecordedCall[] {
+    return this.calls.filter((c) => c.method === 'POST' && c.path === '/transaction/charge_authorization');
+  }
+
+  /** Charges made for `reference` (0 when none). */
+  chargeCount(reference: string): number {
+    return this.chargesByReference.get(reference) ?? 0;
+  }
+
+  /** All charges made, over every reference. */
+  get totalCharges(): number {
+    let total = 0;
+    for (const count of this.chargesByReference.values()) total += count;
+    return total;
+  }
+
+  /**
+   * POSTs the signed `charge.success` event of the successful transaction `reference` to
+   * webhookTarget's /api/notify, as Paystack would. Returns the response status.
+   */
+  async sendChargeWebhook(reference: string): Promise<number> {
+    const tx = this.transactions.get(reference);
+    if (!tx || tx.status !== 'success') throw new Error(`fake Paystack has no successful transaction ${reference}`);
+    if (!this.webhookTarget) throw new Error('fake Paystack has no webhookTarget');
+    const event = paystackCharge({
+      id: tx.id,
+      reference: tx.reference,
+      amount: tx.amount,
+      currency: tx.currency,
+      email: tx.email,
+      metadata: tx.metadata,
+    });
+    const body = JSON.stringify(event);
+    const response = await fetch(`${this.webhookTarget.url}/api/notify?p=paystack`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-paystack-signature': signPaystack(body) },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  #charge(body: Record<string, unknown>): FakeAnswer {
+    const { email, amount, currency = 'NGN', reference, authorization_code, metadata } = body;
+    if (typeof email !== 'string' || !email.includes('@'))
+      return error(400, 'Invalid Email Address Passed', 'invalid_params');
+    if (!Number.isInteger(amount) || (amount as number) <= 0)
+      return error(400, 'Invalid Amount Sent', 'invalid_params');
+    if (typeof authorization_code !== 'string' || !authorization_code.startsWith('AUTH_')) {
+      return error(400, 'Invalid authorization code', 'invalid_params');
+    }
+    if (typeof currency !== 'string' || !CURRENCIES.includes(currency)) {
+      return error(400, 'Currency not supported by merchant', 'unsupported_currency');
+    }
+    if (typeof reference !== 'string' || !REFERENCE.test(reference)) {
+      return error(400, 'Invalid transaction reference', 'invalid_params');
+    }
+    if (this.transactions.has(reference)) return error(400, 'Duplicate Transaction Reference', 'duplicate_reference');
+    const outcome = this.chargeOutcomes.shift() ?? this.defaultChargeOutcome;
+    this.chargesByReference.set(reference, this.chargeCount(reference) + 1);
+    const now = new Date().toISOString();
+    const status = outcome === 'success' ? 'success' : outcome === 'paused' ? 'paused' : 'failed';
+    const tx: FakePaystackTransaction = {
+      id: this.#nextId++,
+      reference,
+      access_code: `acc_${Math.random().toString(36).slice(2, 12)}`,
+      email,
+      amount: amount as number,
+      currency,
+      metadata,
+      callback_url: undefined,
+      status,
+      created_at: now,
+      paid_at: status === 'success' ? now : null,
+    };
+    this.transactions.set(reference, tx);
+    const gateway =
+      outcome === 'success' ? 'Approved' : outcome === 'paused' ? 'Transaction paused' : 'Insufficient Funds';
+    return {
+      status: 200,
+      body: {
+        status: true,
+        message: 'Charge attempted',
+        data: {
+          amount: tx.amount,
+          currency: tx.currency,
+          transaction_date: now,
+          status,
+          reference,
+          domain: 'test',
+          metadata: tx.metadata ?? '',
+          gateway_response: gateway,
+          message: null,
+          channel: 'card',
+          ip_address: null,
+          log: null,
+          fees: status === 'success' ? Math.round(tx.amount * 0.015) : null,
+          authorization: {
+            authorization_code,
+            bin: '408408',
+            last4: '4081',
+            exp_month: '12',
+            exp_year: '2030',
+            channel: 'card',
+            card_type: 'visa ',
+            bank: 'TEST BANK',
+            country_code: 'NG',
+            brand: 'visa',
+            reusable: true,
+            signature: 'SIG_yEXu7dLBeqG0kU7g95Ke',
+            account_name: null,
+          },
+          customer: {
+            id: 181873746,
+            first_name: null,
+            last_name: null,
+            email,
+            customer_code: 'CUS_1rkzaqsv4rrhqo6',
+            phone: null,
+            metadata: null,
+            risk_action: 'default',
+          },
+          plan: null,
+          id: tx.id,
+          ...(status === 'paused'
+            ? { paused: true, authorization_url: `https://checkout.paystack.com/${tx.access_code}` }
+            : {}),
         },
       },
     };

@@ -39,7 +39,7 @@ export interface FakeAnswer {
 export type Override = FakeAnswer | 'hang' | 'lost';
 
 /** A provider's routes: an answer for a request, given the decoded body. */
-export type Handler = (call: RecordedCall) => FakeAnswer;
+export type Handler = (call: RecordedCall) => FakeAnswer | Promise<FakeAnswer>;
 
 export class FakeProviderServer {
   readonly calls: RecordedCall[] = [];
@@ -84,8 +84,34 @@ export class FakeProviderServer {
     this.#overrides.push(...overrides);
   }
 
+  // ---- Charging (automatic collection): latency and held answers ----
+
+  /** Milliseconds every answer waits after the fake acted (the bench's provider latency). */
+  latencyMs = 0;
+  /** Answers currently held back by hold(). */
+  heldCount = 0;
+  #held: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  /**
+   * From now on the fake acts on each request (a charge is made) but holds its answer back
+   * until release(): a client waiting for it can be killed in between.
+   */
+  hold(): void {
+    if (this.#held) return;
+    let resolve = () => {};
+    const promise = new Promise<void>((done) => (resolve = done));
+    this.#held = { promise, resolve };
+  }
+
+  /** Sends the answers hold() kept back, and answers at once again. */
+  release(): void {
+    this.#held?.resolve();
+    this.#held = undefined;
+  }
+
   /** Stops the server, dropping connections (hung requests included). */
   async close(): Promise<void> {
+    this.release();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
@@ -116,7 +142,14 @@ export class FakeProviderServer {
     }
     const answer =
       override ??
-      (request.headers.authorization === `Bearer ${this.#apiKey}` ? this.#handle(call) : this.#unauthorized);
+      (request.headers.authorization === `Bearer ${this.#apiKey}` ? await this.#handle(call) : this.#unauthorized);
+    // Charging (automatic collection tests): the provider has acted; its answer waits.
+    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    if (this.#held !== undefined) {
+      this.heldCount += 1;
+      await this.#held.promise;
+    }
+    if (request.socket.destroyed) return;
     const text = JSON.stringify(answer.body);
     response.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(text);
   }

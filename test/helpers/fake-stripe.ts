@@ -7,7 +7,7 @@
 // 400 idempotency_error), every call recorded, errors and timeouts on demand (queue()).
 import type { TestContext } from 'node:test';
 import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
-import { signStripe } from './provider-events.ts';
+import { signStripe, stripeEvent } from './provider-events.ts';
 
 /** The API key test apps configure as STRIPE_API_KEY. */
 export const STRIPE_API_KEY = 'sk_test_51Fake0Stripe0Key0For0Tests0Only0000000000000000';
@@ -31,6 +31,9 @@ export function decodeStripeForm(raw: string): Record<string, unknown> {
   }
   return root;
 }
+
+/** What a fake PaymentIntent does: succeed, or decline (funds, or the customer must authenticate). */
+export type StripeChargeOutcome = 'succeeded' | 'insufficient_funds' | 'authentication_required';
 
 function stripeError(status: number, type: string, message: string, extra: Record<string, string> = {}): FakeAnswer {
   return { status, body: { error: { type, message, ...extra } } };
@@ -88,7 +91,9 @@ export class FakeStripe extends FakeProviderServer {
         ? this.#createSession(call.body)
         : call.method === 'POST' && call.path === '/v1/refunds'
           ? this.#createRefund(call.body)
-          : stripeError(404, 'invalid_request_error', `Unrecognized request URL (${call.method}: ${call.path}).`);
+          : call.method === 'POST' && call.path === '/v1/payment_intents'
+            ? this.#createPaymentIntent(call.body, typeof key === 'string' ? key : null)
+            : stripeError(404, 'invalid_request_error', `Unrecognized request URL (${call.method}: ${call.path}).`);
     if (typeof key === 'string') this.#idempotent.set(key, { raw: call.raw, answer });
     return answer;
   }
@@ -244,5 +249,137 @@ export class FakeStripe extends FakeProviderServer {
     };
     this.refunds.set(id, refund);
     return { status: 200, body: refund };
+  }
+
+  // ---- Charging (automatic collection): POST /v1/payment_intents ----
+  // Shapes from stripe/openapi (payment_intent fixture; a decline is a 402 `card_error` with
+  // `code`, `decline_code` and the PaymentIntent in `payment_intent`). The Idempotency-Key
+  // replay above returns the first answer for the same key and body, declines included, as
+  // Stripe does; a charge is counted only when a request is not such a replay.
+
+  /** What the next PaymentIntents do, in order; then `defaultChargeOutcome`. */
+  readonly chargeOutcomes: StripeChargeOutcome[] = [];
+  defaultChargeOutcome: StripeChargeOutcome = 'succeeded';
+  /** PaymentIntents created, by id. */
+  readonly intents = new Map<string, Record<string, unknown>>();
+  /** Charges made per Idempotency-Key (our attempt reference). */
+  readonly chargesByReference = new Map<string, number>();
+  /** Where sendChargeWebhook posts (our app), and the clock its signature is made at. */
+  webhookTarget: { url: string; now: () => Date } | undefined;
+
+  /** The recorded POST /v1/payment_intents calls. */
+  get chargeCalls(): RecordedCall[] {
+    return this.calls.filter((c) => c.method === 'POST' && c.path === '/v1/payment_intents');
+  }
+
+  /** Charges made under Idempotency-Key `reference`. */
+  chargeCount(reference: string): number {
+    return this.chargesByReference.get(reference) ?? 0;
+  }
+
+  /** All charges made. */
+  get totalCharges(): number {
+    let total = 0;
+    for (const count of this.chargesByReference.values()) total += count;
+    return total;
+  }
+
+  /** The PaymentIntent created under Idempotency-Key `reference`. */
+  intentFor(reference: string): Record<string, unknown> | undefined {
+    return [...this.intents.values()].find((intent) => intent.idempotency_key === reference);
+  }
+
+  /** POSTs the signed `payment_intent.succeeded` (or `.payment_failed`) event of `intentId` to webhookTarget. */
+  async sendChargeWebhook(intentId: string): Promise<number> {
+    const intent = this.intents.get(intentId);
+    if (!intent) throw new Error(`fake Stripe has no PaymentIntent ${intentId}`);
+    if (!this.webhookTarget) throw new Error('fake Stripe has no webhookTarget');
+    const { idempotency_key: _key, ...object } = intent;
+    const type = intent.status === 'succeeded' ? 'payment_intent.succeeded' : 'payment_intent.payment_failed';
+    const body = JSON.stringify(stripeEvent(type, object));
+    const timestamp = Math.floor(this.webhookTarget.now().getTime() / 1000);
+    const response = await fetch(`${this.webhookTarget.url}/api/notify?p=stripe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(body, timestamp) },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  #createPaymentIntent(body: Record<string, unknown>, key: string | null): FakeAnswer {
+    if (!/^\d+$/.test(String(body.amount)) || Number(body.amount) <= 0) {
+      return stripeError(400, 'invalid_request_error', 'Invalid positive integer', {
+        param: 'amount',
+        code: 'parameter_invalid_integer',
+      });
+    }
+    if (typeof body.currency !== 'string' || body.currency !== body.currency.toLowerCase()) {
+      return stripeError(400, 'invalid_request_error', 'Invalid currency', { param: 'currency' });
+    }
+    if (typeof body.customer !== 'string' || typeof body.payment_method !== 'string') {
+      return stripeError(400, 'invalid_request_error', 'Missing customer or payment_method', {
+        param: 'payment_method',
+        code: 'parameter_missing',
+      });
+    }
+    if (body.confirm !== 'true' || body.off_session !== 'true') {
+      return stripeError(400, 'invalid_request_error', 'This fake charges off-session only', { param: 'off_session' });
+    }
+    const outcome = this.chargeOutcomes.shift() ?? this.defaultChargeOutcome;
+    if (key !== null) this.chargesByReference.set(key, this.chargeCount(key) + 1);
+    this.#sequence += 1;
+    const id = `pi_3Fake${String(this.#sequence).padStart(6, '0')}Ab1cD2eF3gH4`;
+    const amount = Number(body.amount);
+    const declined = outcome !== 'succeeded';
+    const error =
+      outcome === 'insufficient_funds'
+        ? { code: 'card_declined', decline_code: 'insufficient_funds', message: 'Your card has insufficient funds.' }
+        : {
+            code: 'authentication_required',
+            decline_code: 'authentication_required',
+            message: 'Your card was declined. This transaction requires authentication.',
+          };
+    const intent: Record<string, unknown> = {
+      id,
+      object: 'payment_intent',
+      amount,
+      amount_capturable: 0,
+      amount_received: declined ? 0 : amount,
+      capture_method: 'automatic',
+      confirmation_method: 'automatic',
+      created: Math.floor(Date.now() / 1000),
+      currency: body.currency,
+      customer: body.customer,
+      description: null,
+      last_payment_error: declined
+        ? { ...error, type: 'card_error', payment_method: { id: body.payment_method } }
+        : null,
+      latest_charge: `ch_3Fake${String(this.#sequence).padStart(6, '0')}`,
+      livemode: false,
+      metadata: body.metadata ?? {},
+      next_action: null,
+      payment_method: body.payment_method,
+      payment_method_types: ['card'],
+      receipt_email: null,
+      setup_future_usage: null,
+      status: declined ? 'requires_payment_method' : 'succeeded',
+      idempotency_key: key,
+    };
+    this.intents.set(id, intent);
+    const { idempotency_key: _key, ...visible } = intent;
+    if (!declined) return { status: 200, body: visible };
+    return {
+      status: 402,
+      body: {
+        error: {
+          type: 'card_error',
+          ...error,
+          charge: visible.latest_charge,
+          payment_intent: visible,
+          doc_url: `https://stripe.com/docs/error-codes/${error.code.replace(/_/g, '-')}`,
+        },
+      },
+    };
   }
 }

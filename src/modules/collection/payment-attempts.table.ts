@@ -43,6 +43,14 @@ export interface InvoicePaymentAttemptsTable {
   /** Ours (`provider_timeout`, `provider_unavailable`, `provider_refused`) or the provider's code. */
   failure_code: string | null;
   failure_message: string | null;
+  /** The saved method (`pm_…`) a `charge` attempt charges; null for checkout links. */
+  payment_method_id: string | null;
+  /**
+   * The lease of an unresolved `charge` attempt (SPEC §10 "Exactly once"): until this time
+   * (ISO 8601) only worker `locked_by` may call the provider for it. Null once resolved.
+   */
+  locked_until: string | null;
+  locked_by: string | null;
   created_at: string;
   updated_at: string;
 }

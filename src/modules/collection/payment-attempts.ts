@@ -4,6 +4,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { CollectingProvider } from '../../config.ts';
 import type { Database } from '../../db/database.ts';
+import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type {
@@ -27,7 +28,17 @@ export function referenceOf(attemptId: string): string {
 export async function startAttempt(
   trx: Transaction<Database>,
   clock: Clock,
-  attempt: { invoiceId: string; provider: CollectingProvider; kind: AttemptKind; amount: number; currency: string },
+  attempt: {
+    invoiceId: string;
+    provider: CollectingProvider;
+    kind: AttemptKind;
+    amount: number;
+    currency: string;
+    /** Charges: the saved method charged. */
+    paymentMethodId?: string;
+    /** Charges: the lease the caller holds (owner, until: ISO 8601). */
+    lease?: { owner: string; until: string };
+  },
 ): Promise<PaymentAttemptRow> {
   const id = newId('paymentAttempt');
   const now = clock.now().toISOString();
@@ -45,6 +56,9 @@ export async function startAttempt(
     expires_at: null,
     failure_code: null,
     failure_message: null,
+    payment_method_id: attempt.paymentMethodId ?? null,
+    locked_until: attempt.lease?.until ?? null,
+    locked_by: attempt.lease?.owner ?? null,
     created_at: now,
     updated_at: now,
   };
@@ -80,6 +94,81 @@ export async function recordAttemptOutcome(
     .where('id', '=', attempt.id)
     .execute();
   return row;
+}
+
+/**
+ * Invoice `invoiceId`'s unresolved charge (`pending` or `unknown`), the newest, locked on
+ * PostgreSQL; undefined when it has none. At most one exists: a new charge is started only
+ * when none is unresolved (collection/charges.ts, under the invoice's lock).
+ */
+export async function findUnresolvedCharge(
+  trx: Transaction<Database>,
+  invoiceId: string,
+): Promise<PaymentAttemptRow | undefined> {
+  return forUpdate(
+    trx
+      .selectFrom('invoice_payment_attempts')
+      .selectAll()
+      .where('invoice_id', '=', invoiceId)
+      .where('kind', '=', 'charge')
+      .where('status', 'in', ['pending', 'unknown'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc'),
+    trx,
+  ).executeTakeFirst();
+}
+
+/** Gives the lease of unresolved attempt `attempt` to `owner` until `until` (ISO 8601). Returns the row after. */
+export async function leaseAttempt(
+  trx: Transaction<Database>,
+  clock: Clock,
+  attempt: PaymentAttemptRow,
+  lease: { owner: string; until: string },
+): Promise<PaymentAttemptRow> {
+  const set = { locked_until: lease.until, locked_by: lease.owner, updated_at: clock.now().toISOString() };
+  await trx.updateTable('invoice_payment_attempts').set(set).where('id', '=', attempt.id).execute();
+  return { ...attempt, ...set };
+}
+
+/** Attempt `id`, locked on PostgreSQL (the caller holds its invoice's lock first: lock order). */
+export async function lockAttempt(trx: Transaction<Database>, id: string): Promise<PaymentAttemptRow | undefined> {
+  return forUpdate(trx.selectFrom('invoice_payment_attempts').selectAll().where('id', '=', id), trx).executeTakeFirst();
+}
+
+/** What a charge came to (collection/charges.ts). Times ISO 8601. */
+export type ChargeAttemptOutcome =
+  | { status: 'succeeded'; providerObjectId: string | null }
+  | {
+      status: 'requires_action';
+      providerObjectId: string | null;
+      url: string | null;
+      failureCode: string;
+      failureMessage: string;
+    }
+  | { status: 'failed' | 'unknown'; providerObjectId: string | null; failureCode: string; failureMessage: string };
+
+/**
+ * Writes a charge's `outcome` to the locked attempt `attempt` in `trx`; the lease is given
+ * back (an `unknown` attempt is picked up again when its invoice is next due). Returns the row after.
+ */
+export async function recordChargeOutcome(
+  trx: Transaction<Database>,
+  clock: Clock,
+  attempt: PaymentAttemptRow,
+  outcome: ChargeAttemptOutcome,
+): Promise<PaymentAttemptRow> {
+  const set = {
+    status: outcome.status,
+    provider_object_id: outcome.providerObjectId ?? attempt.provider_object_id,
+    url: outcome.status === 'requires_action' ? outcome.url : attempt.url,
+    failure_code: outcome.status === 'succeeded' ? null : outcome.failureCode,
+    failure_message: outcome.status === 'succeeded' ? null : outcome.failureMessage,
+    locked_until: null,
+    locked_by: null,
+    updated_at: clock.now().toISOString(),
+  };
+  await trx.updateTable('invoice_payment_attempts').set(set).where('id', '=', attempt.id).execute();
+  return { ...attempt, ...set };
 }
 
 /** Invoice `invoiceId`'s attempts, oldest first. */

@@ -77,10 +77,41 @@ function refundOf(data: JsonObject): PaystackRefund | null {
   return { id, status: typeof data.status === 'string' ? data.status : '', amount: data.amount };
 }
 
+/** POST /transaction/charge_authorization's body as we send it (SPEC §10). `amount` in minor units. */
+export interface ChargeAuthorizationInput {
+  email: string;
+  amount: number;
+  /** The saved method's `AUTH_…` code: a secret, never logged. */
+  authorization_code: string;
+  /** ISO 4217 upper case. */
+  currency: string;
+  /** Ours (`pat-…`): the same on every retry of one attempt. */
+  reference: string;
+  metadata: Record<string, string>;
+}
+
+/**
+ * `data` of an answered charge_authorization: `status` `success`, `failed`, or a step that
+ * needs the customer (`paused` with `authorization_url`, `send_otp`, `send_pin`, `open_url`,
+ * …), or `pending`/`ongoing` (not decided yet).
+ */
+export interface AuthorizationCharge {
+  status: string;
+  reference: string;
+  /** Paystack's transaction id, as text; null when absent. */
+  id: string | null;
+  /** Minor units. */
+  amount: number;
+  currency: string;
+  gateway_response: string | null;
+  /** Where the customer completes a paused charge. */
+  authorization_url: string | null;
+}
+
 /** A client of Paystack's API. One per process; `close()` ends its connections. */
 export class PaystackApi {
   readonly #options: PaystackApiOptions;
-  readonly #agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
+  readonly #agent = new Agent({ connections: 100, keepAliveTimeout: 10_000 });
 
   constructor(options: PaystackApiOptions) {
     this.#options = options;
@@ -171,6 +202,31 @@ export class PaystackApi {
       if (items.length === 0 || typeof meta.pageCount !== 'number' || page >= meta.pageCount) return null;
     }
     return null;
+  }
+
+  /**
+   * POST /transaction/charge_authorization: charges a saved authorization. A decline is an
+   * answer (`status: failed`), not an error. Throws ProviderCallError: `refused` (e.g. an
+   * invalid authorization code, a duplicate reference), `unauthorized`, `timeout`, `unavailable`.
+   */
+  async chargeAuthorization(input: ChargeAuthorizationInput): Promise<AuthorizationCharge> {
+    const { status, body } = await this.#call('POST', '/transaction/charge_authorization', input);
+    const data = isObject(body) && body.status === true && isObject(body.data) ? body.data : undefined;
+    if (status !== 200 || !data || typeof data.status !== 'string') {
+      throw this.#failure(status, body, 'charge the authorization');
+    }
+    return {
+      status: data.status,
+      reference: typeof data.reference === 'string' ? data.reference : input.reference,
+      id: typeof data.id === 'number' || typeof data.id === 'string' ? String(data.id) : null,
+      amount: typeof data.amount === 'number' ? data.amount : input.amount,
+      currency: typeof data.currency === 'string' ? data.currency : input.currency,
+      gateway_response: typeof data.gateway_response === 'string' ? data.gateway_response : null,
+      authorization_url:
+        typeof data.authorization_url === 'string' && /^https?:\/\//.test(data.authorization_url)
+          ? data.authorization_url
+          : null,
+    };
   }
 
   /** Closes the connection pool (after in-flight calls end). */

@@ -54,6 +54,40 @@ export interface CreatedCheckoutSession {
   expires_at: number | null;
 }
 
+/** An off-session PaymentIntent charging a saved method (SPEC §10). Amounts in minor units. */
+export interface PaymentIntentInput {
+  amount: number;
+  /** ISO 4217 (sent lower case). */
+  currency: string;
+  /** The Stripe customer (`cus_…`) the PaymentMethod is attached to. */
+  customer: string;
+  /** The saved PaymentMethod (`pm_…`). */
+  paymentMethod: string;
+  /** Ours (`pat-…`): the Idempotency-Key, the same on every retry of one attempt. */
+  reference: string;
+  metadata: Record<string, string>;
+}
+
+/**
+ * What Stripe made of an off-session charge: the PaymentIntent's id and status (`succeeded`,
+ * `processing`, `requires_action`, `requires_payment_method`, …). A decline (a `card_error`)
+ * is an answer too: `declineCode` (`insufficient_funds`, `authentication_required`, …) and
+ * `message`, with the PaymentIntent Stripe attached to the error.
+ */
+export interface PaymentIntentCharge {
+  /** `pi_…`; null when a decline carried no PaymentIntent. */
+  id: string | null;
+  status: string;
+  /** Minor units. */
+  amount: number;
+  /** ISO 4217 upper case. */
+  currency: string;
+  declineCode: string | null;
+  message: string | null;
+  /** Where the customer authenticates (`next_action.redirect_to_url.url`), when Stripe gives one. */
+  actionUrl: string | null;
+}
+
 /** A client of Stripe's API. One per process. */
 export class StripeApi {
   readonly #stripe: Stripe;
@@ -141,8 +175,60 @@ export class StripeApi {
     return { id: refund.id, status: typeof refund.status === 'string' ? refund.status : '' };
   }
 
-  /** `call`, or a `timeout` ProviderCallError when the deadline passes first; Stripe errors mapped. */
-  async #withDeadline<T>(call: Promise<T>, action = 'create the Checkout Session'): Promise<T> {
+  /**
+   * POST /v1/payment_intents with `confirm=true`, `off_session=true`, Idempotency-Key =
+   * `input.reference`: repeating it with the same key and parameters returns the original
+   * result instead of charging again (Stripe keeps keys 24 h). A decline comes back as an
+   * answer (PaymentIntentCharge with `declineCode`). Throws ProviderCallError (`refused`,
+   * `unauthorized`, `timeout`, `unavailable`).
+   */
+  async createPaymentIntent(input: PaymentIntentInput): Promise<PaymentIntentCharge> {
+    const params: Stripe.PaymentIntentCreateParams = {
+      amount: input.amount,
+      currency: input.currency.toLowerCase(),
+      customer: input.customer,
+      payment_method: input.paymentMethod,
+      off_session: true,
+      confirm: true,
+      metadata: input.metadata,
+    };
+    try {
+      const intent = await this.#withDeadline(
+        this.#stripe.paymentIntents.create(params, { idempotencyKey: input.reference }),
+        'create the PaymentIntent',
+        true,
+      );
+      const redirect = intent.next_action?.redirect_to_url?.url;
+      return {
+        id: intent.id,
+        status: intent.status,
+        amount: intent.amount,
+        currency: intent.currency.toUpperCase(),
+        declineCode: null,
+        message: null,
+        actionUrl: typeof redirect === 'string' ? redirect : null,
+      };
+    } catch (error) {
+      if (!(error instanceof Stripe.errors.StripeCardError)) throw this.#mapError(error, 'create the PaymentIntent');
+      const raw = error.raw as { payment_intent?: { id?: unknown; status?: unknown } } | undefined;
+      const intent = raw?.payment_intent;
+      return {
+        id: typeof intent?.id === 'string' ? intent.id : null,
+        status: typeof intent?.status === 'string' ? intent.status : 'requires_payment_method',
+        amount: input.amount,
+        currency: input.currency.toUpperCase(),
+        declineCode: scrubProviderText(error.decline_code ?? error.code ?? 'card_declined', []),
+        message: scrubProviderText(error.message, [this.#options.apiKey]),
+        actionUrl: null,
+      };
+    }
+  }
+
+  /**
+   * `call`, or a `timeout` ProviderCallError when the deadline passes first; Stripe errors
+   * mapped, unless `raw` (the caller maps them itself).
+   */
+  async #withDeadline<T>(call: Promise<T>, action = 'create the Checkout Session', raw = false): Promise<T> {
     const { timeoutMs } = this.#options;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -155,6 +241,7 @@ export class StripeApi {
     try {
       return await Promise.race([call, deadline]);
     } catch (error) {
+      if (raw && !(error instanceof ProviderCallError)) throw error;
       throw this.#mapError(error, action);
     } finally {
       clearTimeout(timer);

@@ -16,6 +16,7 @@ export const TOPICS = [
   'invoice.created',
   'invoice.paid',
   'invoice.payment_failed',
+  'invoice.payment_attempted',
   'invoice.voided',
   'invoice.marked_uncollectible',
   'dunning.started',

@@ -131,6 +131,8 @@ export interface InvoiceDraft {
   dueAt: string;
   lines: readonly Omit<InvoiceLine, 'id'>[];
   metadata?: Record<string, string>;
+  /** When the worker charges the customer's saved method (SPEC §10); default null: it does not. */
+  nextPaymentAttemptAt?: string | null;
 }
 
 /**
@@ -173,7 +175,7 @@ export async function issueInvoice(
     period_end: draft.periodEnd,
     due_at: draft.dueAt,
     attempt_count: 0,
-    next_payment_attempt_at: null,
+    next_payment_attempt_at: draft.nextPaymentAttemptAt ?? null,
     lines: JSON.stringify(lines),
     hosted_token: randomBytes(32).toString('base64url'),
     paid_at: null,
@@ -217,6 +219,8 @@ export async function transitionInvoice(
   if (!transition) throw new ForbiddenInvoiceTransitionError(row.status, event);
   const now = ctx.clock.now().toISOString();
   const set = {
+    // Only an open invoice is charged (SPEC §10): leaving `open` ends its automatic attempts.
+    next_payment_attempt_at: null,
     ...changes,
     status: transition.to,
     [STAMPED[transition.to as keyof typeof STAMPED]]: now,

@@ -186,9 +186,10 @@ export async function issuePeriodInvoice(
   ctx: InvoiceContext,
   subscription: PayingSubscription,
   plan: PlanRow,
-  period: { start: string; end: string; dueAt: string },
+  period: { start: string; end: string; dueAt: string; nextPaymentAttemptAt?: string | null },
 ): Promise<{ invoice: Invoice; created: boolean }> {
   return issueInvoice(trx, ctx, {
+    nextPaymentAttemptAt: period.nextPaymentAttemptAt ?? null,
     customerId: subscription.customer_id,
     subscriptionId: subscription.id,
     currency: plan.currency,

@@ -148,3 +148,42 @@ export async function findDefaultPaymentMethod(
     email: row.email,
   };
 }
+
+// ---- Automatic collection (collection/charges.ts) ----
+
+/** True when customer `customerId` has a live saved method (so a renewal invoice is charged). */
+export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('payment_methods')
+    .select('id')
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Method `id` decrypted for charging, whatever its status: an attempt started with it is
+ * resolved by repeating the very same request, even if the method was detached since.
+ * Undefined when unknown. Throws like findDefaultPaymentMethod.
+ */
+export async function findPaymentMethodToCharge(
+  db: Kysely<Database>,
+  ctx: Pick<PaymentMethodContext, 'config'>,
+  id: string,
+): Promise<ChargeableMethod | undefined> {
+  const row = await db
+    .selectFrom('payment_methods')
+    .select(['id', 'provider', 'credential', 'provider_customer_id', 'email'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    provider: row.provider,
+    credential: decryptSecret(keyOf(ctx), row.credential),
+    providerCustomerId: row.provider_customer_id,
+    email: row.email,
+  };
+}

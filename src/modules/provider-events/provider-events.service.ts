@@ -50,7 +50,7 @@ export interface ProcessingContext {
 /** What processing did with a row. `skipped`: another processor had already finished it. */
 export type ProcessingOutcome = 'processed' | 'ignored' | 'held' | 'failed' | 'skipped';
 
-type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
+export type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
 type RefundEvent = Extract<ProviderEvent, { kind: 'refunds' }>;
 type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
 
@@ -88,7 +88,7 @@ export async function processInboxRow(
       return 'ignored';
     case 'payment_succeeded':
     case 'payment_failed':
-      await recordPayment(trx, ctx, row.provider, event);
+      await recordPaymentEvent(trx, ctx, row.provider, event);
       break;
     case 'payment_linked':
       await linkPaymentReferences(trx, ctx, row.provider, event);
@@ -136,9 +136,12 @@ export async function recordFailedAttempt(
  * A payment report: attribute it, record it (one payment per provider reference), and
  * move the subscription — success activates/renews, failure marks past_due (dunning hooks
  * in there) — exactly when the payment changed in a way that matters to it; a payment that
- * became paid releases the refunds held for it.
+ * became paid releases the refunds held for it. The one path every payment report takes:
+ * provider events, and the answers to the service's own charges (collection/charges.ts), so
+ * a charge and its webhook converge to one payment whichever is recorded first. Throws
+ * UnusableEventError when the report cannot be recorded (another currency than the payment's).
  */
-async function recordPayment(
+export async function recordPaymentEvent(
   trx: Transaction<Database>,
   ctx: ProcessingContext,
   provider: string,

@@ -8,6 +8,7 @@ import { claimRows } from '../../db/locking.ts';
 import type { Job } from '../job.ts';
 import { openOrCountDunningCase } from '../dunning/dunning.cases.ts';
 import { issuePeriodInvoice, voidUnpaidInvoices } from '../invoices/invoices.settlement.ts';
+import { hasDefaultPaymentMethod } from '../payment-methods/payment-methods.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { addInterval } from './billing-period.ts';
 import { transitionSubscription } from './subscriptions.lifecycle.ts';
@@ -89,7 +90,14 @@ export const issueRenewalInvoices: Job = {
         if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
         const start = row.current_period_end!;
         const end = addInterval(new Date(start), plan.interval, plan.interval_count).toISOString();
-        await issuePeriodInvoice(trx, deps, row, plan, { start, end, dueAt: start });
+        // A customer with a saved method is charged by the worker at once (SPEC §10, charges.ts).
+        const charge = await hasDefaultPaymentMethod(trx, row.customer_id);
+        await issuePeriodInvoice(trx, deps, row, plan, {
+          start,
+          end,
+          dueAt: start,
+          nextPaymentAttemptAt: charge ? now : null,
+        });
       }
       return rows.length;
     }),

@@ -1,0 +1,507 @@
+// Automatic collection (SPEC §10): the worker charges the saved default method of a customer
+// whose invoice is due for a charge (`next_payment_attempt_at` ≤ now, set when a renewal
+// invoice is issued, or by requestInvoiceCharge). Exactly once, per invoice:
+//   1. claim (one short transaction): the due open invoices, SKIP LOCKED; for each, the
+//      unresolved charge attempt it already has (its lease run out: a worker died or timed
+//      out) or a NEW `pending` attempt — either under this worker's LEASE, and the invoice's
+//      next_payment_attempt_at moved to the lease's end, so a crash makes it due again then;
+//   2. call the provider OUTSIDE any transaction, with the attempt's reference as Paystack's
+//      `reference` / Stripe's Idempotency-Key; an unresolved attempt is first ASKED about
+//      (Paystack GET /transaction/verify/:reference; Stripe: the same create with the same
+//      key returns the original result) — the request is re-sent, same reference, only
+//      when the provider never saw it;
+//   3. record the outcome (one transaction): the payment through the same path as the
+//      provider's webhook (recordPaymentEvent, keyed by the provider's reference), the
+//      attempt's status, `invoice.payment_attempted`. An attempt recorded already (the lease
+//      passed to another worker that got the same answer) is left as it is.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { sql, type Transaction } from 'kysely';
+import type { Config } from '../../config.ts';
+import type { Database } from '../../db/database.ts';
+import { claimRows } from '../../db/locking.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
+import type { Deps } from '../../deps.ts';
+import { emitEvent } from '../events/events.service.ts';
+import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../invoices/invoices.lifecycle.ts';
+import type { InvoiceRow } from '../invoices/invoices.table.ts';
+import type { Job } from '../job.ts';
+import { lockReference } from '../payments/payments.references.ts';
+import {
+  type ChargeableMethod,
+  findDefaultPaymentMethod,
+  findPaymentMethodToCharge,
+} from '../payment-methods/payment-methods.ts';
+import { type PaymentEvent, recordPaymentEvent } from '../provider-events/provider-events.service.ts';
+import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
+import { toPaymentAttempt } from './payment-attempts.schemas.ts';
+import {
+  type ChargeAttemptOutcome,
+  findUnresolvedCharge,
+  leaseAttempt,
+  lockAttempt,
+  type PaymentAttemptRow,
+  recordChargeOutcome,
+  startAttempt,
+} from './payment-attempts.ts';
+import { ProviderCallError } from './provider-api.ts';
+
+/** Invoices one run claims, and so the most provider calls one worker has in flight at once. */
+export const CHARGE_CONCURRENCY = 100;
+
+/** After an `unknown` outcome, when the provider is asked again (ms). */
+export const RESOLVE_DELAY_MS = 60_000;
+
+/**
+ * The lease of a claimed charge (ms): twice PROVIDER_TIMEOUT — the call's deadline, and as
+ * much again to record the answer. A worker still recording after that is harmless: the
+ * next one asks the provider, gets the same answer, and whoever records first wins.
+ */
+export function chargeLeaseMs(config: Pick<Config, 'providerTimeoutMs'>): number {
+  return 2 * config.providerTimeoutMs;
+}
+
+/** This process's name on the leases it takes. */
+const OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+
+/**
+ * Open invoices due for a charge at `now` (ISO 8601), the longest waiting first. THE claim
+ * query of automatic collection: anything that narrows what a worker charges (a scope) goes
+ * here.
+ */
+export function dueChargesQuery(trx: Transaction<Database>, now: string) {
+  return (
+    trx
+      .selectFrom('invoices')
+      .selectAll()
+      // A literal: SQLite uses the partial index invoices_due_for_charge only then.
+      .where('status', '=', sql.lit('open'))
+      .where('next_payment_attempt_at', 'is not', null)
+      .where('next_payment_attempt_at', '<=', now)
+      .orderBy('next_payment_attempt_at')
+      .orderBy('id')
+  );
+}
+
+/**
+ * Asks the worker to charge the locked open invoice `row` at `at` (ISO 8601; default now):
+ * sets its `next_payment_attempt_at` (no event). For dunning retries. The charge happens only
+ * if the customer then has a saved default method and the invoice is still open.
+ */
+export async function requestInvoiceCharge(
+  trx: Transaction<Database>,
+  ctx: Pick<Deps, 'clock' | 'config'>,
+  row: InvoiceRow,
+  at?: string,
+): Promise<Invoice> {
+  return updateInvoice(trx, ctx, row, { next_payment_attempt_at: at ?? ctx.clock.now().toISOString() });
+}
+
+/** A charge this worker holds the lease of, with what the provider call needs. */
+export interface ClaimedCharge {
+  attempt: PaymentAttemptRow;
+  invoice: Pick<InvoiceRow, 'id' | 'customer_id' | 'subscription_id'>;
+  /** Undefined when the method is gone (the attempt can only be asked about). */
+  method: ChargeableMethod | undefined;
+  email: string;
+  /** The attempt was started before (pending with an expired lease, or unknown): ask first. */
+  resolving: boolean;
+}
+
+/**
+ * Claims up to `limit` due invoices (step 1 of the header) for `owner`, in one transaction.
+ * Invoices that cannot be charged (nothing remains, no saved method, or the method's provider
+ * has no API key) lose their `next_payment_attempt_at`. Returns the claimed charges and how
+ * many invoices were looked at.
+ */
+export async function claimCharges(
+  deps: Deps,
+  owner: string,
+  limit: number,
+): Promise<{ claimed: ClaimedCharge[]; seen: number }> {
+  const { db, clock, config } = deps;
+  return transactionWithRetry(db, async (trx) => {
+    const now = clock.now();
+    const nowIso = now.toISOString();
+    const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
+    const invoices = await claimRows(dueChargesQuery(trx, nowIso).limit(limit), trx).execute();
+    const claimed: ClaimedCharge[] = [];
+    for (const invoice of invoices) {
+      const unresolved = await findUnresolvedCharge(trx, invoice.id);
+      if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
+        // Another worker is calling the provider for it: due again when its lease ends.
+        await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
+        continue;
+      }
+      let attempt: PaymentAttemptRow;
+      let method: ChargeableMethod | undefined;
+      if (unresolved) {
+        attempt = await leaseAttempt(trx, clock, unresolved, { owner, until });
+        method =
+          unresolved.payment_method_id === null
+            ? undefined
+            : await findPaymentMethodToCharge(trx, deps, unresolved.payment_method_id);
+      } else {
+        const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
+        method = await findDefaultPaymentMethod(trx, deps, invoice.customer_id);
+        if (remaining <= 0 || !method || !deps.providers[method.provider]) {
+          await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
+          continue;
+        }
+        attempt = await startAttempt(trx, clock, {
+          invoiceId: invoice.id,
+          provider: method.provider,
+          kind: 'charge',
+          amount: remaining,
+          currency: invoice.currency,
+          paymentMethodId: method.id,
+          lease: { owner, until },
+        });
+      }
+      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: until });
+      const customer = await trx
+        .selectFrom('customers')
+        .select('email')
+        .where('id', '=', invoice.customer_id)
+        .executeTakeFirst();
+      claimed.push({
+        attempt,
+        invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
+        method,
+        email: method?.email ?? customer?.email ?? '',
+        resolving: unresolved !== undefined,
+      });
+    }
+    return { claimed, seen: invoices.length };
+  });
+}
+
+/** What the provider said about a charge, in our words. */
+export type ChargeResult =
+  /** Charged: `reference` is the provider's id of the payment (Paystack: ours; Stripe: `pi_…`). */
+  | { kind: 'succeeded'; reference: string; providerObjectId: string | null; amount: number; currency: string }
+  /** Declined: a failed payment under `reference` when the provider made one. */
+  | { kind: 'declined'; reference: string | null; providerObjectId: string | null; code: string; message: string }
+  /** The customer must act (3-D Secure, OTP, a paused charge): no payment yet. */
+  | { kind: 'requires_action'; providerObjectId: string | null; url: string | null; code: string; message: string }
+  /** The provider refused the request itself (bad method, our key): nothing was charged. */
+  | { kind: 'refused'; code: string; message: string }
+  /** No usable answer (timeout, 5xx, not decided yet): ask again later. */
+  | { kind: 'unknown'; providerObjectId: string | null; code: string; message: string };
+
+/** `Insufficient Funds` → `insufficient_funds`. */
+function codeOf(text: string | null, fallback: string): string {
+  const code = (text ?? '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 64);
+  return code === '' ? fallback : code;
+}
+
+/** The metadata every charge carries (the same on every retry: Stripe compares parameters). */
+function metadataOf(charge: ClaimedCharge): Record<string, string> {
+  return {
+    customer_id: charge.invoice.customer_id,
+    ...(charge.invoice.subscription_id === null ? {} : { subscription_id: charge.invoice.subscription_id }),
+    invoice_id: charge.invoice.id,
+  };
+}
+
+/** A Paystack transaction's status (charge answer or verify) as a ChargeResult. */
+function paystackResult(
+  answer: { status: string; reference: string; id: string | null; amount: number; currency: string },
+  said: string | null,
+  url: string | null,
+): ChargeResult {
+  const message = said ?? answer.status;
+  switch (answer.status) {
+    case 'success':
+      return {
+        kind: 'succeeded',
+        reference: answer.reference,
+        providerObjectId: answer.id,
+        amount: answer.amount,
+        currency: answer.currency.toUpperCase(),
+      };
+    case 'failed':
+    case 'reversed':
+      return {
+        kind: 'declined',
+        reference: answer.reference,
+        providerObjectId: answer.id,
+        code: codeOf(said, 'card_declined'),
+        message,
+      };
+    case 'paused':
+    case 'send_otp':
+    case 'send_pin':
+    case 'send_phone':
+    case 'send_birthday':
+    case 'send_address':
+    case 'open_url':
+      return { kind: 'requires_action', providerObjectId: answer.id, url, code: 'authentication_required', message };
+    default:
+      return {
+        kind: 'unknown',
+        providerObjectId: answer.id,
+        code: 'provider_pending',
+        message: `Paystack has not decided the charge yet (${answer.status})`,
+      };
+  }
+}
+
+/** Step 2 of the header for Paystack: verify first when resolving; charge when never seen. */
+async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<ChargeResult> {
+  const api = deps.providers.paystack;
+  if (!api)
+    return {
+      kind: 'unknown',
+      providerObjectId: null,
+      code: 'provider_not_configured',
+      message: 'PAYSTACK_SECRET_KEY is not set',
+    };
+  const { attempt } = charge;
+  if (charge.resolving) {
+    const known = await api.verifyTransaction(attempt.reference);
+    if (known) {
+      const id = typeof known.data.id === 'number' || typeof known.data.id === 'string' ? String(known.data.id) : null;
+      return paystackResult({ ...known, id }, known.gateway_response, null);
+    }
+  }
+  if (!charge.method) return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method is gone' };
+  const answer = await api.chargeAuthorization({
+    email: charge.email,
+    amount: attempt.amount,
+    authorization_code: charge.method.credential,
+    currency: attempt.currency,
+    reference: attempt.reference,
+    metadata: metadataOf(charge),
+  });
+  return paystackResult(answer, answer.gateway_response, answer.authorization_url);
+}
+
+/** Step 2 for Stripe: the same create, same Idempotency-Key, whether first or resolving. */
+async function chargeStripe(deps: Deps, charge: ClaimedCharge): Promise<ChargeResult> {
+  const api = deps.providers.stripe;
+  if (!api)
+    return {
+      kind: 'unknown',
+      providerObjectId: null,
+      code: 'provider_not_configured',
+      message: 'STRIPE_API_KEY is not set',
+    };
+  const { attempt, method } = charge;
+  if (!method?.providerCustomerId) {
+    return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method has no Stripe customer' };
+  }
+  const intent = await api.createPaymentIntent({
+    amount: attempt.amount,
+    currency: attempt.currency,
+    customer: method.providerCustomerId,
+    paymentMethod: method.credential,
+    reference: attempt.reference,
+    metadata: metadataOf(charge),
+  });
+  if (intent.status === 'succeeded' && intent.id !== null) {
+    return {
+      kind: 'succeeded',
+      reference: intent.id,
+      providerObjectId: intent.id,
+      amount: intent.amount,
+      currency: intent.currency,
+    };
+  }
+  if (intent.declineCode !== null) {
+    return {
+      kind: 'declined',
+      reference: intent.id,
+      providerObjectId: intent.id,
+      code: intent.declineCode,
+      message: intent.message ?? intent.declineCode,
+    };
+  }
+  if (intent.status === 'requires_action' || intent.status === 'requires_confirmation') {
+    return {
+      kind: 'requires_action',
+      providerObjectId: intent.id,
+      url: intent.actionUrl,
+      code: 'authentication_required',
+      message: 'The customer must authenticate the payment',
+    };
+  }
+  return {
+    kind: 'unknown',
+    providerObjectId: intent.id,
+    code: 'provider_pending',
+    message: `Stripe has not decided the charge yet (${intent.status})`,
+  };
+}
+
+/** Calls the provider for `charge` (step 2); a failed call becomes `unknown` or `refused`. */
+export async function callProviderForCharge(deps: Deps, charge: ClaimedCharge): Promise<ChargeResult> {
+  try {
+    return charge.attempt.provider === 'paystack'
+      ? await chargePaystack(deps, charge)
+      : await chargeStripe(deps, charge);
+  } catch (error) {
+    if (!(error instanceof ProviderCallError)) throw error;
+    const code = error.outcomeUnknown
+      ? `provider_${error.failure}`
+      : (error.providerCode ?? `provider_${error.failure}`);
+    return error.outcomeUnknown
+      ? { kind: 'unknown', providerObjectId: null, code, message: error.message }
+      : { kind: 'refused', code, message: error.message };
+  }
+}
+
+/** The payment report a charge answer makes: the same shape a provider event gives. */
+function paymentReportOf(
+  charge: ClaimedCharge,
+  result: Extract<ChargeResult, { kind: 'succeeded' | 'declined' }>,
+  occurredAt: string,
+): PaymentEvent {
+  const { attempt } = charge;
+  const succeeded = result.kind === 'succeeded';
+  return {
+    kind: succeeded ? 'payment_succeeded' : 'payment_failed',
+    payment: {
+      reference: result.reference!,
+      amount: succeeded ? result.amount : Number(attempt.amount),
+      currency: succeeded ? result.currency : attempt.currency,
+      email: null,
+      name: null,
+      metadata: metadataOf(charge),
+      subscriptionReference: null,
+      failureReason: succeeded ? null : result.message,
+      occurredAt,
+    },
+  };
+}
+
+/** The attempt's status for a result. */
+function attemptOutcomeOf(result: ChargeResult): ChargeAttemptOutcome {
+  switch (result.kind) {
+    case 'succeeded':
+      return { status: 'succeeded', providerObjectId: result.providerObjectId };
+    case 'declined':
+      return {
+        status: 'failed',
+        providerObjectId: result.providerObjectId,
+        failureCode: result.code,
+        failureMessage: result.message,
+      };
+    case 'requires_action':
+      return {
+        status: 'requires_action',
+        providerObjectId: result.providerObjectId,
+        url: result.url,
+        failureCode: result.code,
+        failureMessage: result.message,
+      };
+    case 'refused':
+      return { status: 'failed', providerObjectId: null, failureCode: result.code, failureMessage: result.message };
+    case 'unknown':
+      return {
+        status: 'unknown',
+        providerObjectId: result.providerObjectId,
+        failureCode: result.code,
+        failureMessage: result.message,
+      };
+  }
+}
+
+/**
+ * Records `result` for `charge` (step 3), in one transaction. Lock order: the payment
+ * reference (as the webhook path takes it), the subscription, the invoice, the attempt.
+ * Succeeded / declined-with-a-payment → recordPaymentEvent (one payment per provider
+ * reference: the webhook for it, before or after, changes nothing more; a decline counts
+ * `attempt_count`, emits `invoice.payment_failed` and moves the subscription as any failed
+ * payment does, SPEC §9). Then the attempt, the invoice's next attempt (null; `unknown`:
+ * RESOLVE_DELAY_MS from now) and, for a final outcome, `invoice.payment_attempted`
+ * `{invoice, attempt}`. Does nothing when the attempt is already resolved.
+ */
+export async function recordChargeResult(deps: Deps, charge: ClaimedCharge, result: ChargeResult): Promise<void> {
+  await transactionWithRetry(deps.db, (trx) => recordInTransaction(trx, deps, charge, result));
+}
+
+/**
+ * Records several charges' results in ONE transaction (one commit for the batch: SQLite's
+ * synchronous commit is most of a record's cost), in payment-reference order; when that
+ * transaction fails, each is recorded in its own (recordChargeResult), so one bad record
+ * does not hold back the others.
+ */
+export async function recordChargeResults(
+  deps: Deps,
+  results: readonly { charge: ClaimedCharge; result: ChargeResult }[],
+): Promise<void> {
+  if (results.length === 0) return;
+  const key = ({ charge }: { charge: ClaimedCharge }) => `${charge.invoice.subscription_id ?? ''} ${charge.invoice.id}`;
+  const ordered = [...results].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      for (const { charge, result } of ordered) await recordInTransaction(trx, deps, charge, result);
+    });
+  } catch {
+    for (const { charge, result } of ordered) await recordChargeResult(deps, charge, result);
+  }
+}
+
+async function recordInTransaction(
+  trx: Transaction<Database>,
+  deps: Deps,
+  charge: ClaimedCharge,
+  result: ChargeResult,
+): Promise<void> {
+  const { clock } = deps;
+  const { attempt } = charge;
+  const paymentReference = result.kind === 'succeeded' || result.kind === 'declined' ? result.reference : null;
+  if (paymentReference !== null) await lockReference(trx, attempt.provider, paymentReference);
+  if (charge.invoice.subscription_id !== null) await lockSubscription(trx, charge.invoice.subscription_id);
+  await lockInvoice(trx, charge.invoice.id);
+  const current = await lockAttempt(trx, attempt.id);
+  if (!current || (current.status !== 'pending' && current.status !== 'unknown')) return;
+  const now = clock.now();
+  if ((result.kind === 'succeeded' || result.kind === 'declined') && paymentReference !== null) {
+    await recordPaymentEvent(trx, deps, attempt.provider, paymentReportOf(charge, result, now.toISOString()));
+  }
+  const after = await recordChargeOutcome(trx, clock, current, attemptOutcomeOf(result));
+  let invoiceRow = await lockInvoice(trx, charge.invoice.id);
+  if (invoiceRow.status === 'open') {
+    const next = result.kind === 'unknown' ? new Date(now.getTime() + RESOLVE_DELAY_MS).toISOString() : null;
+    await updateInvoice(trx, deps, invoiceRow, { next_payment_attempt_at: next });
+    invoiceRow = { ...invoiceRow, next_payment_attempt_at: next };
+  }
+  if (result.kind !== 'unknown') {
+    await emitEvent(trx, clock, 'invoice.payment_attempted', {
+      invoice: toInvoice(invoiceRow, deps.config.publicUrl),
+      attempt: toPaymentAttempt(after),
+    });
+  }
+}
+
+/** Claims and charges up to CHARGE_CONCURRENCY invoices for `owner`, in parallel. Returns invoices looked at. */
+export async function chargeDueInvoices(deps: Deps, owner = OWNER, limit = CHARGE_CONCURRENCY): Promise<number> {
+  const { claimed, seen } = await claimCharges(deps, owner, limit);
+  const calls = await Promise.allSettled(
+    claimed.map(async (charge) => ({ charge, result: await callProviderForCharge(deps, charge) })),
+  );
+  await recordChargeResults(
+    deps,
+    calls.flatMap((call) => (call.status === 'fulfilled' ? [call.value] : [])),
+  );
+  const failure = calls.find((call): call is PromiseRejectedResult => call.status === 'rejected');
+  // The others are recorded; this one's lease runs out and the next run asks the provider.
+  if (failure) throw failure.reason;
+  return seen;
+}
+
+/**
+ * The worker job (SPEC §10): charges invoices due for a charge, CHARGE_CONCURRENCY at once
+ * (see the header for the exactly-once steps).
+ */
+export const chargeInvoices: Job = {
+  name: 'charge_invoices',
+  batchSize: CHARGE_CONCURRENCY,
+  run: (deps) => chargeDueInvoices(deps),
+};
