@@ -18,6 +18,8 @@ export const TOPICS = [
   'invoice.payment_failed',
   'invoice.voided',
   'invoice.marked_uncollectible',
+  'payment_method.attached',
+  'payment_method.detached',
   'dunning.started',
   'dunning.reminder',
   'dunning.recovered',
