@@ -4,6 +4,8 @@
 // findDefaultPaymentMethod, for the provider call that charges it; nothing else sees it.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { CollectingProvider, Config } from '../../config.ts';
+import { isPostgres } from '../../db/column-types.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
@@ -140,6 +142,13 @@ export async function rememberPaymentMethod(
   ctx: PaymentMethodContext,
   method: ReportedPaymentMethod,
 ): Promise<void> {
+  // SQLite reads in-process (microseconds): asking first spares the usual case — a returning
+  // payer's card, already saved — the encryption and the insert. On PostgreSQL the question
+  // would cost a round trip; the insert that finds the card saved is deferred instead.
+  if (!isPostgres(trx)) {
+    const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
+    if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
+  }
   const row = newMethodRow(ctx, method);
   await emitEventIfInserted(
     trx,
@@ -149,6 +158,18 @@ export async function rememberPaymentMethod(
     toPaymentMethod(row, true),
   );
 }
+
+/** The live method of a customer with a provider and fingerprint, compiled once (notify path). */
+const liveMethodByFingerprint = compiledQuery(
+  (db, param: Param<{ customer_id: string; provider: CollectingProvider; fingerprint: string }>) =>
+    db
+      .selectFrom('payment_methods')
+      .select('id')
+      .where('customer_id', '=', param('customer_id'))
+      .where('provider', '=', param('provider'))
+      .where('fingerprint', '=', param('fingerprint'))
+      .where('status', '=', 'active'),
+);
 
 /** A row as the API shows it (no secret: pickFields keeps the schema's fields only). */
 function toPaymentMethod(row: PaymentMethodRow, isDefault: boolean): PaymentMethod {
