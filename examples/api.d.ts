@@ -67,6 +67,50 @@ export interface paths {
     patch: operations['updateCustomer'];
     trace?: never;
   };
+  '/api/customers/{id}/payment-methods': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a customer's saved payment methods
+     * @description The active methods saved from succeeded payments (SPEC §10), with `default` marking the one automatic charges use. Detached methods are not listed. Card numbers and provider credentials are never shown.
+     */
+    get: operations['listPaymentMethods'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/customers/{id}/payment-methods/{pm}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Detach a saved payment method
+     * @description The method is never charged again and no longer listed; the default passes to the method saved or chosen last. Emits `payment_method.detached`.
+     */
+    delete: operations['detachPaymentMethod'];
+    options?: never;
+    head?: never;
+    /**
+     * Make a saved payment method the default
+     * @description `{"default": true}`: automatic charges use this method until another one is saved or chosen. `false` is refused (400). No event.
+     */
+    patch: operations['updatePaymentMethod'];
+    trace?: never;
+  };
   '/api/plans': {
     parameters: {
       query?: never;
@@ -1153,6 +1197,46 @@ export interface webhooks {
      * @description The invoice was marked uncollectible (by the API or dunning cancelling the subscription). Sent to every enabled endpoint subscribed to `invoice.marked_uncollectible` (or `*`); see docs/webhooks.md.
      */
     post: operations['invoiceMarkedUncollectibleWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'payment_method.attached': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * payment_method.attached event
+     * @description A succeeded payment carried a reusable card or account not saved for its customer yet. Sent to every enabled endpoint subscribed to `payment_method.attached` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['paymentMethodAttachedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'payment_method.detached': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * payment_method.detached event
+     * @description A saved payment method was removed (DELETE). Sent to every enabled endpoint subscribed to `payment_method.detached` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['paymentMethodDetachedWebhook'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2316,6 +2400,8 @@ export interface components {
         | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
+        | 'payment_method.attached'
+        | 'payment_method.detached'
         | 'dunning.started'
         | 'dunning.reminder'
         | 'dunning.recovered'
@@ -2435,6 +2521,8 @@ export interface components {
         | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
+        | 'payment_method.attached'
+        | 'payment_method.detached'
         | 'dunning.started'
         | 'dunning.reminder'
         | 'dunning.recovered'
@@ -3171,6 +3259,82 @@ export interface components {
       invoice: components['schemas']['Invoice'];
       attempt: components['schemas']['PaymentAttempt'];
     };
+    /**
+     * @description A customer's reusable card or account at a provider, saved from a succeeded payment (SPEC §10). The provider credential is never shown.
+     * @example {
+     *       "id": "pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "provider": "paystack",
+     *       "status": "active",
+     *       "type": "card",
+     *       "brand": "visa",
+     *       "last4": "4081",
+     *       "exp_month": 12,
+     *       "exp_year": 2030,
+     *       "default": true,
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "detached_at": null
+     *     }
+     */
+    PaymentMethod: {
+      /** @example pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      /** @enum {string} */
+      provider: 'paystack' | 'stripe';
+      /**
+       * @description `active`: the service may charge it; `detached`: removed (DELETE), never charged again.
+       * @enum {string}
+       */
+      status: 'active' | 'detached';
+      /** @description `card`, `bank`, … (Paystack `channel`, Stripe payment method type). */
+      type: string;
+      /** @description `visa`, `mastercard`, `verve`, … lower case; null when unknown. */
+      brand: string | null;
+      last4: string | null;
+      exp_month: number | null;
+      exp_year: number | null;
+      /** @description The method automatic charges use: the live method saved (or chosen with PATCH) last. Always false once detached. */
+      default: boolean;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      detached_at: string | null;
+    };
+    /**
+     * @description A page of PaymentMethod objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "provider": "paystack",
+     *           "status": "active",
+     *           "type": "card",
+     *           "brand": "visa",
+     *           "last4": "4081",
+     *           "exp_month": 12,
+     *           "exp_year": 2030,
+     *           "default": true,
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "detached_at": null
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    PaymentMethodList: {
+      data: components['schemas']['PaymentMethod'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
   };
   responses: {
     /** @description Malformed request or invalid field */
@@ -3706,6 +3870,174 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listPaymentMethods: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at';
+        sort_order?: 'asc' | 'desc';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of payment methods */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "provider": "paystack",
+           *           "status": "active",
+           *           "type": "card",
+           *           "brand": "visa",
+           *           "last4": "4081",
+           *           "exp_month": 12,
+           *           "exp_year": 2030,
+           *           "default": true,
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "detached_at": null
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['PaymentMethodList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  detachPaymentMethod: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The customer (`cus_…`) */
+        id: string;
+        /** @description The payment method (`pm_…`) */
+        pm: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Detached */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updatePaymentMethod: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The customer (`cus_…`) */
+        id: string;
+        /** @description The payment method (`pm_…`) */
+        pm: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "default": true
+         *     }
+         */
+        'application/json': {
+          /** @description `true` makes this method the default. `false` is refused: make another method the default instead. */
+          default: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The payment method */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "provider": "paystack",
+           *       "status": "active",
+           *       "type": "card",
+           *       "brand": "visa",
+           *       "last4": "4081",
+           *       "exp_month": 12,
+           *       "exp_year": 2030,
+           *       "default": true,
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "detached_at": null
+           *     }
+           */
+          'application/json': components['schemas']['PaymentMethod'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
@@ -5855,7 +6187,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6005,7 +6337,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6293,6 +6625,8 @@ export interface operations {
           | 'invoice.payment_attempted'
           | 'invoice.voided'
           | 'invoice.marked_uncollectible'
+          | 'payment_method.attached'
+          | 'payment_method.detached'
           | 'dunning.started'
           | 'dunning.reminder'
           | 'dunning.recovered'
@@ -8024,6 +8358,122 @@ export interface operations {
           /** @constant */
           topic: 'invoice.marked_uncollectible';
           data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  paymentMethodAttachedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "payment_method.attached",
+         *       "data": {
+         *         "id": "pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "provider": "paystack",
+         *         "status": "active",
+         *         "type": "card",
+         *         "brand": "visa",
+         *         "last4": "4081",
+         *         "exp_month": 12,
+         *         "exp_year": 2030,
+         *         "default": true,
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "detached_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'payment_method.attached';
+          data: components['schemas']['PaymentMethod'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  paymentMethodDetachedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "payment_method.detached",
+         *       "data": {
+         *         "id": "pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "provider": "paystack",
+         *         "status": "active",
+         *         "type": "card",
+         *         "brand": "visa",
+         *         "last4": "4081",
+         *         "exp_month": 12,
+         *         "exp_year": 2030,
+         *         "default": true,
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "detached_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'payment_method.detached';
+          data: components['schemas']['PaymentMethod'];
         };
       };
     };

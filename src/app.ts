@@ -26,6 +26,7 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
 import { HOSTED_PAGE_PREFIX, registerHostedInvoicePages } from './modules/invoices/invoices.page.routes.ts';
 import { invoicePayRoutes } from './modules/invoices/invoices.pay.routes.ts';
+import { paymentMethodRoutes } from './modules/payment-methods/payment-methods.routes.ts';
 import { paymentRoutes } from './modules/payments/payments.routes.ts';
 import { planRoutes } from './modules/plans/plans.routes.ts';
 import { registerNotifyRoutes } from './modules/provider-events/notify.routes.ts';
@@ -45,6 +46,7 @@ function allRoutes(deps: Deps): Route[] {
   return [
     ...healthRoutes(deps),
     ...customerRoutes(deps),
+    ...paymentMethodRoutes(deps),
     ...planRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),

@@ -54,6 +54,16 @@ export async function flushCounts(trx: Transaction<Database>): Promise<void> {
   if (moves.length > 0) await writeCounts(trx, moves);
 }
 
+/**
+ * PostgreSQL only: a statement that appends a delta of one per row of `source` (a CTE's name)
+ * to `name`'s total, and nothing when `source` is empty — the tail of a data-modifying
+ * statement that moves a total only when it wrote a row, without anyone reading its answer
+ * (events.service emitEventIfInserted). Its own delta row, not collected by deferCounts.
+ */
+export function countRowsOf(name: CountName, source: string): RawBuilder<unknown> {
+  return sql`insert into row_count_deltas (name, delta) select ${name}, count(*) from ${sql.table(source)} having count(*) > 0`;
+}
+
 /** One statement: PostgreSQL appends the deltas, SQLite adds them to the counter rows. */
 async function writeCounts(
   trx: Transaction<Database>,

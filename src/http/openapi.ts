@@ -39,6 +39,7 @@ import {
   invoiceListSchema,
   invoiceSchema,
 } from '../modules/invoices/invoices.schemas.ts';
+import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from '../modules/provider-events/notify.schemas.ts';
 import {
@@ -145,6 +146,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   paymentAttemptSchema,
   invoiceDetailSchema,
   paymentAttemptedSchema,
+  paymentMethodSchema,
+  paymentMethodListSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -219,6 +222,11 @@ const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
     schema: invoiceSchema,
     when: 'The invoice was marked uncollectible (by the API or dunning cancelling the subscription).',
   },
+  'payment_method.attached': {
+    schema: paymentMethodSchema,
+    when: 'A succeeded payment carried a reusable card or account not saved for its customer yet.',
+  },
+  'payment_method.detached': { schema: paymentMethodSchema, when: 'A saved payment method was removed (DELETE).' },
   'dunning.started': { schema: caseSchema, when: 'A failed payment opened a dunning case.' },
   'dunning.reminder': { schema: reminderSchema, when: 'A reminder step of the dunning schedule is due.' },
   'dunning.recovered': { schema: caseSchema, when: 'A payment closed the dunning case.' },

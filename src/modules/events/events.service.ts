@@ -1,8 +1,9 @@
 // The transactional outbox (SPEC §6): a state change and its event commit together, so
 // there is no change without its event and no event without its change.
-import type { Kysely, Transaction } from 'kysely';
+import { type InsertQueryBuilder, type Kysely, sql, type Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
-import { addToCount } from '../../db/counts.ts';
+import { addToCount, countRowsOf } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { executeDeferred } from '../../db/pg-traffic.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -59,6 +60,43 @@ export async function emitEvent(
   await addToCount(trx, 'events', 1);
   await ringOutbox(trx);
   return id;
+}
+
+/**
+ * Runs `insert` — an INSERT … ON CONFLICT DO NOTHING … RETURNING into the caller's table —
+ * and writes `topic`'s event with `data` only when it inserted a row (the state change and its
+ * event, in the caller's transaction), answering nothing. On PostgreSQL this is ONE statement
+ * (the insert, the event and its count as data-modifying WITH clauses) sent with the
+ * transaction's next statement (db/pg-traffic.ts executeDeferred): no round trip whether the
+ * row is new or not — for a writer on the notify path (a saved payment method). Its errors
+ * surface at that next statement and fail the transaction. On SQLite: the insert, then
+ * emitEvent when it returned a row.
+ */
+export async function emitEventIfInserted(
+  trx: Transaction<Database>,
+  clock: Clock,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table's insert
+  insert: InsertQueryBuilder<Database, any, any>,
+  topic: Topic,
+  data: unknown,
+): Promise<void> {
+  if (!isPostgres(trx)) {
+    if ((await insert.executeTakeFirst()) !== undefined) await emitEvent(trx, clock, topic, data);
+    return;
+  }
+  const id = newId('event');
+  await executeDeferred(
+    trx,
+    sql`with inserted as (${insert}),
+      emitted as (
+        insert into events (id, topic, data, created_at, delivered_at)
+        select ${id}, ${topic}, ${JSON.stringify(data)}, ${clock.now().toISOString()}, null from inserted
+        returning id
+      )
+      ${countRowsOf('events', 'emitted')}`,
+  );
+  // Rung whether or not the row was new: a NOTIFY for nothing only makes the worker look.
+  await ringOutbox(trx);
 }
 
 /** The fields `sort_by` may name on GET /api/events. */

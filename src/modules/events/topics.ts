@@ -19,6 +19,8 @@ export const TOPICS = [
   'invoice.payment_attempted',
   'invoice.voided',
   'invoice.marked_uncollectible',
+  'payment_method.attached',
+  'payment_method.detached',
   'dunning.started',
   'dunning.reminder',
   'dunning.recovered',

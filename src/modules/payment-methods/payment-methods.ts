@@ -4,10 +4,18 @@
 // findDefaultPaymentMethod, for the provider call that charges it; nothing else sees it.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { CollectingProvider, Config } from '../../config.ts';
+import { isPostgres } from '../../db/column-types.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
+import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { decryptSecret, encryptSecret } from '../../shared/encryption.ts';
-import { newId } from '../../shared/ids.ts';
+import { isIdOf, newId } from '../../shared/ids.ts';
+import { getCustomer, lockCustomer } from '../customers/customers.service.ts';
+import { emitEvent, emitEventIfInserted } from '../events/events.service.ts';
+import { PAYMENT_METHOD_SORT_FIELDS, type PaymentMethod, paymentMethodSchema } from './payment-methods.schemas.ts';
 import type { PaymentMethodRow, PaymentMethodsTable } from './payment-methods.table.ts';
 
 export type { PaymentMethodRow };
@@ -50,20 +58,9 @@ function keyOf(ctx: Pick<PaymentMethodContext, 'config'>): Buffer {
   return key;
 }
 
-/**
- * Saves `method` for its customer in `trx`, unless the customer already has a live method
- * with the same provider and fingerprint (the same card reported again: nothing changes, and
- * it does not become the default again). A new method becomes the customer's default (the
- * latest reusable one, SPEC §10). Returns the row and whether it was created. Throws
- * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY (config refuses to start so).
- */
-export async function savePaymentMethod(
-  trx: Transaction<Database>,
-  ctx: PaymentMethodContext,
-  method: ReportedPaymentMethod,
-): Promise<{ row: PaymentMethodRow; created: boolean }> {
+function newMethodRow(ctx: PaymentMethodContext, method: ReportedPaymentMethod): PaymentMethodsTable {
   const now = ctx.clock.now().toISOString();
-  const row: PaymentMethodsTable = {
+  return {
     id: newId('paymentMethod'),
     customer_id: method.customerId,
     provider: method.provider,
@@ -82,9 +79,16 @@ export async function savePaymentMethod(
     updated_at: now,
     detached_at: null,
   };
-  // The partial unique index (customer, provider, fingerprint) among live rows decides: two
-  // reports of one card at once make one row on both databases.
-  const inserted = await trx
+}
+
+/**
+ * The insert of a new method, unless the customer already has a live one with the same
+ * provider and fingerprint: the partial unique index (customer, provider, fingerprint) among
+ * live rows decides, so two reports of one card at once make one row on both databases.
+ * Returns the id when it inserted.
+ */
+function insertUnlessSaved(trx: Transaction<Database>, row: PaymentMethodsTable) {
+  return trx
     .insertInto('payment_methods')
     .values(row)
     .onConflict((oc) =>
@@ -93,9 +97,28 @@ export async function savePaymentMethod(
         .where(sql<boolean>`status = 'active'`)
         .doNothing(),
     )
-    .returning('id')
-    .executeTakeFirst();
-  if (inserted) return { row, created: true };
+    .returning('id');
+}
+
+/**
+ * Saves `method` for its customer in `trx`, unless the customer already has a live method
+ * with the same provider and fingerprint (the same card reported again: nothing changes, and
+ * it does not become the default again). A new method becomes the customer's default (the
+ * latest reusable one, SPEC §10) and emits `payment_method.attached` (data: the PaymentMethod
+ * view, no secret). Returns the row and whether it was created. Throws
+ * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY (config refuses to start so).
+ */
+export async function savePaymentMethod(
+  trx: Transaction<Database>,
+  ctx: PaymentMethodContext,
+  method: ReportedPaymentMethod,
+): Promise<{ row: PaymentMethodRow; created: boolean }> {
+  const row = newMethodRow(ctx, method);
+  const inserted = await insertUnlessSaved(trx, row).executeTakeFirst();
+  if (inserted) {
+    await emitEvent(trx, ctx.clock, 'payment_method.attached', toPaymentMethod(row, true));
+    return { row, created: true };
+  }
   const existing = await trx
     .selectFrom('payment_methods')
     .selectAll()
@@ -105,6 +128,57 @@ export async function savePaymentMethod(
     .where('status', '=', 'active')
     .executeTakeFirstOrThrow();
   return { row: existing, created: false };
+}
+
+/**
+ * savePaymentMethod for the notify path (a succeeded payment that carried a reusable method,
+ * SPEC §10), answering nothing: the same insert-unless-saved and `payment_method.attached`,
+ * and no read of the existing row. On PostgreSQL it is one statement that travels with the
+ * transaction's next one (events.service emitEventIfInserted): a card already saved costs no
+ * round trip. Throws EncryptionKeyMissingError without DATA_ENCRYPTION_KEY.
+ */
+export async function rememberPaymentMethod(
+  trx: Transaction<Database>,
+  ctx: PaymentMethodContext,
+  method: ReportedPaymentMethod,
+): Promise<void> {
+  // SQLite reads in-process (microseconds): asking first spares the usual case — a returning
+  // payer's card, already saved — the encryption and the insert. On PostgreSQL the question
+  // would cost a round trip; the insert that finds the card saved is deferred instead.
+  if (!isPostgres(trx)) {
+    const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
+    if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
+  }
+  const row = newMethodRow(ctx, method);
+  await emitEventIfInserted(
+    trx,
+    ctx.clock,
+    insertUnlessSaved(trx, row),
+    'payment_method.attached',
+    toPaymentMethod(row, true),
+  );
+}
+
+/** The live method of a customer with a provider and fingerprint, compiled once (notify path). */
+const liveMethodByFingerprint = compiledQuery(
+  (db, param: Param<{ customer_id: string; provider: CollectingProvider; fingerprint: string }>) =>
+    db
+      .selectFrom('payment_methods')
+      .select('id')
+      .where('customer_id', '=', param('customer_id'))
+      .where('provider', '=', param('provider'))
+      .where('fingerprint', '=', param('fingerprint'))
+      .where('status', '=', 'active'),
+);
+
+/** A row as the API shows it (no secret: pickFields keeps the schema's fields only). */
+function toPaymentMethod(row: PaymentMethodRow, isDefault: boolean): PaymentMethod {
+  return pickFields(paymentMethodSchema, {
+    ...row,
+    exp_month: row.exp_month === null ? null : Number(row.exp_month),
+    exp_year: row.exp_year === null ? null : Number(row.exp_year),
+    default: isDefault && row.status === 'active',
+  });
 }
 
 /** A method ready to charge: the decrypted credential and what the provider call needs. */
@@ -147,6 +221,147 @@ export async function findDefaultPaymentMethod(
     providerCustomerId: row.provider_customer_id,
     email: row.email,
   };
+}
+
+/** The columns a view needs (never the credential). */
+const VIEW_COLUMNS = [
+  'id',
+  'customer_id',
+  'provider',
+  'status',
+  'type',
+  'brand',
+  'last4',
+  'exp_month',
+  'exp_year',
+  'default_at',
+  'created_at',
+  'detached_at',
+] as const;
+
+type ViewRow = Pick<PaymentMethodRow, (typeof VIEW_COLUMNS)[number]>;
+
+/** The id of customer `customerId`'s default method (see findDefaultPaymentMethod), if any. */
+async function defaultMethodId(db: Kysely<Database>, customerId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('payment_methods')
+    .select('id')
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .orderBy('default_at', 'desc')
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/**
+ * A page of live customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`),
+ * each with `default`. Detached methods are not listed. Throws 404 `not_found` for an unknown,
+ * deleted or malformed customer id.
+ */
+export async function listPaymentMethods(
+  db: Kysely<Database>,
+  customerId: string,
+  params: ListParams,
+): Promise<Page<PaymentMethod>> {
+  await getCustomer(db, customerId);
+  const [page, defaultId] = await Promise.all([
+    listPage({
+      query: db.selectFrom('payment_methods').where('customer_id', '=', customerId).where('status', '=', 'active'),
+      select: (query) => query.select(VIEW_COLUMNS),
+      sortable: PAYMENT_METHOD_SORT_FIELDS,
+      params,
+      map: (rows: ViewRow[]) => rows,
+    }),
+    defaultMethodId(db, customerId),
+  ]);
+  return {
+    ...page,
+    data: page.data.map((row) => toPaymentMethod(row as PaymentMethodRow, row.id === defaultId)),
+  };
+}
+
+/**
+ * Locks live customer `customerId` (404 otherwise: customers.service lockCustomer, so changes
+ * to one customer's methods queue) and returns its active method `id`, or throws 404
+ * `not_found` (unknown, malformed, another customer's, or detached).
+ */
+async function lockActiveMethod(trx: Transaction<Database>, customerId: string, id: string): Promise<ViewRow> {
+  await lockCustomer(trx, customerId);
+  const row = isIdOf('paymentMethod', id)
+    ? await trx
+        .selectFrom('payment_methods')
+        .select(VIEW_COLUMNS)
+        .where('id', '=', id)
+        .where('customer_id', '=', customerId)
+        .where('status', '=', 'active')
+        .executeTakeFirst()
+    : undefined;
+  if (!row) throw new NotFoundError('payment method', id);
+  return row;
+}
+
+/**
+ * Detaches customer `customerId`'s method `id` (DELETE, SPEC §10): `detached`, never charged
+ * again, no longer listed; the default passes to the live method saved or chosen last. Emits
+ * `payment_method.detached` (data: the method as detached). Throws 404 `not_found` (see
+ * lockActiveMethod).
+ */
+export async function detachPaymentMethod(
+  trx: Transaction<Database>,
+  clock: Clock,
+  customerId: string,
+  id: string,
+): Promise<PaymentMethod> {
+  const row = await lockActiveMethod(trx, customerId, id);
+  const now = clock.now().toISOString();
+  await trx
+    .updateTable('payment_methods')
+    .set({ status: 'detached', detached_at: now, updated_at: now })
+    .where('id', '=', id)
+    .execute();
+  const method = toPaymentMethod({ ...row, status: 'detached', detached_at: now } as PaymentMethodRow, false);
+  await emitEvent(trx, clock, 'payment_method.detached', method);
+  return method;
+}
+
+/**
+ * Makes customer `customerId`'s method `id` the default (PATCH `{default: true}`, SPEC §10):
+ * its `default_at` moves past every other live method's (now, or 1 ms after the latest when
+ * the clock has not passed it), so automatic charges use it until another method is saved or
+ * chosen. `default: false` is refused (400: choose another method instead). No event. Throws
+ * 404 `not_found` (see lockActiveMethod).
+ */
+export async function updatePaymentMethod(
+  trx: Transaction<Database>,
+  clock: Clock,
+  customerId: string,
+  id: string,
+  input: { default: boolean },
+): Promise<PaymentMethod> {
+  const row = await lockActiveMethod(trx, customerId, id);
+  if (!input.default) {
+    throw new ValidationError(
+      'default can only be set to true: make another payment method the default instead',
+      'default',
+    );
+  }
+  if ((await defaultMethodId(trx, customerId)) === id) return toPaymentMethod(row as PaymentMethodRow, true);
+  const latest = await trx
+    .selectFrom('payment_methods')
+    .select((eb) => eb.fn.max('default_at').as('latest'))
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  const now = clock.now().getTime();
+  const after = latest?.latest ? new Date(latest.latest).getTime() + 1 : now;
+  const defaultAt = new Date(Math.max(now, after)).toISOString();
+  await trx
+    .updateTable('payment_methods')
+    .set({ default_at: defaultAt, updated_at: clock.now().toISOString() })
+    .where('id', '=', id)
+    .execute();
+  return toPaymentMethod({ ...row, default_at: defaultAt } as PaymentMethodRow, true);
 }
 
 // ---- Automatic collection (collection/charges.ts) ----

@@ -28,6 +28,10 @@ test(
     const payments = await app.request('GET', '/api/payments');
     assert.equal(payments.body.meta.total, 2);
     assert.equal(payments.body.data[0].customer_id, payments.body.data[1].customer_id);
+    // The charge carries the payer's reusable card, saved by the first one (SPEC §10): saving
+    // it again is part of the same round trips (one deferred statement that inserts nothing).
+    const methods = await app.request('GET', `/api/customers/${payments.body.data[0].customer_id}/payment-methods`);
+    assert.equal(methods.body.meta.total, 1);
     assert.ok(roundTrips <= MAX_ROUND_TRIPS, `${roundTrips} round trips`);
   },
 );
@@ -85,6 +89,7 @@ test(
       emails,
     );
     assert.equal((await deps.db.selectFrom('customers').select('id').execute()).length, emails.length);
+    assert.equal((await deps.db.selectFrom('payment_methods').select('id').execute()).length, emails.length);
     assert.equal(roundTrips, BATCH_ROUND_TRIPS);
   },
 );

@@ -23,7 +23,7 @@ import {
   providerEventSchema,
   type ProviderEventView,
 } from './provider-events.schemas.ts';
-import { readProviderEvent } from './providers/index.ts';
+import { readProviderEvent, redactedPayload } from './providers/index.ts';
 
 export type { ProviderEventDetail, ProviderEventView };
 
@@ -111,7 +111,7 @@ export async function toDetail(db: Kysely<Database>, row: ProviderEventRow): Pro
     ...toView(row),
     payment_id: links.paymentId,
     refund_ids: links.refundIds,
-    payload: parsed.ok ? parsed.value : null,
+    payload: parsed.ok ? redactedPayload(row.provider, parsed.value) : null,
     payload_text: parsed.ok ? null : row.payload,
   });
 }

@@ -10,9 +10,10 @@ import type { Database } from '../../db/database.ts';
 import { prefetch } from '../../db/pg-traffic.ts';
 import { isValidEmail, normalizeEmail } from '../customers/customer-email.ts';
 import { customerByNormalizedEmail } from '../customers/customers.repository.ts';
-import type { Config } from '../../config.ts';
+import { COLLECTING_PROVIDERS, type CollectingProvider, type Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
+import { rememberPaymentMethod } from '../payment-methods/payment-methods.ts';
 import { recordPaymentReport, recordRefundReports } from '../payments/payments.recording.ts';
 import {
   lockPaymentByReference,
@@ -183,6 +184,7 @@ export async function recordPaymentEvent(
   );
   if (change.refused) throw new UnusableEventError(change.reason);
   const { payment } = change;
+  if (status === 'succeeded') await saveReusableMethod(trx, ctx, provider, report, payment.customer_id);
   if (payment.subscription_id !== null) {
     const facts = {
       paymentId: payment.id,
@@ -200,6 +202,26 @@ export async function recordPaymentEvent(
     }
   }
   if (change.becameSucceeded) await releaseHeldRefunds(trx, ctx, provider, payment.provider_reference);
+}
+
+/**
+ * SPEC §10: the reusable method a succeeded payment used is saved for the payment's customer
+ * (in the payment's transaction; a card already saved stays as it is and costs no round trip
+ * on PostgreSQL: rememberPaymentMethod). Nothing is saved for a payment no customer is
+ * attributed to, or without DATA_ENCRYPTION_KEY (set whenever a provider has an API key; without
+ * one nothing could charge the method, and its credential could not be stored encrypted).
+ */
+async function saveReusableMethod(
+  trx: Transaction<Database>,
+  ctx: ProcessingContext,
+  provider: string,
+  report: PaymentEvent['payment'],
+  customerId: string | null,
+): Promise<void> {
+  const method = report.method;
+  if (!method || customerId === null || ctx.config.dataEncryptionKey === undefined) return;
+  if (!(COLLECTING_PROVIDERS as readonly string[]).includes(provider)) return;
+  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider: provider as CollectingProvider });
 }
 
 /**

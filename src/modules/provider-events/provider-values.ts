@@ -169,3 +169,53 @@ function nulAt(value: unknown, path: string, depth: number): string | undefined 
   }
   return undefined;
 }
+
+/** A card's expiry month 1–12 (a number or a string of digits, as Paystack sends it), else null. */
+export function expiryMonth(value: unknown): number | null {
+  const month = wholeNumber(value);
+  return month !== null && month >= 1 && month <= 12 ? month : null;
+}
+
+/** A card's four-digit expiry year (2-digit years are read as 20xx), else null. */
+export function expiryYear(value: unknown): number | null {
+  const year = wholeNumber(value);
+  if (year === null) return null;
+  if (year >= 0 && year < 100) return 2000 + year;
+  return year >= 1900 && year <= 9999 ? year : null;
+}
+
+function wholeNumber(value: unknown): number | null {
+  const text = typeof value === 'number' ? String(value) : readText(value);
+  return text !== null && /^\d{1,4}$/.test(text) ? Number(text) : null;
+}
+
+/** The last four digits of a card or account (exactly four digits), else null. */
+export function lastFour(value: unknown): string | null {
+  const text = readText(value);
+  return text !== null && /^\d{4}$/.test(text) ? text : null;
+}
+
+/** A short display label (brand, type): trimmed, lower case, at most `max` characters; else null. */
+export function displayLabel(value: unknown, max = 32): string | null {
+  const text = readText(value)?.toLowerCase() ?? null;
+  return text !== null && text.length <= max ? text : null;
+}
+
+/** What a secret is replaced with where a stored payload is shown. */
+export const REDACTED = '[redacted]';
+
+/**
+ * A copy of `value` (parsed JSON) in which every string `isSecret(key, text)` accepts — `key`
+ * being its property name, or null in an array — reads REDACTED. Unchanged parts are shared.
+ */
+export function redactStrings(value: unknown, isSecret: (key: string | null, text: string) => boolean): unknown {
+  const walk = (node: unknown, key: string | null): unknown => {
+    if (typeof node === 'string') return isSecret(key, node) ? REDACTED : node;
+    if (Array.isArray(node)) return node.map((item) => walk(item, null));
+    if (!isObject(node)) return node;
+    const copy: JsonObject = {};
+    for (const [name, item] of Object.entries(node)) copy[name] = walk(item, name);
+    return copy;
+  };
+  return walk(value, null);
+}

@@ -22,6 +22,33 @@ export interface PaymentReport {
   failureReason: string | null;
   /** ISO 8601 UTC. */
   occurredAt: string;
+  /**
+   * The reusable card or account a succeeded payment used, when the provider says it can be
+   * charged again (SPEC §10: saved for the payment's customer); absent or null otherwise.
+   */
+  method?: ReusableMethodReport | null;
+}
+
+/**
+ * A reusable payment method as a provider event reports it (SPEC §10). `credential` is a
+ * secret (Paystack authorization_code, Stripe PaymentMethod id): never log it or show it.
+ */
+export interface ReusableMethodReport {
+  /** What makes two reports the same method: Paystack `signature` (else the code), Stripe `pm_…`. */
+  fingerprint: string;
+  credential: string;
+  /** Stripe `cus_…` the PaymentMethod is attached to; null for Paystack. */
+  providerCustomerId: string | null;
+  /** The email the provider knows the method under (Paystack `customer.email`). */
+  email: string | null;
+  /** `card`, `bank`, … */
+  type: string;
+  /** Lower case; null when the event does not say. */
+  brand: string | null;
+  last4: string | null;
+  /** 1–12, or null. */
+  expMonth: number | null;
+  expYear: number | null;
 }
 
 /**
@@ -105,6 +132,11 @@ export interface ProviderAdapter {
    * Throws UnusableEventError when a handled type lacks what it needs.
    */
   normalize(body: unknown, receivedAt: Date): ProviderEvent;
+  /**
+   * A copy of a verified body with the secrets it may carry replaced (SPEC §10: a reusable
+   * method's credential), for showing a stored payload (GET /api/provider-events/{id}).
+   */
+  redact(body: unknown): unknown;
 }
 
 /** The request is not provably from the provider (SPEC §5: 401, nothing stored). */

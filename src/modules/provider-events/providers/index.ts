@@ -45,3 +45,12 @@ export function readProviderEvent(
   }
   return event;
 }
+
+/**
+ * A stored body of `provider` as it may be shown (GET /api/provider-events/{id}): the secrets
+ * it carries replaced (ProviderAdapter.redact). A body of an unknown provider is shown as is.
+ */
+export function redactedPayload(provider: string, body: unknown): unknown {
+  const adapter = findProvider(provider);
+  return adapter ? adapter.redact(body) : body;
+}

@@ -8,19 +8,25 @@ import {
   type PaymentReport,
   type ProviderAdapter,
   type ProviderEvent,
+  type ReusableMethodReport,
   SignatureError,
   UnusableEventError,
 } from '../provider.ts';
 import {
   bodyHashKey,
   currencyCode,
+  displayLabel,
   eventKey,
+  expiryMonth,
+  expiryYear,
   flatMetadata,
   isObject,
   isoTime,
   type JsonObject,
+  lastFour,
   minorUnits,
   readObject,
+  redactStrings,
   optionalCurrency,
   readRequiredText,
   readText,
@@ -63,8 +69,37 @@ function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
       readText(readObject(data.subscription).subscription_code) ?? readText(data.subscription_code),
     failureReason: null,
     occurredAt: isoTime(data.paid_at ?? data.paidAt ?? data.created_at, now),
+    method: reusableAuthorization(data, customer),
   };
   return { kind: 'payment_succeeded', payment };
+}
+
+/** Longest authorization code or signature kept (Paystack's are ~20 characters). */
+const MAX_CREDENTIAL_LENGTH = 255;
+
+/**
+ * `data.authorization` when Paystack says it can be charged again (`reusable: true`, and an
+ * `authorization_code`): the code charges it (POST /transaction/charge_authorization), the
+ * `signature` identifies the card across authorizations (the code stands in when absent).
+ * `exp_month`/`exp_year` come as strings; `brand` may be missing where `card_type` is not.
+ */
+function reusableAuthorization(data: JsonObject, customer: JsonObject): ReusableMethodReport | null {
+  const authorization = readObject(data.authorization);
+  if (authorization.reusable !== true) return null;
+  const code = readText(authorization.authorization_code);
+  if (code === null || code.length > MAX_CREDENTIAL_LENGTH) return null;
+  const signature = readText(authorization.signature);
+  return {
+    fingerprint: signature !== null && signature.length <= MAX_CREDENTIAL_LENGTH ? signature : code,
+    credential: code,
+    providerCustomerId: null,
+    email: readText(customer.email),
+    type: displayLabel(authorization.channel) ?? displayLabel(data.channel) ?? 'card',
+    brand: displayLabel(authorization.brand) ?? displayLabel(authorization.card_type),
+    last4: lastFour(authorization.last4),
+    expMonth: expiryMonth(authorization.exp_month),
+    expYear: expiryYear(authorization.exp_year),
+  };
 }
 
 /**
@@ -170,6 +205,9 @@ export const paystack: ProviderAdapter = {
     }
     return { type, key: bodyHashKey(raw) };
   },
+
+  // An authorization_code charges the card it names (charge.success, invoice.*, subscription.*).
+  redact: (body) => redactStrings(body, (key) => key === 'authorization_code'),
 
   normalize(body, receivedAt) {
     const type = typeOf(body);

@@ -10,22 +10,31 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type RefundReport,
+  type ReusableMethodReport,
   SignatureError,
   UnusableEventError,
 } from '../provider.ts';
 import {
   bodyHashKey,
   currencyCode,
+  displayLabel,
   eventKey,
+  expiryMonth,
+  expiryYear,
   flatMetadata,
   isObject,
   isoTime,
   type JsonObject,
+  lastFour,
   minorUnits,
   readObject,
+  redactStrings,
   readRequiredText,
   readText,
 } from '../provider-values.ts';
+
+/** A Stripe PaymentMethod id. */
+const PAYMENT_METHOD_ID = /^pm_[A-Za-z0-9_]+$/;
 
 /** Seconds a signature's timestamp may lie from the receive time, either way (SPEC §5). */
 export const STRIPE_TOLERANCE_SECONDS = 300;
@@ -71,6 +80,36 @@ function paymentIntentReport(intent: JsonObject, failed: boolean, occurredAt: st
     subscriptionReference: null,
     failureReason: failed ? (readText(error.message) ?? readText(error.code) ?? 'payment failed') : null,
     occurredAt,
+    method: failed ? null : reusablePaymentMethod(intent),
+  };
+}
+
+/**
+ * The PaymentMethod of a succeeded PaymentIntent when it can be charged again: it names both
+ * `payment_method` (`pm_…`, which charges it and identifies it) and `customer` (`cus_…`, which
+ * it is attached to: off-session charges need both). The event carries no card details; API
+ * versions before 2022-11-15 embed the charges (`charges.data[].payment_method_details`), whose
+ * brand, last4 and expiry are used when present.
+ */
+function reusablePaymentMethod(intent: JsonObject): ReusableMethodReport | null {
+  const paymentMethod = idOf(intent.payment_method);
+  const customer = idOf(intent.customer);
+  if (paymentMethod === null || customer === null || !customer.startsWith('cus_')) return null;
+  const charges = readObject(intent.charges).data;
+  const details = readObject(readObject(Array.isArray(charges) ? charges[0] : undefined).payment_method_details);
+  const type = displayLabel(details.type) ?? displayLabel(readObject(intent.payment_method).type);
+  const types = Array.isArray(intent.payment_method_types) ? intent.payment_method_types : [];
+  const card = readObject(type === null ? details.card : details[type]);
+  return {
+    fingerprint: paymentMethod,
+    credential: paymentMethod,
+    providerCustomerId: customer,
+    email: null,
+    type: type ?? (types.length === 1 ? displayLabel(types[0]) : null) ?? 'card',
+    brand: displayLabel(card.brand),
+    last4: lastFour(card.last4),
+    expMonth: expiryMonth(card.exp_month),
+    expYear: expiryYear(card.exp_year),
   };
 }
 
@@ -247,6 +286,9 @@ export const stripe: ProviderAdapter = {
     const id = readText(event.id);
     return { type: readText(event.type) ?? '(none)', key: id === null ? bodyHashKey(raw) : eventKey(id) };
   },
+
+  // A PaymentMethod id (`pm_…`) is what charges a saved method: wherever the event names one.
+  redact: (body) => redactStrings(body, (_key, text) => PAYMENT_METHOD_ID.test(text)),
 
   normalize(body, receivedAt) {
     if (!isObject(body)) throw new UnusableEventError('the event is not an object');
