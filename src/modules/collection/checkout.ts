@@ -11,6 +11,7 @@ import type { CheckoutInput, CheckoutLink } from './checkout.schemas.ts';
 import { type PaymentAttemptRow, recordAttemptOutcome, startAttempt } from './payment-attempts.ts';
 import { ProviderCallError, PROVIDER_NAMES } from './provider-api.ts';
 import { API_KEY_VARIABLE } from './provider-apis.ts';
+import { clockFor } from '../test-clocks/test-clock-time.ts';
 
 /** True for an absolute http:// or https:// URL without credentials. */
 function isHttpUrl(text: string): boolean {
@@ -42,14 +43,17 @@ interface CheckoutRequest {
  * PROVIDER_TIMEOUT: the attempt stays `unknown`).
  */
 export async function createCheckoutLink(deps: Deps, invoiceId: string, input: CheckoutInput): Promise<CheckoutLink> {
-  const { db, clock, config } = deps;
+  const { db, config } = deps;
   if (input.callback_url !== undefined && !isHttpUrl(input.callback_url)) {
     throw new ValidationError('callback_url must be an absolute http:// or https:// URL', 'callback_url');
   }
   const provider = input.provider ?? config.defaultProvider;
 
+  // A test clock's invoice stamps its attempt with the clock's time (SPEC §11).
+  let clock = deps.clock;
   const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest> => {
     const invoice = await lockInvoice(trx, invoiceId);
+    clock = await clockFor(trx, deps, invoice.test_clock_id);
     const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
     if (invoice.status !== 'open' || remaining <= 0) {
       throw new StateConflictError(`invoice ${invoice.id} cannot be paid in its current state (${invoice.status})`);
