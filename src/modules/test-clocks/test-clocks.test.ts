@@ -398,3 +398,46 @@ test('a provider event for a clock customer is processed at the clock time and i
     ],
   );
 });
+
+test('an advance that dies midway resumes from the time it reached once its lease lapses, and nothing runs twice', async (t) => {
+  const app = await buildTestApp(t, { env: ENV });
+  const clock = await createClock(app);
+  const { subscription } = await activeClockSubscription(app, clock.id);
+  await advance(app, clock.id, '2026-06-01T00:00:00.000Z');
+  // A worker that crashes when the clock reaches the third dunning reminder's instant.
+  const opened = Date.parse('2026-04-01T01:00:00.000Z');
+  const crashAt = new Date(opened + 7 * DAY).toISOString();
+  const crashing: Job = {
+    name: 'crash',
+    batchSize: 1,
+    run: async (deps) => {
+      if (deps.clock.now().toISOString() === crashAt) throw new Error('worker died');
+      return 0;
+    },
+    nextDueAt: async () => null,
+  };
+  const errors: unknown[] = [];
+  const dying = new Worker(app.deps, [advanceTestClocks([crashing, ...CLOCK_AWARE_JOBS])], {
+    error: (object) => errors.push(object),
+  });
+  assert.equal((await dying.runOnce()).advance_test_clocks, 0);
+  assert.equal(errors.length, 1);
+  const row = await app.deps.db
+    .selectFrom('test_clocks')
+    .selectAll()
+    .where('id', '=', clock.id)
+    .executeTakeFirstOrThrow();
+  assert.equal(row.status, 'advancing');
+  assert.equal(row.reached_time, crashAt);
+  // Its lease holds for ADVANCE_LEASE_MS of real time: nobody takes the advance over before.
+  assert.equal((await clockWorker(app.deps).runOnce()).advance_test_clocks, 0);
+  app.clock.advance(60_000);
+  assert.equal((await clockWorker(app.deps).runOnce()).advance_test_clocks, 1);
+  assert.equal((await app.request('GET', `/api/test-clocks/${clock.id}`)).body.status, 'ready');
+  const reminders = (await allEvents(app)).filter((e) => e.topic === 'dunning.reminder');
+  assert.deepEqual(
+    reminders.map((e) => e.created_at),
+    [1, 3, 7, 14].map((days) => new Date(opened + days * DAY).toISOString()),
+  );
+  assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'cancelled');
+});
