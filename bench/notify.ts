@@ -16,6 +16,8 @@ import { freePort, startServer, stopAllServers } from './servers.ts';
 const ROOT = resolve(import.meta.dirname, '..');
 /** The Paystack secret the app is given and the bench signs with. */
 export const SECRET = 'sk_bench_0123456789abcdef0123456789abcdef';
+/** DATA_ENCRYPTION_KEY of the bench's servers (required with a provider key; 32 bytes, hex). */
+export const BENCH_ENCRYPTION_KEY = 'ab'.repeat(32);
 const API_KEY = 'bench_bootstrap_key_0123456789';
 /** The target on a 2-core machine (README Performance). */
 const TARGET_EVENTS_PER_SECOND = 1000;
@@ -225,6 +227,7 @@ export async function benchNotify(
       DATABASE_URL: `sqlite:${dbPath}`,
       API_KEYS: API_KEY,
       PAYSTACK_SECRET_KEY: SECRET,
+      DATA_ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
       LOG_LEVEL: 'warn',
       RATE_LIMIT_MAX: '0',
       // The app's own CPU time (prom-client process metrics) gives a figure that does not

@@ -22,7 +22,14 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { type Measurement, measureAll, type Schedule, type Target } from './measure.ts';
-import { chargeBody, introducePayers, notifyRequest, SECRET as PAYSTACK_SECRET, signed } from './notify.ts';
+import {
+  BENCH_ENCRYPTION_KEY,
+  chargeBody,
+  introducePayers,
+  notifyRequest,
+  SECRET as PAYSTACK_SECRET,
+  signed,
+} from './notify.ts';
 import { seedCustomersPostgres } from './seed.ts';
 import {
   allowedCpus,
@@ -79,6 +86,7 @@ async function startApp(databaseUrl: string, options: ServerOptions = {}): Promi
       DATABASE_URL: databaseUrl,
       API_KEYS: API_KEY,
       PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
+      DATA_ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
       LOG_LEVEL: 'warn',
       // Rate limiting would cap every figure; off for the bench.
       RATE_LIMIT_MAX: '0',

@@ -759,7 +759,7 @@ export interface paths {
     post?: never;
     /**
      * Delete a test clock and everything attached to it
-     * @description Deletes the clock and its customers with their subscriptions, invoices and dunning cases. Payments recorded for them stay, detached; events already emitted stay.
+     * @description Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay.
      */
     delete: operations['deleteTestClock'];
     options?: never;
@@ -3007,6 +3007,66 @@ export interface components {
        * @description When the link stops working (Stripe: 24 h by default). Absent when the provider does not say (Paystack).
        */
       expires_at?: string;
+    };
+    /**
+     * @description One request the service made to a provider to collect an invoice (SPEC §10).
+     * @example {
+     *       "id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "provider": "paystack",
+     *       "kind": "charge",
+     *       "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "status": "failed",
+     *       "amount": 500000,
+     *       "currency": "NGN",
+     *       "provider_object_id": null,
+     *       "url": null,
+     *       "expires_at": null,
+     *       "failure_code": "insufficient_funds",
+     *       "failure_message": "Insufficient Funds",
+     *       "created_at": "2026-02-15T10:00:01.000Z",
+     *       "updated_at": "2026-02-15T10:00:02.000Z"
+     *     }
+     */
+    PaymentAttempt: {
+      /** @example pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      invoice_id: string;
+      /** @enum {string} */
+      provider: 'paystack' | 'stripe';
+      /**
+       * @description `checkout`: a payment link for the customer; `charge`: a saved method charged by the service.
+       * @enum {string}
+       */
+      kind: 'checkout' | 'charge';
+      /** @description Ours, unique (`pat-…`): the Paystack reference, the Stripe Idempotency-Key / client_reference_id. */
+      reference: string;
+      /**
+       * @description `pending` (call in flight), `unknown` (no usable answer yet: being resolved with the provider), `requires_action` (waiting for the customer), `succeeded`, `failed`.
+       * @enum {string}
+       */
+      status: 'pending' | 'unknown' | 'requires_action' | 'succeeded' | 'failed';
+      /** @description What was asked for (minor units) */
+      amount: number;
+      /** @description ISO 4217, upper case */
+      currency: string;
+      /** @description The provider's id of what it created: Paystack access code / transaction, Stripe `cs_…` / `pi_…`. */
+      provider_object_id: string | null;
+      /** @description The payment page, for checkout links and charges that need the customer. */
+      url: string | null;
+      /** Format: date-time */
+      expires_at: string | null;
+      /**
+       * @example insufficient_funds
+       * @example authentication_required
+       * @example provider_timeout
+       */
+      failure_code: string | null;
+      failure_message: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
     };
     /**
      * @description A clock of its own for the customers attached to it (TEST_CLOCKS=true): advance it to run, in due-time order, every renewal, past-due, dunning step and period-end change that real time would (SPEC §11).

@@ -3,6 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from './config.ts';
 
+/** A valid DATA_ENCRYPTION_KEY (32 bytes as hex). */
+const DEK = '0f'.repeat(32);
+
 test('defaults follow SPEC §1', () => {
   const config = loadConfig({});
   assert.equal(config.port, 3000);
@@ -34,6 +37,7 @@ test('every variable is parsed', () => {
     DATABASE_URL: 'postgresql://u:p@db:5432/billing',
     API_KEYS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
     PAYSTACK_SECRET_KEY: 'sk_test_x',
+    DATA_ENCRYPTION_KEY: DEK,
     STRIPE_WEBHOOK_SECRET: 'whsec_x',
     WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8, ::1/128',
     WEBHOOK_RETRY_SCHEDULE: '1s,2m',
@@ -192,6 +196,7 @@ test('collection (SPEC §10): provider API URLs, STRIPE_API_KEY, DEFAULT_PROVIDE
   const set = loadConfig({
     PAYSTACK_API_URL: 'http://127.0.0.1:4010/',
     STRIPE_API_KEY: 'sk_test_abc123',
+    DATA_ENCRYPTION_KEY: DEK,
     STRIPE_API_URL: 'http://127.0.0.1:12111',
     PROVIDER_TIMEOUT: '5s',
   });
@@ -201,12 +206,17 @@ test('collection (SPEC §10): provider API URLs, STRIPE_API_KEY, DEFAULT_PROVIDE
   assert.equal(set.defaultProvider, 'stripe', 'only Stripe has a key');
   assert.equal(set.providerTimeoutMs, 5000);
   assert.equal(
-    loadConfig({ STRIPE_API_KEY: 'rk_live_x1', PAYSTACK_SECRET_KEY: 'sk_test_p' }).defaultProvider,
+    loadConfig({ STRIPE_API_KEY: 'rk_live_x1', PAYSTACK_SECRET_KEY: 'sk_test_p', DATA_ENCRYPTION_KEY: DEK })
+      .defaultProvider,
     'paystack',
   );
   assert.equal(
-    loadConfig({ STRIPE_API_KEY: 'sk_test_x', PAYSTACK_SECRET_KEY: 'sk_test_p', DEFAULT_PROVIDER: 'stripe' })
-      .defaultProvider,
+    loadConfig({
+      STRIPE_API_KEY: 'sk_test_x',
+      PAYSTACK_SECRET_KEY: 'sk_test_p',
+      DEFAULT_PROVIDER: 'stripe',
+      DATA_ENCRYPTION_KEY: DEK,
+    }).defaultProvider,
     'stripe',
   );
 });
@@ -235,4 +245,36 @@ test('collection variables that cannot work name themselves, and a key is never 
     );
   }
   assert.throws(() => loadConfig({ DEFAULT_PROVIDER: 'stripe' }), /STRIPE_API_KEY is not set/);
+});
+
+test('DATA_ENCRYPTION_KEY: required with a provider key, 32 bytes as hex or base64, never echoed', () => {
+  const base64 = Buffer.alloc(32, 7).toString('base64');
+  assert.equal(loadConfig({}).dataEncryptionKey, undefined, 'optional without a provider key');
+  assert.deepEqual(loadConfig({ DATA_ENCRYPTION_KEY: DEK }).dataEncryptionKey, Buffer.alloc(32, 0x0f));
+  assert.deepEqual(loadConfig({ DATA_ENCRYPTION_KEY: base64 }).dataEncryptionKey, Buffer.alloc(32, 7));
+  assert.deepEqual(
+    loadConfig({ DATA_ENCRYPTION_KEY: base64.replace(/=$/, '').replaceAll('+', '-').replaceAll('/', '_') })
+      .dataEncryptionKey,
+    Buffer.alloc(32, 7),
+    'base64url without padding',
+  );
+  for (const [env, names] of [
+    [{ PAYSTACK_SECRET_KEY: 'sk_test_p' }, /PAYSTACK_SECRET_KEY/],
+    [{ STRIPE_API_KEY: 'sk_test_s' }, /STRIPE_API_KEY/],
+  ] as const) {
+    assert.throws(
+      () => loadConfig(env),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === 'DATA_ENCRYPTION_KEY' && names.test(error.message),
+    );
+  }
+  const pasted = 'sk_live_this_is_not_an_encryption_key_0123';
+  for (const bad of [pasted, 'ab'.repeat(31), 'ab'.repeat(33), Buffer.alloc(16).toString('base64')]) {
+    assert.throws(
+      () => loadConfig({ DATA_ENCRYPTION_KEY: bad }),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === 'DATA_ENCRYPTION_KEY' && !error.message.includes(bad),
+      bad,
+    );
+  }
 });

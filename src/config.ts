@@ -24,6 +24,12 @@ export interface Config {
   defaultProvider: CollectingProvider;
   /** PROVIDER_TIMEOUT in ms: the deadline of one provider API call, answer included. */
   providerTimeoutMs: number;
+  /**
+   * DATA_ENCRYPTION_KEY: the 32-byte AES-256-GCM key that encrypts saved payment methods'
+   * credentials (SPEC §10), or undefined when not set. Required when a provider has an API key.
+   * Never logged.
+   */
+  dataEncryptionKey: Buffer | undefined;
   /** CIDRs exempt from the outbound-webhook private-address rule, as `[address, prefix]` text. */
   webhookAllowPrivateCidrs: readonly string[];
   /** Delays in ms before each webhook retry after the first attempt. */
@@ -197,6 +203,13 @@ function collectionConfig(env: Env) {
   if (env.DEFAULT_PROVIDER?.trim() && (defaultProvider === 'stripe' ? stripeApiKey : paystackSecretKey) === '') {
     throw new ConfigError('DEFAULT_PROVIDER', `is ${defaultProvider} but ${keyVariable} is not set`);
   }
+  const dataEncryptionKey = encryptionKey(env);
+  if (dataEncryptionKey === undefined && (paystackSecretKey !== '' || stripeApiKey !== '')) {
+    throw new ConfigError(
+      'DATA_ENCRYPTION_KEY',
+      `must be set when ${paystackSecretKey !== '' ? 'PAYSTACK_SECRET_KEY' : 'STRIPE_API_KEY'} is: saved payment methods are stored encrypted with it (32 random bytes, base64 or hex; e.g. \`openssl rand -base64 32\`)`,
+    );
+  }
   return {
     paystackSecretKey,
     paystackApiUrl: paystackApiUrl.replace(/\/+$/, ''),
@@ -204,7 +217,27 @@ function collectionConfig(env: Env) {
     stripeApiUrl,
     defaultProvider: defaultProvider as CollectingProvider,
     providerTimeoutMs: duration(env, 'PROVIDER_TIMEOUT', '30s'),
+    dataEncryptionKey,
   };
+}
+
+/**
+ * DATA_ENCRYPTION_KEY as its 32 bytes: 64 hex digits, or base64/base64url of 32 bytes.
+ * Undefined when unset. Throws ConfigError (without echoing the value) when malformed.
+ */
+function encryptionKey(env: Env): Buffer | undefined {
+  const text = read(env, 'DATA_ENCRYPTION_KEY', '');
+  if (text === '') return undefined;
+  let key: Buffer | undefined;
+  if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
+  else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) key = Buffer.from(text, 'base64');
+  if (key?.length !== 32) {
+    throw new ConfigError(
+      'DATA_ENCRYPTION_KEY',
+      'must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)',
+    );
+  }
+  return key;
 }
 
 function databaseConfig(env: Env): DatabaseConfig {

@@ -20,6 +20,7 @@ const KEY = 'demo_test_admin_key_0123456789';
 const SECRETS = {
   PAYSTACK_SECRET_KEY: 'sk_test_demo_0123456789abcdef',
   STRIPE_WEBHOOK_SECRET: 'whsec_demo_0123456789',
+  DATA_ENCRYPTION_KEY: 'k6tQ5fO1JrZ8mH3sV2yW9xA4bC7dE0gI1jL2nP3qR4s=',
 };
 
 interface Database {
@@ -201,7 +202,7 @@ describe('billing demo', { concurrency: true }, () => {
     const database = await emptyDatabase(t);
     const cases: Record<string, string>[] = [
       {},
-      { PAYSTACK_SECRET_KEY: SECRETS.PAYSTACK_SECRET_KEY },
+      { PAYSTACK_SECRET_KEY: SECRETS.PAYSTACK_SECRET_KEY, DATA_ENCRYPTION_KEY: SECRETS.DATA_ENCRYPTION_KEY },
       { STRIPE_WEBHOOK_SECRET: SECRETS.STRIPE_WEBHOOK_SECRET },
     ];
     for (const env of cases) {

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
-import { PAYSTACK_SECRET, paystackCharge, signPaystack } from './helpers/provider-events.ts';
+import { DATA_ENCRYPTION_KEY, PAYSTACK_SECRET, paystackCharge, signPaystack } from './helpers/provider-events.ts';
 import { eventually, ownDatabaseUrl, receiverCaFile, type ServiceProcess, startService } from './helpers/service.ts';
 import { startReceiver } from './helpers/webhook-receiver.ts';
 
@@ -45,6 +45,7 @@ test(
       DATABASE_URL: databaseUrl,
       API_KEYS: key,
       PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
+      DATA_ENCRYPTION_KEY,
       WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.1/32',
       NODE_EXTRA_CA_CERTS: receiverCaFile(t),
       WORKER_POLL_INTERVAL: '100ms',

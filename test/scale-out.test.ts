@@ -10,6 +10,7 @@ import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connect.ts';
 import { ON_POSTGRES } from './helpers/database.ts';
 import {
+  DATA_ENCRYPTION_KEY,
   PAYSTACK_SECRET,
   paystackCharge,
   paystackInvoiceFailed,
@@ -71,6 +72,7 @@ test(
       API_KEYS: `${mainKey},${limitKey}`,
       REDIS_URL,
       PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
+      DATA_ENCRYPTION_KEY,
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
       WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.1/32',
       NODE_EXTRA_CA_CERTS: receiverCaFile(t),

@@ -6,6 +6,7 @@ import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/du
 import type { EventsTable } from '../modules/events/events.table.ts';
 import type { IdempotencyKeysTable } from '../modules/idempotency/idempotency.table.ts';
 import type { InvoiceNumbersTable, InvoicesTable } from '../modules/invoices/invoices.table.ts';
+import type { PaymentMethodsTable } from '../modules/payment-methods/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from '../modules/payments/payments.table.ts';
 import type { PlansTable } from '../modules/plans/plans.table.ts';
 import type {
@@ -32,6 +33,7 @@ export interface Database {
   invoice_numbers: InvoiceNumbersTable;
   invoice_payment_attempts: InvoicePaymentAttemptsTable;
   payments: PaymentsTable;
+  payment_methods: PaymentMethodsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;
   provider_events: ProviderEventsTable;

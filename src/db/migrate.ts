@@ -16,6 +16,7 @@ import * as paymentReferences from './migrations/0011_payment_references.ts';
 import * as providerEventLists from './migrations/0012_provider_event_lists.ts';
 import * as invoices from './migrations/0013_invoices.ts';
 import * as invoicePaymentAttempts from './migrations/0014_invoice_payment_attempts.ts';
+import * as paymentMethods from './migrations/0015_payment_methods.ts';
 import * as testClocks from './migrations/0016_test_clocks.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0012_provider_event_lists': providerEventLists,
   '0013_invoices': invoices,
   '0014_invoice_payment_attempts': invoicePaymentAttempts,
+  '0015_payment_methods': paymentMethods,
   '0016_test_clocks': testClocks,
 };
 

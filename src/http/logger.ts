@@ -25,6 +25,8 @@ export const REDACTED_PATHS = [
   '*.stripeWebhookSecret',
   '*.stripeApiKey',
   '*.secretKey',
+  '*.dataEncryptionKey',
+  '*.credential',
 ];
 
 const SECRET_QUERY_PARAM = /key|token|secret|signature|password|auth/i;

@@ -9,6 +9,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { TSchema } from 'typebox';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
 import { checkoutLinkSchema } from '../modules/collection/checkout.schemas.ts';
+import { paymentAttemptSchema } from '../modules/collection/payment-attempts.schemas.ts';
 import { customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import {
   caseListSchema,
@@ -136,6 +137,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   invoiceSchema,
   invoiceListSchema,
   checkoutLinkSchema,
+  paymentAttemptSchema,
   testClockSchema,
   testClockListSchema,
 ];

@@ -19,6 +19,7 @@ export const ID_PREFIXES = {
   invoiceLine: 'il',
   paymentAttempt: 'pat',
   testClock: 'clock',
+  paymentMethod: 'pm',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

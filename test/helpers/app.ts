@@ -11,6 +11,10 @@ import { createMigratedTestDatabase, createTestDatabase, type MigratedTestDataba
 import { SHARED_SCHEMA_COMPILERS } from './schema-compilers.ts';
 
 /** The bootstrap admin key every test app accepts. */
+
+/** A test DATA_ENCRYPTION_KEY (32 bytes, base64): required whenever a provider API key is set. */
+export const DATA_ENCRYPTION_KEY = 'k6tQ5fO1JrZ8mH3sV2yW9xA4bC7dE0gI1jL2nP3qR4s=';
+
 export const ADMIN_KEY = 'test_admin_key_0123456789abcdef';
 
 export interface TestResponse<T = any> {
@@ -83,6 +87,8 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     // Off unless a test asks for it: suites that make hundreds of requests a second test
     // their module, not the limiter (src/http/rate-limit.test.ts tests that).
     RATE_LIMIT_MAX: '0',
+    // Required whenever a test sets a provider API key (SPEC §10); harmless otherwise.
+    DATA_ENCRYPTION_KEY,
     ...options.env,
   });
   const clock = options.clock ?? options.sameDatabaseAs?.clock ?? new ManualClock(new Date('2026-01-15T10:00:00.000Z'));

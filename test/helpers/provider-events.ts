@@ -3,13 +3,19 @@
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import Stripe from 'stripe';
-import type { TestApp, TestResponse } from './app.ts';
+import { DATA_ENCRYPTION_KEY, type TestApp, type TestResponse } from './app.ts';
+
+export { DATA_ENCRYPTION_KEY };
 import { ON_POSTGRES } from './database.ts';
 
 export const PAYSTACK_SECRET = 'sk_test_4e7b1c0d9a8f6e5d4c3b2a1f0e9d8c7b6a5f4e3d';
 export const STRIPE_SECRET = 'whsec_test_9f8e7d6c5b4a39281706f5e4d3c2b1a0';
 /** Environment that configures both providers (pass to buildTestApp's `env`). */
-export const PROVIDER_ENV = { PAYSTACK_SECRET_KEY: PAYSTACK_SECRET, STRIPE_WEBHOOK_SECRET: STRIPE_SECRET };
+export const PROVIDER_ENV = {
+  PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
+  STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+  DATA_ENCRYPTION_KEY,
+};
 
 let sequence = 0;
 /** A fresh number for unique provider ids. */

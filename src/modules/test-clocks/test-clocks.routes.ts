@@ -77,7 +77,7 @@ export function testClockRoutes(deps: Deps): Route[] {
         operationId: 'deleteTestClock',
         summary: 'Delete a test clock and everything attached to it',
         description:
-          'Deletes the clock and its customers with their subscriptions, invoices and dunning cases. Payments recorded for them stay, detached; events already emitted stay.',
+          'Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay.',
         params: idParams,
         response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404) },
       },

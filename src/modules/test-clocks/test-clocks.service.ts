@@ -131,7 +131,8 @@ export async function advanceTestClock(
 
 /**
  * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
- * (and payment attempts), dunning cases (and steps) and provider subscription references;
+ * (and payment attempts), dunning cases (and steps), payment methods and provider
+ * subscription references;
  * payments recorded for them stay, detached (customer, subscription and invoice null), and
  * so do the events already emitted. Locks parents before children (db/locking.ts) so a
  * worker step in flight finishes first and the next one finds nothing. Throws 404 for
@@ -184,6 +185,7 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
       await addToCount(trx, 'subscriptions', -subscriptions.length);
     }
     if (customers.length > 0) {
+      await trx.deleteFrom('payment_methods').where('customer_id', 'in', customers).execute();
       await trx.deleteFrom('customers').where('id', 'in', customers).execute();
       await addToCount(trx, 'customers', -Number(liveCustomers.n));
     }

@@ -352,6 +352,30 @@ test('DELETE removes the clock and its customers with their subscriptions, invoi
   assert.equal(cases.length, 1);
   const eventCount = (await app.request('GET', '/api/events')).body.meta.total;
   const kept = await app.request('POST', '/api/customers', { body: { email: 'kept@example.com' } });
+  const method = {
+    provider: 'paystack' as const,
+    status: 'active' as const,
+    fingerprint: 'SIG_1',
+    credential: 'v1.not-a-real-ciphertext',
+    provider_customer_id: null,
+    email: null,
+    type: 'card',
+    brand: 'visa',
+    last4: '4081',
+    exp_month: 12,
+    exp_year: 2030,
+    default_at: T0,
+    created_at: T0,
+    updated_at: T0,
+    detached_at: null,
+  };
+  await app.deps.db
+    .insertInto('payment_methods')
+    .values([
+      { ...method, id: 'pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', customer_id: customer.id },
+      { ...method, id: 'pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6H', customer_id: kept.body.id },
+    ])
+    .execute();
 
   const res = await app.request('DELETE', `/api/test-clocks/${clock.id}`);
   assert.equal(res.status, 204);
@@ -365,6 +389,10 @@ test('DELETE removes the clock and its customers with their subscriptions, invoi
   assert.equal((await app.request('GET', '/api/subscriptions')).body.meta.total, 0);
   assert.equal((await app.request('GET', '/api/invoices')).body.meta.total, 0);
   assert.equal((await app.request('GET', '/api/events')).body.meta.total, eventCount + 1);
+  assert.deepEqual(
+    (await app.deps.db.selectFrom('payment_methods').select('customer_id').execute()).map((row) => row.customer_id),
+    [kept.body.id],
+  );
   assert.equal((await app.request('DELETE', `/api/test-clocks/${clock.id}`)).status, 404);
 });
 
