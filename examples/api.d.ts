@@ -299,7 +299,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get an invoice */
+    /**
+     * Get an invoice
+     * @description The invoice and `payment_attempts`: every request the service made to a provider to collect it (checkout links, charges), oldest first, with provider, reference, status, failure code/message and timestamps. Only here: lists and `invoice.*` events show the invoice without them.
+     */
     get: operations['getInvoice'];
     put?: never;
     post?: never;
@@ -3069,6 +3072,106 @@ export interface components {
       updated_at: string;
     };
     /**
+     * @description An invoice and its payment attempts, oldest first (GET /api/invoices/{id}).
+     * @example {
+     *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "number": "INV-000042",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "status": "open",
+     *       "currency": "NGN",
+     *       "amount_due": 500000,
+     *       "amount_paid": 0,
+     *       "amount_remaining": 500000,
+     *       "period_start": "2026-01-15T10:00:00.000Z",
+     *       "period_end": "2026-02-15T10:00:00.000Z",
+     *       "due_at": "2026-01-15T10:00:00.000Z",
+     *       "attempt_count": 0,
+     *       "next_payment_attempt_at": null,
+     *       "lines": [
+     *         {
+     *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *           "amount": 500000,
+     *           "currency": "NGN",
+     *           "quantity": 1,
+     *           "period_start": "2026-01-15T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *         }
+     *       ],
+     *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+     *       "paid_at": null,
+     *       "voided_at": null,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z",
+     *       "payment_attempts": [
+     *         {
+     *           "id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "provider": "paystack",
+     *           "kind": "checkout",
+     *           "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "status": "requires_action",
+     *           "amount": 500000,
+     *           "currency": "NGN",
+     *           "provider_object_id": "0peioxfhpn",
+     *           "url": "https://checkout.paystack.com/0peioxfhpn",
+     *           "expires_at": null,
+     *           "failure_code": null,
+     *           "failure_message": null,
+     *           "created_at": "2026-01-15T10:05:00.000Z",
+     *           "updated_at": "2026-01-15T10:05:01.000Z"
+     *         }
+     *       ]
+     *     }
+     */
+    InvoiceDetail: {
+      /** @example inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description `<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances */
+      number: string;
+      customer_id: string;
+      subscription_id: string | null;
+      /** @enum {string} */
+      status: 'open' | 'paid' | 'void' | 'uncollectible';
+      /** @description ISO 4217, upper case */
+      currency: string;
+      /** @description The sum of the lines (minor units) */
+      amount_due: number;
+      /** @description Settled by payments, never above amount_due (minor units) */
+      amount_paid: number;
+      /** @description amount_due − amount_paid (minor units) */
+      amount_remaining: number;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+      /** Format: date-time */
+      due_at: string;
+      /** @description Failed payments reported for this invoice */
+      attempt_count: number;
+      /** Format: date-time */
+      next_payment_attempt_at: string | null;
+      lines: components['schemas']['InvoiceLine'][];
+      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>` */
+      hosted_invoice_url: string;
+      /** Format: date-time */
+      paid_at: string | null;
+      /** Format: date-time */
+      voided_at: string | null;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @description Every request the service made to a provider to collect this invoice (checkout links, charges), oldest first. */
+      payment_attempts: components['schemas']['PaymentAttempt'][];
+    };
+    /**
      * @description A clock of its own for the customers attached to it (TEST_CLOCKS=true): advance it to run, in due-time order, every renewal, past-due, dunning step and period-end change that real time would (SPEC §11).
      * @example {
      *       "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -4722,7 +4825,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The invoice */
+      /** @description The invoice and its payment attempts */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4761,10 +4864,29 @@ export interface operations {
            *       "voided_at": null,
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
-           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *       "updated_at": "2026-01-15T10:00:00.000Z",
+           *       "payment_attempts": [
+           *         {
+           *           "id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "provider": "paystack",
+           *           "kind": "checkout",
+           *           "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "status": "requires_action",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "provider_object_id": "0peioxfhpn",
+           *           "url": "https://checkout.paystack.com/0peioxfhpn",
+           *           "expires_at": null,
+           *           "failure_code": null,
+           *           "failure_message": null,
+           *           "created_at": "2026-01-15T10:05:00.000Z",
+           *           "updated_at": "2026-01-15T10:05:01.000Z"
+           *         }
+           *       ]
            *     }
            */
-          'application/json': components['schemas']['Invoice'];
+          'application/json': components['schemas']['InvoiceDetail'];
         };
       };
       /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */

@@ -32,7 +32,12 @@ import {
   refundListSchema,
   refundSchema,
 } from '../modules/payments/payments.schemas.ts';
-import { invoiceLineSchema, invoiceListSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
+import {
+  invoiceDetailSchema,
+  invoiceLineSchema,
+  invoiceListSchema,
+  invoiceSchema,
+} from '../modules/invoices/invoices.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from '../modules/provider-events/notify.schemas.ts';
 import {
@@ -138,6 +143,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   invoiceListSchema,
   checkoutLinkSchema,
   paymentAttemptSchema,
+  invoiceDetailSchema,
   testClockSchema,
   testClockListSchema,
 ];

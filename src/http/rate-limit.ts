@@ -184,3 +184,29 @@ export async function registerRateLimits(app: FastifyInstance, config: Readonly<
     return payload;
   });
 }
+
+/**
+ * An extra budget for one route, on top of the per-IP budgets above: `max` requests per
+ * `windowMs` for each `key(request)` (e.g. `pay:<token>`), in the same store (Redis when
+ * REDIS_URL is set). Returns a check for the route's handler that throws the 429
+ * (`rate_limit_error`, Retry-After in seconds) once the key's budget is spent; it lets every
+ * request through when limits are off (RATE_LIMIT_MAX=0) or the store fails (logged). Call
+ * after registerRateLimits, with the plugin context the route lives in.
+ */
+export function routeBudget(
+  app: FastifyInstance,
+  options: { max: number; windowMs: number; key: (request: FastifyRequest) => string },
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  if (!app.hasDecorator('createRateLimit')) return async () => {};
+  const limiter = app.createRateLimit({ max: options.max, timeWindow: options.windowMs, keyGenerator: options.key });
+  return async (request, reply) => {
+    let result: LimitResult;
+    try {
+      result = await limiter(request);
+    } catch (error) {
+      request.log.warn({ err: error }, 'rate limits: the store failed; the request is let through');
+      return;
+    }
+    if (result.isAllowed === false && result.isExceeded) throw tooManyRequests(reply, result);
+  };
+}

@@ -8,7 +8,12 @@ import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, ProviderUnavailableError, StateConflictError, ValidationError } from '../../http/errors.ts';
 import { hostedInvoiceUrl, lockInvoice } from '../invoices/invoices.lifecycle.ts';
 import type { CheckoutInput, CheckoutLink } from './checkout.schemas.ts';
-import { type PaymentAttemptRow, recordAttemptOutcome, startAttempt } from './payment-attempts.ts';
+import {
+  findLiveCheckoutLink,
+  type PaymentAttemptRow,
+  recordAttemptOutcome,
+  startAttempt,
+} from './payment-attempts.ts';
 import { ProviderCallError, PROVIDER_NAMES } from './provider-api.ts';
 import { API_KEY_VARIABLE } from './provider-apis.ts';
 import { clockFor } from '../test-clocks/test-clock-time.ts';
@@ -21,6 +26,30 @@ function isHttpUrl(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A link the provider gave no expiry for (Paystack) is handed out again for this long after
+ * it was made (ms): Paystack does not say how long an `authorization_url` lives, and an hour
+ * covers a customer who clicks Pay again, goes back, or reloads (SPEC §9 "Pay button").
+ */
+export const UNDATED_LINK_REUSE_MS = 60 * 60_000;
+
+/**
+ * A link with an expiry (Stripe's `expires_at`) is handed out again until this long before it
+ * expires (ms): the customer must still have time to pay on it.
+ */
+export const LINK_REUSE_MARGIN_MS = 15 * 60_000;
+
+/** Options of createCheckoutLink beyond the request body. */
+export interface CheckoutOptions {
+  /**
+   * Return a still-valid link of the same invoice, provider and amount instead of asking the
+   * provider for a new one (the hosted page's Pay button): an attempt `requires_action` made
+   * less than UNDATED_LINK_REUSE_MS ago (no `expires_at`), or expiring more than
+   * LINK_REUSE_MARGIN_MS from now. Off for the API, where each call is a new link.
+   */
+  reuseLiveLink?: boolean;
 }
 
 /** What the provider is told about the invoice, and what its events bring back (SPEC §10). */
@@ -40,20 +69,27 @@ interface CheckoutRequest {
  * afterwards. Throws 400 `validation_error` (callback_url not http(s)), 404 `not_found`, 409
  * `validation_error` (the invoice is not `open`), 422 `invalid_state` (the provider has no API
  * key, refuses the key, or refuses the request), 503 `internal_error` (no usable answer in
- * PROVIDER_TIMEOUT: the attempt stays `unknown`).
+ * PROVIDER_TIMEOUT: the attempt stays `unknown`). With `options.reuseLiveLink`, a live link of
+ * the same amount is returned as it was (no attempt, no provider call).
  */
-export async function createCheckoutLink(deps: Deps, invoiceId: string, input: CheckoutInput): Promise<CheckoutLink> {
-  const { db, config } = deps;
+export async function createCheckoutLink(
+  deps: Deps,
+  invoiceId: string,
+  input: CheckoutInput,
+  options: CheckoutOptions = {},
+): Promise<CheckoutLink> {
+  const { db, clock, config } = deps;
   if (input.callback_url !== undefined && !isHttpUrl(input.callback_url)) {
     throw new ValidationError('callback_url must be an absolute http:// or https:// URL', 'callback_url');
   }
   const provider = input.provider ?? config.defaultProvider;
 
-  // A test clock's invoice stamps its attempt with the clock's time (SPEC §11).
-  let clock = deps.clock;
-  const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest> => {
+  // A test clock's invoice stamps its attempts with the clock's time (SPEC §11); a link's
+  // expiry stays the provider's, in real time.
+  let stamp = clock;
+  const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest | CheckoutLink> => {
     const invoice = await lockInvoice(trx, invoiceId);
-    clock = await clockFor(trx, deps, invoice.test_clock_id);
+    stamp = await clockFor(trx, deps, invoice.test_clock_id);
     const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
     if (invoice.status !== 'open' || remaining <= 0) {
       throw new StateConflictError(`invoice ${invoice.id} cannot be paid in its current state (${invoice.status})`);
@@ -64,12 +100,24 @@ export async function createCheckoutLink(deps: Deps, invoiceId: string, input: C
         `${PROVIDER_NAMES[provider]} cannot collect payments: ${API_KEY_VARIABLE[provider]} is not set`,
       );
     }
+    if (options.reuseLiveLink) {
+      const now = clock.now().getTime();
+      const live = await findLiveCheckoutLink(trx, {
+        invoiceId: invoice.id,
+        provider,
+        amount: remaining,
+        currency: invoice.currency,
+        madeAfter: new Date(now - UNDATED_LINK_REUSE_MS).toISOString(),
+        expiringAfter: new Date(now + LINK_REUSE_MARGIN_MS).toISOString(),
+      });
+      if (live) return linkOf(live, live.url);
+    }
     const customer = await trx
       .selectFrom('customers')
       .select('email')
       .where('id', '=', invoice.customer_id)
       .executeTakeFirstOrThrow();
-    const attempt = await startAttempt(trx, clock, {
+    const attempt = await startAttempt(trx, stamp, {
       invoiceId: invoice.id,
       provider,
       kind: 'checkout',
@@ -91,30 +139,36 @@ export async function createCheckoutLink(deps: Deps, invoiceId: string, input: C
     };
   });
 
+  if (!('attempt' in request)) return request;
   const { attempt } = request;
   try {
     const link = await callProvider(deps, request);
-    await recordAttemptOutcome(db, clock, attempt, {
+    const issued = await recordAttemptOutcome(db, stamp, attempt, {
       status: 'requires_action',
       providerObjectId: link.providerObjectId,
       url: link.url,
       expiresAt: link.expiresAt,
     });
-    return {
-      provider,
-      url: link.url,
-      reference: attempt.reference,
-      ...(link.expiresAt === null ? {} : { expires_at: link.expiresAt }),
-    };
+    return linkOf(issued, link.url);
   } catch (error) {
     if (!(error instanceof ProviderCallError)) throw error;
-    await recordAttemptOutcome(db, clock, attempt, {
+    await recordAttemptOutcome(db, stamp, attempt, {
       status: error.outcomeUnknown ? 'unknown' : 'failed',
       failureCode: error.providerCode ?? `provider_${error.failure}`,
       failureMessage: error.message,
     });
     throw toAppError(error, attempt.reference);
   }
+}
+
+/** The API's link for an attempt that issued `url`. */
+function linkOf(attempt: PaymentAttemptRow, url: string): CheckoutLink {
+  return {
+    provider: attempt.provider,
+    url,
+    reference: attempt.reference,
+    ...(attempt.expires_at === null ? {} : { expires_at: attempt.expires_at }),
+  };
 }
 
 /** The provider's answer, in our terms. */

@@ -92,3 +92,44 @@ export async function listInvoiceAttempts(db: Kysely<Database>, invoiceId: strin
     .orderBy('id')
     .execute();
 }
+
+/**
+ * The newest checkout link of invoice `invoiceId` at `provider` for exactly `amount` (minor
+ * units) in `currency` that the customer can still use: status `requires_action` with a `url`,
+ * and either no `expires_at` and made after `madeAfter`, or expiring after `expiringAfter`
+ * (both ISO 8601). Undefined when there is none. Read in the caller's transaction, under the
+ * invoice's lock.
+ */
+export async function findLiveCheckoutLink(
+  db: Kysely<Database>,
+  link: {
+    invoiceId: string;
+    provider: CollectingProvider;
+    amount: number;
+    currency: string;
+    madeAfter: string;
+    expiringAfter: string;
+  },
+): Promise<(PaymentAttemptRow & { url: string }) | undefined> {
+  const row = await db
+    .selectFrom('invoice_payment_attempts')
+    .selectAll()
+    .where('invoice_id', '=', link.invoiceId)
+    .where('provider', '=', link.provider)
+    .where('kind', '=', 'checkout')
+    .where('status', '=', 'requires_action')
+    .where('amount', '=', link.amount)
+    .where('currency', '=', link.currency)
+    .where('url', 'is not', null)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('expires_at', 'is', null), eb('created_at', '>', link.madeAfter)]),
+        eb('expires_at', '>', link.expiringAfter),
+      ]),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row === undefined || row.url === null ? undefined : { ...row, url: row.url };
+}

@@ -10,6 +10,7 @@ import {
   HOSTED_PAGE_CSP,
   type HostedInvoice,
   renderInvoicePage,
+  renderContinuePage,
   renderProblemPage,
 } from './hosted-page.ts';
 import type { Invoice } from './invoices.schemas.ts';
@@ -88,14 +89,15 @@ test('escapeHtml escapes & < > " \' and replaces control characters', () => {
   assert.equal(escapeHtml('a\u0000b\u001bc\u0085d\te\nf'), 'a\ufffdb\ufffdc\ufffdd\te\nf');
 });
 
-test('the CSP allows exactly the page’s one inline stylesheet, by its SHA-256, and nothing else', () => {
+test('the CSP allows exactly the page’s one inline stylesheet, by its SHA-256, and forms to itself and the checkout pages', () => {
   for (const html of [page(), renderProblemPage(404, 'Acme')]) {
     const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)];
     assert.equal(styles.length, 1);
     const hash = createHash('sha256').update(styles[0]![1]!).digest('base64');
     assert.equal(
       HOSTED_PAGE_CSP,
-      `default-src 'none'; style-src 'sha256-${hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+      `default-src 'none'; style-src 'sha256-${hash}'; base-uri 'none'; ` +
+        "form-action 'self' https://checkout.paystack.com https://checkout.stripe.com; frame-ancestors 'none'",
     );
     assert.doesNotMatch(html, /<script|<img|<link|<iframe|<form|\sstyle=|\son[a-z]+=/i);
     assert.match(html, /<meta name="robots" content="noindex, nofollow">/);
@@ -133,6 +135,26 @@ test('paid, void and uncollectible invoices carry their stamp and say why nothin
   const uncollectible = page({ status: 'uncollectible' });
   assert.match(uncollectible, /<div class="stamp" aria-hidden="true">Uncollectible<\/div>/);
   assert.match(uncollectible, /₦5,500.00 outstanding/);
+});
+
+test('the Pay button: a plain POST form to `pay.action`, only on an open invoice with something remaining', () => {
+  const pay = { action: '/i/tok"en/pay', provider: 'Paystack' };
+  const html = page({}, { pay });
+  assert.match(
+    html,
+    /<p class="summary">₦5,500.00 due 22 January 2026<\/p>\n<form class="pay" method="post" action="\/i\/tok&quot;en\/pay">\n<button type="submit">Pay ₦5,500.00<\/button>\n<small>Secure payment with Paystack<\/small>\n<\/form>\n<\/div>/,
+  );
+  assert.equal(html.match(/<form/g)?.length, 1);
+  assert.doesNotMatch(html, /<input|<script|\son[a-z]+=/i, 'no field, nothing run');
+  assert.doesNotMatch(page(), /<form/, 'no provider can collect: no button');
+  for (const overrides of [
+    { status: 'paid', amount_paid: 650000, amount_remaining: 0 },
+    { status: 'void' },
+    { status: 'uncollectible' },
+    { amount_paid: 650000, amount_remaining: 0 },
+  ] as Partial<Invoice>[]) {
+    assert.doesNotMatch(page(overrides, { pay }), /<form/, JSON.stringify(overrides));
+  }
 });
 
 test('a customer without a name shows the email; a missing customer shows a dash', () => {
@@ -180,4 +202,17 @@ test('the problem pages name the business only, and never an invoice', () => {
   assert.match(html, /<p class="summary">Invoice not found<\/p>/);
   assert.match(renderProblemPage(429, 'Acme'), /Too many requests/);
   assert.match(renderProblemPage(500, 'Acme'), /Invoice unavailable/);
+  const busy = renderProblemPage(503, 'Acme', '/i/token');
+  assert.match(busy, /<p class="summary">Payment not started<\/p>/);
+  assert.match(busy, /try again in a few minutes/);
+  assert.match(busy, /<a class="back" href="\/i\/token">Back to the invoice<\/a>/);
+  assert.doesNotMatch(renderProblemPage(404, 'Acme'), /<a /);
+});
+
+test('the continue page links to a checkout URL the CSP would not let the form redirect to', () => {
+  const html = renderContinuePage('https://pay.example.com/c/pay/cs_1?a=1&b="2"', 'Stripe', 'Acme');
+  assert.match(
+    html,
+    /<a class="back" href="https:\/\/pay\.example\.com\/c\/pay\/cs_1\?a=1&amp;b=&quot;2&quot;" rel="noreferrer">Continue to Stripe<\/a>/,
+  );
 });

@@ -3,7 +3,9 @@
 // the same invoice always renders to the same bytes (a snapshot test holds them).
 //
 // The page runs nothing: no script, no external resource, no image; its one inline
-// stylesheet is allowed by hash (HOSTED_PAGE_CSP). Every value that reaches the markup goes
+// stylesheet is allowed by hash (HOSTED_PAGE_CSP). Its one form, the Pay button, is a plain
+// POST to the page's own path + `/pay` (invoices.page.routes.ts), which answers 303 to the
+// provider's checkout page. Every value that reaches the markup goes
 // through `text()` (HTML-escaped, control characters replaced, bidi-isolated where it is
 // user input), since customer names and line descriptions come from API clients.
 import { createHash } from 'node:crypto';
@@ -15,11 +17,22 @@ export interface BilledTo {
   email: string;
 }
 
-/** What the page shows: the invoice (API shape), its customer (undefined if missing) and BUSINESS_NAME. */
+/** The Pay button's form: where it posts (a path) and the provider's display name. */
+export interface PayButton {
+  action: string;
+  provider: string;
+}
+
+/**
+ * What the page shows: the invoice (API shape), its customer (undefined if missing) and
+ * BUSINESS_NAME; `pay` when a provider can collect (the button shows only on an `open`
+ * invoice with something remaining).
+ */
 export interface HostedInvoice {
   invoice: Invoice;
   customer: BilledTo | undefined;
   businessName: string;
+  pay?: PayButton;
 }
 
 const STYLE = `
@@ -63,6 +76,12 @@ td{padding:14px 0;border-bottom:1px solid var(--rule);vertical-align:top;overflo
 .note{margin:40px 0 0;padding:14px 18px;border-radius:6px;background:#f3f4f6;color:var(--text)}
 .status-uncollectible .note{background:#fef2f2;color:#7f1d1d}
 .status-void .totals td{color:var(--muted);text-decoration:line-through}
+.pay{flex:none;margin:0;text-align:right}
+.pay button{padding:12px 28px;border:0;border-radius:6px;background:var(--ink);color:#fff;font:inherit;font-size:16px;font-weight:600;cursor:pointer}
+.pay button:hover{background:#1f2937}
+.pay button:focus-visible{outline:3px solid #93c5fd;outline-offset:2px}
+.pay small{display:block;margin-top:6px;color:var(--muted);font-size:12px}
+.lost .back{display:inline-block;margin-top:24px;color:var(--ink);font-weight:600}
 .stamp{flex:none;margin-right:8px;padding:4px 16px;border:4px solid;border-radius:8px;font-size:30px;font-weight:800;letter-spacing:.14em;line-height:1.15;text-transform:uppercase;transform:rotate(-8deg);opacity:.75}
 .status-paid .stamp{color:#15803d}
 .status-void .stamp{color:#6b7280}
@@ -70,22 +89,30 @@ td{padding:14px 0;border-bottom:1px solid var(--rule);vertical-align:top;overflo
 footer{margin-top:auto;padding-top:16px;border-top:1px solid var(--rule);color:var(--muted);font-size:12px;display:flex;justify-content:space-between;gap:16px;flex-wrap:wrap}
 .lost{padding:24px 0 8px}
 .lost p{margin:16px 0 0;max-width:52ch}
-@media (max-width:640px){body{padding:0}.sheet{min-height:0;padding:32px 20px;border-radius:0;box-shadow:none}header{flex-direction:column;gap:16px}.title{text-align:left}.headline{flex-direction:column;align-items:flex-start}.meta{grid-template-columns:1fr}dd{white-space:normal}}
-@media print{@page{size:A4;margin:16mm}html,body{background:#fff}body{padding:0;font-size:12px}.sheet{max-width:none;min-height:0;padding:0;border-radius:0;box-shadow:none}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}tr{break-inside:avoid}}
+@media (max-width:640px){body{padding:0}.sheet{min-height:0;padding:32px 20px;border-radius:0;box-shadow:none}header{flex-direction:column;gap:16px}.title{text-align:left}.headline{flex-direction:column;align-items:flex-start}.pay{text-align:left}.meta{grid-template-columns:1fr}dd{white-space:normal}}
+@media print{@page{size:A4;margin:16mm}html,body{background:#fff}body{padding:0;font-size:12px}.pay{display:none}.sheet{max-width:none;min-height:0;padding:0;border-radius:0;box-shadow:none}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}tr{break-inside:avoid}}
 `.trim();
 
 /** `'sha256-…'`: the CSP source that allows the page's one inline stylesheet. */
 const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
 
 /**
+ * The origins of the providers' checkout pages (`authorization_url`, Checkout Session `url`).
+ * The Pay button's POST is answered 303 to one of them, and browsers check `form-action`
+ * against every URL a form submission is redirected to (Chrome does), so the CSP lists them.
+ */
+export const CHECKOUT_ORIGINS = ['https://checkout.paystack.com', 'https://checkout.stripe.com'] as const;
+
+/**
  * The Content-Security-Policy of every hosted page: nothing loads or runs but the page's own
- * stylesheet (by hash); no script, image, font, frame, form target or base URL.
+ * stylesheet (by hash); no script, image, font, frame or base URL; forms may post to the
+ * page's own origin and be redirected to the providers' checkout pages (CHECKOUT_ORIGINS).
  */
 export const HOSTED_PAGE_CSP = [
   "default-src 'none'",
   `style-src ${STYLE_HASH}`,
   "base-uri 'none'",
-  "form-action 'none'",
+  `form-action 'self' ${CHECKOUT_ORIGINS.join(' ')}`,
   "frame-ancestors 'none'",
 ].join('; ');
 
@@ -193,6 +220,18 @@ function note(invoice: Invoice, businessName: string): string {
   }
 }
 
+/**
+ * The Pay button of an open invoice with something remaining when a provider can collect, or
+ * '': a form without fields that posts to `pay.action`.
+ */
+function payButton(invoice: Invoice, pay: PayButton | undefined, remaining: string): string {
+  if (!pay || invoice.status !== 'open' || invoice.amount_remaining <= 0) return '';
+  return `<form class="pay" method="post" action="${escapeHtml(pay.action)}">
+<button type="submit">Pay ${remaining}</button>
+<small>Secure payment with ${escapeHtml(pay.provider)}</small>
+</form>`;
+}
+
 /** The stamp across a settled or closed invoice, or ''. */
 function stamp(status: Invoice['status']): string {
   return status === 'open' ? '' : `<div class="stamp" aria-hidden="true">${STATUS_LABEL[status]}</div>`;
@@ -221,11 +260,12 @@ ${body}
 
 /**
  * The hosted page of one invoice (SPEC §9): business name, "Invoice", number, status badge,
- * what is due (or paid, or why nothing is), billed-to, issue and due dates, period, the lines
- * (description, quantity, amount), totals (amount due, paid, remaining) in the invoice's
- * currency, and a PAID / VOID / UNCOLLECTIBLE stamp. Returns a complete HTML document.
+ * what is due (or paid, or why nothing is), the Pay button (see `pay`), billed-to, issue and
+ * due dates, period, the lines (description, quantity, amount), totals (amount due, paid,
+ * remaining) in the invoice's currency, and a PAID / VOID / UNCOLLECTIBLE stamp. Returns a
+ * complete HTML document.
  */
-export function renderInvoicePage({ invoice, customer, businessName }: HostedInvoice): string {
+export function renderInvoicePage({ invoice, customer, businessName, pay }: HostedInvoice): string {
   const money = (minor: number) => escapeHtml(formatMoney(minor, invoice.currency));
   const number = escapeHtml(invoice.number);
   const billedTo = customer
@@ -259,6 +299,7 @@ export function renderInvoicePage({ invoice, customer, businessName }: HostedInv
 </header>
 <div class="headline">
 <p class="summary">${summary(invoice)}</p>
+${payButton(invoice, pay, money(invoice.amount_remaining))}
 ${stamp(invoice.status)}
 </div>
 <section class="meta">
@@ -292,8 +333,11 @@ ${note(invoice, businessName)}
   );
 }
 
-/** Why a page cannot be shown: the 404 for any unknown or malformed token, 429 and 500. */
-export type HostedPageProblem = 404 | 429 | 500;
+/**
+ * Why a page cannot be shown: the 404 for any unknown or malformed token, 429, 500, and 503
+ * when the Pay button's provider gave no usable answer (or refused).
+ */
+export type HostedPageProblem = 404 | 429 | 500 | 503;
 
 const PROBLEMS: Record<HostedPageProblem, { title: string; text: string }> = {
   404: {
@@ -308,14 +352,20 @@ const PROBLEMS: Record<HostedPageProblem, { title: string; text: string }> = {
     title: 'Invoice unavailable',
     text: 'This invoice cannot be shown right now. Please try again in a few minutes.',
   },
+  503: {
+    title: 'Payment not started',
+    text: 'The payment provider could not be reached, so your payment was not started and nothing was charged. Please try again in a few minutes.',
+  },
 };
 
 /**
  * The page for `problem` in the invoice page's style: the same for every unknown or malformed
- * token (it never says whether an invoice exists), naming only the business.
+ * token (it never says whether an invoice exists), naming only the business. `backTo`: the
+ * path of the invoice page to link back to (the 503 of a Pay button), none by default.
  */
-export function renderProblemPage(problem: HostedPageProblem, businessName: string): string {
+export function renderProblemPage(problem: HostedPageProblem, businessName: string, backTo?: string): string {
   const { title, text } = PROBLEMS[problem];
+  const back = backTo === undefined ? '' : `\n<a class="back" href="${escapeHtml(backTo)}">Back to the invoice</a>`;
   return documentOf(
     `${title} · ${escapeHtml(businessName)}`,
     'sheet short',
@@ -325,7 +375,28 @@ export function renderProblemPage(problem: HostedPageProblem, businessName: stri
 </header>
 <section class="lost">
 <p class="summary">${title}</p>
-<p>${text}</p>
+<p>${text}</p>${back}
+</section>`,
+  );
+}
+
+/**
+ * The page answering a Pay button whose checkout `url` (an absolute http(s) URL) is not on
+ * CHECKOUT_ORIGINS, where the browser would refuse the 303 (`form-action`): a link to it
+ * instead (links are not restricted by the CSP), naming the provider and the business.
+ */
+export function renderContinuePage(url: string, provider: string, businessName: string): string {
+  return documentOf(
+    `Continue to payment · ${escapeHtml(businessName)}`,
+    'sheet short',
+    `<header>
+<p class="business">${userText(businessName)}</p>
+<div class="title"><h1>Invoice</h1></div>
+</header>
+<section class="lost">
+<p class="summary">Continue to payment</p>
+<p>Your payment page at ${escapeHtml(provider)} is ready.</p>
+<a class="back" href="${escapeHtml(url)}" rel="noreferrer">Continue to ${escapeHtml(provider)}</a>
 </section>`,
   );
 }

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, type TestApp, type TestResponse } from '../../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../../test/helpers/factories.ts';
+import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { HOSTED_PAGE_CSP } from './hosted-page.ts';
@@ -81,8 +82,9 @@ function assertPageHeaders(res: TestResponse) {
   assert.match(res.text, /<meta name="robots" content="noindex, nofollow">/);
 }
 
-test('the page of an open invoice is public HTML, identical to the committed snapshot', async (t) => {
-  const app = await buildTestApp(t, { env: ENV });
+test('the page of an open invoice is public HTML with its Pay button, identical to the committed snapshot', async (t) => {
+  // Paystack can collect (a key; no call is made to show the page): the Pay button shows.
+  const app = await buildTestApp(t, { env: { ...ENV, PAYSTACK_SECRET_KEY: PAYSTACK_SECRET } });
   const { invoice, path } = await issue(app, {
     customer: { name: 'Ada "Countess" <Lovelace> & Co.', email: 'ada@example.com' },
     plan: { name: 'Pro (monthly)', amount: 500000, currency: 'NGN' },
@@ -102,11 +104,15 @@ test('the page of an open invoice is public HTML, identical to the committed sna
   const res = await app.request('GET', path, { key: null });
   assert.equal(res.status, 200);
   assertPageHeaders(res);
-  if (process.env.UPDATE_SNAPSHOTS === '1') writeFileSync(SNAPSHOT, res.text);
-  assert.equal(res.text, readFileSync(SNAPSHOT, 'utf8'));
+  // The token is random: the snapshot holds TOKEN in its place (the Pay button's action).
+  const token = path.slice('/i/'.length);
+  const stable = res.text.replaceAll(token, 'TOKEN');
+  if (process.env.UPDATE_SNAPSHOTS === '1') writeFileSync(SNAPSHOT, stable);
+  assert.equal(stable, readFileSync(SNAPSHOT, 'utf8'));
   // User input arrives escaped and bidi-isolated, never as markup.
   assert.match(res.text, /<bdi>Ada &quot;Countess&quot; &lt;Lovelace&gt; &amp; Co\.<\/bdi>/);
   assert.match(res.text, /<bdi>Extra seats &lt;script&gt;alert\(1\)&lt;\/script&gt;<\/bdi>/);
+  assert.ok(res.text.includes(`<form class="pay" method="post" action="${path}/pay">`));
   // An API key changes nothing; HEAD answers the same headers without a body.
   const keyed = await app.request('GET', path);
   assert.equal(keyed.text, res.text);

@@ -5,7 +5,7 @@ import { type ListQueryInput, listQuerySchema, parseListParams } from '../../htt
 import { defineRoute, type Route } from '../../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../../http/schemas.ts';
 import { INVOICE_STATUSES } from './invoice-status.ts';
-import { invoiceListSchema, invoiceSchema } from './invoices.schemas.ts';
+import { invoiceDetailSchema, invoiceListSchema, invoiceSchema } from './invoices.schemas.ts';
 import * as service from './invoices.service.ts';
 
 const common = { tags: ['Invoices'], security: API_KEY_SECURITY };
@@ -51,8 +51,13 @@ export function invoiceRoutes(deps: Deps): Route[] {
         ...common,
         operationId: 'getInvoice',
         summary: 'Get an invoice',
+        description:
+          'The invoice and `payment_attempts`: every request the service made to a provider to collect it (checkout links, charges), oldest first, with provider, reference, status, failure code/message and timestamps. Only here: lists and `invoice.*` events show the invoice without them.',
         params: idParams,
-        response: { 200: responseOf(invoiceSchema, 'The invoice'), ...errorResponses(401, 403, 404) },
+        response: {
+          200: responseOf(invoiceDetailSchema, 'The invoice and its payment attempts'),
+          ...errorResponses(401, 403, 404),
+        },
       },
       handler: async (request) => service.getInvoice(db, config.publicUrl, request.params.id),
     }),

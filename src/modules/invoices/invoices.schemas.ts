@@ -2,6 +2,7 @@
 // document the routes and the `invoice.*` events, and the API types are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
+import { paymentAttemptSchema } from '../collection/payment-attempts.schemas.ts';
 import { INVOICE_STATUSES } from './invoice-status.ts';
 
 const minorUnits = (description: string) => Type.Integer({ minimum: 0, description: `${description} (minor units)` });
@@ -38,6 +39,42 @@ export const invoiceLineSchema = Type.Object(
 
 export type InvoiceLine = Static<typeof invoiceLineSchema>;
 
+/** The example invoice of the documents. */
+const INVOICE_EXAMPLE = {
+  id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  number: 'INV-000042',
+  customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  status: 'open',
+  currency: 'NGN',
+  amount_due: 500000,
+  amount_paid: 0,
+  amount_remaining: 500000,
+  period_start: '2026-01-15T10:00:00.000Z',
+  period_end: '2026-02-15T10:00:00.000Z',
+  due_at: '2026-01-15T10:00:00.000Z',
+  attempt_count: 0,
+  next_payment_attempt_at: null,
+  lines: [
+    {
+      id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+      description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
+      amount: 500000,
+      currency: 'NGN',
+      quantity: 1,
+      period_start: '2026-01-15T10:00:00.000Z',
+      period_end: '2026-02-15T10:00:00.000Z',
+      plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    },
+  ],
+  hosted_invoice_url: 'https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n',
+  paid_at: null,
+  voided_at: null,
+  metadata: {},
+  created_at: '2026-01-15T10:00:00.000Z',
+  updated_at: '2026-01-15T10:00:00.000Z',
+};
+
 /** An invoice as the API and the `invoice.*` events show it (SPEC §9 fields). */
 export const invoiceSchema = Type.Object(
   {
@@ -66,45 +103,54 @@ export const invoiceSchema = Type.Object(
   {
     $id: 'Invoice',
     description: 'What a customer owes for one billing period; final when issued, settled by payments (SPEC §9).',
-    examples: [
-      {
-        id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-        number: 'INV-000042',
-        customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-        subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-        status: 'open',
-        currency: 'NGN',
-        amount_due: 500000,
-        amount_paid: 0,
-        amount_remaining: 500000,
-        period_start: '2026-01-15T10:00:00.000Z',
-        period_end: '2026-02-15T10:00:00.000Z',
-        due_at: '2026-01-15T10:00:00.000Z',
-        attempt_count: 0,
-        next_payment_attempt_at: null,
-        lines: [
-          {
-            id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-            description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
-            amount: 500000,
-            currency: 'NGN',
-            quantity: 1,
-            period_start: '2026-01-15T10:00:00.000Z',
-            period_end: '2026-02-15T10:00:00.000Z',
-            plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-          },
-        ],
-        hosted_invoice_url: 'https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n',
-        paid_at: null,
-        voided_at: null,
-        metadata: {},
-        created_at: '2026-01-15T10:00:00.000Z',
-        updated_at: '2026-01-15T10:00:00.000Z',
-      },
-    ],
+    examples: [INVOICE_EXAMPLE],
   },
 );
 
 export const invoiceListSchema = pageOf('InvoiceList', invoiceSchema);
 
 export type Invoice = Static<typeof invoiceSchema>;
+
+/**
+ * One invoice with its payment attempts (SPEC §9, §10): GET /api/invoices/{id} only. Lists,
+ * state changes and `invoice.*` events show the plain Invoice.
+ */
+export const invoiceDetailSchema = Type.Object(
+  {
+    ...invoiceSchema.properties,
+    payment_attempts: Type.Array(ref(paymentAttemptSchema), {
+      description:
+        'Every request the service made to a provider to collect this invoice (checkout links, charges), oldest first.',
+    }),
+  },
+  {
+    $id: 'InvoiceDetail',
+    description: 'An invoice and its payment attempts, oldest first (GET /api/invoices/{id}).',
+    examples: [
+      {
+        ...INVOICE_EXAMPLE,
+        payment_attempts: [
+          {
+            id: 'pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+            invoice_id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+            provider: 'paystack',
+            kind: 'checkout',
+            reference: 'pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+            status: 'requires_action',
+            amount: 500000,
+            currency: 'NGN',
+            provider_object_id: '0peioxfhpn',
+            url: 'https://checkout.paystack.com/0peioxfhpn',
+            expires_at: null,
+            failure_code: null,
+            failure_message: null,
+            created_at: '2026-01-15T10:05:00.000Z',
+            updated_at: '2026-01-15T10:05:01.000Z',
+          },
+        ],
+      },
+    ],
+  },
+);
+
+export type InvoiceDetail = Static<typeof invoiceDetailSchema>;

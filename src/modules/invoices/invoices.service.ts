@@ -7,8 +7,11 @@ import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, StateConflictError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
+import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
+import { toPaymentAttempt } from '../collection/payment-attempts.schemas.ts';
 import { closeInvoiceCase } from '../dunning/dunning.cases.ts';
 import type { InvoiceStatus } from './invoice-status.ts';
+import type { InvoiceDetail } from './invoices.schemas.ts';
 import {
   findInvoiceRow,
   ForbiddenInvoiceTransitionError,
@@ -68,11 +71,15 @@ export async function listInvoices(
   return { data: page.data.map((row) => toInvoice(row, publicUrl)), meta: page.meta };
 }
 
-/** One invoice. Throws 404 `not_found` for unknown or malformed ids (SPEC §2). */
-export async function getInvoice(db: Kysely<Database>, publicUrl: string, id: string): Promise<Invoice> {
+/**
+ * One invoice with its payment attempts, oldest first (SPEC §9, §10; only here: lists and
+ * events carry no attempts). Throws 404 `not_found` for unknown or malformed ids (SPEC §2).
+ */
+export async function getInvoice(db: Kysely<Database>, publicUrl: string, id: string): Promise<InvoiceDetail> {
   const row = await findInvoiceRow(db, id);
   if (!row) throw new NotFoundError('invoice', id);
-  return toInvoice(row, publicUrl);
+  const attempts = await listInvoiceAttempts(db, row.id);
+  return { ...toInvoice(row, publicUrl), payment_attempts: attempts.map(toPaymentAttempt) };
 }
 
 /**
