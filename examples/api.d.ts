@@ -372,6 +372,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/payments/{id}/refund': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Refund a payment
+     * @description Asks the payment's provider to refund `amount` (default: all that may still be refunded) and answers 202 with the refund, `pending` until the provider's event settles it (`payment.refunded`, or `payment.refund_failed`). Paystack: `POST /refund` `{transaction, amount, merchant_note}`; Stripe: `POST /v1/refunds` `{payment_intent, amount, reason?, metadata}` with our refund id as `Idempotency-Key`. Pending refunds count: a request beyond `amount` − succeeded − pending is refused (422 `invalid_state`), nothing left at all is 409 `validation_error`, as is a failed payment. A `manual` payment, a provider without API key, or one that refuses the key or the request: 422 `invalid_state` (a refused refund is kept as `failed`). No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error`; the refund stays `pending` and a retry with the same `Idempotency-Key` resumes it (Stripe: the same key; Paystack: looked up before it is sent again), never a second refund; without a retry the worker resumes it a minute later.
+     */
+    post: operations['refundPayment'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/invoices/{id}/pay': {
     parameters: {
       query?: never;
@@ -1052,7 +1072,7 @@ export interface webhooks {
     put?: never;
     /**
      * payment.refund_failed event
-     * @description A refund failed or was cancelled at the provider. Sent to every enabled endpoint subscribed to `payment.refund_failed` (or `*`); see docs/webhooks.md.
+     * @description A refund (succeeded, or pending after POST /api/payments/{id}/refund) failed or was cancelled at the provider. Sent to every enabled endpoint subscribed to `payment.refund_failed` (or `*`); see docs/webhooks.md.
      */
     post: operations['paymentRefundFailedWebhook'];
     delete?: never;
@@ -1777,7 +1797,7 @@ export interface components {
       merged_payment_id: string;
     };
     /**
-     * @description Money returned on a payment, as the provider reported it.
+     * @description Money returned on a payment: requested through the API (pending until the provider reports it) or reported by the provider.
      * @example {
      *       "id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -1786,6 +1806,8 @@ export interface components {
      *       "amount": 2000,
      *       "currency": "NGN",
      *       "status": "succeeded",
+     *       "reason": "requested_by_customer",
+     *       "failure_reason": null,
      *       "refunded_at": "2026-02-02T09:12:00.000Z",
      *       "created_at": "2026-02-02T09:12:01.500Z",
      *       "updated_at": "2026-02-02T09:12:01.500Z"
@@ -1796,19 +1818,23 @@ export interface components {
       id: string;
       payment_id: string;
       provider: string;
-      /** @description The provider's id of the refund. */
+      /** @description The provider's id of the refund, as its events name it. A refund requested through the API carries the id the provider's create call returned (Stripe `re_…`, Paystack's refund id) — or, while the provider has not answered, our own `id` — until the provider's event names it. */
       provider_reference: string;
       /** @description Minor units of `currency` (5000 = 50.00). */
       amount: number;
       /** @example NGN */
       currency: string;
       /**
-       * @description `failed`: the refund failed or was cancelled at the provider (final); it does not count in the payment's `amount_refunded`.
+       * @description `pending`: requested through the API (POST /api/payments/{id}/refund), waiting for the provider's event; it counts against what may still be refunded, not in the payment's `amount_refunded`. `succeeded`: the money went back. `failed`: the refund failed, was cancelled or was refused by the provider (final); it does not count.
        * @enum {string}
        */
-      status: 'succeeded' | 'failed';
+      status: 'pending' | 'succeeded' | 'failed';
+      /** @description Why the refund was requested (API refunds); null for refunds the provider reported. */
+      reason: string | null;
+      /** @description Why the provider refused the refund request (status `failed`); null otherwise. */
+      failure_reason: string | null;
       /** Format: date-time */
-      refunded_at: string;
+      refunded_at: string | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1826,6 +1852,8 @@ export interface components {
      *           "amount": 2000,
      *           "currency": "NGN",
      *           "status": "succeeded",
+     *           "reason": "requested_by_customer",
+     *           "failure_reason": null,
      *           "refunded_at": "2026-02-02T09:12:00.000Z",
      *           "created_at": "2026-02-02T09:12:01.500Z",
      *           "updated_at": "2026-02-02T09:12:01.500Z"
@@ -4632,6 +4660,8 @@ export interface operations {
            *           "amount": 2000,
            *           "currency": "NGN",
            *           "status": "succeeded",
+           *           "reason": "requested_by_customer",
+           *           "failure_reason": null,
            *           "refunded_at": "2026-02-02T09:12:00.000Z",
            *           "created_at": "2026-02-02T09:12:01.500Z",
            *           "updated_at": "2026-02-02T09:12:01.500Z"
@@ -4691,6 +4721,8 @@ export interface operations {
            *       "amount": 2000,
            *       "currency": "NGN",
            *       "status": "succeeded",
+           *       "reason": "requested_by_customer",
+           *       "failure_reason": null,
            *       "refunded_at": "2026-02-02T09:12:00.000Z",
            *       "created_at": "2026-02-02T09:12:01.500Z",
            *       "updated_at": "2026-02-02T09:12:01.500Z"
@@ -5120,6 +5152,101 @@ export interface operations {
            *       "details": {
            *         "provider": "paystack",
            *         "reference": "pat-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *         "reason": "timeout",
+           *         "provider_status": null,
+           *         "provider_code": null
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  refundPayment: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: without a body (or an empty one) everything that may still be refunded is refunded. */
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "amount": 2000,
+         *       "reason": "requested_by_customer"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Minor units to refund, at most what may still be refunded (`amount` − succeeded − pending refunds). Default: all of it.
+           * @example 2000
+           */
+          amount?: number;
+          /**
+           * @description Why. Stripe: sent as its `reason` when it is `duplicate`, `fraudulent` or `requested_by_customer`, else in the refund's metadata; Paystack: in `merchant_note`.
+           * @example requested_by_customer
+           */
+          reason?: string;
+        } | null;
+      };
+    };
+    responses: {
+      /** @description The refund, pending until the provider settles it */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "provider": "paystack",
+           *       "provider_reference": "3018284",
+           *       "amount": 2000,
+           *       "currency": "NGN",
+           *       "status": "succeeded",
+           *       "reason": "requested_by_customer",
+           *       "failure_reason": null,
+           *       "refunded_at": "2026-02-02T09:12:00.000Z",
+           *       "created_at": "2026-02-02T09:12:01.500Z",
+           *       "updated_at": "2026-02-02T09:12:01.500Z"
+           *     }
+           */
+          'application/json': components['schemas']['Refund'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      /** @description The provider gave no usable answer (timeout, 5xx, unreachable), or the instance is shutting down: the refund stays pending; retry with the same Idempotency-Key */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "code": "internal_error",
+           *       "message": "Stripe did not answer within 30000 ms; the refund re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G stays pending: retry with the same Idempotency-Key",
+           *       "details": {
+           *         "provider": "stripe",
+           *         "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *         "reason": "timeout",
            *         "provider_status": null,
            *         "provider_code": null

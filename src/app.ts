@@ -17,6 +17,7 @@ import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { checkoutRoutes } from './modules/collection/checkout.routes.ts';
+import { refundRoutes } from './modules/collection/refunds.routes.ts';
 import { customerRoutes } from './modules/customers/customers.routes.ts';
 import { EMAIL_FORMATS } from './modules/customers/customers.schemas.ts';
 import { dunningRoutes } from './modules/dunning/dunning.routes.ts';
@@ -50,6 +51,7 @@ function allRoutes(deps: Deps): Route[] {
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),
     ...checkoutRoutes(deps),
+    ...refundRoutes(deps),
     ...invoicePayRoutes(deps),
     ...providerEventRoutes(deps),
     ...dunningRoutes(deps),

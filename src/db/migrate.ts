@@ -18,6 +18,7 @@ import * as invoices from './migrations/0013_invoices.ts';
 import * as invoicePaymentAttempts from './migrations/0014_invoice_payment_attempts.ts';
 import * as paymentMethods from './migrations/0015_payment_methods.ts';
 import * as testClocks from './migrations/0016_test_clocks.ts';
+import * as refundRequests from './migrations/0018_refund_requests.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0014_invoice_payment_attempts': invoicePaymentAttempts,
   '0015_payment_methods': paymentMethods,
   '0016_test_clocks': testClocks,
+  '0018_refund_requests': refundRequests,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -159,7 +159,8 @@ export const TAGS = [
   },
   {
     name: 'Payments',
-    description: 'Payments and refunds, recorded from verified provider events (read-only through the API).',
+    description:
+      'Payments and refunds, recorded from verified provider events; refunds can be requested through the API (POST /api/payments/{id}/refund).',
   },
   {
     name: 'Invoices',
@@ -198,7 +199,10 @@ const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'payment.succeeded': { schema: paymentSchema, when: 'A provider reported a successful payment.' },
   'payment.failed': { schema: paymentSchema, when: 'A provider reported a failed payment.' },
   'payment.refunded': { schema: paymentSchema, when: 'A refund succeeded; `amount_refunded` includes it.' },
-  'payment.refund_failed': { schema: paymentSchema, when: 'A refund failed or was cancelled at the provider.' },
+  'payment.refund_failed': {
+    schema: paymentSchema,
+    when: 'A refund (succeeded, or pending after POST /api/payments/{id}/refund) failed or was cancelled at the provider.',
+  },
   'payment.merged': {
     schema: mergedPaymentSchema,
     when: 'Two records of one charge became one (a Stripe invoice and its PaymentIntent).',

@@ -1,6 +1,7 @@
 // Every job the worker runs, in one list: the only place that names every module's jobs.
 // A new kind of due work is a Job (modules/job.ts) in its module plus a line here.
 import { FOLD_BATCH, foldCountDeltas } from '../db/counts.ts';
+import { resolveUnknownRefunds } from '../modules/collection/refunds.jobs.ts';
 import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
 import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
 import type { Job, WorkerService } from '../modules/job.ts';
@@ -39,6 +40,7 @@ export const JOBS: readonly Job[] = [
   ...CLOCK_AWARE_JOBS,
   advanceTestClocks(CLOCK_AWARE_JOBS),
   retryProviderEvents,
+  resolveUnknownRefunds,
   purgeIdempotencyKeys,
   foldCountDeltasJob,
 ];

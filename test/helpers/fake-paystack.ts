@@ -1,10 +1,12 @@
 // A fake Paystack API for tests (shapes from PaystackOSS/openapi: TransactionInitialize,
-// TransactionInitializeResponse, VerifyResponse, the Error model): POST /transaction/initialize
-// and GET /transaction/verify/:reference, `Authorization: Bearer <secret key>` checked, every
-// call recorded, errors and timeouts on demand (FakeProviderServer.queue).
+// TransactionInitializeResponse, VerifyResponse, RefundCreate, RefundCreateResponse,
+// RefundListResponse, the Error model): POST /transaction/initialize, GET
+// /transaction/verify/:reference, POST /refund and GET /refund, `Authorization: Bearer <secret
+// key>` checked, every call recorded, errors and timeouts on demand (FakeProviderServer.queue),
+// and the signed refund webhooks Paystack would send (sendRefundEvent).
 import type { TestContext } from 'node:test';
 import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
-import { PAYSTACK_SECRET } from './provider-events.ts';
+import { PAYSTACK_SECRET, signPaystack } from './provider-events.ts';
 
 /** A transaction the fake knows, by reference. */
 export interface FakePaystackTransaction {
@@ -40,9 +42,24 @@ function error(status: number, message: string, code?: string): FakeAnswer {
   };
 }
 
+/** A refund the fake knows, by id. */
+export interface FakePaystackRefund {
+  id: number;
+  transaction_reference: string;
+  amount: number;
+  currency: string;
+  merchant_note: string;
+  customer_note: string;
+  /** `pending` until a test sends its event (`processed`, `failed`). */
+  status: string;
+  createdAt: string;
+}
+
 export class FakePaystack extends FakeProviderServer {
   readonly transactions = new Map<string, FakePaystackTransaction>();
+  readonly refunds = new Map<number, FakePaystackRefund>();
   #nextId = 4_099_260_516;
+  #nextRefundId = 3_018_284;
 
   constructor(secretKey = PAYSTACK_SECRET) {
     super({
@@ -73,6 +90,7 @@ export class FakePaystack extends FakeProviderServer {
 
   #route(call: RecordedCall): FakeAnswer {
     if (call.method === 'POST' && call.path === '/transaction/initialize') return this.#initialize(call.body);
+    if (call.path === '/refund' || call.path.startsWith('/refund?')) return this.#refundRoute(call);
     const verify = /^\/transaction\/verify\/([^/?]+)$/.exec(call.path);
     if (call.method === 'GET' && verify) return this.#verify(decodeURIComponent(verify[1]!));
     return error(404, 'Not found');
@@ -176,6 +194,203 @@ export class FakePaystack extends FakeProviderServer {
           transaction_date: tx.created_at,
           plan_object: {},
           subaccount: {},
+        },
+      },
+    };
+  }
+
+  // ---- Refunds (POST /refund, GET /refund; webhooks refund.processed / refund.failed) ----
+
+  /** The recorded POST /refund calls. */
+  get refundCalls(): RecordedCall[] {
+    return this.calls.filter((c) => c.method === 'POST' && c.path === '/refund');
+  }
+
+  /** Makes `reference` a paid transaction of `amount` (minor units), as a customer's payment would. */
+  paid(reference: string, amount: number, currency = 'NGN'): void {
+    this.transactions.set(reference, {
+      id: this.#nextId++,
+      reference,
+      access_code: '',
+      email: 'ada@example.com',
+      amount,
+      currency,
+      metadata: null,
+      callback_url: undefined,
+      status: 'success',
+      created_at: new Date().toISOString(),
+      paid_at: new Date().toISOString(),
+    });
+  }
+
+  /**
+   * Settles refund `id` (`processed` or `failed`) and POSTs the signed event Paystack sends
+   * (`refund.processed` / `refund.failed`: no id of the refund POST /refund returned, only the
+   * charge's `transaction_reference`, a processor `refund_reference` and `amount` as a string)
+   * to `<baseUrl>/api/notify?p=paystack`. Returns the HTTP status of our answer.
+   */
+  async sendRefundEvent(baseUrl: string, id: number, outcome: 'processed' | 'failed'): Promise<number> {
+    const refund = this.refunds.get(id);
+    if (!refund) throw new Error(`fake Paystack has no refund ${id}`);
+    refund.status = outcome;
+    const body = JSON.stringify({
+      event: outcome === 'processed' ? 'refund.processed' : 'refund.failed',
+      data: {
+        status: outcome,
+        transaction_reference: refund.transaction_reference,
+        refund_reference: `13${String(id).padStart(10, '0')}`,
+        amount: String(refund.amount),
+        currency: refund.currency,
+        processor: 'mpgs_zen',
+        customer: { first_name: 'Ada', last_name: 'Obi', email: 'ada@example.com' },
+        integration: 412829,
+        domain: 'test',
+      },
+    });
+    const response = await fetch(`${baseUrl}/api/notify?p=paystack`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-paystack-signature': signPaystack(body) },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  #refundRoute(call: RecordedCall): FakeAnswer {
+    if (call.method === 'POST') return this.#createRefund(call.body);
+    if (call.method === 'GET') return this.#listRefunds(new URL(call.path, 'http://fake').searchParams);
+    return error(404, 'Not found');
+  }
+
+  #createRefund(body: Record<string, unknown>): FakeAnswer {
+    const { transaction, amount, merchant_note, customer_note } = body;
+    const tx = typeof transaction === 'string' ? this.transactions.get(transaction) : undefined;
+    if (!tx) return error(404, 'Transaction not found', 'transaction_not_found');
+    if (tx.status !== 'success')
+      return error(400, 'Cannot refund a transaction that was not successful', 'invalid_params');
+    const refunded = [...this.refunds.values()]
+      .filter((r) => r.transaction_reference === tx.reference && r.status !== 'failed')
+      .reduce((sum, r) => sum + r.amount, 0);
+    const wanted = amount === undefined ? tx.amount - refunded : amount;
+    if (!Number.isInteger(wanted) || (wanted as number) <= 0) return error(400, 'Invalid amount', 'invalid_params');
+    if ((wanted as number) > tx.amount - refunded) {
+      return error(400, 'Refund amount cannot be more than the unrefunded transaction amount', 'invalid_params');
+    }
+    const now = new Date().toISOString();
+    const refund: FakePaystackRefund = {
+      id: this.#nextRefundId++,
+      transaction_reference: tx.reference,
+      amount: wanted as number,
+      currency: tx.currency,
+      merchant_note: typeof merchant_note === 'string' ? merchant_note : '',
+      customer_note: typeof customer_note === 'string' ? customer_note : '',
+      status: 'pending',
+      createdAt: now,
+    };
+    this.refunds.set(refund.id, refund);
+    return {
+      status: 200,
+      body: {
+        status: true,
+        message: 'Refund has been queued for processing',
+        data: {
+          transaction: {
+            id: tx.id,
+            domain: 'test',
+            reference: tx.reference,
+            amount: tx.amount,
+            paid_at: tx.paid_at,
+            channel: 'card',
+            currency: tx.currency,
+            authorization: { exp_month: null, exp_year: null, account_name: null },
+            customer: { international_format_phone: null },
+            plan: {},
+            subaccount: { currency: null },
+            split: {},
+            order_id: null,
+            paidAt: tx.paid_at,
+            pos_transaction_data: null,
+            source: null,
+            fees_breakdown: null,
+          },
+          integration: 412829,
+          deducted_amount: 0,
+          channel: null,
+          merchant_note: refund.merchant_note,
+          customer_note: refund.customer_note,
+          status: refund.status,
+          refunded_by: 'billing@example.com',
+          expected_at: new Date(Date.now() + 10 * 86_400_000).toISOString(),
+          currency: refund.currency,
+          domain: 'test',
+          amount: refund.amount,
+          fully_deducted: false,
+          id: refund.id,
+          createdAt: now,
+          updatedAt: now,
+        },
+      },
+    };
+  }
+
+  #listRefunds(query: URLSearchParams): FakeAnswer {
+    const perPage = Number(query.get('perPage') ?? 50);
+    const page = Math.max(Number(query.get('page') ?? 1), 1);
+    const from = query.get('from');
+    const all = [...this.refunds.values()]
+      .filter((r) => from === null || r.createdAt >= from)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    const items = all.slice((page - 1) * perPage, page * perPage).map((r) => ({
+      integration: 412829,
+      transaction: this.transactions.get(r.transaction_reference)?.id ?? 0,
+      dispute: null,
+      settlement: null,
+      id: r.id,
+      domain: 'test',
+      currency: r.currency,
+      amount: r.amount,
+      status: r.status,
+      refunded_at: r.status === 'processed' ? r.createdAt : null,
+      refunded_by: 'billing@example.com',
+      customer_note: r.customer_note,
+      merchant_note: r.merchant_note,
+      deducted_amount: 0,
+      fully_deducted: 0,
+      createdAt: r.createdAt,
+      bank_reference: null,
+      transaction_reference: r.transaction_reference,
+      reason: r.merchant_note,
+      customer: {
+        id: 181873746,
+        first_name: 'Ada',
+        last_name: 'Obi',
+        email: 'ada@example.com',
+        customer_code: 'CUS_1rkzaqsv4rrhqo6',
+        phone: null,
+        metadata: '',
+        risk_action: 'default',
+        international_format_phone: '',
+      },
+      refund_type: 'partial',
+      transaction_amount: this.transactions.get(r.transaction_reference)?.amount ?? 0,
+      initiated_by: 'merchant',
+      refund_channel: 'card',
+      session_id: null,
+      collect_account_number: false,
+    }));
+    return {
+      status: 200,
+      body: {
+        status: true,
+        message: 'Refunds retrieved',
+        data: items,
+        meta: {
+          total: all.length,
+          skipped: (page - 1) * perPage,
+          perPage: String(perPage),
+          page,
+          pageCount: Math.max(Math.ceil(all.length / perPage), 1),
+          failedRefundCount: all.filter((r) => r.status === 'failed').length,
         },
       },
     };

@@ -31,8 +31,12 @@ export interface FakeAnswer {
   body: unknown;
 }
 
-/** What the next request gets instead of the fake's own answer. */
-export type Override = FakeAnswer | 'hang';
+/**
+ * What the next request gets instead of the fake's own answer: an answer, `'hang'` (never
+ * answered, nothing done), or `'lost'` (the provider acts on it — the fake's own handler runs —
+ * but the answer never arrives: a timeout after the fact, the case exactly-once is about).
+ */
+export type Override = FakeAnswer | 'hang' | 'lost';
 
 /** A provider's routes: an answer for a request, given the decoded body. */
 export type Handler = (call: RecordedCall) => FakeAnswer;
@@ -106,6 +110,10 @@ export class FakeProviderServer {
     this.calls.push(call);
     const override = this.#overrides.shift();
     if (override === 'hang') return; // answered never; closed with the server
+    if (override === 'lost') {
+      if (request.headers.authorization === `Bearer ${this.#apiKey}`) this.#handle(call);
+      return; // acted on, answered never
+    }
     const answer =
       override ??
       (request.headers.authorization === `Bearer ${this.#apiKey}` ? this.#handle(call) : this.#unauthorized);

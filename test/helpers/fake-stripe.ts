@@ -1,10 +1,13 @@
 // A fake Stripe API for tests (shapes from stripe/openapi fixtures3.json's `checkout.session`
-// and Stripe's error object `{error: {type, code, message, param}}`): POST /v1/checkout/sessions,
+// and `refund`, and Stripe's error object `{error: {type, code, message, param}}`): POST
+// /v1/checkout/sessions, POST /v1/refunds (and the signed `refund.updated` event Stripe would
+// send: sendRefundEvent),
 // form-encoded bodies as Stripe's library sends them (`a[b][0][c]=v`), `Authorization: Bearer
 // <key>` checked, Idempotency-Key honoured (same key and body → the same answer; another body →
 // 400 idempotency_error), every call recorded, errors and timeouts on demand (queue()).
 import type { TestContext } from 'node:test';
 import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
+import { signStripe } from './provider-events.ts';
 
 /** The API key test apps configure as STRIPE_API_KEY. */
 export const STRIPE_API_KEY = 'sk_test_51Fake0Stripe0Key0For0Tests0Only0000000000000000';
@@ -35,6 +38,10 @@ function stripeError(status: number, type: string, message: string, extra: Recor
 
 export class FakeStripe extends FakeProviderServer {
   readonly sessions = new Map<string, Record<string, unknown>>();
+  /** Refunds by id (`re_…`), as the Refund objects the fake answered with. */
+  readonly refunds = new Map<string, Record<string, unknown>>();
+  /** Paid PaymentIntents the fake can refund: id → {amount, currency (lower case)}. */
+  readonly paymentIntents = new Map<string, { amount: number; currency: string }>();
   readonly #idempotent = new Map<string, { raw: string; answer: FakeAnswer }>();
   #sequence = 0;
 
@@ -79,7 +86,9 @@ export class FakeStripe extends FakeProviderServer {
     const answer =
       call.method === 'POST' && call.path === '/v1/checkout/sessions'
         ? this.#createSession(call.body)
-        : stripeError(404, 'invalid_request_error', `Unrecognized request URL (${call.method}: ${call.path}).`);
+        : call.method === 'POST' && call.path === '/v1/refunds'
+          ? this.#createRefund(call.body)
+          : stripeError(404, 'invalid_request_error', `Unrecognized request URL (${call.method}: ${call.path}).`);
     if (typeof key === 'string') this.#idempotent.set(key, { raw: call.raw, answer });
     return answer;
   }
@@ -133,5 +142,107 @@ export class FakeStripe extends FakeProviderServer {
     };
     this.sessions.set(id, { ...session, payment_intent_data: body.payment_intent_data });
     return { status: 200, body: session };
+  }
+
+  // ---- Refunds (POST /v1/refunds; the refund.updated event) ----
+
+  /** The recorded POST /v1/refunds calls. */
+  get refundCalls(): RecordedCall[] {
+    return this.calls.filter((c) => c.method === 'POST' && c.path === '/v1/refunds');
+  }
+
+  /** Makes `id` a succeeded PaymentIntent of `amount` (minor units) the fake can refund. */
+  paid(id: string, amount: number, currency = 'usd'): void {
+    this.paymentIntents.set(id, { amount, currency: currency.toLowerCase() });
+  }
+
+  /**
+   * Settles refund `id` (`succeeded`, `failed`, `canceled`) and POSTs the signed
+   * `refund.updated` event Stripe sends (the Refund object, metadata included) to
+   * `<baseUrl>/api/notify?p=stripe`, signed at `timestamp` (unix seconds: the app clock's).
+   * Returns the HTTP status of our answer.
+   */
+  async sendRefundEvent(
+    baseUrl: string,
+    id: string,
+    status: 'succeeded' | 'failed' | 'canceled',
+    timestamp: number,
+  ): Promise<number> {
+    const refund = this.refunds.get(id);
+    if (!refund) throw new Error(`fake Stripe has no refund ${id}`);
+    refund.status = status;
+    if (status === 'failed') refund.failure_reason = 'expired_or_canceled_card';
+    this.#sequence += 1;
+    const body = JSON.stringify({
+      id: `evt_1Fake${String(this.#sequence).padStart(8, '0')}`,
+      object: 'event',
+      api_version: '2025-03-31.basil',
+      created: timestamp,
+      data: { object: refund, previous_attributes: { status: 'pending' } },
+      livemode: false,
+      pending_webhooks: 1,
+      request: { id: null, idempotency_key: null },
+      type: 'refund.updated',
+    });
+    const response = await fetch(`${baseUrl}/api/notify?p=stripe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(body, timestamp) },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  #createRefund(body: Record<string, unknown>): FakeAnswer {
+    const intentId = body.payment_intent;
+    const intent = typeof intentId === 'string' ? this.paymentIntents.get(intentId) : undefined;
+    if (!intent) {
+      return stripeError(400, 'invalid_request_error', `No such payment_intent: '${String(intentId)}'`, {
+        param: 'payment_intent',
+        code: 'resource_missing',
+      });
+    }
+    const taken = [...this.refunds.values()]
+      .filter((r) => r.payment_intent === intentId && r.status !== 'failed' && r.status !== 'canceled')
+      .reduce((sum, r) => sum + Number(r.amount), 0);
+    const amount = body.amount === undefined ? intent.amount - taken : Number(body.amount);
+    if (!Number.isInteger(amount) || amount <= 0 || amount > intent.amount - taken) {
+      return stripeError(
+        400,
+        'invalid_request_error',
+        `Refund amount (${amount}) is greater than unrefunded amount on charge (${intent.amount - taken})`,
+        { param: 'amount', code: 'amount_too_large' },
+      );
+    }
+    if (
+      body.reason !== undefined &&
+      !['duplicate', 'fraudulent', 'requested_by_customer'].includes(String(body.reason))
+    ) {
+      return stripeError(400, 'invalid_request_error', 'Invalid reason', { param: 'reason' });
+    }
+    this.#sequence += 1;
+    const id = `re_3Fake${String(this.#sequence).padStart(8, '0')}`;
+    const refund: Record<string, unknown> = {
+      id,
+      object: 'refund',
+      amount,
+      balance_transaction: null,
+      charge: `ch_3Fake${String(this.#sequence).padStart(8, '0')}`,
+      created: Math.floor(Date.now() / 1000),
+      currency: intent.currency,
+      destination_details: {
+        card: { reference_status: 'pending', reference_type: 'acquirer_reference_number', type: 'refund' },
+        type: 'card',
+      },
+      metadata: body.metadata ?? {},
+      payment_intent: intentId,
+      reason: body.reason ?? null,
+      receipt_number: null,
+      source_transfer_reversal: null,
+      status: 'pending',
+      transfer_reversal: null,
+    };
+    this.refunds.set(id, refund);
+    return { status: 200, body: refund };
   }
 }

@@ -52,6 +52,31 @@ export interface VerifiedTransaction {
   data: JsonObject;
 }
 
+/** POST /refund's body as we send it (SPEC §10). `amount` in minor units. */
+export interface CreateRefundInput {
+  /** The transaction's reference (our payment's `provider_reference`). */
+  transaction: string;
+  amount: number;
+  /** Carries our refund id, so a lookup after no usable answer can find the refund. */
+  merchant_note: string;
+}
+
+/** What refunds read of a Paystack refund (`data` of POST /refund, an item of GET /refund). */
+export interface PaystackRefund {
+  /** Paystack's refund id (an integer), as text. */
+  id: string;
+  /** `pending`, `processing`, `needs-attention`, `failed`, `processed`. */
+  status: string;
+  /** Minor units. */
+  amount: number;
+}
+
+function refundOf(data: JsonObject): PaystackRefund | null {
+  const id = typeof data.id === 'number' || typeof data.id === 'string' ? String(data.id) : '';
+  if (id === '' || typeof data.amount !== 'number') return null;
+  return { id, status: typeof data.status === 'string' ? data.status : '', amount: data.amount };
+}
+
 /** A client of Paystack's API. One per process; `close()` ends its connections. */
 export class PaystackApi {
   readonly #options: PaystackApiOptions;
@@ -103,6 +128,49 @@ export class PaystackApi {
       gateway_response: typeof data.gateway_response === 'string' ? data.gateway_response : null,
       data,
     };
+  }
+
+  // ---- Refunds (SPEC §10 "Refunds from the API"; PaystackOSS/openapi RefundCreate,
+  // RefundCreateResponse, RefundListResponse) ----
+
+  /**
+   * POST /refund `{transaction, amount, merchant_note}`: a refund of `amount` (minor units) of
+   * the transaction `transaction` (its reference). Paystack has no idempotency here: whoever
+   * retries after no usable answer looks the refund up first (findRefund). Returns the refund's
+   * id (a number, as text) and status (`pending`, `processing`, `processed`, …). Throws
+   * ProviderCallError (`refused` with Paystack's message, `unauthorized`, `timeout`, `unavailable`).
+   */
+  async createRefund(input: CreateRefundInput): Promise<PaystackRefund> {
+    const { status, body } = await this.#call('POST', '/refund', input);
+    const data = isObject(body) && body.status === true && isObject(body.data) ? body.data : undefined;
+    const refund = data ? refundOf(data) : null;
+    if (status !== 200 || !refund) throw this.#failure(status, body, 'create the refund');
+    return refund;
+  }
+
+  /**
+   * The refund of transaction `transactionReference` whose `merchant_note` contains `marker`
+   * (our refund id), created since `since` (ISO 8601), or null when Paystack lists none: GET
+   * /refund `?from&perPage&page`, filtered here by `transaction_reference` and the note (the
+   * documented list takes no transaction filter). Reads at most 10 pages of 100. Throws
+   * ProviderCallError.
+   */
+  async findRefund(transactionReference: string, marker: string, since: string): Promise<PaystackRefund | null> {
+    for (let page = 1; page <= 10; page += 1) {
+      const query = new URLSearchParams({ from: since, perPage: '100', page: String(page) });
+      const { status, body } = await this.#call('GET', `/refund?${query}`);
+      const items = isObject(body) && body.status === true && Array.isArray(body.data) ? body.data : undefined;
+      if (status !== 200 || !items) throw this.#failure(status, body, 'list refunds');
+      for (const item of items) {
+        if (!isObject(item) || item.transaction_reference !== transactionReference) continue;
+        if (typeof item.merchant_note !== 'string' || !item.merchant_note.includes(marker)) continue;
+        const refund = refundOf(item);
+        if (refund) return refund;
+      }
+      const meta = isObject(body) && isObject(body.meta) ? body.meta : {};
+      if (items.length === 0 || typeof meta.pageCount !== 'number' || page >= meta.pageCount) return null;
+    }
+    return null;
   }
 
   /** Closes the connection pool (after in-flight calls end). */

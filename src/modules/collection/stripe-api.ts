@@ -35,6 +35,18 @@ export interface CheckoutSessionInput {
   metadata: Record<string, string>;
 }
 
+/** A refund of a PaymentIntent (SPEC §10). `amount` in minor units. */
+export interface StripeRefundInput {
+  paymentIntent: string;
+  amount: number;
+  /** Stripe's enum, only when the client's reason is one of its values. */
+  reason?: 'duplicate' | 'fraudulent' | 'requested_by_customer';
+  /** `refund_id` (ours) comes back on the Refund's events; `payment_id`; `reason` when not in the enum. */
+  metadata: Record<string, string>;
+  /** Our refund id. */
+  idempotencyKey: string;
+}
+
 export interface CreatedCheckoutSession {
   id: string;
   url: string;
@@ -103,8 +115,34 @@ export class StripeApi {
     };
   }
 
+  // ---- Refunds (SPEC §10 "Refunds from the API"; stripe/openapi `refund`) ----
+
+  /**
+   * POST /v1/refunds `{payment_intent, amount, reason?, metadata}` with `Idempotency-Key` =
+   * `input.idempotencyKey` (our refund id): repeating the call after no usable answer returns
+   * the same refund instead of refunding twice. Returns the Refund's id (`re_…`) and status.
+   * Throws ProviderCallError (`refused` with Stripe's message, `unauthorized`, `timeout`,
+   * `unavailable`).
+   */
+  async createRefund(input: StripeRefundInput): Promise<{ id: string; status: string }> {
+    const params: Stripe.RefundCreateParams = {
+      payment_intent: input.paymentIntent,
+      amount: input.amount,
+      ...(input.reason ? { reason: input.reason } : {}),
+      metadata: input.metadata,
+    };
+    const refund = await this.#withDeadline(
+      this.#stripe.refunds.create(params, { idempotencyKey: input.idempotencyKey }),
+      'create the refund',
+    );
+    if (typeof refund.id !== 'string' || refund.id === '') {
+      throw new ProviderCallError('stripe', 'unavailable', 'Stripe created a refund without an id');
+    }
+    return { id: refund.id, status: typeof refund.status === 'string' ? refund.status : '' };
+  }
+
   /** `call`, or a `timeout` ProviderCallError when the deadline passes first; Stripe errors mapped. */
-  async #withDeadline<T>(call: Promise<T>): Promise<T> {
+  async #withDeadline<T>(call: Promise<T>, action = 'create the Checkout Session'): Promise<T> {
     const { timeoutMs } = this.#options;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -117,13 +155,13 @@ export class StripeApi {
     try {
       return await Promise.race([call, deadline]);
     } catch (error) {
-      throw this.#mapError(error);
+      throw this.#mapError(error, action);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  #mapError(error: unknown): ProviderCallError {
+  #mapError(error: unknown, action: string): ProviderCallError {
     if (error instanceof ProviderCallError) return error;
     const { timeoutMs, apiKey } = this.#options;
     if (!(error instanceof Stripe.errors.StripeError)) {
@@ -145,15 +183,10 @@ export class StripeApi {
       return new ProviderCallError(
         'stripe',
         'refused',
-        `Stripe refused to create the Checkout Session: ${said === '' ? `HTTP ${status}` : said}`,
+        `Stripe refused to ${action}: ${said === '' ? `HTTP ${status}` : said}`,
         options,
       );
     }
-    return new ProviderCallError(
-      'stripe',
-      'unavailable',
-      `Stripe could not create the Checkout Session (HTTP ${status})`,
-      options,
-    );
+    return new ProviderCallError('stripe', 'unavailable', `Stripe could not ${action} (HTTP ${status})`, options);
   }
 }

@@ -232,9 +232,13 @@ export interface RefundInput {
   amount: number;
   currency: string;
   /** `failed`: it failed or was cancelled (reverses a success). */
-  status: RefundStatus;
+  status: Exclude<RefundStatus, 'pending'>;
   /** ISO 8601. */
   occurredAt: string;
+  /** Our refund id (`re_…`) when the provider carries it back (Stripe refund metadata `refund_id`). */
+  requestReference?: string | null;
+  /** Settles the oldest pending API refund of the same amount when nothing names it (Paystack). */
+  matchByAmount?: boolean;
 }
 
 /** What recording refund reports did: the payment after, or why nothing was written. */
@@ -245,10 +249,11 @@ export type RefundRecording = { refused: false; payment: Payment } | { refused: 
  * nothing: planRefunds (refund-totals.ts) decides every report against the payment's
  * recorded refunds first, and a refund that would take the succeeded sum above `amount` (or
  * whose reference belongs to another payment) refuses the whole batch, nothing written.
- * Otherwise refunds are inserted / marked failed, then `amount_refunded` is recomputed from
- * the rows (the sum of succeeded refunds) with the status to match. Emits
+ * Otherwise refunds are inserted / marked failed / pending API refunds settled (SPEC §10: the
+ * report's status, reference and time; never a second row), then `amount_refunded` is
+ * recomputed from the rows (the sum of succeeded refunds) with the status to match. Emits
  * `payment.refunded` when a refund newly succeeded and `payment.refund_failed` when a
- * succeeded one failed (data: the payment after). SPEC §5 "Refunds".
+ * succeeded or pending one failed (data: the payment after). SPEC §5 "Refunds".
  */
 export async function recordRefundReports(
   trx: Transaction<Database>,
@@ -259,13 +264,15 @@ export async function recordRefundReports(
   const references = refunds.map((refund) => refund.reference);
   const rows = await trx
     .selectFrom('refunds')
-    .select(['payment_id', 'provider_reference', 'amount', 'status'])
+    .select(['id', 'payment_id', 'provider_reference', 'amount', 'status'])
     .where((eb) =>
       eb.or([
         eb('payment_id', '=', payment.id),
         eb.and([eb('provider', '=', payment.provider), eb('provider_reference', 'in', references)]),
       ]),
     )
+    .orderBy('created_at')
+    .orderBy('id')
     .execute();
   const elsewhere = rows.find((row) => row.payment_id !== payment.id);
   if (elsewhere) {
@@ -278,6 +285,8 @@ export async function recordRefundReports(
     reference: row.provider_reference,
     amount: Number(row.amount),
     status: row.status,
+    // Only API refunds are ever pending; their own id is what Stripe's metadata carries back.
+    requestId: row.id,
   }));
   const plan = planRefunds({ id: payment.id, amount: Number(payment.amount) }, recorded, refunds);
   if (!plan.accepted) return { refused: true, reason: plan.reason };
@@ -306,6 +315,21 @@ export async function recordRefundReports(
         .execute();
       inserted += 1;
       if (refund.status === 'succeeded') succeeded = true;
+    } else if (change.action === 'settle') {
+      const { report } = change;
+      await trx
+        .updateTable('refunds')
+        .set({
+          status: report.status,
+          provider_reference: report.reference,
+          refunded_at: report.status === 'succeeded' ? report.occurredAt : null,
+          updated_at: now,
+        })
+        .where('payment_id', '=', payment.id)
+        .where('provider_reference', '=', change.refund.reference)
+        .execute();
+      if (report.status === 'succeeded') succeeded = true;
+      else failed = true;
     } else {
       await trx
         .updateTable('refunds')

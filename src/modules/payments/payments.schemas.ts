@@ -83,20 +83,32 @@ export const refundSchema = Type.Object(
     id: Type.String({ examples: ['re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
     payment_id: Type.String(),
     provider: Type.String(),
-    provider_reference: Type.String({ description: "The provider's id of the refund." }),
+    provider_reference: Type.String({
+      description:
+        "The provider's id of the refund, as its events name it. A refund requested through the API carries the id the provider's create call returned (Stripe `re_…`, Paystack's refund id) — or, while the provider has not answered, our own `id` — until the provider's event names it.",
+    }),
     amount: minorUnits,
     currency,
     status: StringEnum(REFUND_STATUSES, {
       description:
-        "`failed`: the refund failed or was cancelled at the provider (final); it does not count in the payment's `amount_refunded`.",
+        "`pending`: requested through the API (POST /api/payments/{id}/refund), waiting for the provider's event; it counts against what may still be refunded, not in the payment's `amount_refunded`. `succeeded`: the money went back. `failed`: the refund failed, was cancelled or was refused by the provider (final); it does not count.",
     }),
-    refunded_at: timestamp,
+    reason: Nullable(
+      Type.String({
+        description: 'Why the refund was requested (API refunds); null for refunds the provider reported.',
+      }),
+    ),
+    failure_reason: Nullable(
+      Type.String({ description: 'Why the provider refused the refund request (status `failed`); null otherwise.' }),
+    ),
+    refunded_at: nullableTimestamp,
     created_at: timestamp,
     updated_at: timestamp,
   },
   {
     $id: 'Refund',
-    description: 'Money returned on a payment, as the provider reported it.',
+    description:
+      'Money returned on a payment: requested through the API (pending until the provider reports it) or reported by the provider.',
     examples: [
       {
         id: 're_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
@@ -106,6 +118,8 @@ export const refundSchema = Type.Object(
         amount: 2000,
         currency: 'NGN',
         status: 'succeeded',
+        reason: 'requested_by_customer',
+        failure_reason: null,
         refunded_at: '2026-02-02T09:12:00.000Z',
         created_at: '2026-02-02T09:12:01.500Z',
         updated_at: '2026-02-02T09:12:01.500Z',

@@ -1,5 +1,6 @@
 // Reading payments and refunds (SPEC §3 GET /api/payments, /api/refunds). They are written
-// only from provider events, by payments.recording.ts.
+// from provider events, by payments.recording.ts, and refunds requested through the API by
+// payments.refund-requests.ts.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';

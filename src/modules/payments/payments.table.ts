@@ -1,6 +1,7 @@
 // Row shapes of `payments`, `refunds` and `payment_references`. One payment per provider payment (unique on
 // provider + provider_reference); one refund per provider refund. Written only by
-// payments.recording.ts, from processed provider events.
+// payments.recording.ts (from processed provider events) and payments.refund-requests.ts
+// (refunds started through the API, SPEC §10).
 import type { ColumnType, Selectable } from 'kysely';
 
 export const PAYMENT_STATUSES = ['succeeded', 'failed', 'refunded', 'partially_refunded'] as const;
@@ -33,23 +34,44 @@ export interface PaymentsTable {
 
 export type PaymentRow = Selectable<PaymentsTable>;
 
-/** `failed`: the refund failed or was cancelled (possibly after succeeding); it is final. */
-export const REFUND_STATUSES = ['succeeded', 'failed'] as const;
+/**
+ * `pending`: requested through the API (SPEC §10), not settled by the provider's event yet; it
+ * counts against what may still be refunded but not in `amount_refunded`. `failed`: the refund
+ * failed, was cancelled (possibly after succeeding) or the provider refused the request; final.
+ */
+export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type RefundStatus = (typeof REFUND_STATUSES)[number];
 
 export interface RefundsTable {
   id: string;
   payment_id: string;
   provider: string;
-  /** The provider's id of the refund (Stripe `re_…`; Paystack refund reference). */
+  /**
+   * The provider's id of the refund as its events name it (Stripe `re_…`; Paystack refund
+   * reference). A refund requested through the API carries its create call's id, or — while no
+   * usable answer came — our own id (`re_…`), until an event names it.
+   */
   provider_reference: string;
   /** Minor units, above 0. */
   amount: number;
   currency: string;
   status: RefundStatus;
-  refunded_at: string;
+  /** When the money went back (the provider's time); null while `pending` or when refused. */
+  refunded_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
+  /** API refunds: the client's reason; null otherwise. */
+  reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** API refunds: the id the provider's create call returned; null until a usable answer came. */
+  provider_refund_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** API refunds sent with an Idempotency-Key: hex SHA-256 of (API key, key, request); unique. */
+  request_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Why the provider refused the request (the refund is then `failed`). */
+  failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** API refunds: the lease (ISO 8601) of whoever is calling the provider for it; null when nobody is. */
+  claimed_until: ColumnType<string | null, string | null | undefined, string | null>;
+  /** API refunds without a usable answer: when the worker asks the provider again (ISO 8601). */
+  resume_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type RefundRow = Selectable<RefundsTable>;

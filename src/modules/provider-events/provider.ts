@@ -37,6 +37,17 @@ export interface RefundReport {
   status: 'succeeded' | 'failed';
   /** ISO 8601 UTC. */
   occurredAt: string;
+  /**
+   * Our refund id (`re_…`) when the provider carries it back (Stripe: the Refund's
+   * `metadata.refund_id`, set when the API asked for it): settles that pending refund (SPEC §10).
+   */
+  requestReference?: string | null;
+  /**
+   * The report cannot name the refund a create call returned (Paystack's refund events carry
+   * neither its id nor anything of ours): it settles the oldest pending API refund of the
+   * same amount on the payment, if any (SPEC §10).
+   */
+  matchByAmount?: boolean;
 }
 
 /** A verified event in our vocabulary. */

@@ -119,6 +119,9 @@ function refundReport(data: JsonObject, status: 'succeeded' | 'failed', now: Dat
         currency: currencyCode(data.currency, 'data.currency'),
         status,
         occurredAt: isoTime(data.refunded_at ?? data.updated_at ?? data.created_at, now),
+        // Paystack's refund events name neither the refund POST /refund returned nor
+        // anything of ours: a pending API refund of this charge is matched by its amount.
+        matchByAmount: true,
       },
     ],
   };

@@ -136,6 +136,8 @@ test('paystack refund.processed: string amounts, linked by transaction_reference
         currency: 'NGN',
         status: 'succeeded',
         occurredAt: RECEIVED.toISOString(),
+        // Paystack's events do not name the refund POST /refund returned (SPEC §10).
+        matchByAmount: true,
       },
     ],
   });
@@ -189,6 +191,23 @@ test('stripe invoices: the subscription before and since API version 2025-03-31'
     read({ ...legacy, subscription: { id: 'sub_X', object: 'subscription' } }).subscriptionReference,
     'sub_X',
   );
+});
+
+test('stripe refund.updated: the refund_id our API put in its metadata names the pending refund it settles', () => {
+  const refund = {
+    ...stripeRefund({ paymentIntent: 'pi_9', amount: 800, id: 're_3Fake1' }),
+    metadata: { refund_id: 're_01OURS' },
+  };
+  const event = stripe.normalize(stripeEvent('refund.updated', refund), RECEIVED);
+  assert.ok(event.kind === 'refunds');
+  assert.equal(event.refunds[0]!.reference, 're_3Fake1');
+  assert.equal(event.refunds[0]!.requestReference, 're_01OURS');
+  const plain = stripe.normalize(
+    stripeEvent('refund.updated', stripeRefund({ paymentIntent: 'pi_9', amount: 5 })),
+    RECEIVED,
+  );
+  assert.ok(plain.kind === 'refunds');
+  assert.equal(plain.refunds[0]!.requestReference, undefined, 'no metadata: nothing of ours to match');
 });
 
 test('stripe refunds: charge.refunded only through the refunds it lists; refund.* by status', () => {

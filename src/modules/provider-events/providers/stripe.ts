@@ -161,12 +161,15 @@ function refundReport(
 ): RefundReport {
   const amount = minorUnits(refund.amount, 'refund amount');
   if (amount === 0) throw new UnusableEventError('refund amount must be above 0');
+  // Set by POST /api/payments/{id}/refund (SPEC §10): settles that pending refund.
+  const requestReference = readText(readObject(refund.metadata).refund_id);
   return {
     reference: readRequiredText(refund.id, 'refund id'),
     amount,
     currency: currencyCode(refund.currency ?? fallbackCurrency, 'refund currency'),
     status,
     occurredAt: isoTime(refund.created, new Date(occurredAt)),
+    ...(requestReference === null ? {} : { requestReference }),
   };
 }
 

@@ -1,0 +1,45 @@
+// The worker's part of refunds from the API (SPEC §10): a refund whose provider call got no
+// usable answer (or whose caller died mid-call) is asked again once `resume_at` has come —
+// Stripe's call repeated with the same Idempotency-Key, Paystack's refund looked up before
+// anything is sent again — under a lease, so a retry of the request and the worker never ask
+// at once. It ends answered (still `pending` until the provider's event), refused (`failed`),
+// or due again a minute later.
+import { AppError } from '../../http/errors.ts';
+import type { Job } from '../job.ts';
+import { claimDueRefundRequests } from '../payments/payments.refund-requests.ts';
+import type { CollectingProvider } from '../../config.ts';
+import { PROVIDER_NAMES } from './provider-api.ts';
+import { refundLeaseMs, resolveRefund } from './refunds.ts';
+
+const BATCH_SIZE = 10;
+
+/** Resolves up to BATCH_SIZE due refunds without a provider answer; returns how many it took. */
+export const resolveUnknownRefunds: Job = {
+  name: 'resolve_unknown_refunds',
+  batchSize: BATCH_SIZE,
+  async run(deps) {
+    const refunds = await claimDueRefundRequests(deps.db, deps.clock, BATCH_SIZE, refundLeaseMs(deps));
+    for (const refund of refunds) {
+      const payment = await deps.db
+        .selectFrom('payments')
+        .select('provider_reference')
+        .where('id', '=', refund.payment_id)
+        .executeTakeFirst();
+      // Only paystack/stripe payments get API refunds (a merge moves refunds with their payment).
+      if (!payment || !(refund.provider in PROVIDER_NAMES)) continue;
+      const call = {
+        refund,
+        provider: refund.provider as CollectingProvider,
+        paymentReference: payment.provider_reference,
+        resumed: true,
+      };
+      try {
+        await resolveRefund(deps, call);
+      } catch (error) {
+        // Refused (now `failed`) or still no answer (due again): recorded on the refund.
+        if (!(error instanceof AppError)) throw error;
+      }
+    }
+    return refunds.length;
+  },
+};

@@ -1,0 +1,259 @@
+// Refunds from the API (SPEC §10): POST /api/payments/{id}/refund asks Paystack or Stripe to
+// return money. Exactly once, like the rest of collection: the `pending` refund row (our id =
+// Stripe's Idempotency-Key, and in Paystack's merchant_note) is committed before the provider
+// is called; a request that got no usable answer is resumed — never started again — by a retry
+// with the same Idempotency-Key: Stripe's call repeated with the same key, Paystack's refund
+// looked up before anything is sent again (Paystack has no idempotency on POST /refund). The
+// provider's event settles the row (payments.recording.ts), matched to it, never a second row.
+import { createHash } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { Deps } from '../../deps.ts';
+import type { Database } from '../../db/database.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
+import { AppError, NotFoundError, ProviderUnavailableError, StateConflictError } from '../../http/errors.ts';
+import { isIdOf } from '../../shared/ids.ts';
+import { lockPaymentByReference } from '../payments/payments.references.ts';
+import {
+  claimRefundRequest,
+  findRefundRequest,
+  markRefundUnknown,
+  recordRefundAnswer,
+  refundableOf,
+  refuseRefundRequest,
+  startRefundRequest,
+} from '../payments/payments.refund-requests.ts';
+import { MANUAL_PROVIDER, type RefundRow } from '../payments/payments.table.ts';
+import { type Refund } from '../payments/payments.schemas.ts';
+import { ProviderCallError, PROVIDER_NAMES } from './provider-api.ts';
+import { API_KEY_VARIABLE } from './provider-apis.ts';
+import type { CollectingProvider } from '../../config.ts';
+import type { RefundRequestInput } from './refunds.schemas.ts';
+
+/** Stripe's `reason` values (POST /v1/refunds); any other reason travels in the metadata. */
+const STRIPE_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;
+type StripeReason = (typeof STRIPE_REASONS)[number];
+
+/** `reason` as Stripe's enum when it is one of its values (case, spaces and hyphens aside). */
+export function stripeReasonOf(reason: string | null): StripeReason | undefined {
+  if (reason === null) return undefined;
+  const normalized = reason
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
+  return (STRIPE_REASONS as readonly string[]).includes(normalized) ? (normalized as StripeReason) : undefined;
+}
+
+/**
+ * The key a request's refund is found by when it is retried: hex SHA-256 of the API key's id,
+ * the Idempotency-Key and the request's fingerprint (method, path, body) — the same scope as
+ * SPEC §2's stored responses. Null without an Idempotency-Key.
+ */
+export function refundRequestKey(claim: { principalId: string; key: string; fingerprint: string } | undefined) {
+  if (!claim) return null;
+  return createHash('sha256').update(`${claim.principalId}\n${claim.key}\n${claim.fingerprint}`).digest('hex');
+}
+
+/**
+ * How long one caller may be asking the provider for a refund before another may (the lease):
+ * a whole call (PROVIDER_TIMEOUT) and a minute more.
+ */
+export function refundLeaseMs(deps: Pick<Deps, 'config'>): number {
+  return deps.config.providerTimeoutMs + 60_000;
+}
+
+/** After no usable answer, when the worker asks the provider again (unless a retry does first). */
+export const RESUME_DELAY_MS = 60_000;
+
+/** What the provider is asked, decided under the payment's lock. */
+export interface RefundCall {
+  refund: RefundRow;
+  provider: CollectingProvider;
+  /** The payment's provider reference: Paystack's transaction reference, Stripe's PaymentIntent. */
+  paymentReference: string;
+  /** True when this request resumes a refund whose earlier call got no usable answer. */
+  resumed: boolean;
+}
+
+/**
+ * Refunds `input.amount` (minor units; default: all that may still be refunded) of payment
+ * `paymentId` through its provider → the refund, `pending` until the provider's event settles
+ * it (202). `requestKey` (refundRequestKey) makes a retry after no usable answer resume the
+ * same refund. Throws 404 `not_found` (unknown payment); 422 `invalid_state` (a `manual`
+ * payment, a provider without API key, an amount above what may still be refunded, the
+ * provider refusing the key or the request — the refund is then `failed`); 409
+ * `validation_error` (a failed payment, or nothing left to refund: amount − succeeded −
+ * pending is 0); 503 `internal_error` (no usable answer in PROVIDER_TIMEOUT: the refund stays
+ * `pending`; retry with the same Idempotency-Key).
+ */
+export async function refundPayment(
+  deps: Deps,
+  paymentId: string,
+  input: RefundRequestInput,
+  requestKey: string | null,
+): Promise<Refund> {
+  const call = await transactionWithRetry(deps.db, (trx) => startRefund(deps, trx, paymentId, input, requestKey));
+  if (call.refund.status !== 'pending' || call.refund.provider_refund_id !== null) return call.refund;
+  // A retry: ask the provider only if nobody (the worker, another retry) is asking right now;
+  // otherwise the refund is on its way and is answered as it stands.
+  if (call.resumed && !(await claimRefundRequest(deps.db, deps.clock, call.refund, refundLeaseMs(deps)))) {
+    return call.refund;
+  }
+  return resolveRefund(deps, call);
+}
+
+/**
+ * Asks the provider for `call`'s refund (its lease held by the caller) and records the
+ * outcome: the provider's id (→ the refund, still `pending`), a refusal (the refund `failed`;
+ * throws 422 `invalid_state`), or no usable answer (due again in RESUME_DELAY_MS for the
+ * worker; throws 503 `internal_error`). `details`: provider, refund_id, reason,
+ * provider_status, provider_code.
+ */
+export async function resolveRefund(deps: Deps, call: RefundCall): Promise<Refund> {
+  try {
+    const providerRefundId = await askProvider(deps, call);
+    return await recordRefundAnswer(deps.db, deps.clock, call.refund, providerRefundId);
+  } catch (error) {
+    if (!(error instanceof ProviderCallError)) throw error;
+    const details = {
+      provider: error.provider,
+      refund_id: call.refund.id,
+      reason: error.failure,
+      provider_status: error.providerStatus,
+      provider_code: error.providerCode,
+    };
+    if (error.outcomeUnknown) {
+      const resumeAt = new Date(deps.clock.now().getTime() + RESUME_DELAY_MS).toISOString();
+      await markRefundUnknown(deps.db, deps.clock, call.refund, resumeAt);
+      throw new ProviderUnavailableError(
+        `${error.message}; the refund ${call.refund.id} stays pending: retry with the same Idempotency-Key`,
+        details,
+      );
+    }
+    await refuseRefundRequest(deps.db, deps.clock, call.refund, error.message);
+    throw new AppError('invalid_state', error.message, details);
+  }
+}
+
+/**
+ * Under the payment's reference lock: the refund an earlier request with the same key made
+ * (resumed), or the checks and a new `pending` refund. Throws the errors refundPayment lists.
+ */
+async function startRefund(
+  deps: Deps,
+  trx: Transaction<Database>,
+  paymentId: string,
+  input: RefundRequestInput,
+  requestKey: string | null,
+): Promise<RefundCall> {
+  const found = isIdOf('payment', paymentId)
+    ? await trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirst()
+    : undefined;
+  if (!found) throw new NotFoundError('payment', paymentId);
+  if (found.provider === MANUAL_PROVIDER || !(found.provider in PROVIDER_NAMES)) {
+    throw new AppError(
+      'invalid_state',
+      `payment ${found.id} was recorded out of band (provider ${found.provider}): refund it the same way`,
+    );
+  }
+  const provider = found.provider as CollectingProvider;
+  // The payment's reference lock, as its events' processing takes it: a refund request and a
+  // refund event of one payment take turns (db/locking.ts; payments.references.ts).
+  const payment = await lockPaymentByReference(trx, provider, found.provider_reference);
+  if (!payment || payment.id !== found.id) throw new NotFoundError('payment', paymentId);
+
+  if (requestKey !== null) {
+    const earlier = await findRefundRequest(trx, requestKey);
+    if (earlier) return { refund: earlier, provider, paymentReference: payment.provider_reference, resumed: true };
+  }
+  if (payment.status === 'failed') {
+    throw new StateConflictError(`payment ${payment.id} cannot be refunded in its current state (failed)`);
+  }
+  if (!deps.providers[provider]) {
+    throw new AppError(
+      'invalid_state',
+      `${PROVIDER_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
+    );
+  }
+  const { refundable, refunded, pending } = await refundableOf(trx, payment);
+  const sums = `${payment.amount} paid, ${refunded} refunded, ${pending} pending`;
+  if (refundable === 0) {
+    throw new StateConflictError(
+      `payment ${payment.id} cannot be refunded in its current state (nothing remains: ${sums})`,
+    );
+  }
+  const amount = input.amount ?? refundable;
+  if (amount > refundable) {
+    throw new AppError(
+      'invalid_state',
+      `amount ${amount} exceeds the ${refundable} that may still be refunded on payment ${payment.id} (${sums})`,
+      { refundable },
+    );
+  }
+  const refund = await startRefundRequest(trx, deps.clock, payment, {
+    amount,
+    reason: input.reason ?? null,
+    requestKey,
+    leaseMs: refundLeaseMs(deps),
+  });
+  return { refund, provider, paymentReference: payment.provider_reference, resumed: false };
+}
+
+/**
+ * Asks the provider for the refund; returns the provider's refund id. A resumed Paystack
+ * refund is looked up first (by our id in its merchant_note) and sent again only when
+ * Paystack has none; Stripe's call is simply repeated with the same Idempotency-Key.
+ */
+async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
+  const { refund } = call;
+  if (call.provider === 'paystack') {
+    const paystack = deps.providers.paystack;
+    if (!paystack) throw missingKey('paystack');
+    const note = `${refund.reason ?? 'Refund'} [${refund.id}]`;
+    if (call.resumed) {
+      // Paystack lists by creation time; a minute before our row covers clock skew.
+      const since = new Date(Date.parse(refund.created_at) - 60_000).toISOString();
+      const found = await paystack.findRefund(call.paymentReference, refund.id, since).catch((error: unknown) => {
+        // A lookup that fails, for whatever reason, says nothing about the refund: still unknown.
+        if (!(error instanceof ProviderCallError) || error.outcomeUnknown) throw error;
+        throw new ProviderCallError('paystack', 'unavailable', error.message, {
+          providerStatus: error.providerStatus,
+          providerCode: error.providerCode,
+        });
+      });
+      if (found) return found.id;
+    }
+    const created = await paystack.createRefund({
+      transaction: call.paymentReference,
+      amount: Number(refund.amount),
+      merchant_note: note,
+    });
+    return created.id;
+  }
+  const stripe = deps.providers.stripe;
+  if (!stripe) throw missingKey('stripe');
+  const reason = stripeReasonOf(refund.reason);
+  const created = await stripe.createRefund({
+    paymentIntent: call.paymentReference,
+    amount: Number(refund.amount),
+    ...(reason ? { reason } : {}),
+    metadata: {
+      refund_id: refund.id,
+      payment_id: refund.payment_id,
+      ...(refund.reason !== null && !reason ? { reason: refund.reason } : {}),
+    },
+    idempotencyKey: refund.id,
+  });
+  return created.id;
+}
+
+/**
+ * A resumed refund whose provider has no key (any more): the provider may have made the
+ * refund, so the outcome stays unknown (asked again once the key is back).
+ */
+function missingKey(provider: CollectingProvider): ProviderCallError {
+  return new ProviderCallError(
+    provider,
+    'unavailable',
+    `${PROVIDER_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
+  );
+}
