@@ -792,6 +792,68 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/test-clocks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List test clocks */
+    get: operations['listTestClocks'];
+    put?: never;
+    /** Create a test clock */
+    post: operations['createTestClock'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/test-clocks/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a test clock
+     * @description Poll it after an advance: `status` is `ready` once every due piece of work has run.
+     */
+    get: operations['getTestClock'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a test clock and everything attached to it
+     * @description Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay.
+     */
+    delete: operations['deleteTestClock'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/test-clocks/{id}/advance': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Advance a test clock
+     * @description Accepted at once (202, `status: advancing`, `test_clock.advancing`); the worker then runs, in due-time order up to `frozen_time`, every renewal, past-due change, dunning step and final action, incomplete expiry and period-end cancellation of the clock's customers, and sets `status: ready` (`test_clock.ready`). 409 `conflict` while an advance runs.
+     */
+    post: operations['advanceTestClock'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/notify': {
     parameters: {
       query?: never;
@@ -1363,6 +1425,46 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'test_clock.advancing': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * test_clock.advancing event
+     * @description An advance of the test clock was accepted. Sent to every enabled endpoint subscribed to `test_clock.advancing` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['testClockAdvancingWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'test_clock.ready': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * test_clock.ready event
+     * @description The test clock reached its frozen_time: every due piece of work up to it has run. Sent to every enabled endpoint subscribed to `test_clock.ready` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['testClockReadyWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -1447,6 +1549,7 @@ export interface components {
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
+     *       "test_clock": null,
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z"
      *     }
@@ -1461,6 +1564,8 @@ export interface components {
       metadata: {
         [key: string]: string;
       };
+      /** @description The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time. */
+      test_clock: string | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1478,6 +1583,7 @@ export interface components {
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
+     *           "test_clock": null,
      *           "created_at": "2026-01-15T10:00:00.000Z",
      *           "updated_at": "2026-01-15T10:00:00.000Z"
      *         }
@@ -2407,7 +2513,9 @@ export interface components {
         | 'dunning.recovered'
         | 'dunning.exhausted'
         | 'webhook_endpoint.disabled'
-        | 'webhook.test';
+        | 'webhook.test'
+        | 'test_clock.advancing'
+        | 'test_clock.ready';
       /**
        * @description `failed`: the retry schedule is used up (or the receiver answered 410).
        * @enum {string}
@@ -2528,7 +2636,9 @@ export interface components {
         | 'dunning.recovered'
         | 'dunning.exhausted'
         | 'webhook_endpoint.disabled'
-        | 'webhook.test';
+        | 'webhook.test'
+        | 'test_clock.advancing'
+        | 'test_clock.ready';
       /** @description The resource as the API returned it: the topic's schema in this document's `webhooks` section (e.g. `Customer` for `customer.created`). */
       data: {
         [key: string]: unknown;
@@ -3335,6 +3445,60 @@ export interface components {
         limit: number;
       };
     };
+    /**
+     * @description A clock of its own for the customers attached to it (TEST_CLOCKS=true): advance it to run, in due-time order, every renewal, past-due, dunning step and period-end change that real time would (SPEC §11).
+     * @example {
+     *       "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "name": "annual renewal",
+     *       "frozen_time": "2026-01-15T10:00:00.000Z",
+     *       "status": "ready",
+     *       "created_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    TestClock: {
+      /** @example clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      name: string | null;
+      /**
+       * Format: date-time
+       * @description The clock's time: its customers' objects live at this instant (while advancing: the target).
+       */
+      frozen_time: string;
+      /**
+       * @description `advancing` while the worker runs the due work up to `frozen_time`, then `ready`.
+       * @enum {string}
+       */
+      status: 'ready' | 'advancing';
+      /** Format: date-time */
+      created_at: string;
+    };
+    /**
+     * @description A page of TestClock objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "name": "annual renewal",
+     *           "frozen_time": "2026-01-15T10:00:00.000Z",
+     *           "status": "ready",
+     *           "created_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    TestClockList: {
+      data: components['schemas']['TestClock'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
   };
   responses: {
     /** @description Malformed request or invalid field */
@@ -3625,6 +3789,7 @@ export interface operations {
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
+           *           "test_clock": null,
            *           "created_at": "2026-01-15T10:00:00.000Z",
            *           "updated_at": "2026-01-15T10:00:00.000Z"
            *         }
@@ -3690,6 +3855,8 @@ export interface operations {
           metadata?: {
             [key: string]: string;
           };
+          /** @description A test clock id (`clock_…`): the customer and everything it owns live in that clock's time, for good (SPEC §11). Only with TEST_CLOCKS=true. */
+          test_clock?: string;
         };
       };
     };
@@ -3709,6 +3876,7 @@ export interface operations {
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
+           *       "test_clock": null,
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -3756,6 +3924,7 @@ export interface operations {
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
+           *       "test_clock": null,
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -3858,6 +4027,7 @@ export interface operations {
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
+           *       "test_clock": null,
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -6187,7 +6357,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6337,7 +6507,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6632,7 +6802,9 @@ export interface operations {
           | 'dunning.recovered'
           | 'dunning.exhausted'
           | 'webhook_endpoint.disabled'
-          | 'webhook.test';
+          | 'webhook.test'
+          | 'test_clock.advancing'
+          | 'test_clock.ready';
         delivered?: 'true' | 'false';
       };
       header?: {
@@ -7041,6 +7213,265 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listTestClocks: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'frozen_time';
+        sort_order?: 'asc' | 'desc';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of test clocks */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "name": "annual renewal",
+           *           "frozen_time": "2026-01-15T10:00:00.000Z",
+           *           "status": "ready",
+           *           "created_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['TestClockList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTestClock: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "frozen_time": "2026-01-15T10:00:00.000Z",
+         *       "name": "annual renewal"
+         *     }
+         */
+        'application/json': {
+          /**
+           * Format: date-time
+           * @description ISO 8601 date-time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
+           */
+          frozen_time: string;
+          name?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The new clock, ready */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "name": "annual renewal",
+           *       "frozen_time": "2026-01-15T10:00:00.000Z",
+           *       "status": "ready",
+           *       "created_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TestClock'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTestClock: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The clock */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "name": "annual renewal",
+           *       "frozen_time": "2026-01-15T10:00:00.000Z",
+           *       "status": "ready",
+           *       "created_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TestClock'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTestClock: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  advanceTestClock: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description The new time: later than the current one, at most 2 years ahead of it. */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "frozen_time": "2026-04-15T10:00:00.000Z"
+         *     }
+         */
+        'application/json': {
+          /**
+           * Format: date-time
+           * @description ISO 8601 date-time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
+           */
+          frozen_time: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The clock, advancing */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "name": "annual renewal",
+           *       "frozen_time": "2026-01-15T10:00:00.000Z",
+           *       "status": "ready",
+           *       "created_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TestClock'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   receiveProviderEvent: {
     parameters: {
       query: {
@@ -7141,6 +7572,7 @@ export interface operations {
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
+         *         "test_clock": null,
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -7196,6 +7628,7 @@ export interface operations {
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
+         *         "test_clock": null,
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -7251,6 +7684,7 @@ export interface operations {
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
+         *         "test_clock": null,
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -8837,6 +9271,108 @@ export interface operations {
           /** @constant */
           topic: 'webhook.test';
           data: components['schemas']['WebhookEndpoint'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  testClockAdvancingWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "test_clock.advancing",
+         *       "data": {
+         *         "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "name": "annual renewal",
+         *         "frozen_time": "2026-01-15T10:00:00.000Z",
+         *         "status": "ready",
+         *         "created_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'test_clock.advancing';
+          data: components['schemas']['TestClock'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  testClockReadyWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "test_clock.ready",
+         *       "data": {
+         *         "id": "clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "name": "annual renewal",
+         *         "frozen_time": "2026-01-15T10:00:00.000Z",
+         *         "status": "ready",
+         *         "created_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'test_clock.ready';
+          data: components['schemas']['TestClock'];
         };
       };
     };

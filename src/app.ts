@@ -32,6 +32,7 @@ import { planRoutes } from './modules/plans/plans.routes.ts';
 import { registerNotifyRoutes } from './modules/provider-events/notify.routes.ts';
 import { providerEventRoutes } from './modules/provider-events/provider-events.routes.ts';
 import { subscriptionRoutes } from './modules/subscriptions/subscriptions.routes.ts';
+import { testClockRoutes } from './modules/test-clocks/test-clocks.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
 import { Metrics } from './observability/metrics.ts';
@@ -59,6 +60,7 @@ function allRoutes(deps: Deps): Route[] {
     ...webhookRoutes(deps),
     ...eventRoutes(deps),
     ...apiKeyRoutes(deps),
+    ...testClockRoutes(deps),
   ];
 }
 

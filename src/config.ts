@@ -58,6 +58,8 @@ export interface Config {
   publicUrl: string;
   /** BUSINESS_NAME: who the hosted invoice page says the invoice is from (SPEC §9). */
   businessName: string;
+  /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
+  testClocks: boolean;
 }
 
 /** The providers the service can collect through (SPEC §10). */
@@ -296,6 +298,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (!isHttpOrigin(publicUrl)) {
     throw new ConfigError('PUBLIC_URL', `must be an http:// or https:// URL (got "${publicUrl}")`);
   }
+  const testClocks = read(env, 'TEST_CLOCKS', 'false');
+  if (testClocks !== 'true' && testClocks !== 'false') {
+    throw new ConfigError('TEST_CLOCKS', `must be true or false (got "${testClocks}")`);
+  }
   const businessName = read(env, 'BUSINESS_NAME', 'Billing');
   if (businessName.length > 200 || [...businessName].some((c) => c < ' ' || c === '\x7f')) {
     throw new ConfigError('BUSINESS_NAME', 'must be at most 200 characters, without control characters');
@@ -327,5 +333,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     invoicePrefix,
     publicUrl: publicUrl.replace(/\/+$/, ''),
     businessName,
+    testClocks: testClocks === 'true',
   });
 }

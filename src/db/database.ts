@@ -14,6 +14,7 @@ import type {
   ProviderSubscriptionReferencesTable,
 } from '../modules/provider-events/provider-events.table.ts';
 import type { SubscriptionsTable } from '../modules/subscriptions/subscriptions.table.ts';
+import type { TestClocksTable } from '../modules/test-clocks/test-clocks.table.ts';
 import type {
   WebhookAttemptsTable,
   WebhookDeliveriesTable,
@@ -39,6 +40,7 @@ export interface Database {
   provider_subscription_references: ProviderSubscriptionReferencesTable;
   refunds: RefundsTable;
   subscriptions: SubscriptionsTable;
+  test_clocks: TestClocksTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;

@@ -17,6 +17,7 @@ import * as providerEventLists from './migrations/0012_provider_event_lists.ts';
 import * as invoices from './migrations/0013_invoices.ts';
 import * as invoicePaymentAttempts from './migrations/0014_invoice_payment_attempts.ts';
 import * as paymentMethods from './migrations/0015_payment_methods.ts';
+import * as testClocks from './migrations/0016_test_clocks.ts';
 import * as refundRequests from './migrations/0018_refund_requests.ts';
 import * as chargeAttempts from './migrations/0017_charge_attempts.ts';
 
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0013_invoices': invoices,
   '0014_invoice_payment_attempts': invoicePaymentAttempts,
   '0015_payment_methods': paymentMethods,
+  '0016_test_clocks': testClocks,
   '0018_refund_requests': refundRequests,
   '0017_charge_attempts': chargeAttempts,
 };

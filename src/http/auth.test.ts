@@ -11,8 +11,11 @@ const UNAUTHORIZED = '{"code":"authentication_error","message":"unauthorized","d
 /** Operations SPEC §2 names public; every other documented operation must require a key. */
 const PUBLIC_OPERATIONS = new Set(['GET /api/health', 'POST /api/notify']);
 
-/** Rate limiting is off so that the many keyless requests below only meet authentication. */
-const ENV = { RATE_LIMIT_MAX: '0' };
+/**
+ * Rate limiting is off so that the many keyless requests below only meet authentication;
+ * test clocks are on so that every documented route is served (else their routes are 404).
+ */
+const ENV = { RATE_LIMIT_MAX: '0', TEST_CLOCKS: 'true' };
 
 const ULID = '01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
 /** Id prefix (SPEC §2) for a path parameter, by the collection segment before it or its own name. */

@@ -48,6 +48,7 @@ import {
   providerEventSchema,
 } from '../modules/provider-events/provider-events.schemas.ts';
 import { subscriptionListSchema, subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
+import { testClockListSchema, testClockSchema } from '../modules/test-clocks/test-clocks.schemas.ts';
 import {
   attemptSchema,
   deliveryListSchema,
@@ -148,6 +149,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   paymentAttemptedSchema,
   paymentMethodSchema,
   paymentMethodListSchema,
+  testClockSchema,
+  testClockListSchema,
 ];
 
 /** The top-level tags, in the order /docs shows them; every operation uses one of these. */
@@ -178,6 +181,11 @@ export const TAGS = [
   { name: 'Events', description: 'Everything that happened, with the same `data` the webhooks carry.' },
   { name: 'API keys', description: 'Keys with `read`, `write` or `admin` scope (admin only): create, rotate, revoke.' },
   { name: 'Provider events', description: 'Inbound events from Paystack and Stripe, verified by their signatures.' },
+  {
+    name: 'Test clocks',
+    description:
+      'Simulated time per customer for staging and CI (TEST_CLOCKS=true; otherwise 404): months of renewals, invoices and dunning in seconds.',
+  },
 ] as const;
 
 /** The component each topic's `data` is (docs/webhooks.md), and when the topic is sent. */
@@ -236,6 +244,11 @@ const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
     when: 'An endpoint was disabled (by PATCH, a 410, or 5 days of failures).',
   },
   'webhook.test': { schema: endpointSchema, when: 'POST /api/webhooks/{id}/test: sent to that endpoint only.' },
+  'test_clock.advancing': { schema: testClockSchema, when: 'An advance of the test clock was accepted.' },
+  'test_clock.ready': {
+    schema: testClockSchema,
+    when: 'The test clock reached its frozen_time: every due piece of work up to it has run.',
+  },
 };
 
 /** The headers every delivery carries (the signature headers only when the endpoint has a secret). */

@@ -4,6 +4,11 @@
 export interface Clock {
   /** The current instant. */
   now(): Date;
+  /**
+   * Set on a test clock's time (SPEC §11): the clock (`clock_…`) whose customers' objects are
+   * being stamped. Events emitted with it carry `test_clock` in their data.
+   */
+  readonly testClockId?: string;
 }
 
 /** The real wall clock. */

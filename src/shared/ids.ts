@@ -18,6 +18,7 @@ export const ID_PREFIXES = {
   invoice: 'inv',
   invoiceLine: 'il',
   paymentAttempt: 'pat',
+  testClock: 'clock',
   paymentMethod: 'pm',
 } as const;
 
@@ -41,7 +42,7 @@ function pooledRandom(): number {
 }
 
 const nextUlid = monotonicFactory(pooledRandom);
-const ID_SHAPE = /^[a-z]{2,4}_[0-9A-HJKMNP-TV-Z]{26}$/;
+const ID_SHAPE = /^[a-z]{2,5}_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** A new id of the given kind, e.g. `newId('customer')` → `cus_01JD3…` (32 chars). */
 export function newId(kind: IdKind): string {

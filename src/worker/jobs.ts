@@ -13,6 +13,7 @@ import {
   issueRenewalInvoices,
   markUnpaidRenewalsPastDue,
 } from '../modules/subscriptions/subscriptions.jobs.ts';
+import { advanceTestClocks } from '../modules/test-clocks/test-clocks.jobs.ts';
 import { webhookDeliveryService } from '../modules/webhooks/dispatcher.ts';
 
 /** Folds PostgreSQL's appended count deltas into the exact list totals (db/counts.ts). */
@@ -22,7 +23,12 @@ const foldCountDeltasJob: Job = {
   run: ({ db }) => foldCountDeltas(db),
 };
 
-export const JOBS: readonly Job[] = [
+/**
+ * The jobs over customers' rows, in the order they run at one instant: each filters its rows
+ * by JobScope and has `nextDueAt` (modules/job.ts), so a test clock's advance runs exactly
+ * these, for its own rows, at its own time (SPEC §11).
+ */
+export const CLOCK_AWARE_JOBS: readonly Job[] = [
   expireIncompleteSubscriptions,
   applyPeriodEndCancellations,
   // Before the past-due job: one tick issues a renewal invoice, and a later one finds it overdue.
@@ -31,6 +37,11 @@ export const JOBS: readonly Job[] = [
   chargeInvoices,
   markUnpaidRenewalsPastDue,
   runDunningSchedule,
+];
+
+export const JOBS: readonly Job[] = [
+  ...CLOCK_AWARE_JOBS,
+  advanceTestClocks(CLOCK_AWARE_JOBS),
   retryProviderEvents,
   resolveUnknownRefunds,
   purgeIdempotencyKeys,

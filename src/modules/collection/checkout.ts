@@ -16,6 +16,7 @@ import {
 } from './payment-attempts.ts';
 import { ProviderCallError, PROVIDER_NAMES } from './provider-api.ts';
 import { API_KEY_VARIABLE } from './provider-apis.ts';
+import { clockFor } from '../test-clocks/test-clock-time.ts';
 
 /** True for an absolute http:// or https:// URL without credentials. */
 function isHttpUrl(text: string): boolean {
@@ -83,8 +84,12 @@ export async function createCheckoutLink(
   }
   const provider = input.provider ?? config.defaultProvider;
 
+  // A test clock's invoice stamps its attempts with the clock's time (SPEC §11); a link's
+  // expiry stays the provider's, in real time.
+  let stamp = clock;
   const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest | CheckoutLink> => {
     const invoice = await lockInvoice(trx, invoiceId);
+    stamp = await clockFor(trx, deps, invoice.test_clock_id);
     const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
     if (invoice.status !== 'open' || remaining <= 0) {
       throw new StateConflictError(`invoice ${invoice.id} cannot be paid in its current state (${invoice.status})`);
@@ -112,7 +117,7 @@ export async function createCheckoutLink(
       .select('email')
       .where('id', '=', invoice.customer_id)
       .executeTakeFirstOrThrow();
-    const attempt = await startAttempt(trx, clock, {
+    const attempt = await startAttempt(trx, stamp, {
       invoiceId: invoice.id,
       provider,
       kind: 'checkout',
@@ -138,7 +143,7 @@ export async function createCheckoutLink(
   const { attempt } = request;
   try {
     const link = await callProvider(deps, request);
-    const issued = await recordAttemptOutcome(db, clock, attempt, {
+    const issued = await recordAttemptOutcome(db, stamp, attempt, {
       status: 'requires_action',
       providerObjectId: link.providerObjectId,
       url: link.url,
@@ -147,7 +152,7 @@ export async function createCheckoutLink(
     return linkOf(issued, link.url);
   } catch (error) {
     if (!(error instanceof ProviderCallError)) throw error;
-    await recordAttemptOutcome(db, clock, attempt, {
+    await recordAttemptOutcome(db, stamp, attempt, {
       status: error.outcomeUnknown ? 'unknown' : 'failed',
       failureCode: error.providerCode ?? `provider_${error.failure}`,
       failureMessage: error.message,

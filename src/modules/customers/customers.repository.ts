@@ -8,7 +8,16 @@ import type { Database } from '../../db/database.ts';
 import type { CustomerRow, CustomersTable } from './customers.table.ts';
 
 /** The columns the API shows (customerSchema's fields): what reads for responses select. */
-export const CUSTOMER_COLUMNS = ['id', 'email', 'name', 'phone', 'metadata', 'created_at', 'updated_at'] as const;
+export const CUSTOMER_COLUMNS = [
+  'id',
+  'email',
+  'name',
+  'phone',
+  'metadata',
+  'test_clock_id',
+  'created_at',
+  'updated_at',
+] as const;
 
 /** A customers row as far as the API shows it. */
 export type CustomerColumns = Pick<CustomerRow, (typeof CUSTOMER_COLUMNS)[number]>;

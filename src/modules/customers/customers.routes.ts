@@ -16,7 +16,7 @@ const common = { tags: ['Customers'], security: API_KEY_SECURITY };
 
 /** Routes of the customers module. */
 export function customerRoutes(deps: Deps): Route[] {
-  const { db, clock } = deps;
+  const { db, clock, config } = deps;
   return [
     defineRoute({
       method: 'POST',
@@ -33,7 +33,8 @@ export function customerRoutes(deps: Deps): Route[] {
           ...errorResponses(400, 401, 403, 409, 413, 415),
         },
       },
-      handler: async (request, reply) => reply.code(201).send(await service.createCustomer(db, clock, request.body)),
+      handler: async (request, reply) =>
+        reply.code(201).send(await service.createCustomer(db, clock, request.body, { testClocks: config.testClocks })),
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
       method: 'GET',

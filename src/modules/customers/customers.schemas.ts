@@ -20,6 +20,11 @@ export const customerSchema = Type.Object(
     name: Nullable(Type.String()),
     phone: Nullable(Type.String()),
     metadata: metadataOut,
+    test_clock: Nullable(
+      Type.String({
+        description: 'The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time.',
+      }),
+    ),
     created_at: timestamp,
     updated_at: timestamp,
   },
@@ -33,6 +38,7 @@ export const customerSchema = Type.Object(
         name: 'Ada Lovelace',
         phone: '+2348012345678',
         metadata: { crm_id: '4711' },
+        test_clock: null,
         created_at: '2026-01-15T10:00:00.000Z',
         updated_at: '2026-01-15T10:00:00.000Z',
       },
@@ -50,7 +56,19 @@ const name = Nullable(Type.String({ minLength: 1, maxLength: 255, examples: ['Ad
 const phone = Nullable(Type.String({ minLength: 1, maxLength: 40, examples: ['+2348012345678'] }));
 
 export const createCustomerBody = Type.Object(
-  { email, name: Type.Optional(name), phone: Type.Optional(phone), metadata: Type.Optional(metadataSchema) },
+  {
+    email,
+    name: Type.Optional(name),
+    phone: Type.Optional(phone),
+    metadata: Type.Optional(metadataSchema),
+    test_clock: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          "A test clock id (`clock_…`): the customer and everything it owns live in that clock's time, for good (SPEC §11). Only with TEST_CLOCKS=true.",
+      }),
+    ),
+  },
   {
     additionalProperties: false,
     examples: [

@@ -6,13 +6,14 @@ import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
-import { AppError, NotFoundError } from '../../http/errors.ts';
+import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { clockFor, testClockExists } from '../test-clocks/test-clock-time.ts';
 import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { isValidEmail, normalizeEmail } from './customer-email.ts';
 import * as repo from './customers.repository.ts';
@@ -34,6 +35,7 @@ function parseMetadata(text: string): Record<string, string> {
 export function toCustomer(row: repo.CustomerColumns): Customer {
   const customer = pickFields(customerSchema, row as unknown as Customer);
   customer.metadata = parseMetadata(row.metadata);
+  customer.test_clock = row.test_clock_id;
   return customer;
 }
 
@@ -56,14 +58,26 @@ async function withEmailGuard<T>(
 }
 
 /**
- * Creates a customer and emits `customer.created`. Throws 409 `conflict` when a live
- * customer already has the email (compared by normalizeEmail: NFC, then lower case).
+ * Creates a customer and emits `customer.created`. With `input.test_clock` (only when
+ * `options.testClocks`, TEST_CLOCKS; else 400) the customer belongs to that test clock for
+ * good and is created at the clock's time (SPEC §11). Throws 409 `conflict` when a live
+ * customer already has the email (compared by normalizeEmail: NFC, then lower case), 400
+ * for an unknown test clock (a field of the body, like every other 400 here).
  */
 export async function createCustomer(
   db: Kysely<Database>,
-  clock: Clock,
+  apiClock: Clock,
   input: CreateCustomerInput,
+  options: { testClocks: boolean } = { testClocks: false },
 ): Promise<Customer> {
+  const testClockId = input.test_clock ?? null;
+  if (testClockId !== null && !options.testClocks) {
+    throw new ValidationError('test_clock is not accepted: test clocks are disabled (TEST_CLOCKS)', 'test_clock');
+  }
+  if (testClockId !== null && !(await testClockExists(db, testClockId))) {
+    throw new ValidationError(`test_clock ${testClockId} does not exist`, 'test_clock');
+  }
+  const clock = await clockFor(db, { clock: apiClock }, testClockId);
   const now = clock.now().toISOString();
   const row: CustomerRow = {
     id: newId('customer'),
@@ -72,6 +86,7 @@ export async function createCustomer(
     name: input.name ?? null,
     phone: input.phone ?? null,
     metadata: JSON.stringify(input.metadata ?? {}),
+    test_clock_id: testClockId,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -112,6 +127,7 @@ export async function findOrCreateCustomerByEmail(
     name: name === null ? null : name.slice(0, 255),
     phone: null,
     metadata: '{}',
+    test_clock_id: null,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -182,12 +198,13 @@ export async function lockCustomer(trx: Transaction<Database>, id: string): Prom
  */
 export async function updateCustomer(
   db: Kysely<Database>,
-  clock: Clock,
+  apiClock: Clock,
   id: string,
   patch: UpdateCustomerInput,
 ): Promise<Customer> {
   return withEmailGuard(db, patch.email ?? '', async (trx) => {
     const row = await lockCustomer(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     const current = toCustomer(row);
     const next: Customer = {
       ...current,
@@ -228,9 +245,11 @@ export async function updateCustomer(
  * emits `customer.deleted` with the customer as it was. Throws 404 for unknown ids and
  * 409 `conflict` while the customer has a subscription that is not cancelled or expired.
  */
-export async function deleteCustomer(db: Kysely<Database>, clock: Clock, id: string): Promise<void> {
+export async function deleteCustomer(db: Kysely<Database>, apiClock: Clock, id: string): Promise<void> {
   await transactionWithRetry(db, async (trx) => {
-    const customer = toCustomer(await lockCustomer(trx, id));
+    const row = await lockCustomer(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const customer = toCustomer(row);
     if (await customerHasLiveSubscription(trx, id)) {
       throw new AppError('conflict', `customer ${id} has a subscription that is not cancelled or expired`);
     }

@@ -19,6 +19,8 @@ export interface CustomersTable {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
+  test_clock_id: string | null;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;

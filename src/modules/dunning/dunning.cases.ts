@@ -67,7 +67,7 @@ export async function findOpenCase(
 export async function openOrCountDunningCase(
   trx: Transaction<Database>,
   { clock, config }: DunningContext,
-  subscription: { id: string; customer_id: string },
+  subscription: { id: string; customer_id: string; test_clock_id: string | null },
   opening: DunningOpening,
 ): Promise<DunningCase> {
   const now = clock.now().toISOString();
@@ -84,6 +84,7 @@ export async function openOrCountDunningCase(
   const row: DunningCaseRow = {
     id: newId('dunningCase'),
     customer_id: subscription.customer_id,
+    test_clock_id: subscription.test_clock_id,
     subscription_id: subscription.id,
     payment_id: opening.paymentId,
     invoice_id: opening.invoiceId ?? null,

@@ -10,7 +10,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
-import type { Job } from '../job.ts';
+import { earliest, type Job, REAL_TIME, whereInScope } from '../job.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { InvoiceContext } from '../invoices/invoices.lifecycle.ts';
 import { markInvoiceUncollectibleIfOpen } from '../invoices/invoices.settlement.ts';
@@ -85,13 +85,11 @@ async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext 
 export const runDunningSchedule: Job = {
   name: 'run_dunning_schedule',
   batchSize: BATCH_SIZE,
-  run: (deps) =>
+  run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now().toISOString();
       const rows = await claimRows(
-        trx
-          .selectFrom('dunning_cases')
-          .selectAll()
+        whereInScope(trx.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
           .where('status', '=', 'open')
           .where('next_action_at', '<=', now)
           .orderBy('next_action_at')
@@ -105,4 +103,15 @@ export const runDunningSchedule: Job = {
       }
       return rows.length;
     }),
+  nextDueAt: async ({ db }, scope, after) => {
+    const row = await whereInScope(
+      db.selectFrom('dunning_cases').select((eb) => eb.fn.min('next_action_at').as('due')),
+      'dunning_cases.test_clock_id',
+      scope,
+    )
+      .where('status', '=', 'open')
+      .where('next_action_at', '>', after.toISOString())
+      .executeTakeFirst();
+    return earliest([row?.due]);
+  },
 };

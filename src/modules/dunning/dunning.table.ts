@@ -29,6 +29,8 @@ export interface DunningCasesTable {
   closed_at: string | null;
   created_at: string;
   updated_at: string;
+  /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
+  test_clock_id: string | null;
 }
 
 export interface DunningStepsTable {

@@ -43,7 +43,8 @@ const insertEventRow = compiledQuery(
 /**
  * Writes one event inside the caller's transaction — the same one that writes the state
  * change. `data` is serialized once here; webhook deliveries send these exact bytes.
- * The webhook worker fans it out after the commit (modules/webhooks/fan-out.ts).
+ * The webhook worker fans it out after the commit (modules/webhooks/fan-out.ts). With a
+ * test clock's time (`clock.testClockId`, SPEC §11) `data` (an object) gains `test_clock`.
  * Returns the new event id (`evt_…`).
  */
 export async function emitEvent(
@@ -53,7 +54,9 @@ export async function emitEvent(
   data: unknown,
 ): Promise<string> {
   const id = newId('event');
-  const values = { id, topic, data: JSON.stringify(data), created_at: clock.now().toISOString() };
+  // An event a test clock's customer causes names the clock (SPEC §11).
+  const payload = clock.testClockId === undefined ? data : { ...(data as object), test_clock: clock.testClockId };
+  const values = { id, topic, data: JSON.stringify(payload), created_at: clock.now().toISOString() };
   // A fresh id, read by nobody in this transaction: on PostgreSQL the insert travels with
   // the transaction's next statement (db/pg-traffic.ts).
   await executeDeferred(trx, { compile: () => insertEventRow.compile(trx, values) });

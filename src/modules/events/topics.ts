@@ -27,6 +27,8 @@ export const TOPICS = [
   'dunning.exhausted',
   'webhook_endpoint.disabled',
   'webhook.test',
+  'test_clock.advancing',
+  'test_clock.ready',
 ] as const;
 
 export type Topic = (typeof TOPICS)[number];

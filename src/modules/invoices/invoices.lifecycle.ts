@@ -123,6 +123,8 @@ export function planLine(plan: PlanRow, periodStart: string, periodEnd: string):
 /** What to bill: the invoice's owner, period (ISO 8601), due time and lines (minor units). */
 export interface InvoiceDraft {
   customerId: string;
+  /** The customer's test clock (SPEC §11), copied onto the invoice; null: real time. */
+  testClockId?: string | null;
   subscriptionId: string;
   /** ISO 4217, upper case: every line must be in it. */
   currency: string;
@@ -166,6 +168,7 @@ export async function issueInvoice(
     id: newId('invoice'),
     number: await nextInvoiceNumber(trx, ctx.config.invoicePrefix),
     customer_id: draft.customerId,
+    test_clock_id: draft.testClockId ?? null,
     subscription_id: draft.subscriptionId,
     status: 'open',
     currency: draft.currency,

@@ -16,6 +16,7 @@ import { applySuccessfulPayment, type PaymentContext } from '../subscriptions/su
 import { isPayable } from './invoice-status.ts';
 import { findInvoiceRow, type Invoice, lockInvoice, toInvoice } from './invoices.lifecycle.ts';
 import { settleInvoice } from './invoices.settlement.ts';
+import { withClockFor } from '../test-clocks/test-clock-time.ts';
 
 /** The exact 409 body text for paying an invoice that is `paid` or `void` (SPEC §2). */
 export const CANNOT_PAY = 'invoice cannot be paid in its current state';
@@ -50,13 +51,14 @@ export type PayInvoiceInput = Static<typeof payInvoiceBody>;
  */
 export async function payInvoiceOutOfBand(
   db: Kysely<Database>,
-  ctx: PaymentContext,
+  apiCtx: PaymentContext,
   id: string,
   input: PayInvoiceInput,
 ): Promise<Invoice> {
   return transactionWithRetry(db, async (trx) => {
     const found = await findInvoiceRow(trx, id);
     if (!found) throw new NotFoundError('invoice', id);
+    const ctx = await withClockFor(trx, apiCtx, found.test_clock_id);
     if (found.subscription_id !== null) await lockSubscription(trx, found.subscription_id);
     const row = await lockInvoice(trx, id);
     if (!isPayable(row.status)) throw new StateConflictError(`${CANNOT_PAY} (${row.status})`);

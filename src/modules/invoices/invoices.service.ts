@@ -21,6 +21,7 @@ import {
   toInvoice,
   transitionInvoice,
 } from './invoices.lifecycle.ts';
+import { clockFor } from '../test-clocks/test-clock-time.ts';
 
 export type { Invoice };
 
@@ -111,14 +112,15 @@ async function changeInvoice(
 ): Promise<Invoice> {
   return transactionWithRetry(deps.db, async (trx) => {
     const row = await lockInvoice(trx, id);
+    const clock = await clockFor(trx, deps, row.test_clock_id);
     let invoice: Invoice;
     try {
-      invoice = await transitionInvoice(trx, deps, row, event);
+      invoice = await transitionInvoice(trx, { ...deps, clock }, row, event);
     } catch (error) {
       if (error instanceof ForbiddenInvoiceTransitionError) throw new StateConflictError(refusal);
       throw error;
     }
-    await closeInvoiceCase(trx, deps.clock, row.id, 'cancelled');
+    await closeInvoiceCase(trx, clock, row.id, 'cancelled');
     return invoice;
   });
 }

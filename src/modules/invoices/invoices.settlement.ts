@@ -25,6 +25,8 @@ import type { InvoiceRow } from './invoices.table.ts';
 export interface PayingSubscription {
   id: string;
   customer_id: string;
+  /** Its customer's test clock (SPEC §11); null: real time. */
+  test_clock_id: string | null;
 }
 
 /**
@@ -154,6 +156,7 @@ export async function issuePaidPeriodInvoice(
   const line = planLine(period.plan, period.periodStart, period.periodEnd);
   const { invoice, created } = await issueInvoice(trx, ctx, {
     customerId: period.subscription.customer_id,
+    testClockId: period.subscription.test_clock_id,
     subscriptionId: period.subscription.id,
     currency: period.plan.currency,
     periodStart: period.periodStart,
@@ -191,6 +194,7 @@ export async function issuePeriodInvoice(
   return issueInvoice(trx, ctx, {
     nextPaymentAttemptAt: period.nextPaymentAttemptAt ?? null,
     customerId: subscription.customer_id,
+    testClockId: subscription.test_clock_id,
     subscriptionId: subscription.id,
     currency: plan.currency,
     periodStart: period.start,

@@ -34,6 +34,8 @@ export interface InvoicesTable {
   metadata: string;
   created_at: string;
   updated_at: string;
+  /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
+  test_clock_id: string | null;
 }
 
 /** One counter per INVOICE_PREFIX: the last number issued. */

@@ -41,6 +41,7 @@ import type { ProviderEventRow } from './provider-events.table.ts';
 import { withoutNul } from './provider-values.ts';
 import { readProviderEvent } from './providers/index.ts';
 import { retryDelayMs } from './retry-backoff.ts';
+import { withClockForCustomer } from '../test-clocks/test-clock-time.ts';
 
 /** What processing needs besides the database: the clock, and config for dunning (Deps fits). */
 export interface ProcessingContext {
@@ -95,7 +96,7 @@ export async function processInboxRow(
       await linkPaymentReferences(trx, ctx, row.provider, event);
       break;
     case 'refunds': {
-      const waitFor = await recordRefunds(trx, ctx.clock, row.provider, event);
+      const waitFor = await recordRefunds(trx, ctx, row.provider, event);
       if (waitFor !== null) {
         const held = { attempts: row.attempts + 1, error: null, next_attempt_at: null };
         await finishInboxRow(trx, row.id, row.status, { ...held, status: 'held', held_reference: waitFor }, finish);
@@ -144,19 +145,21 @@ export async function recordFailedAttempt(
  */
 export async function recordPaymentEvent(
   trx: Transaction<Database>,
-  ctx: ProcessingContext,
+  realCtx: ProcessingContext,
   provider: string,
   event: PaymentEvent,
 ): Promise<void> {
-  const { clock } = ctx;
   const report = event.payment;
   if (isPostgres(trx)) await prefetchPaymentReads(trx, provider, event);
   const locked = await lockPaymentReference(trx, provider, report.reference);
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
-    ? await attributePayment(trx, clock, provider, report)
+    ? await attributePayment(trx, realCtx.clock, provider, report)
     : { customerId: null, subscriptionId: null, planCurrency: null };
+  // A test clock's customer's payment is recorded and applied at the clock's time (SPEC §11).
+  const ctx = await withClockForCustomer(trx, realCtx, existing?.customer_id ?? who.customerId);
+  const { clock } = ctx;
   // The report's own currency first: recording refuses one that differs from the payment's.
   const currency = report.currency ?? existing?.currency ?? who.planCurrency;
   if (currency === null) {
@@ -309,12 +312,13 @@ export async function prefetchBatchReads(
  */
 async function recordRefunds(
   trx: Transaction<Database>,
-  clock: Clock,
+  ctx: ProcessingContext,
   provider: string,
   event: RefundEvent,
 ): Promise<string | null> {
   const payment = await lockPaymentByReference(trx, provider, event.paymentReference);
   if (!payment || payment.status === 'failed') return event.paymentReference;
+  const { clock } = await withClockForCustomer(trx, ctx, payment.customer_id);
   for (const { currency } of event.refunds) {
     if (currency !== payment.currency) {
       throw new UnusableEventError(`refund currency ${currency} differs from the payment's ${payment.currency}`);

@@ -4,8 +4,9 @@
 // so no row is handled twice at once and a crash rolls the whole batch back for a retry.
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import type { Deps } from '../../deps.ts';
 import { claimRows } from '../../db/locking.ts';
-import type { Job } from '../job.ts';
+import { earliest, type Job, type JobScope, REAL_TIME, whereInScope } from '../job.ts';
 import { openOrCountDunningCase } from '../dunning/dunning.cases.ts';
 import { issuePeriodInvoice, voidUnpaidInvoices } from '../invoices/invoices.settlement.ts';
 import { hasDefaultPaymentMethod } from '../payment-methods/payment-methods.ts';
@@ -18,13 +19,36 @@ const BATCH_SIZE = 50;
 
 async function claimDue(
   trx: Transaction<Database>,
+  scope: JobScope,
   where: (query: ReturnType<typeof base>) => ReturnType<typeof base>,
 ): Promise<SubscriptionRow[]> {
-  return claimRows(where(base(trx)).limit(BATCH_SIZE), trx).execute();
+  return claimRows(where(base(trx, scope)).limit(BATCH_SIZE), trx).execute();
 }
 
-function base(trx: Transaction<Database>) {
-  return trx.selectFrom('subscriptions').selectAll();
+function base(trx: Transaction<Database>, scope: JobScope) {
+  return whereInScope(trx.selectFrom('subscriptions').selectAll(), 'subscriptions.test_clock_id', scope);
+}
+
+/** The earliest `column` value of `scope`'s subscriptions matching `where`, strictly after `after`. */
+async function earliestAfter(
+  deps: Deps,
+  scope: JobScope,
+  column: 'created_at' | 'current_period_end',
+  after: string,
+  where: (query: ReturnType<typeof minBase>) => ReturnType<typeof minBase>,
+): Promise<Date | null> {
+  const row = await where(minBase(deps, scope, column))
+    .where(column, '>', after)
+    .executeTakeFirst();
+  return earliest([row?.due]);
+}
+
+function minBase(deps: Deps, scope: JobScope, column: 'created_at' | 'current_period_end') {
+  return whereInScope(
+    deps.db.selectFrom('subscriptions').select((eb) => eb.fn.min(column).as('due')),
+    'subscriptions.test_clock_id',
+    scope,
+  );
 }
 
 /**
@@ -34,12 +58,12 @@ function base(trx: Transaction<Database>) {
 export const expireIncompleteSubscriptions: Job = {
   name: 'expire_incomplete_subscriptions',
   batchSize: BATCH_SIZE,
-  run: (deps) =>
+  run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const { clock, config } = deps;
       const now = clock.now();
       const cutoff = new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
-      const rows = await claimDue(trx, (q) =>
+      const rows = await claimDue(trx, scope, (q) =>
         q.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at'),
       );
       for (const row of rows) {
@@ -51,6 +75,13 @@ export const expireIncompleteSubscriptions: Job = {
       }
       return rows.length;
     }),
+  nextDueAt: async (deps, scope, after) => {
+    const ttl = deps.config.subscriptionIncompleteTtlMs;
+    const created = await earliestAfter(deps, scope, 'created_at', new Date(after.getTime() - ttl).toISOString(), (q) =>
+      q.where('status', '=', 'incomplete'),
+    );
+    return created && new Date(created.getTime() + ttl);
+  },
 };
 
 /**
@@ -65,10 +96,10 @@ export const expireIncompleteSubscriptions: Job = {
 export const issueRenewalInvoices: Job = {
   name: 'issue_renewal_invoices',
   batchSize: BATCH_SIZE,
-  run: (deps) =>
+  run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now().toISOString();
-      const rows = await claimDue(trx, (q) =>
+      const rows = await claimDue(trx, scope, (q) =>
         q
           .where('status', 'in', ['active', 'trialing'])
           .where('cancel_at_period_end', '=', false)
@@ -101,6 +132,10 @@ export const issueRenewalInvoices: Job = {
       }
       return rows.length;
     }),
+  nextDueAt: (deps, scope, after) =>
+    earliestAfter(deps, scope, 'current_period_end', after.toISOString(), (q) =>
+      q.where('status', 'in', ['active', 'trialing']).where('cancel_at_period_end', '=', false),
+    ),
 };
 
 /**
@@ -112,11 +147,11 @@ export const issueRenewalInvoices: Job = {
 export const markUnpaidRenewalsPastDue: Job = {
   name: 'mark_unpaid_renewals_past_due',
   batchSize: BATCH_SIZE,
-  run: (deps) =>
+  run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const { clock, config } = deps;
       const cutoff = new Date(clock.now().getTime() - config.renewalGraceMs).toISOString();
-      const rows = await claimDue(trx, (q) =>
+      const rows = await claimDue(trx, scope, (q) =>
         q
           .where('status', 'in', ['active', 'trialing'])
           .where('cancel_at_period_end', '=', false)
@@ -152,16 +187,34 @@ export const markUnpaidRenewalsPastDue: Job = {
       }
       return rows.length;
     }),
+  nextDueAt: async (deps, scope, after) => {
+    const grace = deps.config.renewalGraceMs;
+    const row = await whereInScope(
+      deps.db
+        .selectFrom('invoices')
+        .innerJoin('subscriptions', 'subscriptions.id', 'invoices.subscription_id')
+        .select((eb) => eb.fn.min('invoices.due_at').as('due')),
+      'invoices.test_clock_id',
+      scope,
+    )
+      .where('invoices.status', '=', 'open')
+      .where('invoices.due_at', '>', new Date(after.getTime() - grace).toISOString())
+      .where('subscriptions.status', 'in', ['active', 'trialing'])
+      .where('subscriptions.cancel_at_period_end', '=', false)
+      .executeTakeFirst();
+    const due = earliest([row?.due]);
+    return due && new Date(due.getTime() + grace);
+  },
 };
 
 /** Flagged `active`/`trialing` subscriptions reaching `current_period_end` → `cancelled`. */
 export const applyPeriodEndCancellations: Job = {
   name: 'apply_period_end_cancellations',
   batchSize: BATCH_SIZE,
-  run: ({ db, clock }) =>
+  run: ({ db, clock }, scope = REAL_TIME) =>
     db.transaction().execute(async (trx) => {
       const now = clock.now().toISOString();
-      const rows = await claimDue(trx, (q) =>
+      const rows = await claimDue(trx, scope, (q) =>
         q
           .where('status', 'in', ['active', 'trialing'])
           .where('cancel_at_period_end', '=', true)
@@ -176,4 +229,8 @@ export const applyPeriodEndCancellations: Job = {
       }
       return rows.length;
     }),
+  nextDueAt: (deps, scope, after) =>
+    earliestAfter(deps, scope, 'current_period_end', after.toISOString(), (q) =>
+      q.where('status', 'in', ['active', 'trialing']).where('cancel_at_period_end', '=', true),
+    ),
 };

@@ -25,6 +25,7 @@ import {
 } from './subscriptions.lifecycle.ts';
 import type { CancelInput, CreateSubscriptionInput } from './subscriptions.schemas.ts';
 import type { SubscriptionRow } from './subscriptions.table.ts';
+import { clockFor, withClockFor } from '../test-clocks/test-clock-time.ts';
 
 export type { CancelInput, CreateSubscriptionInput };
 
@@ -44,14 +45,15 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
  */
 export async function createSubscription(
   db: Kysely<Database>,
-  ctx: InvoiceContext,
+  apiCtx: InvoiceContext,
   input: CreateSubscriptionInput,
 ): Promise<Subscription> {
-  const { clock } = ctx;
   return transactionWithRetry(db, async (trx) => {
     // Locked, not just read: a concurrent delete of the customer either commits first (and
     // this is 404) or waits for this commit and then sees the live subscription (409).
     const customer = await lockCustomer(trx, input.customer_id);
+    const ctx = await withClockFor(trx, apiCtx, customer.test_clock_id);
+    const { clock } = ctx;
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
@@ -62,6 +64,7 @@ export async function createSubscription(
     const row: SubscriptionRow = {
       id: newId('subscription'),
       customer_id: customer.id,
+      test_clock_id: customer.test_clock_id,
       plan_id: plan.id,
       status: trialEnd ? 'trialing' : 'incomplete',
       current_period_start: trialEnd ? now.toISOString() : null,
@@ -138,12 +141,13 @@ function cannotCancel(): StateConflictError {
  */
 export async function cancelSubscription(
   db: Kysely<Database>,
-  clock: Clock,
+  apiClock: Clock,
   id: string,
   input: CancelInput,
 ): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     const now = clock.now().toISOString();
     const comment = input.comment ?? row.cancellation_comment;
     try {
@@ -174,9 +178,10 @@ export async function cancelSubscription(
 }
 
 /** `active` → `paused` (no renewals, no dunning). Throws 404; 409 `validation_error` from other states. */
-export async function pauseSubscription(db: Kysely<Database>, clock: Clock, id: string): Promise<Subscription> {
+export async function pauseSubscription(db: Kysely<Database>, apiClock: Clock, id: string): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     try {
       return await transitionSubscription(trx, clock, row, 'pause');
     } catch (error) {
@@ -194,9 +199,10 @@ export async function pauseSubscription(db: Kysely<Database>, clock: Clock, id: 
  * subscription flagged to cancel at period end, clears the flag. Throws 404; 409
  * `validation_error` otherwise.
  */
-export async function resumeSubscription(db: Kysely<Database>, clock: Clock, id: string): Promise<Subscription> {
+export async function resumeSubscription(db: Kysely<Database>, apiClock: Clock, id: string): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     const now = clock.now().toISOString();
     if (row.status === 'paused') {
       return transitionSubscription(trx, clock, row, 'resume', {

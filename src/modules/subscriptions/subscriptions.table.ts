@@ -29,6 +29,8 @@ export interface SubscriptionsTable {
    */
   last_payment_succeeded_at: string | null;
   last_payment_failed_at: string | null;
+  /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
+  test_clock_id: string | null;
 }
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
