@@ -25,7 +25,7 @@ import type { Deps } from '../../deps.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../invoices/invoices.table.ts';
-import type { Job } from '../job.ts';
+import { earliest, type Job, type JobScope, REAL_TIME, whereInScope } from '../job.ts';
 import { lockReference } from '../payments/payments.references.ts';
 import {
   type ChargeableMethod,
@@ -65,12 +65,12 @@ export function chargeLeaseMs(config: Pick<Config, 'providerTimeoutMs'>): number
 const OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
 /**
- * Open invoices due for a charge at `now` (ISO 8601), the longest waiting first. THE claim
- * query of automatic collection: anything that narrows what a worker charges (a scope) goes
- * here.
+ * Open invoices of `scope` (real-time customers, or one test clock's: SPEC §11) due for a
+ * charge at `now` (ISO 8601), the longest waiting first. THE claim query of automatic
+ * collection: anything that narrows what a worker charges goes here.
  */
-export function dueChargesQuery(trx: Transaction<Database>, now: string) {
-  return (
+export function dueChargesQuery(trx: Transaction<Database>, now: string, scope: JobScope = REAL_TIME) {
+  return whereInScope(
     trx
       .selectFrom('invoices')
       .selectAll()
@@ -79,7 +79,9 @@ export function dueChargesQuery(trx: Transaction<Database>, now: string) {
       .where('next_payment_attempt_at', 'is not', null)
       .where('next_payment_attempt_at', '<=', now)
       .orderBy('next_payment_attempt_at')
-      .orderBy('id')
+      .orderBy('id'),
+    'invoices.test_clock_id',
+    scope,
   );
 }
 
@@ -118,13 +120,14 @@ export async function claimCharges(
   deps: Deps,
   owner: string,
   limit: number,
+  scope: JobScope = REAL_TIME,
 ): Promise<{ claimed: ClaimedCharge[]; seen: number }> {
   const { db, clock, config } = deps;
   return transactionWithRetry(db, async (trx) => {
     const now = clock.now();
     const nowIso = now.toISOString();
     const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
-    const invoices = await claimRows(dueChargesQuery(trx, nowIso).limit(limit), trx).execute();
+    const invoices = await claimRows(dueChargesQuery(trx, nowIso, scope).limit(limit), trx).execute();
     const claimed: ClaimedCharge[] = [];
     for (const invoice of invoices) {
       const unresolved = await findUnresolvedCharge(trx, invoice.id);
@@ -480,9 +483,17 @@ async function recordInTransaction(
   }
 }
 
-/** Claims and charges up to CHARGE_CONCURRENCY invoices for `owner`, in parallel. Returns invoices looked at. */
-export async function chargeDueInvoices(deps: Deps, owner = OWNER, limit = CHARGE_CONCURRENCY): Promise<number> {
-  const { claimed, seen } = await claimCharges(deps, owner, limit);
+/**
+ * Claims and charges up to CHARGE_CONCURRENCY invoices of `scope` for `owner`, in parallel.
+ * Returns invoices looked at.
+ */
+export async function chargeDueInvoices(
+  deps: Deps,
+  owner = OWNER,
+  limit = CHARGE_CONCURRENCY,
+  scope: JobScope = REAL_TIME,
+): Promise<number> {
+  const { claimed, seen } = await claimCharges(deps, owner, limit, scope);
   const calls = await Promise.allSettled(
     claimed.map(async (charge) => ({ charge, result: await callProviderForCharge(deps, charge) })),
   );
@@ -503,5 +514,18 @@ export async function chargeDueInvoices(deps: Deps, owner = OWNER, limit = CHARG
 export const chargeInvoices: Job = {
   name: 'charge_invoices',
   batchSize: CHARGE_CONCURRENCY,
-  run: (deps) => chargeDueInvoices(deps),
+  run: (deps, scope = REAL_TIME) => chargeDueInvoices(deps, OWNER, CHARGE_CONCURRENCY, scope),
+  // The earliest open invoice of the scope due for a charge after `after` (SPEC §11).
+  nextDueAt: async (deps, scope, after) => {
+    const row = await whereInScope(
+      deps.db
+        .selectFrom('invoices')
+        .select((eb) => eb.fn.min('next_payment_attempt_at').as('due'))
+        .where('status', '=', sql.lit('open'))
+        .where('next_payment_attempt_at', '>', after.toISOString()),
+      'invoices.test_clock_id',
+      scope,
+    ).executeTakeFirst();
+    return earliest([row?.due]);
+  },
 };
