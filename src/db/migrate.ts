@@ -18,6 +18,7 @@ import * as invoices from './migrations/0013_invoices.ts';
 import * as invoicePaymentAttempts from './migrations/0014_invoice_payment_attempts.ts';
 import * as paymentMethods from './migrations/0015_payment_methods.ts';
 import * as chargeAttempts from './migrations/0017_charge_attempts.ts';
+import * as dunningRetries from './migrations/0019_dunning_retries.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0014_invoice_payment_attempts': invoicePaymentAttempts,
   '0015_payment_methods': paymentMethods,
   '0017_charge_attempts': chargeAttempts,
+  '0019_dunning_retries': dunningRetries,
 };
 
 /** The names of every migration, in the order they apply. */
