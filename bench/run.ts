@@ -9,6 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import { benchCharging } from './charging.ts';
 import { benchDeliveries } from './deliveries.ts';
 import { type Measurement, measureAll, type Target } from './measure.ts';
 import { benchNotify } from './notify.ts';
@@ -227,6 +228,8 @@ async function main(workDir: string): Promise<void> {
     ? undefined
     : await benchDeliveries(workDir, { duration: settings.duration }, log);
   const postgres: unknown = listsOnly ? undefined : await benchPostgres(settings, log);
+  // Automatic renewal charging against the fake Paystack at 50 ms (SPEC §10): invoices/s, target ≥ 200.
+  if (!listsOnly) await benchCharging(workDir, {}, log);
   log(`\nsummary: the issue's ratios, measured in this run (targets measured, not enforced); ${loadNote()}`);
   log(
     summaryTable({

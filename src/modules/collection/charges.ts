@@ -48,7 +48,7 @@ import {
 import { ProviderCallError } from './provider-api.ts';
 
 /** Invoices one run claims, and so the most provider calls one worker has in flight at once. */
-export const CHARGE_CONCURRENCY = 32;
+export const CHARGE_CONCURRENCY = 100;
 
 /** After an `unknown` outcome, when the provider is asked again (ms). */
 export const RESOLVE_DELAY_MS = 60_000;
@@ -457,48 +457,81 @@ function failedRetryOf(
  * order: the invoice, then its case). Does nothing when the attempt is already resolved.
  */
 export async function recordChargeResult(deps: Deps, charge: ClaimedCharge, result: ChargeResult): Promise<void> {
+  await transactionWithRetry(deps.db, (trx) => recordInTransaction(trx, deps, charge, result));
+}
+
+/**
+ * Records several charges' results in ONE transaction (one commit for the batch: SQLite's
+ * synchronous commit is most of a record's cost), in payment-reference order; when that
+ * transaction fails, each is recorded in its own (recordChargeResult), so one bad record
+ * does not hold back the others.
+ */
+export async function recordChargeResults(
+  deps: Deps,
+  results: readonly { charge: ClaimedCharge; result: ChargeResult }[],
+): Promise<void> {
+  if (results.length === 0) return;
+  const key = ({ charge }: { charge: ClaimedCharge }) => `${charge.invoice.subscription_id ?? ''} ${charge.invoice.id}`;
+  const ordered = [...results].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      for (const { charge, result } of ordered) await recordInTransaction(trx, deps, charge, result);
+    });
+  } catch {
+    for (const { charge, result } of ordered) await recordChargeResult(deps, charge, result);
+  }
+}
+
+async function recordInTransaction(
+  trx: Transaction<Database>,
+  deps: Deps,
+  charge: ClaimedCharge,
+  result: ChargeResult,
+): Promise<void> {
   const { clock } = deps;
   const { attempt } = charge;
   const paymentReference = result.kind === 'succeeded' || result.kind === 'declined' ? result.reference : null;
-  await transactionWithRetry(deps.db, async (trx) => {
-    if (paymentReference !== null) await lockReference(trx, attempt.provider, paymentReference);
-    if (charge.invoice.subscription_id !== null) await lockSubscription(trx, charge.invoice.subscription_id);
-    await lockInvoice(trx, charge.invoice.id);
-    const current = await lockAttempt(trx, attempt.id);
-    if (!current || (current.status !== 'pending' && current.status !== 'unknown')) return;
-    const now = clock.now();
-    if ((result.kind === 'succeeded' || result.kind === 'declined') && paymentReference !== null) {
-      await recordPaymentEvent(trx, deps, attempt.provider, paymentReportOf(charge, result, now.toISOString()));
-    }
-    const after = await recordChargeOutcome(trx, clock, current, attemptOutcomeOf(result));
-    let invoiceRow = await lockInvoice(trx, charge.invoice.id);
-    const stop = needsCustomer(result);
-    if (invoiceRow.status === 'open') {
-      const next = result.kind === 'unknown' ? new Date(now.getTime() + RESOLVE_DELAY_MS).toISOString() : null;
-      const changes = { next_payment_attempt_at: next, ...(stop ? { charges_stopped_at: now.toISOString() } : {}) };
-      await updateInvoice(trx, deps, invoiceRow, changes);
-      invoiceRow = { ...invoiceRow, ...changes };
-    }
-    if (result.kind !== 'unknown') {
-      await emitEvent(trx, clock, 'invoice.payment_attempted', {
-        invoice: toInvoice(invoiceRow, deps.config.publicUrl),
-        attempt: toPaymentAttempt(after),
-      });
-    }
-    if (result.kind !== 'unknown' && result.kind !== 'succeeded' && invoiceRow.status === 'open') {
-      // A dunning step waiting for this charge sends its reminder now (SPEC §10 "Dunning retries").
-      await finishRetryStep(trx, deps, invoiceRow, failedRetryOf(after, result, stop));
-    }
-  });
+  if (paymentReference !== null) await lockReference(trx, attempt.provider, paymentReference);
+  if (charge.invoice.subscription_id !== null) await lockSubscription(trx, charge.invoice.subscription_id);
+  await lockInvoice(trx, charge.invoice.id);
+  const current = await lockAttempt(trx, attempt.id);
+  if (!current || (current.status !== 'pending' && current.status !== 'unknown')) return;
+  const now = clock.now();
+  if ((result.kind === 'succeeded' || result.kind === 'declined') && paymentReference !== null) {
+    await recordPaymentEvent(trx, deps, attempt.provider, paymentReportOf(charge, result, now.toISOString()));
+  }
+  const after = await recordChargeOutcome(trx, clock, current, attemptOutcomeOf(result));
+  let invoiceRow = await lockInvoice(trx, charge.invoice.id);
+  const stop = needsCustomer(result);
+  if (invoiceRow.status === 'open') {
+    const next = result.kind === 'unknown' ? new Date(now.getTime() + RESOLVE_DELAY_MS).toISOString() : null;
+    const changes = { next_payment_attempt_at: next, ...(stop ? { charges_stopped_at: now.toISOString() } : {}) };
+    await updateInvoice(trx, deps, invoiceRow, changes);
+    invoiceRow = { ...invoiceRow, ...changes };
+  }
+  if (result.kind !== 'unknown') {
+    await emitEvent(trx, clock, 'invoice.payment_attempted', {
+      invoice: toInvoice(invoiceRow, deps.config.publicUrl),
+      attempt: toPaymentAttempt(after),
+    });
+  }
+  if (result.kind !== 'unknown' && result.kind !== 'succeeded' && invoiceRow.status === 'open') {
+    // A dunning step waiting for this charge sends its reminder now (SPEC §10 "Dunning retries").
+    await finishRetryStep(trx, deps, invoiceRow, failedRetryOf(after, result, stop));
+  }
 }
 
 /** Claims and charges up to CHARGE_CONCURRENCY invoices for `owner`, in parallel. Returns invoices looked at. */
 export async function chargeDueInvoices(deps: Deps, owner = OWNER, limit = CHARGE_CONCURRENCY): Promise<number> {
   const { claimed, seen } = await claimCharges(deps, owner, limit);
-  const results = await Promise.allSettled(
-    claimed.map(async (charge) => recordChargeResult(deps, charge, await callProviderForCharge(deps, charge))),
+  const calls = await Promise.allSettled(
+    claimed.map(async (charge) => ({ charge, result: await callProviderForCharge(deps, charge) })),
   );
-  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  await recordChargeResults(
+    deps,
+    calls.flatMap((call) => (call.status === 'fulfilled' ? [call.value] : [])),
+  );
+  const failure = calls.find((call): call is PromiseRejectedResult => call.status === 'rejected');
   // The others are recorded; this one's lease runs out and the next run asks the provider.
   if (failure) throw failure.reason;
   return seen;

@@ -86,7 +86,7 @@ export interface AuthorizationCharge {
 /** A client of Paystack's API. One per process; `close()` ends its connections. */
 export class PaystackApi {
   readonly #options: PaystackApiOptions;
-  readonly #agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
+  readonly #agent = new Agent({ connections: 100, keepAliveTimeout: 10_000 });
 
   constructor(options: PaystackApiOptions) {
     this.#options = options;
