@@ -4,6 +4,7 @@
 // Paystack and fake Stripe (real HTTP servers), with the worker's own tick, on both databases.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
+import fc from 'fast-check';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
@@ -17,6 +18,10 @@ import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
 import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { RETRY_WAIT_MS } from './dunning.steps.ts';
 
+// DUNNING_RETRY_PROPERTY_RUNS histories per database (default 12); DUNNING_RETRY_PROPERTY_SEED replays one.
+const RUNS = Number(process.env.DUNNING_RETRY_PROPERTY_RUNS ?? 12);
+const SEED =
+  process.env.DUNNING_RETRY_PROPERTY_SEED === undefined ? undefined : Number(process.env.DUNNING_RETRY_PROPERTY_SEED);
 const DAY = 24 * 3_600_000;
 /** The default DUNNING_SCHEDULE `1d,3d,7d,14d`; the final action 7 days after the last step. */
 const STEP_DAYS = [1, 3, 7, 14];
@@ -453,4 +458,78 @@ test('two workers on PostgreSQL: one charge and one reminder per step and case',
     assert.equal(sent.length, 8 * (index + 1), 'one reminder per step and case');
     assert.equal(new Set(sent.map((r) => `${r.id}:${r.step}`)).size, sent.length);
   }
+});
+
+/** What the provider answers each retry, per provider (all the fakes can say). */
+const ANSWERS = {
+  paystack: ['success', 'insufficient_funds', 'paused'],
+  stripe: ['succeeded', 'insufficient_funds', 'authentication_required'],
+} as const;
+
+test('property: whatever each retry answers, every step charges at most once and reminds at most once, and nothing is charged after an answer that needs the customer', async (t) => {
+  const histories = fc.oneof(
+    ...(['paystack', 'stripe'] as const).map((provider) =>
+      fc.record({
+        provider: fc.constant(provider),
+        answers: fc.array(fc.constantFrom(...ANSWERS[provider]), {
+          minLength: STEP_DAYS.length,
+          maxLength: STEP_DAYS.length,
+        }),
+      }),
+    ),
+  );
+  await fc.assert(
+    fc.asyncProperty(histories, async ({ provider, answers }) => {
+      const s = await setup(t, provider, [...answers]);
+      // The model: what each step should do.
+      let charges = 1;
+      let stopped = false;
+      let recovered = false;
+      const expected: [number, string | null][] = [];
+      const queue = [...answers];
+      for (const [index] of STEP_DAYS.entries()) {
+        await runStep(s, index);
+        await runWorker(s.app.deps);
+        if (recovered) continue;
+        if (stopped) {
+          expected.push([index + 1, null]);
+          continue;
+        }
+        const answer = queue.shift()!;
+        charges += 1;
+        if (answer === 'success' || answer === 'succeeded') {
+          recovered = true;
+          continue;
+        }
+        expected.push([index + 1, answer === 'paused' ? 'requires_action' : 'failed']);
+        if (answer === 'paused' || answer === 'authentication_required') stopped = true;
+      }
+      s.app.clock.set(new Date(s.openedAt + FINAL_DAY * DAY));
+      await runWorker(s.app.deps);
+      await runWorker(s.app.deps);
+
+      assert.equal(s.fake.chargeCalls.length, charges, 'one charge per retrying step');
+      const sent = await reminders(s);
+      assert.deepEqual(
+        sent.map((r) => [r.step, r.charge?.status ?? null]),
+        expected,
+        'one reminder per step that did not recover, carrying its charge',
+      );
+      for (const reminder of sent) {
+        if (reminder.charge?.attempt_id) {
+          const attempt = (await listInvoiceAttempts(s.app.deps.db, s.invoiceId)).find(
+            (a) => a.id === reminder.charge.attempt_id,
+          );
+          assert.ok(attempt, 'the reminder names a recorded attempt');
+          assert.equal(s.fake.chargeCount(attempt.reference), 1);
+        }
+      }
+      const finalCase = await caseOf(s);
+      assert.equal(finalCase.status, recovered ? 'recovered' : 'exhausted');
+      assert.equal(finalCase.step, expected.length);
+      assert.equal((await invoiceOf(s)).status, recovered ? 'paid' : 'uncollectible');
+      assert.equal((await subscriptionOf(s)).status, recovered ? 'active' : 'cancelled');
+    }),
+    { numRuns: RUNS, seed: SEED },
+  );
 });
