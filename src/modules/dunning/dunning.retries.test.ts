@@ -434,6 +434,41 @@ test("a step's charge that cannot be made (the provider's key is gone) sends the
   assert.equal(row.next_action_at, new Date(s.openedAt + 3 * DAY).toISOString());
 });
 
+test('a failed retry whose record fails (its reminder cannot be written) rolls back whole: asked about after the lease, not charged again, one reminder', async (t) => {
+  const s = await setup(t, 'paystack', []);
+  const sCase = await caseOf(s);
+  // A step row already present makes the reminder's insert fail inside the charge's record.
+  await s.app.deps.db
+    .insertInto('dunning_steps')
+    .values({ case_id: sCase.id, step: 1, final: false, event_id: 'evt_x', taken_at: sCase.opened_at })
+    .execute();
+  await assert.rejects(runStep(s, 0), /worker job failed/);
+  const [, pending] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+  assert.equal(pending!.status, 'pending', 'nothing of the outcome was recorded');
+  assert.equal(s.paystack.chargeCount(pending!.reference), 1);
+  assert.deepEqual(await reminders(s), []);
+  assert.equal((await invoiceOf(s)).attempt_count, 1, 'the failed payment rolled back too');
+
+  await s.app.deps.db.deleteFrom('dunning_steps').where('case_id', '=', sCase.id).execute();
+  s.app.clock.advance(2 * s.app.deps.config.providerTimeoutMs);
+  await runWorker(s.app.deps);
+  const [, attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+  assert.equal(attempt!.id, pending!.id);
+  assert.equal(attempt!.status, 'failed');
+  assert.ok(
+    s.paystack.calls.some((c) => c.path === `/transaction/verify/${attempt!.reference}`),
+    'asked first',
+  );
+  assert.equal(s.paystack.chargeCount(attempt!.reference), 1, 'not charged again');
+  assert.equal(s.paystack.chargeCalls.length, 2);
+  const sent = await reminders(s);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0].charge.attempt_id, attempt!.id);
+  assert.equal((await invoiceOf(s)).attempt_count, 2);
+  await runWorker(s.app.deps);
+  assert.equal((await reminders(s)).length, 1);
+});
+
 test('two workers on PostgreSQL: one charge and one reminder per step and case', { skip: !ON_POSTGRES }, async (t) => {
   const s = await setup(t, 'paystack', [], { extra: 7 });
   s.paystack.latencyMs = 15;
