@@ -113,8 +113,8 @@ export interface ClaimedCharge {
  * Claims up to `limit` due invoices (step 1 of the header) for `owner`, in one transaction.
  * Invoices that cannot be charged (nothing remains, no saved method, the method's provider
  * has no API key, or automatic charges stopped: `charges_stopped_at`) lose their
- * `next_payment_attempt_at`, and a dunning step waiting for the charge sends its reminder. Returns the claimed charges and how
- * many invoices were looked at.
+ * `next_payment_attempt_at`, and a dunning step waiting for the charge sends its reminder.
+ * Returns the claimed charges and how many invoices were looked at.
  */
 export async function claimCharges(
   deps: Deps,
