@@ -2164,7 +2164,15 @@ export interface components {
      *       "closed_at": null,
      *       "created_at": "2026-01-29T10:00:04.120Z",
      *       "updated_at": "2026-02-01T10:00:00.000Z",
-     *       "final": false
+     *       "final": false,
+     *       "hosted_invoice_url": "https://billing.example.com/i/9bN3wQ0sVf4r2kq8H6tLxYpZ1cDmE7aR5uJgKoIsT0w",
+     *       "action_url": null,
+     *       "charge": {
+     *         "attempt_id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "status": "failed",
+     *         "failure_code": "insufficient_funds",
+     *         "failure_message": "Insufficient Funds"
+     *       }
      *     }
      */
     DunningReminder: {
@@ -2202,6 +2210,23 @@ export interface components {
       updated_at: string;
       /** @description The last reminder, the warning before the final action. */
       final: boolean;
+      /** @description The hosted page of the case's invoice (pay it there); null for a case chasing no invoice. */
+      hosted_invoice_url: string | null;
+      /** @description Where the customer must act because this step's charge needed them (SPEC §10): the provider's page when it gave one (Paystack's `authorization_url`), else the hosted invoice page. Null otherwise. The invoice is not charged automatically again. */
+      action_url: string | null;
+      /** @description The step's charge of the saved default method; null when the step charged nothing. */
+      charge: {
+        /** @description The charge attempt (`pat_…`, GET /api/invoices/{id}); null when unanswered. */
+        attempt_id: string | null;
+        /**
+         * @description `failed`: declined or refused; `requires_action`: the customer must act (authentication, OTP); `unanswered`: no outcome within the wait (the charge may still settle the invoice).
+         * @enum {string}
+         */
+        status: 'failed' | 'requires_action' | 'unanswered';
+        /** @description e.g. `insufficient_funds`, `authentication_required`. */
+        failure_code: string | null;
+        failure_message: string | null;
+      } | null;
     };
     /**
      * @description An open dunning case and the action due next.
@@ -9025,7 +9050,15 @@ export interface operations {
          *         "closed_at": null,
          *         "created_at": "2026-01-29T10:00:04.120Z",
          *         "updated_at": "2026-02-01T10:00:00.000Z",
-         *         "final": false
+         *         "final": false,
+         *         "hosted_invoice_url": "https://billing.example.com/i/9bN3wQ0sVf4r2kq8H6tLxYpZ1cDmE7aR5uJgKoIsT0w",
+         *         "action_url": null,
+         *         "charge": {
+         *           "attempt_id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "status": "failed",
+         *           "failure_code": "insufficient_funds",
+         *           "failure_message": "Insufficient Funds"
+         *         }
          *       }
          *     }
          */

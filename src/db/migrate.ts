@@ -20,6 +20,7 @@ import * as paymentMethods from './migrations/0015_payment_methods.ts';
 import * as testClocks from './migrations/0016_test_clocks.ts';
 import * as refundRequests from './migrations/0018_refund_requests.ts';
 import * as chargeAttempts from './migrations/0017_charge_attempts.ts';
+import * as dunningRetries from './migrations/0019_dunning_retries.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0016_test_clocks': testClocks,
   '0018_refund_requests': refundRequests,
   '0017_charge_attempts': chargeAttempts,
+  '0019_dunning_retries': dunningRetries,
 };
 
 /** The names of every migration, in the order they apply. */

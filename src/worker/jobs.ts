@@ -33,10 +33,11 @@ export const CLOCK_AWARE_JOBS: readonly Job[] = [
   applyPeriodEndCancellations,
   // Before the past-due job: one tick issues a renewal invoice, and a later one finds it overdue.
   issueRenewalInvoices,
+  // Before charging: a dunning step's retry (SPEC §10 "Dunning retries") is charged in the same tick.
+  runDunningSchedule,
   // Right after issuing: a renewal invoice of a customer with a saved method is charged in the same tick.
   chargeInvoices,
   markUnpaidRenewalsPastDue,
-  runDunningSchedule,
 ];
 
 export const JOBS: readonly Job[] = [

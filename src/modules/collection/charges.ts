@@ -22,6 +22,7 @@ import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import type { Deps } from '../../deps.ts';
+import { type FailedRetry, finishRetryStep } from '../dunning/dunning.steps.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../invoices/invoices.table.ts';
@@ -112,9 +113,10 @@ export interface ClaimedCharge {
 
 /**
  * Claims up to `limit` due invoices (step 1 of the header) for `owner`, in one transaction.
- * Invoices that cannot be charged (nothing remains, no saved method, or the method's provider
- * has no API key) lose their `next_payment_attempt_at`. Returns the claimed charges and how
- * many invoices were looked at.
+ * Invoices that cannot be charged (nothing remains, no saved method, the method's provider
+ * has no API key, or automatic charges stopped: `charges_stopped_at`) lose their
+ * `next_payment_attempt_at`, and a dunning step waiting for the charge sends its reminder.
+ * Returns the claimed charges and how many invoices were looked at.
  */
 export async function claimCharges(
   deps: Deps,
@@ -147,8 +149,10 @@ export async function claimCharges(
       } else {
         const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
         method = await findDefaultPaymentMethod(trx, deps, invoice.customer_id);
-        if (remaining <= 0 || !method || !deps.providers[method.provider]) {
+        if (remaining <= 0 || !method || !deps.providers[method.provider] || invoice.charges_stopped_at !== null) {
           await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
+          // A dunning step waiting for this charge sends its reminder now (nothing charged).
+          await finishRetryStep(trx, deps, invoice, null);
           continue;
         }
         attempt = await startAttempt(trx, clock, {
@@ -415,14 +419,45 @@ function attemptOutcomeOf(result: ChargeResult): ChargeAttemptOutcome {
 }
 
 /**
+ * True when `result` needs the customer (SPEC §10 "Dunning retries"): a Stripe
+ * `authentication_required` decline (an off-session charge the bank wants authenticated), or
+ * any answer waiting for the customer (Paystack `paused` with an `authorization_url`, OTP,
+ * PIN; a PaymentIntent in `requires_action`). Charging again without them fails the same way,
+ * so the invoice's automatic charges stop for good.
+ */
+export function needsCustomer(result: ChargeResult): boolean {
+  return result.kind === 'requires_action' || (result.kind === 'declined' && result.code === 'authentication_required');
+}
+
+/** What a failed charge tells a waiting dunning step. */
+function failedRetryOf(
+  attempt: PaymentAttemptRow,
+  result: Extract<ChargeResult, { kind: 'declined' | 'refused' | 'requires_action' }>,
+  stop: boolean,
+): FailedRetry {
+  return {
+    charge: {
+      attempt_id: attempt.id,
+      status: result.kind === 'requires_action' ? 'requires_action' : 'failed',
+      failure_code: result.code,
+      failure_message: result.message,
+    },
+    providerUrl: result.kind === 'requires_action' ? result.url : null,
+    needsCustomer: stop,
+  };
+}
+
+/**
  * Records `result` for `charge` (step 3), in one transaction. Lock order: the payment
  * reference (as the webhook path takes it), the subscription, the invoice, the attempt.
  * Succeeded / declined-with-a-payment → recordPaymentEvent (one payment per provider
  * reference: the webhook for it, before or after, changes nothing more; a decline counts
  * `attempt_count`, emits `invoice.payment_failed` and moves the subscription as any failed
  * payment does, SPEC §9). Then the attempt, the invoice's next attempt (null; `unknown`:
- * RESOLVE_DELAY_MS from now) and, for a final outcome, `invoice.payment_attempted`
- * `{invoice, attempt}`. Does nothing when the attempt is already resolved.
+ * RESOLVE_DELAY_MS from now), `charges_stopped_at` when the result needs the customer
+ * (needsCustomer), for a final outcome `invoice.payment_attempted` `{invoice, attempt}`, and
+ * for a failure the reminder of a dunning step waiting for this charge (finishRetryStep; lock
+ * order: the invoice, then its case). Does nothing when the attempt is already resolved.
  */
 export async function recordChargeResult(deps: Deps, charge: ClaimedCharge, result: ChargeResult): Promise<void> {
   await transactionWithRetry(deps.db, (trx) => recordInTransaction(trx, deps, charge, result));
@@ -470,16 +505,22 @@ async function recordInTransaction(
   }
   const after = await recordChargeOutcome(trx, clock, current, attemptOutcomeOf(result));
   let invoiceRow = await lockInvoice(trx, charge.invoice.id);
+  const stop = needsCustomer(result);
   if (invoiceRow.status === 'open') {
     const next = result.kind === 'unknown' ? new Date(now.getTime() + RESOLVE_DELAY_MS).toISOString() : null;
-    await updateInvoice(trx, deps, invoiceRow, { next_payment_attempt_at: next });
-    invoiceRow = { ...invoiceRow, next_payment_attempt_at: next };
+    const changes = { next_payment_attempt_at: next, ...(stop ? { charges_stopped_at: now.toISOString() } : {}) };
+    await updateInvoice(trx, deps, invoiceRow, changes);
+    invoiceRow = { ...invoiceRow, ...changes };
   }
   if (result.kind !== 'unknown') {
     await emitEvent(trx, clock, 'invoice.payment_attempted', {
       invoice: toInvoice(invoiceRow, deps.config.publicUrl),
       attempt: toPaymentAttempt(after),
     });
+  }
+  if (result.kind !== 'unknown' && result.kind !== 'succeeded' && invoiceRow.status === 'open') {
+    // A dunning step waiting for this charge sends its reminder now (SPEC §10 "Dunning retries").
+    await finishRetryStep(trx, deps, invoiceRow, failedRetryOf(after, result, stop));
   }
 }
 

@@ -93,6 +93,7 @@ export async function openOrCountDunningCase(
     attempts: 1,
     step: 0,
     next_action_at: nextActionAt(clock.now(), 0, config.dunningScheduleMs).toISOString(),
+    retry_requested_at: null,
     amount_due: opening.amountDue,
     currency: opening.currency,
     opened_at: now,
@@ -150,7 +151,7 @@ export async function closeInvoiceCase(
   return closeCase(trx, clock, open, status);
 }
 
-/** Writes `row` as closed with `status` now; no event. */
+/** Writes `row` as closed with `status` now (no retry awaited any more); no event. */
 export async function closeCase(
   trx: Transaction<Database>,
   clock: Clock,
@@ -158,12 +159,9 @@ export async function closeCase(
   status: Exclude<DunningCaseStatus, 'open'>,
 ): Promise<DunningCase> {
   const now = clock.now().toISOString();
-  const closed: DunningCaseRow = { ...row, status, closed_at: now, next_action_at: null, updated_at: now };
-  await trx
-    .updateTable('dunning_cases')
-    .set({ status, closed_at: now, next_action_at: null, updated_at: now })
-    .where('id', '=', row.id)
-    .execute();
+  const set = { status, closed_at: now, next_action_at: null, retry_requested_at: null, updated_at: now };
+  const closed: DunningCaseRow = { ...row, ...set };
+  await trx.updateTable('dunning_cases').set(set).where('id', '=', row.id).execute();
   return toDunningCase(closed);
 }
 

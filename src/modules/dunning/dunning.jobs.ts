@@ -1,6 +1,8 @@
 // The dunning schedule's work (SPEC §4, §7): each due step of an open case emits
-// `dunning.reminder`, and after the last one the final action exhausts the case and
-// cancels the subscription or marks it `unpaid` (DUNNING_FINAL_ACTION).
+// `dunning.reminder` — first re-charging the saved default method when there is one and
+// waiting for that charge (dunning.steps.ts, SPEC §10 "Dunning retries") — and after the
+// last one the final action exhausts the case and cancels the subscription or marks it
+// `unpaid` (DUNNING_FINAL_ACTION). The final action charges nothing.
 //
 // Exactly once: a batch of due cases is claimed (SKIP LOCKED on PostgreSQL; SQLite's
 // BEGIN IMMEDIATE serializes writers) and each case's step, its event and the case's new
@@ -16,41 +18,12 @@ import type { InvoiceContext } from '../invoices/invoices.lifecycle.ts';
 import { markInvoiceUncollectibleIfOpen } from '../invoices/invoices.settlement.ts';
 import { nextStatus } from '../subscriptions/subscription-status.ts';
 import { lockSubscription, transitionSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
-import { closeCase, type DunningCase, type DunningContext, toDunningCase } from './dunning.cases.ts';
-import { isFinalActionNext, nextActionAt } from './dunning-schedule.ts';
+import { closeCase, type DunningContext } from './dunning.cases.ts';
+import { isFinalActionNext } from './dunning-schedule.ts';
+import { takeStep } from './dunning.steps.ts';
 import type { DunningCaseRow } from './dunning.table.ts';
 
 const BATCH_SIZE = 50;
-
-/** `dunning.reminder` data: the case after the step, and whether it was the last warning. */
-export interface DunningReminder extends DunningCase {
-  final: boolean;
-}
-
-/**
- * Takes the case's next step: records it, emits `dunning.reminder` (the case with `step`,
- * `amount_due`, `currency` and `final`) and moves `next_action_at` to the following step or,
- * after the last, to the final action. Returns the reminder sent.
- */
-async function takeStep(trx: Transaction<Database>, ctx: DunningContext, row: DunningCaseRow) {
-  const schedule = ctx.config.dunningScheduleMs;
-  const step = row.step + 1;
-  const now = ctx.clock.now().toISOString();
-  const next = nextActionAt(new Date(row.opened_at), step, schedule).toISOString();
-  const updated: DunningCaseRow = { ...row, step, next_action_at: next, updated_at: now };
-  await trx
-    .updateTable('dunning_cases')
-    .set({ step, next_action_at: next, updated_at: now })
-    .where('id', '=', row.id)
-    .execute();
-  const reminder: DunningReminder = { ...toDunningCase(updated), final: step === schedule.length };
-  const eventId = await emitEvent(trx, ctx.clock, 'dunning.reminder', reminder);
-  await trx
-    .insertInto('dunning_steps')
-    .values({ case_id: row.id, step, final: reminder.final, event_id: eventId, taken_at: now })
-    .execute();
-  return reminder;
-}
 
 /**
  * The final action (SPEC §4, §9): the case becomes `exhausted` (`dunning.exhausted`) and a

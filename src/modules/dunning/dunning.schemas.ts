@@ -61,18 +61,67 @@ export type DunningCase = Static<typeof caseSchema>;
 
 export const caseListSchema = simpleListOfSchema('DunningCaseList', caseSchema);
 
-/** The data of `dunning.reminder`: the case and whether this reminder is the last one. */
+/** The statuses a dunning retry's charge can have when its reminder goes out (SPEC §10). */
+export const REMINDER_CHARGE_STATUSES = ['failed', 'requires_action', 'unanswered'] as const;
+
+/** The charge a step made before its reminder (SPEC §10 "Dunning retries"). */
+const reminderChargeSchema = Type.Object(
+  {
+    attempt_id: Nullable(
+      Type.String({ description: 'The charge attempt (`pat_…`, GET /api/invoices/{id}); null when unanswered.' }),
+    ),
+    status: StringEnum(REMINDER_CHARGE_STATUSES, {
+      description:
+        '`failed`: declined or refused; `requires_action`: the customer must act (authentication, OTP); `unanswered`: no outcome within the wait (the charge may still settle the invoice).',
+    }),
+    failure_code: Nullable(Type.String({ description: 'e.g. `insufficient_funds`, `authentication_required`.' })),
+    failure_message: Nullable(Type.String()),
+  },
+  { description: "The step's charge of the saved default method; null when the step charged nothing." },
+);
+export type ReminderCharge = Static<typeof reminderChargeSchema>;
+
+/**
+ * The data of `dunning.reminder`: the case, whether this reminder is the last one, where the
+ * customer pays, and the charge the step made first (SPEC §10 "Dunning retries").
+ */
 export const reminderSchema = Type.Object(
   {
     ...caseProperties,
     final: Type.Boolean({ description: 'The last reminder, the warning before the final action.' }),
+    hosted_invoice_url: Nullable(
+      Type.String({
+        description: "The hosted page of the case's invoice (pay it there); null for a case chasing no invoice.",
+      }),
+    ),
+    action_url: Nullable(
+      Type.String({
+        description:
+          "Where the customer must act because this step's charge needed them (SPEC §10): the provider's page when it gave one (Paystack's `authorization_url`), else the hosted invoice page. Null otherwise. The invoice is not charged automatically again.",
+      }),
+    ),
+    charge: Nullable(reminderChargeSchema),
   },
   {
     $id: 'DunningReminder',
     description: 'A dunning case as a reminder step left it.',
-    examples: [{ ...CASE_EXAMPLE, final: false }],
+    examples: [
+      {
+        ...CASE_EXAMPLE,
+        final: false,
+        hosted_invoice_url: 'https://billing.example.com/i/9bN3wQ0sVf4r2kq8H6tLxYpZ1cDmE7aR5uJgKoIsT0w',
+        action_url: null,
+        charge: {
+          attempt_id: 'pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+          status: 'failed',
+          failure_code: 'insufficient_funds',
+          failure_message: 'Insufficient Funds',
+        },
+      },
+    ],
   },
 );
+export type DunningReminder = Static<typeof reminderSchema>;
 
 /** One step taken on a case: when, whether it was the final warning, and its event. */
 export const stepSchema = Type.Object(

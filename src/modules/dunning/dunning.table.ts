@@ -20,8 +20,16 @@ export interface DunningCasesTable {
   attempts: number;
   /** Steps of DUNNING_SCHEDULE taken so far (0 = none yet). */
   step: number;
-  /** When the next step — or, after the last, the final action — is due; null once closed. */
+  /**
+   * When the next step — or, after the last, the final action — is due; null once closed.
+   * While a retry is awaited (`retry_requested_at`): when its reminder goes out without an outcome.
+   */
   next_action_at: string | null;
+  /**
+   * When step `step + 1` asked for a charge of the invoice (SPEC §10 "Dunning retries"); its
+   * reminder waits for that charge's outcome. Null when no retry is awaited.
+   */
+  retry_requested_at: string | null;
   /** Minor units. */
   amount_due: number;
   currency: string;

@@ -179,6 +179,7 @@ export async function issueInvoice(
     due_at: draft.dueAt,
     attempt_count: 0,
     next_payment_attempt_at: draft.nextPaymentAttemptAt ?? null,
+    charges_stopped_at: null,
     lines: JSON.stringify(lines),
     hosted_token: randomBytes(32).toString('base64url'),
     paid_at: null,
@@ -196,7 +197,9 @@ export async function issueInvoice(
   return { invoice, created: true };
 }
 
-export type InvoiceChanges = Partial<Pick<InvoicesTable, 'amount_paid' | 'attempt_count' | 'next_payment_attempt_at'>>;
+export type InvoiceChanges = Partial<
+  Pick<InvoicesTable, 'amount_paid' | 'attempt_count' | 'next_payment_attempt_at' | 'charges_stopped_at'>
+>;
 
 /** The timestamp column each target status stamps with the transition's time. */
 const STAMPED = {

@@ -23,6 +23,12 @@ export interface InvoicesTable {
   /** Failed payments reported for this invoice. */
   attempt_count: number;
   next_payment_attempt_at: string | null;
+  /**
+   * When automatic charges of this invoice stopped for good (SPEC §10 "Dunning retries"): a
+   * charge needed the customer (authentication, OTP, a paused charge). Null while the worker
+   * may charge it.
+   */
+  charges_stopped_at: string | null;
   /** JSON array of InvoiceLine (invoices.schemas.ts); fixed when the invoice is issued. */
   lines: string;
   /** 32 random bytes, base64url: the secret part of `hosted_invoice_url` (`/i/<token>`). */
