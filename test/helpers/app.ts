@@ -87,6 +87,10 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     // Off unless a test asks for it: suites that make hundreds of requests a second test
     // their module, not the limiter (src/http/rate-limit.test.ts tests that).
     RATE_LIMIT_MAX: '0',
+    // No test reaches a provider on the internet: a provider API call goes to a closed local
+    // port (refused at once) unless the test points it at a fake (test/helpers/fake-*.ts).
+    PAYSTACK_API_URL: 'http://127.0.0.1:9',
+    STRIPE_API_URL: 'http://127.0.0.1:9',
     // Required whenever a test sets a provider API key (SPEC §10); harmless otherwise.
     DATA_ENCRYPTION_KEY,
     ...options.env,

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createCustomer, createPlan, createSubscription } from '../../../test/helpers/factories.ts';
+import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
 import {
   invoiceById,
   invoiceEvents,
@@ -345,7 +346,12 @@ test('failed payments count attempts on the invoice (invoice.payment_failed each
 });
 
 test('dunning exhausted with the final action cancel marks its invoice uncollectible (once); a later payment still settles it, the subscription stays cancelled', async (t) => {
-  const app = await buildTestApp(t, { env: { ...PROVIDER_ENV, DUNNING_SCHEDULE: '1d,2d' } });
+  // The first payment saved the card, so each step charges it first (SPEC §10): Paystack declines.
+  const paystack = await FakePaystack.start(t);
+  paystack.defaultChargeOutcome = 'insufficient_funds';
+  const app = await buildTestApp(t, {
+    env: { ...PROVIDER_ENV, PAYSTACK_API_URL: paystack.url, DUNNING_SCHEDULE: '1d,2d' },
+  });
   const sub = await activeSubscription(app);
   app.clock.set(new Date(Date.parse(sub.current_period_end) + HOUR));
   await runWorker(app.deps);
