@@ -194,6 +194,23 @@ export interface ChargeableMethod {
   email: string | null;
 }
 
+/** The columns a charge needs, the credential among them (read only by the two finders). */
+const CHARGE_COLUMNS = ['id', 'provider', 'credential', 'provider_customer_id', 'email'] as const;
+
+/** `row` ready to charge: the credential decrypted with DATA_ENCRYPTION_KEY. */
+function toChargeable(
+  row: Pick<PaymentMethodRow, (typeof CHARGE_COLUMNS)[number]>,
+  ctx: Pick<PaymentMethodContext, 'config'>,
+): ChargeableMethod {
+  return {
+    id: row.id,
+    provider: row.provider,
+    credential: decryptSecret(keyOf(ctx), row.credential),
+    providerCustomerId: row.provider_customer_id,
+    email: row.email,
+  };
+}
+
 /**
  * Customer `customerId`'s default method: the live one with the latest `default_at` (ties:
  * the latest id), decrypted for charging; undefined when the customer has none. Throws
@@ -207,20 +224,14 @@ export async function findDefaultPaymentMethod(
 ): Promise<ChargeableMethod | undefined> {
   const row = await db
     .selectFrom('payment_methods')
-    .select(['id', 'provider', 'credential', 'provider_customer_id', 'email'])
+    .select(CHARGE_COLUMNS)
     .where('customer_id', '=', customerId)
     .where('status', '=', 'active')
     .orderBy('default_at', 'desc')
     .orderBy('id', 'desc')
     .executeTakeFirst();
   if (!row) return undefined;
-  return {
-    id: row.id,
-    provider: row.provider,
-    credential: decryptSecret(keyOf(ctx), row.credential),
-    providerCustomerId: row.provider_customer_id,
-    email: row.email,
-  };
+  return toChargeable(row, ctx);
 }
 
 /** The columns a view needs (never the credential). */
@@ -388,17 +399,7 @@ export async function findPaymentMethodToCharge(
   ctx: Pick<PaymentMethodContext, 'config'>,
   id: string,
 ): Promise<ChargeableMethod | undefined> {
-  const row = await db
-    .selectFrom('payment_methods')
-    .select(['id', 'provider', 'credential', 'provider_customer_id', 'email'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const row = await db.selectFrom('payment_methods').select(CHARGE_COLUMNS).where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
-  return {
-    id: row.id,
-    provider: row.provider,
-    credential: decryptSecret(keyOf(ctx), row.credential),
-    providerCustomerId: row.provider_customer_id,
-    email: row.email,
-  };
+  return toChargeable(row, ctx);
 }
