@@ -3,13 +3,14 @@
 // servers), on both databases.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
+import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
 import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
-import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
+import { FakeStripe } from '../../../test/helpers/fake-stripe.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
-import { PAYSTACK_SECRET, STRIPE_SECRET } from '../../../test/helpers/provider-events.ts';
+import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
 import type { CollectingProvider } from '../../config.ts';
 import { issueRenewalInvoices } from '../subscriptions/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
@@ -33,18 +34,8 @@ const CURRENCY: Record<CollectingProvider, string> = { paystack: 'NGN', stripe: 
  * at its period end and its renewal invoice issued (due for a charge).
  */
 async function setup(t: TestContext, provider: CollectingProvider, env: Record<string, string> = {}): Promise<Setup> {
-  const paystack = await FakePaystack.start(t);
-  const stripe = await FakeStripe.start(t);
-  const app = await buildTestApp(t, {
-    env: {
-      PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
-      PAYSTACK_API_URL: paystack.url,
-      STRIPE_API_KEY,
-      STRIPE_API_URL: stripe.url,
-      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
-      ...env,
-    },
-  });
+  const app = await appWithFakeProviders(t, env);
+  const { paystack, stripe } = app;
   paystack.webhookTarget = { url: app.baseUrl };
   stripe.webhookTarget = { url: app.baseUrl, now: () => app.clock.now() };
   const created = await createSubscription(app, { plan: { currency: CURRENCY[provider], amount: 5000 } });

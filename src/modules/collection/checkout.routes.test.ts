@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { type TestContext, test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
+import { test } from 'node:test';
+import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
+import { type TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
-import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
-import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
+import { STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
@@ -17,32 +17,6 @@ import {
   updateInvoice,
 } from '../invoices/invoices.lifecycle.ts';
 import { listInvoiceAttempts } from './payment-attempts.ts';
-
-interface Fakes {
-  paystack: FakePaystack;
-  stripe: FakeStripe;
-}
-
-/** A test app whose providers are the two fakes (both keys set unless `env` clears one). */
-async function appWithFakes(
-  t: TestContext,
-  env: Record<string, string> = {},
-  options: { logStream?: NodeJS.WritableStream } = {},
-): Promise<TestApp & Fakes> {
-  const paystack = await FakePaystack.start(t);
-  const stripe = await FakeStripe.start(t);
-  const app = await buildTestApp(t, {
-    env: {
-      PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
-      PAYSTACK_API_URL: paystack.url,
-      STRIPE_API_KEY,
-      STRIPE_API_URL: stripe.url,
-      ...env,
-    },
-    logStream: options.logStream,
-  });
-  return Object.assign(app, { paystack, stripe });
-}
 
 /** Issues the first invoice of a new subscription (plan: 5000 NGN a month), as the worker would. */
 async function openInvoice(app: TestApp, plan: Record<string, unknown> = {}): Promise<Invoice> {
@@ -73,7 +47,7 @@ function checkout(app: TestApp, invoiceId: string, body: Record<string, unknown>
 }
 
 test('Paystack: POST /transaction/initialize with the email, the amount remaining, currency, our reference, callback_url and metadata → its authorization_url', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app);
   // A partial payment leaves 3000 to collect.
   await app.deps.db.transaction().execute(async (trx) => {
@@ -113,7 +87,7 @@ test('Paystack: POST /transaction/initialize with the email, the amount remainin
 });
 
 test('Stripe: a Checkout Session in payment mode for the amount remaining, saving the card off-session, with the metadata on the PaymentIntent too → its url and expires_at', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app, { currency: 'USD', amount: 1999 });
   const res = await checkout(app, invoice.id, { provider: 'stripe' });
   assert.equal(res.status, 201, res.text);
@@ -161,7 +135,7 @@ test('Stripe: a Checkout Session in payment mode for the amount remaining, savin
 });
 
 test('the body is optional: no body, or an empty one with Content-Type: application/json, takes the defaults', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app);
   const bare = await app.request('POST', `/api/invoices/${invoice.id}/checkout`);
   assert.equal(bare.status, 201, bare.text);
@@ -177,7 +151,7 @@ test('the body is optional: no body, or an empty one with Content-Type: applicat
 });
 
 test('each link is a new attempt with its own reference', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app);
   const first = await checkout(app, invoice.id);
   const second = await checkout(app, invoice.id, { provider: 'stripe' });
@@ -196,7 +170,7 @@ test('each link is a new attempt with its own reference', async (t) => {
 });
 
 test('a retry with the same Idempotency-Key returns the same link without calling the provider again', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app);
   const send = () =>
     app.request('POST', `/api/invoices/${invoice.id}/checkout`, {
@@ -214,7 +188,7 @@ test('a retry with the same Idempotency-Key returns the same link without callin
 });
 
 test('only an open invoice gets a link: paid, void and uncollectible are 409, and no provider is called', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   for (const event of ['paid', 'void', 'mark_uncollectible'] as const) {
     const invoice = await openInvoice(app);
     await app.deps.db.transaction().execute(async (trx) => {
@@ -231,7 +205,7 @@ test('only an open invoice gets a link: paid, void and uncollectible are 409, an
 });
 
 test('an unknown or malformed invoice id is 404', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   for (const id of ['inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', 'nope', 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G']) {
     const res = await checkout(app, id);
     assert.equal(res.status, 404, id);
@@ -240,7 +214,7 @@ test('an unknown or malformed invoice id is 404', async (t) => {
 });
 
 test('a provider without an API key cannot collect: 422 invalid_state naming the variable', async (t) => {
-  const app = await appWithFakes(t, { STRIPE_API_KEY: '' });
+  const app = await appWithFakeProviders(t, { STRIPE_API_KEY: '' });
   const invoice = await openInvoice(app);
   const res = await checkout(app, invoice.id, { provider: 'stripe' });
   assert.equal(res.status, 422);
@@ -248,7 +222,7 @@ test('a provider without an API key cannot collect: 422 invalid_state naming the
   assert.match(res.body.message, /STRIPE_API_KEY is not set/);
   assert.deepEqual(await listInvoiceAttempts(app.deps.db, invoice.id), []);
 
-  const none = await appWithFakes(t, { PAYSTACK_SECRET_KEY: '', STRIPE_API_KEY: '' });
+  const none = await appWithFakeProviders(t, { PAYSTACK_SECRET_KEY: '', STRIPE_API_KEY: '' });
   const other = await openInvoice(none);
   const defaulted = await checkout(none, other.id);
   assert.equal(defaulted.status, 422);
@@ -257,19 +231,19 @@ test('a provider without an API key cannot collect: 422 invalid_state naming the
 });
 
 test('DEFAULT_PROVIDER: the one configured when only Stripe has a key, or the one named', async (t) => {
-  const onlyStripe = await appWithFakes(t, { PAYSTACK_SECRET_KEY: '' });
+  const onlyStripe = await appWithFakeProviders(t, { PAYSTACK_SECRET_KEY: '' });
   const res = await checkout(onlyStripe, (await openInvoice(onlyStripe)).id);
   assert.equal(res.status, 201);
   assert.equal(res.body.provider, 'stripe');
 
-  const named = await appWithFakes(t, { DEFAULT_PROVIDER: 'stripe' });
+  const named = await appWithFakeProviders(t, { DEFAULT_PROVIDER: 'stripe' });
   const chosen = await checkout(named, (await openInvoice(named)).id);
   assert.equal(chosen.body.provider, 'stripe');
   assert.equal(named.paystack.calls.length, 0);
 });
 
 test('a bad callback_url or provider is 400 and changes nothing', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app);
   for (const body of [
     { callback_url: 'ftp://example.com/x' },
@@ -292,7 +266,7 @@ test('a bad callback_url or provider is 400 and changes nothing', async (t) => {
 });
 
 test('a provider that does not answer within PROVIDER_TIMEOUT: 503 internal_error, the attempt stays unknown', async (t) => {
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const invoice = await openInvoice(app);
   for (const provider of ['paystack', 'stripe'] as const) {
     app[provider].queue('hang');
@@ -314,7 +288,7 @@ test('a provider that does not answer within PROVIDER_TIMEOUT: 503 internal_erro
 });
 
 test('a provider 5xx is 503 (unknown); a refusal is 422 with its reason (failed); a refused key is 422 naming the variable', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const invoice = await openInvoice(app);
 
   app.paystack.queue({ status: 502, body: '<html>Bad gateway</html>' });
@@ -370,7 +344,7 @@ test('a provider 5xx is 503 (unknown); a refusal is 422 with its reason (failed)
     ],
   );
 
-  const wrongKeys = await appWithFakes(t, {
+  const wrongKeys = await appWithFakeProviders(t, {
     PAYSTACK_SECRET_KEY: 'sk_test_wrong_paystack_key_000000000000',
     STRIPE_API_KEY: 'sk_test_wrong_stripe_key_000000000000000',
   });
@@ -391,7 +365,7 @@ test('provider keys never appear in logs or responses, even when a provider echo
       done();
     },
   });
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' }, { logStream });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' }, { logStream });
   const invoice = await openInvoice(app);
   const bodies: string[] = [];
   const send = async (body: Record<string, unknown>) => bodies.push((await checkout(app, invoice.id, body)).text);

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { type TestContext, test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
-import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
-import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
+import { test } from 'node:test';
+import { appWithFakeProviders, type FakeProviders } from '../../../test/helpers/provider-apps.ts';
+import { type TestApp } from '../../../test/helpers/app.ts';
+import { STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
 import {
   PAYSTACK_SECRET,
-  PROVIDER_ENV,
   paystackCharge,
   postPaystack,
   postStripe,
@@ -15,34 +14,8 @@ import {
 } from '../../../test/helpers/provider-events.ts';
 import { resolveUnknownRefunds } from './refunds.jobs.ts';
 
-interface Fakes {
-  paystack: FakePaystack;
-  stripe: FakeStripe;
-}
-
-/** A test app whose providers are the two fakes (API keys and webhook secrets set unless `env` clears one). */
-async function appWithFakes(
-  t: TestContext,
-  env: Record<string, string> = {},
-  options: { logStream?: NodeJS.WritableStream } = {},
-): Promise<TestApp & Fakes> {
-  const paystack = await FakePaystack.start(t);
-  const stripe = await FakeStripe.start(t);
-  const app = await buildTestApp(t, {
-    env: {
-      ...PROVIDER_ENV,
-      PAYSTACK_API_URL: paystack.url,
-      STRIPE_API_KEY,
-      STRIPE_API_URL: stripe.url,
-      ...env,
-    },
-    logStream: options.logStream,
-  });
-  return Object.assign(app, { paystack, stripe });
-}
-
 /** A succeeded Paystack payment of `amount` NGN, known to the fake too. Returns the API's payment. */
-async function paystackPayment(app: TestApp & Fakes, amount = 5000) {
+async function paystackPayment(app: TestApp & FakeProviders, amount = 5000) {
   const charge = paystackCharge({ amount });
   assert.equal((await postPaystack(app, charge)).status, 200);
   app.paystack.paid(charge.data.reference, amount);
@@ -50,7 +23,7 @@ async function paystackPayment(app: TestApp & Fakes, amount = 5000) {
 }
 
 /** A succeeded Stripe payment (PaymentIntent) of `amount` USD, known to the fake too. */
-async function stripePayment(app: TestApp & Fakes, amount = 2000) {
+async function stripePayment(app: TestApp & FakeProviders, amount = 2000) {
   const intent = stripePaymentIntent({ amount });
   assert.equal((await postStripe(app, stripeEvent('payment_intent.succeeded', intent))).status, 200);
   app.stripe.paid(intent.id, amount);
@@ -77,7 +50,7 @@ function stripeNow(app: TestApp): number {
 }
 
 test('Paystack: POST /refund with the transaction and amount → 202 pending; refund.processed settles that refund (no second row)', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const payment = await paystackPayment(app, 5000);
 
   const res = await refund(app, payment.id, { amount: 2000, reason: 'customer changed their mind' });
@@ -120,7 +93,7 @@ test('Paystack: POST /refund with the transaction and amount → 202 pending; re
 });
 
 test('Stripe: POST /v1/refunds with payment_intent, amount, reason and our Idempotency-Key → 202 pending; refund.updated settles it to refunded', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const payment = await stripePayment(app, 2000);
 
   const res = await refund(app, payment.id, { reason: 'Requested by customer' });
@@ -153,7 +126,7 @@ test('Stripe: POST /v1/refunds with payment_intent, amount, reason and our Idemp
 });
 
 test('Stripe: a reason outside its enum travels in the metadata', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const payment = await stripePayment(app, 2000);
   const res = await refund(app, payment.id, { amount: 500, reason: 'damaged in transit' });
   assert.equal(res.status, 202, res.text);
@@ -167,7 +140,7 @@ test('Stripe: a reason outside its enum travels in the metadata', async (t) => {
 });
 
 test('pending refunds count: a request beyond amount − succeeded − pending is 422 and changes nothing; nothing left is 409; a failed refund frees its amount', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const payment = await stripePayment(app, 2000);
   assert.equal((await refund(app, payment.id, { amount: 1500 })).status, 202);
 
@@ -208,7 +181,7 @@ test('pending refunds count: a request beyond amount − succeeded − pending i
 });
 
 test('bad requests: unknown payment 404; failed and manual payments, a provider without a key; amounts that are not positive integers 400', async (t) => {
-  const app = await appWithFakes(t, { STRIPE_API_KEY: '' });
+  const app = await appWithFakeProviders(t, { STRIPE_API_KEY: '' });
   assert.equal((await refund(app, 'pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', {})).status, 404);
   assert.equal((await refund(app, 'nonsense', {})).status, 404);
 
@@ -251,7 +224,7 @@ test('bad requests: unknown payment 404; failed and manual payments, a provider 
 });
 
 test('the provider refuses the request: 422 invalid_state with its reason; the refund is kept failed and frees its amount', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const payment = await paystackPayment(app, 5000);
   app.paystack.queue({
     status: 400,
@@ -274,7 +247,7 @@ test('the provider refuses the request: 422 invalid_state with its reason; the r
 });
 
 test('Stripe: no usable answer → 503 and the refund stays pending; the retry with the same Idempotency-Key repeats the call with the same key: one refund at Stripe', async (t) => {
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const payment = await stripePayment(app, 2000);
   app.stripe.queue('lost'); // Stripe refunds, the answer never arrives
   const headers = { 'idempotency-key': 'refund-order-42' };
@@ -305,7 +278,7 @@ test('Stripe: no usable answer → 503 and the refund stays pending; the retry w
 });
 
 test('Stripe: the refund event arriving before any answer settles the pending refund by the refund_id in its metadata', async (t) => {
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const payment = await stripePayment(app, 2000);
   app.stripe.queue('lost');
   const first = await refund(app, payment.id, { amount: 2000 });
@@ -325,7 +298,7 @@ test('Stripe: the refund event arriving before any answer settles the pending re
 });
 
 test('Paystack: no usable answer → 503; the retry looks the refund up (GET /refund) and does not send it again', async (t) => {
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const payment = await paystackPayment(app, 5000);
   app.paystack.queue('lost'); // Paystack queues the refund, the answer never arrives
   const headers = { 'idempotency-key': 'refund-order-43' };
@@ -369,7 +342,7 @@ test('provider keys never appear in logs or responses of refunds', async (t) => 
       done();
     },
   });
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' }, { logStream });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' }, { logStream });
   const paystackPaid = await paystackPayment(app, 5000);
   const stripePaid = await stripePayment(app, 2000);
   const bodies: string[] = [];
@@ -406,7 +379,7 @@ test('provider keys never appear in logs or responses of refunds', async (t) => 
 });
 
 test('concurrent refund requests never promise more than was paid (PostgreSQL: the payment lock serializes them)', async (t) => {
-  const app = await appWithFakes(t);
+  const app = await appWithFakeProviders(t);
   const payment = await stripePayment(app, 2000);
   const answers = await Promise.all(Array.from({ length: 8 }, () => refund(app, payment.id, { amount: 700 })));
   const accepted = answers.filter((a) => a.status === 202);
@@ -428,7 +401,7 @@ test('concurrent refund requests never promise more than was paid (PostgreSQL: t
 });
 
 test('the worker resolves a refund left without an answer once resume_at comes, under a lease: Paystack looked up, never sent twice', async (t) => {
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const payment = await paystackPayment(app, 5000);
   app.paystack.queue('lost');
   const first = await refund(app, payment.id, { amount: 1200 });
@@ -483,7 +456,7 @@ test('the worker resolves a refund left without an answer once resume_at comes, 
 });
 
 test('a retry while another caller holds the lease does not ask the provider: it answers the pending refund as it stands', async (t) => {
-  const app = await appWithFakes(t, { PROVIDER_TIMEOUT: '300ms' });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const payment = await stripePayment(app, 2000);
   app.stripe.queue('hang');
   const headers = { 'idempotency-key': 'refund-order-77' };

@@ -5,14 +5,15 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import fc from 'fast-check';
-import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
+import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
+import { connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
 import { FakePaystack, type PaystackChargeOutcome } from '../../../test/helpers/fake-paystack.ts';
-import { FakeStripe, STRIPE_API_KEY, type StripeChargeOutcome } from '../../../test/helpers/fake-stripe.ts';
+import type { FakeStripe } from '../../../test/helpers/fake-stripe.ts';
+import { type StripeChargeOutcome } from '../../../test/helpers/fake-stripe.ts';
 import { reportPayment, runWorker } from '../../../test/helpers/invoice-payments.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
-import { PAYSTACK_SECRET, STRIPE_SECRET } from '../../../test/helpers/provider-events.ts';
 import type { CollectingProvider } from '../../config.ts';
 import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
 import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
@@ -55,18 +56,8 @@ async function setup(
   outcomes: string[],
   options: { withMethod?: boolean; env?: Record<string, string>; extra?: number; renewal?: string } = {},
 ): Promise<Setup> {
-  const paystack = await FakePaystack.start(t);
-  const stripe = await FakeStripe.start(t);
-  const app = await buildTestApp(t, {
-    env: {
-      PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
-      PAYSTACK_API_URL: paystack.url,
-      STRIPE_API_KEY,
-      STRIPE_API_URL: stripe.url,
-      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
-      ...options.env,
-    },
-  });
+  const app = await appWithFakeProviders(t, options.env);
+  const { paystack, stripe } = app;
   const fake = provider === 'paystack' ? paystack : stripe;
   const created = await createSubscription(app, { plan: { currency: CURRENCY[provider], amount: 5000 } });
   const sub = await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, created.id));
