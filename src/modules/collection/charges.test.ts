@@ -309,7 +309,7 @@ test('paystack: a look-up that proves nothing (verify refused or 500; a late dup
   const s = await setup(t, 'paystack', { PROVIDER_TIMEOUT: '300ms' });
   s.paystack.inject('lose', { method: 'POST', path: '/transaction/charge_authorization' });
   await chargeDueInvoices(s.app.deps);
-  const [{ reference }] = (await listInvoiceAttempts(s.app.deps.db, s.invoiceId)) as [{ reference: string }];
+  const { reference } = (await listInvoiceAttempts(s.app.deps.db, s.invoiceId))[0]!;
   assert.equal(s.paystack.ledger.chargesWithReference(reference).length, 1, 'Paystack charged; the answer was lost');
   const stillUnknown = async (why: string) => {
     s.app.clock.advance(RESOLVE_DELAY_MS);

@@ -219,7 +219,11 @@ export class PaystackApi {
     window: { from: string; to: string },
   ): Promise<PaystackRefund | null> {
     const unproven = (why: string) =>
-      new ProviderCallError('paystack', 'unavailable', `Paystack's refund list cannot tell whether ${refundId} was made: ${why}`);
+      new ProviderCallError(
+        'paystack',
+        'unavailable',
+        `Paystack's refund list cannot tell whether ${refundId} was made: ${why}`,
+      );
     let total: number | null = null;
     let seen = 0;
     for (let page = 1; ; page += 1) {
@@ -234,7 +238,8 @@ export class PaystackApi {
       const meta = isObject(body) && isObject(body.meta) ? body.meta : {};
       const pageTotal = meta.total;
       const pageCount = meta.pageCount;
-      if (!Number.isSafeInteger(pageTotal) || !Number.isSafeInteger(pageCount)) throw unproven('no meta.total/pageCount');
+      if (!Number.isSafeInteger(pageTotal) || !Number.isSafeInteger(pageCount))
+        throw unproven('no meta.total/pageCount');
       if (total === null) {
         total = pageTotal as number;
         if ((pageCount as number) > LOOKUP_MAX_PAGES) {

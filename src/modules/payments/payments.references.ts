@@ -312,7 +312,11 @@ export async function lockPaymentLink(
   const canonicalPayment = await selectPaymentForUpdate(trx, provider, canonical);
   const conflict =
     aliasPayment && canonicalPayment
-      ? mergeConflict(aliasPayment, canonicalPayment, await pendingRefundsOf(trx, [aliasPayment.id, canonicalPayment.id]))
+      ? mergeConflict(
+          aliasPayment,
+          canonicalPayment,
+          await pendingRefundsOf(trx, [aliasPayment.id, canonicalPayment.id]),
+        )
       : null;
   return { ...link, conflict, aliasPayment, canonicalPayment };
 }
