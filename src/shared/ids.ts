@@ -1,7 +1,7 @@
 // Prefixed, time-sortable, opaque ids (SPEC §2): `cus_01JD…`. ULIDs sort by creation time,
 // which lists use as the tie-break after their sort field.
 import { randomFillSync } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { decodeTime, monotonicFactory } from 'ulid';
 
 export const ID_PREFIXES = {
   customer: 'cus',
@@ -55,4 +55,13 @@ export function newId(kind: IdKind): string {
  */
 export function isIdOf(kind: IdKind, id: string): boolean {
   return id.startsWith(`${ID_PREFIXES[kind]}_`) && ID_SHAPE.test(id);
+}
+
+/**
+ * The real (wall-clock) instant id `id` (any kind) was made: its ULID's time, to the
+ * millisecond. Real time whatever clock stamped the row (a test clock's customer, SPEC §11):
+ * what a provider's own records are dated by. Throws on a malformed id.
+ */
+export function idTime(id: string): Date {
+  return new Date(decodeTime(id.slice(id.indexOf('_') + 1)));
 }

@@ -38,13 +38,13 @@ export const CLOCK_AWARE_JOBS: readonly Job[] = [
   // Right after issuing: a renewal invoice of a customer with a saved method is charged in the same tick.
   chargeInvoices,
   markUnpaidRenewalsPastDue,
+  resolveUnknownRefunds,
 ];
 
 export const JOBS: readonly Job[] = [
   ...CLOCK_AWARE_JOBS,
   advanceTestClocks(CLOCK_AWARE_JOBS),
   retryProviderEvents,
-  resolveUnknownRefunds,
   purgeIdempotencyKeys,
   foldCountDeltasJob,
 ];

@@ -2,10 +2,13 @@
 // TransactionInitializeResponse, VerifyResponse, RefundCreate, RefundCreateResponse,
 // RefundListResponse, the Error model): POST /transaction/initialize, GET
 // /transaction/verify/:reference, POST /refund and GET /refund, `Authorization: Bearer <secret
-// key>` checked, every call recorded, errors and timeouts on demand (FakeProviderServer.queue),
-// and the signed refund webhooks Paystack would send (sendRefundEvent).
+// key>` checked, every call recorded, errors and timeouts on demand (FakeProviderServer.queue,
+// inject), every charge and refund it made in `ledger`, the refund list paginated as Paystack's
+// (`perPage`, `page`, `from`, `to`; `meta.total`/`pageCount`) over any number of the account's
+// other refunds (seedRefunds), and the signed refund webhooks Paystack would send
+// (sendRefundEvent).
 import type { TestContext } from 'node:test';
-import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
+import { FakeProviderServer, markerOf, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
 import { PAYSTACK_SECRET, paystackCharge, signPaystack } from './provider-events.ts';
 
 /** A transaction the fake knows, by reference. */
@@ -70,6 +73,7 @@ export class FakePaystack extends FakeProviderServer {
       decode: (raw) => JSON.parse(raw) as Record<string, unknown>,
       handle: (call) => this.#route(call),
       unauthorized: error(401, 'Invalid key'),
+      serverError: error(500, 'An error occurred'),
     });
   }
 
@@ -260,6 +264,42 @@ export class FakePaystack extends FakeProviderServer {
     return response.status;
   }
 
+  /**
+   * Puts `count` refunds of other transactions on the account (made `at`, default now; each
+   * on a paid transaction of its own, `processed`), as a busy merchant's would be: they fill
+   * the pages of GET /refund. Recorded in the ledger as `preExisting`. Returns their ids.
+   */
+  seedRefunds(count: number, at: Date = new Date()): number[] {
+    const ids: number[] = [];
+    const createdAt = at.toISOString();
+    for (let i = 0; i < count; i += 1) {
+      const reference = `T-seed-${this.#nextId}`;
+      this.paid(reference, 10_000);
+      const refund: FakePaystackRefund = {
+        id: this.#nextRefundId++,
+        transaction_reference: reference,
+        amount: 1000 + (i % 50),
+        currency: 'NGN',
+        merchant_note: i % 7 === 0 ? '' : `Order ${i} returned`,
+        customer_note: '',
+        status: 'processed',
+        createdAt,
+      };
+      this.refunds.set(refund.id, refund);
+      this.ledger.refunds.push({
+        providerId: String(refund.id),
+        payment: reference,
+        amount: refund.amount,
+        currency: 'NGN',
+        marker: null,
+        at: createdAt,
+        preExisting: true,
+      });
+      ids.push(refund.id);
+    }
+    return ids;
+  }
+
   #refundRoute(call: RecordedCall): FakeAnswer {
     if (call.method === 'POST') return this.#createRefund(call.body);
     if (call.method === 'GET') return this.#listRefunds(new URL(call.path, 'http://fake').searchParams);
@@ -292,6 +332,15 @@ export class FakePaystack extends FakeProviderServer {
       createdAt: now,
     };
     this.refunds.set(refund.id, refund);
+    this.ledger.refunds.push({
+      providerId: String(refund.id),
+      payment: tx.reference,
+      amount: refund.amount,
+      currency: refund.currency,
+      marker: markerOf(refund.merchant_note),
+      at: now,
+      preExisting: false,
+    });
     return {
       status: 200,
       body: {
@@ -341,9 +390,11 @@ export class FakePaystack extends FakeProviderServer {
     const perPage = Number(query.get('perPage') ?? 50);
     const page = Math.max(Number(query.get('page') ?? 1), 1);
     const from = query.get('from');
+    const to = query.get('to');
+    // Newest first, as Paystack lists them (the id breaks ties: one order across pages).
     const all = [...this.refunds.values()]
-      .filter((r) => from === null || r.createdAt >= from)
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+      .filter((r) => (from === null || r.createdAt >= from) && (to === null || r.createdAt <= to))
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id - a.id);
     const items = all.slice((page - 1) * perPage, page * perPage).map((r) => ({
       integration: 412829,
       transaction: this.transactions.get(r.transaction_reference)?.id ?? 0,
@@ -490,6 +541,7 @@ export class FakePaystack extends FakeProviderServer {
       paid_at: status === 'success' ? now : null,
     };
     this.transactions.set(reference, tx);
+    this.ledger.charges.push({ reference, providerId: String(tx.id), amount: tx.amount, currency, status, at: now });
     const gateway =
       outcome === 'success' ? 'Approved' : outcome === 'paused' ? 'Transaction paused' : 'Insufficient Funds';
     return {

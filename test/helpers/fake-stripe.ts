@@ -4,7 +4,8 @@
 // send: sendRefundEvent),
 // form-encoded bodies as Stripe's library sends them (`a[b][0][c]=v`), `Authorization: Bearer
 // <key>` checked, Idempotency-Key honoured (same key and body → the same answer; another body →
-// 400 idempotency_error), every call recorded, errors and timeouts on demand (queue()).
+// 400 idempotency_error), every call recorded, errors and timeouts on demand (queue(),
+// inject()), every charge and refund it made in `ledger`.
 import type { TestContext } from 'node:test';
 import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
 import { signStripe, stripeEvent } from './provider-events.ts';
@@ -59,6 +60,7 @@ export class FakeStripe extends FakeProviderServer {
         'invalid_request_error',
         `Invalid API Key provided: sk_test_****${apiKey.slice(-4)}`,
       ),
+      serverError: stripeError(500, 'api_error', 'An unknown error occurred'),
     });
   }
 
@@ -248,6 +250,16 @@ export class FakeStripe extends FakeProviderServer {
       transfer_reversal: null,
     };
     this.refunds.set(id, refund);
+    const metadata = (body.metadata ?? {}) as Record<string, unknown>;
+    this.ledger.refunds.push({
+      providerId: id,
+      payment: intentId as string,
+      amount,
+      currency: intent.currency.toUpperCase(),
+      marker: typeof metadata.refund_id === 'string' ? metadata.refund_id : null,
+      at: new Date().toISOString(),
+      preExisting: false,
+    });
     return { status: 200, body: refund };
   }
 
@@ -367,6 +379,14 @@ export class FakeStripe extends FakeProviderServer {
       idempotency_key: key,
     };
     this.intents.set(id, intent);
+    this.ledger.charges.push({
+      reference: key,
+      providerId: id,
+      amount,
+      currency: String(body.currency).toUpperCase(),
+      status: String(intent.status),
+      at: new Date().toISOString(),
+    });
     const { idempotency_key: _key, ...visible } = intent;
     if (!declined) return { status: 200, body: visible };
     return {

@@ -305,6 +305,36 @@ test('paystack: a request that never reached Paystack (verify: not found) is sen
   assert.equal(s.paystack.chargeCalls.at(-1)!.body.reference, attempt!.reference);
 });
 
+test('paystack: a look-up that proves nothing (verify refused or 500; a late duplicate reference) leaves the attempt unknown: asked again later, never charged twice', async (t) => {
+  const s = await setup(t, 'paystack', { PROVIDER_TIMEOUT: '300ms' });
+  s.paystack.inject('lose', { method: 'POST', path: '/transaction/charge_authorization' });
+  await chargeDueInvoices(s.app.deps);
+  const { reference } = (await listInvoiceAttempts(s.app.deps.db, s.invoiceId))[0]!;
+  assert.equal(s.paystack.ledger.chargesWithReference(reference).length, 1, 'Paystack charged; the answer was lost');
+  const stillUnknown = async (why: string) => {
+    s.app.clock.advance(RESOLVE_DELAY_MS);
+    assert.equal(await chargeDueInvoices(s.app.deps), 1, why);
+    const [attempt, ...others] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+    assert.deepEqual([attempt!.status, others.length], ['unknown', 0], `${why}: ${attempt!.failure_code}`);
+    assert.equal((await invoiceOf(s)).status, 'open', why);
+  };
+  s.paystack.queue({ status: 400, body: { status: false, message: 'Invalid key format', code: 'invalid_params' } });
+  await stillUnknown('verify refused');
+  s.paystack.inject('error', { method: 'GET', path: `/transaction/verify/${reference}` });
+  await stillUnknown('verify answered 500');
+  // Verify says 404 (not indexed yet): sent again with the same reference, which Paystack refuses as taken.
+  s.paystack.queue({ status: 404, body: { status: false, message: 'Transaction reference not found' } });
+  await stillUnknown('a late duplicate reference');
+  assert.equal(s.paystack.chargeCalls.length, 2);
+
+  s.app.clock.advance(RESOLVE_DELAY_MS);
+  await chargeDueInvoices(s.app.deps);
+  const [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+  assert.equal(attempt!.status, 'succeeded');
+  assert.equal(s.paystack.ledger.charges.length, 1, 'charged once');
+  assert.equal((await invoiceOf(s)).status, 'paid');
+});
+
 test('a claimed charge is not claimed again while its lease lasts; after it, it is asked about, not re-charged', async (t) => {
   const s = await setup(t, 'paystack', { PROVIDER_TIMEOUT: '1s' });
   s.paystack.hold();

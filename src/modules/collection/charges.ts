@@ -270,22 +270,44 @@ async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<Charge
     };
   const { attempt } = charge;
   if (charge.resolving) {
-    const known = await api.verifyTransaction(attempt.reference);
+    let known: Awaited<ReturnType<typeof api.verifyTransaction>>;
+    try {
+      known = await api.verifyTransaction(attempt.reference);
+    } catch (error) {
+      // Only a 404 proves Paystack never saw the reference; any other failure of the look-up
+      // (refused, unauthorized, no answer) proves nothing: still unknown, nothing sent (SPEC §10).
+      if (!(error instanceof ProviderCallError)) throw error;
+      return { kind: 'unknown', providerObjectId: null, code: `provider_${error.failure}`, message: error.message };
+    }
     if (known) {
       const id = typeof known.data.id === 'number' || typeof known.data.id === 'string' ? String(known.data.id) : null;
       return paystackResult({ ...known, id }, known.gateway_response, null);
     }
   }
   if (!charge.method) return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method is gone' };
-  const answer = await api.chargeAuthorization({
-    email: charge.email,
-    amount: attempt.amount,
-    authorization_code: charge.method.credential,
-    currency: attempt.currency,
-    reference: attempt.reference,
-    metadata: metadataOf(charge),
-  });
-  return paystackResult(answer, answer.gateway_response, answer.authorization_url);
+  try {
+    const answer = await api.chargeAuthorization({
+      email: charge.email,
+      amount: attempt.amount,
+      authorization_code: charge.method.credential,
+      currency: attempt.currency,
+      reference: attempt.reference,
+      metadata: metadataOf(charge),
+    });
+    return paystackResult(answer, answer.gateway_response, answer.authorization_url);
+  } catch (error) {
+    // Sent again after a 404, the reference is now taken: Paystack has the charge after all
+    // (it arrived late). Not a refusal: unknown, verified again later.
+    if (charge.resolving && error instanceof ProviderCallError && isDuplicateReference(error)) {
+      return { kind: 'unknown', providerObjectId: null, code: 'provider_duplicate_reference', message: error.message };
+    }
+    throw error;
+  }
+}
+
+/** Paystack refused a reference it already has (`duplicate_reference`, "Duplicate Transaction Reference"). */
+function isDuplicateReference(error: ProviderCallError): boolean {
+  return error.providerCode === 'duplicate_reference' || /duplicate transaction reference/i.test(error.message);
 }
 
 /** Step 2 for Stripe: the same create, same Idempotency-Key, whether first or resolving. */

@@ -61,6 +61,29 @@ export interface CreateRefundInput {
   merchant_note: string;
 }
 
+/** The refund list's page size (its documented `perPage`). */
+export const LOOKUP_PAGE_SIZE = 100;
+
+/**
+ * The most pages one look-up reads (10,000 refunds of the account in its window): beyond
+ * that it proves nothing, and the refund stays unknown (SPEC §10).
+ */
+export const LOOKUP_MAX_PAGES = 100;
+
+/**
+ * The marker our refund id `refundId` makes at the end of a merchant_note: `[re_…]`. The note
+ * is `<reason or Refund> [<refundId>]` (SPEC §10): a client's reason may name other refunds,
+ * but only ours ends the note.
+ */
+export function merchantNoteOf(reason: string | null, refundId: string): string {
+  return `${reason ?? 'Refund'} [${refundId}]`;
+}
+
+/** Our refund id at the very end of `note` (`… [re_…]`), or null: exact, never "contains". */
+export function refundMarkerOf(note: unknown): string | null {
+  return typeof note === 'string' ? (/\[(re_[0-9A-HJKMNP-TV-Z]{26})\]$/.exec(note)?.[1] ?? null) : null;
+}
+
 /** What refunds read of a Paystack refund (`data` of POST /refund, an item of GET /refund). */
 export interface PaystackRefund {
   /** Paystack's refund id (an integer), as text. */
@@ -180,27 +203,62 @@ export class PaystackApi {
   }
 
   /**
-   * The refund of transaction `transactionReference` whose `merchant_note` contains `marker`
-   * (our refund id), created since `since` (ISO 8601), or null when Paystack lists none: GET
-   * /refund `?from&perPage&page`, filtered here by `transaction_reference` and the note (the
-   * documented list takes no transaction filter). Reads at most 10 pages of 100. Throws
-   * ProviderCallError.
+   * The refund of transaction `transactionReference` that carries our refund id `refundId` as
+   * its marker (merchant_note ending in `[<refundId>]`, refundMarker), among those Paystack
+   * lists between `window.from` and `window.to` (ISO 8601): GET /refund
+   * `?from&to&perPage=100&page` (the documented list, which takes no transaction filter),
+   * every page read. Returns null only when absence is PROVEN: every page up to
+   * `meta.pageCount` answered, the same `meta.total` on each, and as many refunds seen as that
+   * total. Anything less (a page that fails, a total that moves, more than
+   * LOOKUP_MAX_PAGES pages) proves nothing: throws ProviderCallError `unavailable` (outcome
+   * unknown), so the caller sends nothing. SPEC §10 "Refunds from the API".
    */
-  async findRefund(transactionReference: string, marker: string, since: string): Promise<PaystackRefund | null> {
-    for (let page = 1; page <= 10; page += 1) {
-      const query = new URLSearchParams({ from: since, perPage: '100', page: String(page) });
+  async findRefund(
+    transactionReference: string,
+    refundId: string,
+    window: { from: string; to: string },
+  ): Promise<PaystackRefund | null> {
+    const unproven = (why: string) =>
+      new ProviderCallError(
+        'paystack',
+        'unavailable',
+        `Paystack's refund list cannot tell whether ${refundId} was made: ${why}`,
+      );
+    let total: number | null = null;
+    let seen = 0;
+    for (let page = 1; ; page += 1) {
+      const query = new URLSearchParams({ ...window, perPage: String(LOOKUP_PAGE_SIZE), page: String(page) });
       const { status, body } = await this.#call('GET', `/refund?${query}`);
       const items = isObject(body) && body.status === true && Array.isArray(body.data) ? body.data : undefined;
-      if (status !== 200 || !items) throw this.#failure(status, body, 'list refunds');
-      for (const item of items) {
-        if (!isObject(item) || item.transaction_reference !== transactionReference) continue;
-        if (typeof item.merchant_note !== 'string' || !item.merchant_note.includes(marker)) continue;
-        const refund = refundOf(item);
-        if (refund) return refund;
+      if (status !== 200 || !items) {
+        const failure = this.#failure(status, body, 'list refunds');
+        // A refused or unauthorized list says nothing about the refund either.
+        throw failure.outcomeUnknown ? failure : unproven(failure.message);
       }
       const meta = isObject(body) && isObject(body.meta) ? body.meta : {};
-      if (items.length === 0 || typeof meta.pageCount !== 'number' || page >= meta.pageCount) return null;
+      const pageTotal = meta.total;
+      const pageCount = meta.pageCount;
+      if (!Number.isSafeInteger(pageTotal) || !Number.isSafeInteger(pageCount))
+        throw unproven('no meta.total/pageCount');
+      if (total === null) {
+        total = pageTotal as number;
+        if ((pageCount as number) > LOOKUP_MAX_PAGES) {
+          throw unproven(`${total} refunds listed since ${window.from}, more than ${LOOKUP_MAX_PAGES} pages`);
+        }
+      } else if (pageTotal !== total) {
+        throw unproven('the list changed while it was read');
+      }
+      for (const item of items) {
+        seen += 1;
+        if (!isObject(item) || item.transaction_reference !== transactionReference) continue;
+        if (refundMarkerOf(item.merchant_note) !== refundId) continue;
+        const refund = refundOf(item);
+        if (!refund) throw unproven('its refund has no id');
+        return refund;
+      }
+      if (page >= (pageCount as number) || items.length === 0) break;
     }
+    if (seen !== total) throw unproven(`${seen} of ${total} refunds listed`);
     return null;
   }
 

@@ -1,24 +1,25 @@
 // The worker's part of refunds from the API (SPEC §10): a refund whose provider call got no
 // usable answer (or whose caller died mid-call) is asked again once `resume_at` has come —
-// Stripe's call repeated with the same Idempotency-Key, Paystack's refund looked up before
-// anything is sent again — under a lease, so a retry of the request and the worker never ask
-// at once. It ends answered (still `pending` until the provider's event), refused (`failed`),
-// or due again a minute later.
+// Stripe's call repeated with the same Idempotency-Key, Paystack's refund looked up by our
+// marker and sent again only when the look-up proves Paystack has none — under a lease, so a
+// retry of the request and the worker never ask at once. It ends answered (still `pending`
+// until the provider's event), refused (`failed`), or due again a minute later. Clock-aware
+// (SPEC §11): a test clock customer's refund is resumed by its clock's advance, at its time.
 import { AppError } from '../../http/errors.ts';
-import type { Job } from '../job.ts';
-import { claimDueRefundRequests } from '../payments/payments.refund-requests.ts';
+import { type Job, REAL_TIME } from '../job.ts';
+import { claimDueRefundRequests, nextRefundResumeAt } from '../payments/payments.refund-requests.ts';
 import type { CollectingProvider } from '../../config.ts';
 import { PROVIDER_NAMES } from './provider-api.ts';
-import { refundLeaseMs, resolveRefund } from './refunds.ts';
+import { refundClock, refundLeaseMs, resolveRefund } from './refunds.ts';
 
 const BATCH_SIZE = 10;
 
-/** Resolves up to BATCH_SIZE due refunds without a provider answer; returns how many it took. */
+/** Resolves up to BATCH_SIZE due refunds of the scope without a provider answer; returns how many it took. */
 export const resolveUnknownRefunds: Job = {
   name: 'resolve_unknown_refunds',
   batchSize: BATCH_SIZE,
-  async run(deps) {
-    const refunds = await claimDueRefundRequests(deps.db, deps.clock, BATCH_SIZE, refundLeaseMs(deps));
+  async run(deps, scope = REAL_TIME) {
+    const refunds = await claimDueRefundRequests(deps.db, deps.clock, BATCH_SIZE, refundLeaseMs(deps), scope);
     for (const refund of refunds) {
       const payment = await deps.db
         .selectFrom('payments')
@@ -32,6 +33,7 @@ export const resolveUnknownRefunds: Job = {
         provider: refund.provider as CollectingProvider,
         paymentReference: payment.provider_reference,
         resumed: true,
+        clock: await refundClock(deps.db, deps, refund),
       };
       try {
         await resolveRefund(deps, call);
@@ -42,4 +44,5 @@ export const resolveUnknownRefunds: Job = {
     }
     return refunds.length;
   },
+  nextDueAt: (deps, scope, after) => nextRefundResumeAt(deps.db, scope, after),
 };

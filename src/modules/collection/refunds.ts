@@ -6,12 +6,13 @@
 // looked up before anything is sent again (Paystack has no idempotency on POST /refund). The
 // provider's event settles the row (payments.recording.ts), matched to it, never a second row.
 import { createHash } from 'node:crypto';
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Deps } from '../../deps.ts';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ProviderUnavailableError, StateConflictError } from '../../http/errors.ts';
-import { isIdOf } from '../../shared/ids.ts';
+import { type Clock, systemClock } from '../../shared/clock.ts';
+import { idTime, isIdOf } from '../../shared/ids.ts';
 import { lockPaymentByReference } from '../payments/payments.references.ts';
 import {
   claimRefundRequest,
@@ -24,10 +25,12 @@ import {
 } from '../payments/payments.refund-requests.ts';
 import { MANUAL_PROVIDER, type RefundRow } from '../payments/payments.table.ts';
 import { type Refund } from '../payments/payments.schemas.ts';
+import { merchantNoteOf } from './paystack-api.ts';
 import { ProviderCallError, PROVIDER_NAMES } from './provider-api.ts';
 import { API_KEY_VARIABLE } from './provider-apis.ts';
 import type { CollectingProvider } from '../../config.ts';
 import type { RefundRequestInput } from './refunds.schemas.ts';
+import { clockFor, withClockForCustomer } from '../test-clocks/test-clock-time.ts';
 
 /** Stripe's `reason` values (POST /v1/refunds); any other reason travels in the metadata. */
 const STRIPE_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;
@@ -72,6 +75,23 @@ export interface RefundCall {
   paymentReference: string;
   /** True when this request resumes a refund whose earlier call got no usable answer. */
   resumed: boolean;
+  /**
+   * The refund's time (SPEC §11): its customer's test clock (reached_time), else the real
+   * clock. Stamps the row, its lease and `resume_at`.
+   */
+  clock: Clock;
+}
+
+/**
+ * The clock refund `refund` is stamped with: its test clock's reached time (clockFor), or
+ * `deps.clock` for a real-time refund (no read).
+ */
+export function refundClock(
+  db: Kysely<Database> | Transaction<Database>,
+  deps: Pick<Deps, 'clock'>,
+  refund: Pick<RefundRow, 'test_clock_id'>,
+): Promise<Clock> {
+  return clockFor(db, deps, refund.test_clock_id);
 }
 
 /**
@@ -95,7 +115,7 @@ export async function refundPayment(
   if (call.refund.status !== 'pending' || call.refund.provider_refund_id !== null) return call.refund;
   // A retry: ask the provider only if nobody (the worker, another retry) is asking right now;
   // otherwise the refund is on its way and is answered as it stands.
-  if (call.resumed && !(await claimRefundRequest(deps.db, deps.clock, call.refund, refundLeaseMs(deps)))) {
+  if (call.resumed && !(await claimRefundRequest(deps.db, call.clock, call.refund, refundLeaseMs(deps)))) {
     return call.refund;
   }
   return resolveRefund(deps, call);
@@ -111,7 +131,7 @@ export async function refundPayment(
 export async function resolveRefund(deps: Deps, call: RefundCall): Promise<Refund> {
   try {
     const providerRefundId = await askProvider(deps, call);
-    return await recordRefundAnswer(deps.db, deps.clock, call.refund, providerRefundId);
+    return await recordRefundAnswer(deps.db, call.clock, call.refund, providerRefundId);
   } catch (error) {
     if (!(error instanceof ProviderCallError)) throw error;
     const details = {
@@ -122,14 +142,14 @@ export async function resolveRefund(deps: Deps, call: RefundCall): Promise<Refun
       provider_code: error.providerCode,
     };
     if (error.outcomeUnknown) {
-      const resumeAt = new Date(deps.clock.now().getTime() + RESUME_DELAY_MS).toISOString();
-      await markRefundUnknown(deps.db, deps.clock, call.refund, resumeAt);
+      const resumeAt = new Date(call.clock.now().getTime() + RESUME_DELAY_MS).toISOString();
+      await markRefundUnknown(deps.db, call.clock, call.refund, resumeAt);
       throw new ProviderUnavailableError(
         `${error.message}; the refund ${call.refund.id} stays pending: retry with the same Idempotency-Key`,
         details,
       );
     }
-    await refuseRefundRequest(deps.db, deps.clock, call.refund, error.message);
+    await refuseRefundRequest(deps.db, call.clock, call.refund, error.message);
     throw new AppError('invalid_state', error.message, details);
   }
 }
@@ -163,7 +183,10 @@ async function startRefund(
 
   if (requestKey !== null) {
     const earlier = await findRefundRequest(trx, requestKey);
-    if (earlier) return { refund: earlier, provider, paymentReference: payment.provider_reference, resumed: true };
+    if (earlier) {
+      const clock = await refundClock(trx, deps, earlier);
+      return { refund: earlier, provider, paymentReference: payment.provider_reference, resumed: true, clock };
+    }
   }
   if (payment.status === 'failed') {
     throw new StateConflictError(`payment ${payment.id} cannot be refunded in its current state (failed)`);
@@ -189,37 +212,45 @@ async function startRefund(
       { refundable },
     );
   }
-  const refund = await startRefundRequest(trx, deps.clock, payment, {
+  // A test clock customer's refund lives on the clock's time (SPEC §11); the clock's id goes
+  // on the row, so the job resolving it runs in that clock's scope.
+  const { clock } = await withClockForCustomer(trx, deps, payment.customer_id);
+  const refund = await startRefundRequest(trx, clock, payment, {
     amount,
     reason: input.reason ?? null,
     requestKey,
     leaseMs: refundLeaseMs(deps),
   });
-  return { refund, provider, paymentReference: payment.provider_reference, resumed: false };
+  return { refund, provider, paymentReference: payment.provider_reference, resumed: false, clock };
+}
+
+/**
+ * The window a Paystack look-up lists (ISO 8601), in Paystack's time — real time, whatever
+ * clock stamps our row (SPEC §11): from a minute before our refund id was made (the first
+ * call came after it) to a minute after now; the minutes cover the two clocks' skew. A fixed
+ * end keeps the list still while its pages are read.
+ */
+export function lookupWindow(refundId: string, now: Date = systemClock.now()): { from: string; to: string } {
+  return {
+    from: new Date(idTime(refundId).getTime() - 60_000).toISOString(),
+    to: new Date(now.getTime() + 60_000).toISOString(),
+  };
 }
 
 /**
  * Asks the provider for the refund; returns the provider's refund id. A resumed Paystack
- * refund is looked up first (by our id in its merchant_note) and sent again only when
- * Paystack has none; Stripe's call is simply repeated with the same Idempotency-Key.
+ * refund is looked up first, by our marker only (paystack-api.ts findRefund), and sent again
+ * only when the look-up PROVES Paystack has none; a look-up that proves nothing throws
+ * (outcome unknown: nothing sent). Stripe's call is repeated with the same Idempotency-Key.
  */
 async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
   const { refund } = call;
   if (call.provider === 'paystack') {
     const paystack = deps.providers.paystack;
     if (!paystack) throw missingKey('paystack');
-    const note = `${refund.reason ?? 'Refund'} [${refund.id}]`;
+    const note = merchantNoteOf(refund.reason, refund.id);
     if (call.resumed) {
-      // Paystack lists by creation time; a minute before our row covers clock skew.
-      const since = new Date(Date.parse(refund.created_at) - 60_000).toISOString();
-      const found = await paystack.findRefund(call.paymentReference, refund.id, since).catch((error: unknown) => {
-        // A lookup that fails, for whatever reason, says nothing about the refund: still unknown.
-        if (!(error instanceof ProviderCallError) || error.outcomeUnknown) throw error;
-        throw new ProviderCallError('paystack', 'unavailable', error.message, {
-          providerStatus: error.providerStatus,
-          providerCode: error.providerCode,
-        });
-      });
+      const found = await paystack.findRefund(call.paymentReference, refund.id, lookupWindow(refund.id));
       if (found) return found.id;
     }
     const created = await paystack.createRefund({

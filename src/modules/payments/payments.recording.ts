@@ -264,7 +264,7 @@ export async function recordRefundReports(
   const references = refunds.map((refund) => refund.reference);
   const rows = await trx
     .selectFrom('refunds')
-    .select(['id', 'payment_id', 'provider_reference', 'amount', 'status'])
+    .select(['id', 'payment_id', 'provider_reference', 'amount', 'status', 'provider_refund_id'])
     .where((eb) =>
       eb.or([
         eb('payment_id', '=', payment.id),
@@ -287,6 +287,7 @@ export async function recordRefundReports(
     status: row.status,
     // Only API refunds are ever pending; their own id is what Stripe's metadata carries back.
     requestId: row.id,
+    answered: row.provider_refund_id !== null,
   }));
   const plan = planRefunds({ id: payment.id, amount: Number(payment.amount) }, recorded, refunds);
   if (!plan.accepted) return { refused: true, reason: plan.reason };
@@ -311,6 +312,7 @@ export async function recordRefundReports(
           refunded_at: refund.occurredAt,
           created_at: now,
           updated_at: now,
+          test_clock_id: clock.testClockId ?? null,
         })
         .execute();
       inserted += 1;

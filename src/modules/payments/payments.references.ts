@@ -221,8 +221,12 @@ function isPaid(row: PaymentRow): boolean {
   return row.status !== 'failed';
 }
 
-/** Why the two payments cannot be one, or null: merging must never mix currencies or customers. */
-function mergeConflict(a: PaymentRow, b: PaymentRow): string | null {
+/**
+ * Why the two payments cannot be one, or null: merging must never mix currencies or
+ * customers, nor promise back more than the merged payment holds. `pending`: the minor units
+ * of both payments' pending API refunds.
+ */
+function mergeConflict(a: PaymentRow, b: PaymentRow, pending: number): string | null {
   if (a.currency !== b.currency) {
     return `payments ${a.id} (${a.currency}) and ${b.id} (${b.currency}) are in different currencies`;
   }
@@ -233,13 +237,26 @@ function mergeConflict(a: PaymentRow, b: PaymentRow): string | null {
     return `payments ${a.id} and ${b.id} belong to different subscriptions`;
   }
   // The survivor's refunds are both rows' (each row's amount_refunded is its refunds' sum):
-  // they must fit the amount the merged payment keeps (refund-totals.ts, SPEC §5).
+  // they must fit the amount the merged payment keeps (refund-totals.ts, SPEC §5). Pending
+  // API refunds count too, as for a new request (SPEC §10): each may still succeed.
   const money = mergedMoney(a, b);
   const refunded = Number(a.amount_refunded) + Number(b.amount_refunded);
-  if (refunded > Number(money.amount)) {
-    return `refunds of ${refunded} on payments ${a.id} and ${b.id} exceed the merged amount ${money.amount}`;
+  if (refunded + pending > Number(money.amount)) {
+    const sums = pending === 0 ? `${refunded}` : `${refunded} (and ${pending} pending)`;
+    return `refunds of ${sums} on payments ${a.id} and ${b.id} exceed the merged amount ${money.amount}`;
   }
   return null;
+}
+
+/** The minor units of the pending refunds of payments `paymentIds` (locked by the caller). */
+async function pendingRefundsOf(trx: Transaction<Database>, paymentIds: string[]): Promise<number> {
+  const row = await trx
+    .selectFrom('refunds')
+    .select((eb) => eb.fn.sum<number | string | null>('amount').as('pending'))
+    .where('payment_id', 'in', paymentIds)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return Number(row?.pending ?? 0);
 }
 
 /** The two rows of one payment in creation order. */
@@ -293,7 +310,14 @@ export async function lockPaymentLink(
   if (further !== canonical) return { ...link, conflict: `${canonical} is itself linked to ${further}` };
   const aliasPayment = await selectPaymentForUpdate(trx, provider, alias);
   const canonicalPayment = await selectPaymentForUpdate(trx, provider, canonical);
-  const conflict = aliasPayment && canonicalPayment ? mergeConflict(aliasPayment, canonicalPayment) : null;
+  const conflict =
+    aliasPayment && canonicalPayment
+      ? mergeConflict(
+          aliasPayment,
+          canonicalPayment,
+          await pendingRefundsOf(trx, [aliasPayment.id, canonicalPayment.id]),
+        )
+      : null;
   return { ...link, conflict, aliasPayment, canonicalPayment };
 }
 

@@ -16,6 +16,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { PaymentRow, RefundRow } from './payments.table.ts';
 import { refundableAmount } from './refund-totals.ts';
+import { earliest, type JobScope, REAL_TIME, whereInScope } from '../job.ts';
 
 /** Payment `paymentId`'s refunds as refund-totals.ts reads them (reference, amount, status). */
 export async function refundFactsOf(trx: Transaction<Database>, paymentId: string) {
@@ -89,6 +90,8 @@ export async function startRefundRequest(
     failure_reason: null,
     claimed_until: leaseEnd,
     resume_at: leaseEnd,
+    // A test clock's time stamps the row (SPEC §11): the job resolving it runs in that scope.
+    test_clock_id: clock.testClockId ?? null,
   };
   await trx.insertInto('refunds').values(row).execute();
   await addToCount(trx, 'refunds', 1);
@@ -201,8 +204,9 @@ export async function claimRefundRequest(
 }
 
 /**
- * The worker's claim (SPEC §7: SKIP LOCKED and a lease): up to `limit` pending refunds without
- * a provider answer whose `resume_at` has come and whose lease (if any) has passed, oldest due
+ * The worker's claim (SPEC §7: SKIP LOCKED and a lease): up to `limit` pending refunds of
+ * `scope` (real time, or one test clock's: SPEC §11) without a provider answer whose
+ * `resume_at` has come at `clock`'s now and whose lease (if any) has passed, oldest due
  * first, each leased for `leaseMs`. Returns them as claimed.
  */
 export async function claimDueRefundRequests(
@@ -210,22 +214,27 @@ export async function claimDueRefundRequests(
   clock: Clock,
   limit: number,
   leaseMs: number,
+  scope: JobScope = REAL_TIME,
 ): Promise<RefundRow[]> {
   const at = clock.now();
   const now = at.toISOString();
   const leaseEnd = new Date(at.getTime() + leaseMs).toISOString();
   return transactionWithRetry(db, async (trx) => {
     const rows = await claimRows(
-      trx
-        .selectFrom('refunds')
-        .selectAll()
-        .where('resume_at', '<=', now)
-        .where('status', '=', 'pending')
-        .where('provider_refund_id', 'is', null)
-        .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
-        .orderBy('resume_at')
-        .orderBy('id')
-        .limit(limit),
+      whereInScope(
+        trx
+          .selectFrom('refunds')
+          .selectAll()
+          .where('resume_at', '<=', now)
+          .where('status', '=', 'pending')
+          .where('provider_refund_id', 'is', null)
+          .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
+          .orderBy('resume_at')
+          .orderBy('id')
+          .limit(limit),
+        'refunds.test_clock_id',
+        scope,
+      ),
       trx,
     ).execute();
     if (rows.length === 0) return [];
@@ -240,4 +249,23 @@ export async function claimDueRefundRequests(
       .execute();
     return rows.map((row) => ({ ...row, claimed_until: leaseEnd }));
   });
+}
+
+/**
+ * The earliest `resume_at` strictly after `after` of a pending refund of `scope` still
+ * without a provider answer (the instant claimDueRefundRequests would first take it), or
+ * null: a test clock's advance steps to it (SPEC §11).
+ */
+export async function nextRefundResumeAt(db: Kysely<Database>, scope: JobScope, after: Date): Promise<Date | null> {
+  const row = await whereInScope(
+    db
+      .selectFrom('refunds')
+      .select((eb) => eb.fn.min('resume_at').as('due'))
+      .where('status', '=', 'pending')
+      .where('provider_refund_id', 'is', null)
+      .where('resume_at', '>', after.toISOString()),
+    'refunds.test_clock_id',
+    scope,
+  ).executeTakeFirst();
+  return earliest([row?.due as string | null | undefined]);
 }

@@ -72,6 +72,8 @@ export interface RefundsTable {
   claimed_until: ColumnType<string | null, string | null | undefined, string | null>;
   /** API refunds without a usable answer: when the worker asks the provider again (ISO 8601). */
   resume_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The test clock of the payment's customer when the refund was made (SPEC §11); null: real time. */
+  test_clock_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export type RefundRow = Selectable<RefundsTable>;

@@ -16,17 +16,23 @@ export interface RefundFact {
   status: RefundStatus;
 }
 
-/** A recorded refund; `requestId` is our id (`re_…`) when it was requested through the API. */
+/**
+ * A recorded refund; `requestId` is our id (`re_…`) when it was requested through the API,
+ * `answered` true when the provider's create call answered with its id (the provider surely
+ * has that refund; an API refund without it may or may not exist there).
+ */
 export interface RecordedRefund extends RefundFact {
   requestId?: string | null;
+  answered?: boolean;
 }
 
 /**
  * A reported refund (`succeeded` or `failed`). How a report finds the pending API refund it
  * settles when its `reference` is not recorded yet: `requestReference` — our refund id, when
  * the provider carries it back (Stripe: the refund's metadata) — or, with `matchByAmount`, the
- * oldest pending refund of the same amount (Paystack's events name neither the refund its
- * create call returned nor anything of ours).
+ * oldest pending refund of the same amount the provider answered for, else the oldest
+ * pending one of that amount (Paystack's events name neither the refund its create call
+ * returned nor anything of ours).
  */
 export interface ReportedRefund extends RefundFact {
   requestReference?: string | null;
@@ -88,14 +94,18 @@ function pendingMatch<T extends ReportedRefund>(
     const named = pending.find((refund) => refund.requestId === report.requestReference);
     if (named) return named;
   }
-  return report.matchByAmount ? pending.find((refund) => refund.amount === report.amount) : undefined;
+  if (!report.matchByAmount) return undefined;
+  // A refund the provider answered for exists there; one without an answer may not: the
+  // provider's event is first the former's (SPEC §10).
+  const sameAmount = pending.filter((refund) => refund.amount === report.amount);
+  return sameAmount.find((refund) => refund.answered === true) ?? sameAmount[0];
 }
 
 /**
  * Plans `reports` (one event's refunds, in order) against the refunds `recorded` for the
  * payment `{id, amount}` (minor units; `recorded` oldest first). Per report:
  * - a recorded pending refund it names (by reference, by `requestReference`, or — with
- *   `matchByAmount` — the oldest pending one of its amount) is settled: `succeeded` if the
+ *   `matchByAmount` — the oldest pending one of its amount, answered ones first) is settled: `succeeded` if the
  *   succeeded sum stays ≤ `amount` (else the plan is refused), or `failed` (its amount is free);
  * - unknown, `succeeded`: inserted if it fits what remains (`amount` − succeeded sum: a report
  *   is the provider's fact, its own cap holds, so pending requests do not refuse it), else the

@@ -166,6 +166,9 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
         .where('customer_id', 'in', customers)
         .execute();
     }
+    // Their refunds stay with the payments, back on real time: the real-time worker resolves
+    // a pending one still without a provider answer.
+    await trx.updateTable('refunds').set({ test_clock_id: null }).where('test_clock_id', '=', id).execute();
     if (subscriptions.length > 0) {
       await trx
         .updateTable('payments')
