@@ -454,10 +454,11 @@ function failedRetryOf(
  * reference: the webhook for it, before or after, changes nothing more; a decline counts
  * `attempt_count`, emits `invoice.payment_failed` and moves the subscription as any failed
  * payment does, SPEC §9). Then the attempt, the invoice's next attempt (null; `unknown`:
- * after resolveDelayMs of the attempt's age, or null once it gave up), `charges_stopped_at` when the result needs the customer
- * (needsCustomer), for a final outcome `invoice.payment_attempted` `{invoice, attempt}`, and
- * for a failure the reminder of a dunning step waiting for this charge (finishRetryStep; lock
- * order: the invoice, then its case). Does nothing when the attempt is already resolved.
+ * resolveDelayMs of the attempt's age from now, or null once that gives up),
+ * `charges_stopped_at` when the result needs the customer (needsCustomer), for a final
+ * outcome `invoice.payment_attempted` `{invoice, attempt}`, and for a failure the reminder of
+ * a dunning step waiting for this charge (finishRetryStep; lock order: the invoice, then its
+ * case). Does nothing when the attempt is already resolved.
  */
 export async function recordChargeResult(deps: Deps, charge: ClaimedCharge, result: ChargeResult): Promise<void> {
   await transactionWithRetry(deps.db, (trx) => recordInTransaction(trx, deps, charge, result));

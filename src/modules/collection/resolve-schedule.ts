@@ -1,9 +1,9 @@
 // When the worker asks a provider again about a charge left `unknown` (SPEC §10 "Outcomes"),
-// pure. The wait doubles with the attempt's age — 1 min, 1, 2, 4 … — up to 1 hour, and after a
-// day of no usable answer (31 calls, the charge included) the worker stops asking on its own: the attempt stays
-// `unknown`, a dunning step's charge asks once more, and the provider's webhook still records
-// the payment. Measured in the clock the charge runs in, so a test clock's day costs the
-// provider the same few calls as a real day (SPEC §11), not one per clock minute.
+// pure. The wait grows with the attempt's age — 1 min, 1, 2, 4 … — up to 1 hour; after a day
+// of no usable answer (31 calls, the charge included) the worker stops asking on its own: the
+// attempt stays `unknown`, a dunning step's charge asks once more, and the provider's webhook
+// still records the payment. Measured in the clock the charge runs in, so a test clock's day
+// costs the provider the same few calls as a real day (SPEC §11), not one per clock minute.
 
 /** The first wait after an `unknown` answer (ms). */
 export const RESOLVE_DELAY_MS = 60_000;

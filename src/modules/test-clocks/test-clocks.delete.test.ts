@@ -100,7 +100,7 @@ test('DELETE of a clock whose charge is pending or unknown with the provider is 
   assert.equal(payment.customer_id, null, 'the payment stays, detached');
 });
 
-test("a provider event for a customer deleted with its clock records the payment unattributed and never re-creates the customer", async (t) => {
+test('a provider event for a customer deleted with its clock records the payment unattributed and never re-creates the customer', async (t) => {
   const { app, paystack } = await appWithPaystack(t);
   const plan = await createPlan(app, { currency: 'NGN', amount: 5000 });
   const clock = await createClock(app);
