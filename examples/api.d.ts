@@ -826,7 +826,7 @@ export interface paths {
     post?: never;
     /**
      * Delete a test clock and everything attached to it
-     * @description Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay.
+     * @description Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay. 409 `conflict` (nothing deleted; `details.charges_in_flight`) while a charge of its invoices is in flight with the provider (`pending`, or `unknown` and still to be asked about).
      */
     delete: operations['deleteTestClock'];
     options?: never;
@@ -7432,6 +7432,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];

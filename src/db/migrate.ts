@@ -22,6 +22,7 @@ import * as refundRequests from './migrations/0018_refund_requests.ts';
 import * as chargeAttempts from './migrations/0017_charge_attempts.ts';
 import * as dunningRetries from './migrations/0019_dunning_retries.ts';
 import * as refundTestClocks from './migrations/0020_refund_test_clocks.ts';
+import * as eventEmittedAt from './migrations/0023_event_emitted_at.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0017_charge_attempts': chargeAttempts,
   '0019_dunning_retries': dunningRetries,
   '0020_refund_test_clocks': refundTestClocks,
+  '0023_event_emitted_at': eventEmittedAt,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -9,6 +9,16 @@ export interface Clock {
    * being stamped. Events emitted with it carry `test_clock` in their data.
    */
   readonly testClockId?: string;
+  /**
+   * Set on a test clock's time: the real clock it stands in for. What happens in real time
+   * whatever the clock reads (an event row written, SPEC §6) asks realClockOf.
+   */
+  readonly real?: Clock;
+}
+
+/** The real clock behind `clock`: `clock.real` on a test clock's time, else `clock` itself. */
+export function realClockOf(clock: Clock): Clock {
+  return clock.real ?? clock;
 }
 
 /** The real wall clock. */

@@ -46,12 +46,12 @@ import {
   startAttempt,
 } from './payment-attempts.ts';
 import { ProviderCallError } from './provider-api.ts';
+import { resolveDelayMs } from './resolve-schedule.ts';
 
 /** Invoices one run claims, and so the most provider calls one worker has in flight at once. */
 export const CHARGE_CONCURRENCY = 100;
 
-/** After an `unknown` outcome, when the provider is asked again (ms). */
-export const RESOLVE_DELAY_MS = 60_000;
+export { RESOLVE_DELAY_MS } from './resolve-schedule.ts';
 
 /**
  * The lease of a claimed charge (ms): twice PROVIDER_TIMEOUT — the call's deadline, and as
@@ -476,10 +476,11 @@ function failedRetryOf(
  * reference: the webhook for it, before or after, changes nothing more; a decline counts
  * `attempt_count`, emits `invoice.payment_failed` and moves the subscription as any failed
  * payment does, SPEC §9). Then the attempt, the invoice's next attempt (null; `unknown`:
- * RESOLVE_DELAY_MS from now), `charges_stopped_at` when the result needs the customer
- * (needsCustomer), for a final outcome `invoice.payment_attempted` `{invoice, attempt}`, and
- * for a failure the reminder of a dunning step waiting for this charge (finishRetryStep; lock
- * order: the invoice, then its case). Does nothing when the attempt is already resolved.
+ * resolveDelayMs of the attempt's age from now, or null once that gives up),
+ * `charges_stopped_at` when the result needs the customer (needsCustomer), for a final
+ * outcome `invoice.payment_attempted` `{invoice, attempt}`, and for a failure the reminder of
+ * a dunning step waiting for this charge (finishRetryStep; lock order: the invoice, then its
+ * case). Does nothing when the attempt is already resolved.
  */
 export async function recordChargeResult(deps: Deps, charge: ClaimedCharge, result: ChargeResult): Promise<void> {
   await transactionWithRetry(deps.db, (trx) => recordInTransaction(trx, deps, charge, result));
@@ -529,7 +530,9 @@ async function recordInTransaction(
   let invoiceRow = await lockInvoice(trx, charge.invoice.id);
   const stop = needsCustomer(result);
   if (invoiceRow.status === 'open') {
-    const next = result.kind === 'unknown' ? new Date(now.getTime() + RESOLVE_DELAY_MS).toISOString() : null;
+    // Backs off with the attempt's age in this charge's clock (a test clock's too), bounded.
+    const delay = result.kind === 'unknown' ? resolveDelayMs(now.getTime() - Date.parse(current.created_at)) : null;
+    const next = delay === null ? null : new Date(now.getTime() + delay).toISOString();
     const changes = { next_payment_attempt_at: next, ...(stop ? { charges_stopped_at: now.toISOString() } : {}) };
     await updateInvoice(trx, deps, invoiceRow, changes);
     invoiceRow = { ...invoiceRow, ...changes };

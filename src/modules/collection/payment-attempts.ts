@@ -222,3 +222,37 @@ export async function findLiveCheckoutLink(
     .executeTakeFirst();
   return row === undefined || row.url === null ? undefined : { ...row, url: row.url };
 }
+
+/**
+ * The charge attempts of invoices `invoiceIds` still in flight with the provider (SPEC §11
+ * "Deleting"): `pending` (a call under way, or a worker died mid-call and the next one asks
+ * the provider), or `unknown` while its invoice is `open` and due again (the worker will ask:
+ * collection/charges.ts). An `unknown` attempt whose re-asks gave up, or whose invoice was
+ * settled otherwise, no longer counts. Read in the caller's transaction, after it locked the
+ * invoices; oldest first.
+ */
+export async function findChargesInFlight(
+  trx: Transaction<Database>,
+  invoiceIds: readonly string[],
+): Promise<Pick<PaymentAttemptRow, 'id' | 'invoice_id' | 'status'>[]> {
+  if (invoiceIds.length === 0) return [];
+  return trx
+    .selectFrom('invoice_payment_attempts')
+    .innerJoin('invoices', 'invoices.id', 'invoice_payment_attempts.invoice_id')
+    .select(['invoice_payment_attempts.id', 'invoice_payment_attempts.invoice_id', 'invoice_payment_attempts.status'])
+    .where('invoice_payment_attempts.invoice_id', 'in', invoiceIds)
+    .where('invoice_payment_attempts.kind', '=', 'charge')
+    .where((eb) =>
+      eb.or([
+        eb('invoice_payment_attempts.status', '=', 'pending'),
+        eb.and([
+          eb('invoice_payment_attempts.status', '=', 'unknown'),
+          eb('invoices.status', '=', 'open'),
+          eb('invoices.next_payment_attempt_at', 'is not', null),
+        ]),
+      ]),
+    )
+    .orderBy('invoice_payment_attempts.created_at')
+    .orderBy('invoice_payment_attempts.id')
+    .execute();
+}

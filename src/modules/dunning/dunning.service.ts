@@ -66,6 +66,8 @@ export const PAST_DUE_SORT_FIELDS = ['created_at', 'current_period_end'] as cons
  * A page of subscriptions in `past_due` or `unpaid`, each with its customer's email and
  * what it owes: the open case's `amount_due` (or, once exhausted, the latest case's; with no
  * case at all, the plan's price). Sorted by the subscription's `params.sortBy`.
+ * `days_overdue` counts whole days to now: `clock`'s, or for a test clock's customer its
+ * clock's time reached (SPEC §11; the same join, no extra read).
  */
 export async function listPastDue(
   db: Kysely<Database>,
@@ -78,6 +80,7 @@ export async function listPastDue(
       behind
         .innerJoin('customers', 'customers.id', 'subscriptions.customer_id')
         .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
+        .leftJoin('test_clocks', 'test_clocks.id', 'subscriptions.test_clock_id')
         .select([
           'subscriptions.id',
           'subscriptions.customer_id',
@@ -88,6 +91,7 @@ export async function listPastDue(
           'customers.email',
           'plans.amount',
           'plans.currency',
+          'test_clocks.reached_time as clock_time',
         ]),
     sortable: PAST_DUE_SORT_FIELDS,
     params,
@@ -111,8 +115,10 @@ export async function listPastDue(
       .execute();
     for (const c of cases) if (!latestCase.has(c.subscription_id)) latestCase.set(c.subscription_id, c);
   }
-  const now = clock.now().getTime();
+  const realNow = clock.now().getTime();
   const data = rows.map((row): PastDueSubscription => {
+    // A test clock's customer is overdue by its clock's time, not the real one.
+    const now = row.clock_time === null ? realNow : Date.parse(row.clock_time);
     const dunningCase = latestCase.get(row.id);
     const overdueSince = dunningCase?.opened_at ?? row.current_period_end ?? row.updated_at;
     return {
@@ -133,18 +139,51 @@ export async function listPastDue(
 
 /**
  * A page of open cases whose next action is due within `withinMs` of now (already overdue
- * ones included), sorted per `params`.
+ * ones included), sorted per `params`. "Now" is `clock`'s, or with TEST_CLOCKS on, for a
+ * test clock's case its clock's time reached (SPEC §11): one more read, of the clocks that
+ * have open cases, whose horizons join the filter as bound values.
  */
 export async function listUpcoming(
   db: Kysely<Database>,
   clock: Clock,
-  config: Pick<Config, 'dunningScheduleMs'>,
+  config: Pick<Config, 'dunningScheduleMs' | 'testClocks'>,
   params: ListParams,
   withinMs: number,
 ): Promise<SimpleList<UpcomingCase>> {
-  const horizon = new Date(clock.now().getTime() + withinMs).toISOString();
+  const horizonOf = (now: number) => new Date(now + withinMs).toISOString();
+  const horizon = horizonOf(clock.now().getTime());
+  const clocks = config.testClocks
+    ? await db
+        .selectFrom('test_clocks')
+        .select(['id', 'reached_time'])
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('dunning_cases')
+            .select('test_clock_id')
+            .where('status', '=', 'open')
+            .where('test_clock_id', 'is not', null),
+        )
+        .orderBy('id')
+        .execute()
+    : [];
+  const due = db
+    .selectFrom('dunning_cases')
+    .where('status', '=', 'open')
+    .where((eb) =>
+      clocks.length === 0
+        ? eb('next_action_at', '<=', horizon)
+        : eb.or([
+            eb.and([eb('test_clock_id', 'is', null), eb('next_action_at', '<=', horizon)]),
+            ...clocks.map((testClock) =>
+              eb.and([
+                eb('test_clock_id', '=', testClock.id),
+                eb('next_action_at', '<=', horizonOf(Date.parse(testClock.reached_time))),
+              ]),
+            ),
+          ]),
+    );
   const page = await listPage({
-    query: db.selectFrom('dunning_cases').where('status', '=', 'open').where('next_action_at', '<=', horizon),
+    query: due,
     select: (query) => query.selectAll(),
     sortable: CASE_SORT_FIELDS,
     params,

@@ -9,7 +9,7 @@ import { executeDeferred } from '../../db/pg-traffic.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
-import type { Clock } from '../../shared/clock.ts';
+import { type Clock, realClockOf } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { type EventView, eventSchema } from './events.schemas.ts';
 import type { EventRow } from './events.table.ts';
@@ -30,15 +30,30 @@ export function toEventView(row: EventRow): EventView {
 
 /** The outbox insert, compiled once (every state change runs it; issue 13). */
 const insertEventRow = compiledQuery(
-  (db, param: Param<{ id: string; topic: string; data: string; created_at: string }>) =>
+  (db, param: Param<{ id: string; topic: string; data: string; created_at: string; emitted_at: string }>) =>
     db.insertInto('events').values({
       id: param('id'),
       topic: param('topic'),
       data: param('data'),
       created_at: param('created_at'),
+      emitted_at: param('emitted_at'),
       delivered_at: null,
     }),
 );
+
+/**
+ * An event's stored columns for `clock`: `data` serialized once (with `test_clock` added on a
+ * test clock's time, SPEC §11), `created_at` the clock's time, `emitted_at` the real time.
+ */
+function eventValues(clock: Clock, data: unknown): { data: string; created_at: string; emitted_at: string } {
+  // An event a test clock's customer causes names the clock (SPEC §11).
+  const payload = clock.testClockId === undefined ? data : { ...(data as object), test_clock: clock.testClockId };
+  return {
+    data: JSON.stringify(payload),
+    created_at: clock.now().toISOString(),
+    emitted_at: realClockOf(clock).now().toISOString(),
+  };
+}
 
 /**
  * Writes one event inside the caller's transaction — the same one that writes the state
@@ -54,9 +69,7 @@ export async function emitEvent(
   data: unknown,
 ): Promise<string> {
   const id = newId('event');
-  // An event a test clock's customer causes names the clock (SPEC §11).
-  const payload = clock.testClockId === undefined ? data : { ...(data as object), test_clock: clock.testClockId };
-  const values = { id, topic, data: JSON.stringify(payload), created_at: clock.now().toISOString() };
+  const values = { id, topic, ...eventValues(clock, data) };
   // A fresh id, read by nobody in this transaction: on PostgreSQL the insert travels with
   // the transaction's next statement (db/pg-traffic.ts).
   await executeDeferred(trx, { compile: () => insertEventRow.compile(trx, values) });
@@ -88,12 +101,13 @@ export async function emitEventIfInserted(
     return;
   }
   const id = newId('event');
+  const values = eventValues(clock, data);
   await executeDeferred(
     trx,
     sql`with inserted as (${insert}),
       emitted as (
-        insert into events (id, topic, data, created_at, delivered_at)
-        select ${id}, ${topic}, ${JSON.stringify(data)}, ${clock.now().toISOString()}, null from inserted
+        insert into events (id, topic, data, created_at, emitted_at, delivered_at)
+        select ${id}, ${topic}, ${values.data}, ${values.created_at}, ${values.emitted_at}, null from inserted
         returning id
       )
       ${countRowsOf('events', 'emitted')}`,

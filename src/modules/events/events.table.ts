@@ -7,7 +7,13 @@ export interface EventsTable {
   topic: string;
   /** JSON text: the resource as the API returns it. */
   data: string;
+  /** The event's time: a test clock's time for a clock customer's events (SPEC §11). */
   created_at: string;
+  /**
+   * When the row was written, in real time (SPEC §6: an endpoint receives the events written
+   * after its creation); null on rows older than the column, whose `created_at` was real.
+   */
+  emitted_at: string | null;
   /** Set once every delivery the event fanned out to has succeeded (or none was due). */
   delivered_at: string | null;
   /** Set when webhook fan-out wrote this event's deliveries (once, in one transaction). */

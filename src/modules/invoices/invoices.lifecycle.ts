@@ -102,6 +102,25 @@ export async function nextInvoiceNumber(trx: Transaction<Database>, prefix: stri
   return `${prefix}-${String(Number(row.last_number)).padStart(6, '0')}`;
 }
 
+/**
+ * The number sequence an invoice takes (SPEC §9, §11): `invoicePrefix` (INVOICE_PREFIX) for
+ * real customers; `<invoicePrefix>-<clock id>` for a test clock's, whose invoices are numbered
+ * within their clock (`INV-clock_01J…-000001`), so neither advancing nor deleting a clock
+ * takes numbers from — or leaves gaps in — the real, gap-free sequence.
+ */
+export function invoiceNumberPrefix(invoicePrefix: string, testClockId: string | null): string {
+  return testClockId === null ? invoicePrefix : `${invoicePrefix}-${testClockId}`;
+}
+
+/**
+ * Forgets the number sequence of test clock `testClockId` (its clock is being deleted with
+ * its invoices, SPEC §11), whatever INVOICE_PREFIX was when it was numbered: a real prefix is
+ * letters and digits only, so only a clock's sequence ends in `-<clock id>`.
+ */
+export async function deleteTestClockInvoiceNumbers(trx: Transaction<Database>, testClockId: string): Promise<void> {
+  await trx.deleteFrom('invoice_numbers').where('prefix', 'like', `%-${testClockId}`).execute();
+}
+
 const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
 
 /**
@@ -140,7 +159,7 @@ export interface InvoiceDraft {
 /**
  * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
  * when one exists already it is returned with `created: false` and nothing is written.
- * Otherwise it takes the next number, stores the invoice `open` (or `paid` at once when it
+ * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
  * owes 0), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
  * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
  * hold between workers; the unique (subscription_id, period_start) index is the backstop,
@@ -166,7 +185,7 @@ export async function issueInvoice(
   const lines: InvoiceLine[] = draft.lines.map((line) => ({ id: newId('invoiceLine'), ...line }));
   const row: InvoicesTable = {
     id: newId('invoice'),
-    number: await nextInvoiceNumber(trx, ctx.config.invoicePrefix),
+    number: await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null)),
     customer_id: draft.customerId,
     test_clock_id: draft.testClockId ?? null,
     subscription_id: draft.subscriptionId,

@@ -1,7 +1,9 @@
 // Who a reported payment belongs to (SPEC §5 "Attribution"): the customer and subscription
 // named in its metadata; else the customer with the event's email (created when none
-// exists); a subscription without metadata by the provider's subscription reference seen
-// before, else none. Misattribution is worse than none: conflicting facts attribute less.
+// exists) — unless the metadata names one of our customers or subscriptions that is gone
+// (deleted, or deleted with its test clock): then nobody, and no customer is created; a
+// subscription without metadata by the provider's subscription reference seen before, else
+// none. Misattribution is worse than none: conflicting facts attribute less.
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -51,7 +53,8 @@ async function subscriptionByReference(trx: Transaction<Database>, provider: str
 /**
  * Attributes `report` from `provider` (see the header). Remembers the provider's
  * subscription reference when the metadata named our subscription, so later events
- * without metadata find it. May create a customer (with its event) in `trx`.
+ * without metadata find it. May create a customer (with its event) in `trx` — never when
+ * the metadata names a customer or subscription of ours that is gone (customerId null).
  */
 export async function attributePayment(
   trx: Transaction<Database>,
@@ -68,13 +71,18 @@ export async function attributePayment(
 
   const namedCustomer = report.metadata.customer_id;
   let customerId = namedCustomer === undefined ? null : await findLiveCustomer(trx, namedCustomer);
+  // Our metadata naming our own customer or subscription that no longer exists: the payment
+  // was theirs, so it is not given to (or made into) a customer found by its email.
+  const namesGone =
+    (namedCustomer !== undefined && isIdOf('customer', namedCustomer) && customerId === null) ||
+    (named !== undefined && isIdOf('subscription', named) && !fromMetadata);
   if (subscription) {
     // A subscription of another customer than the one named is not this payment's.
     if (customerId !== null && customerId !== subscription.customer_id) subscription = undefined;
     else customerId = subscription.customer_id;
   }
   // An address the API would refuse attributes nothing: the same rule in both places.
-  if (customerId === null && report.email !== null && isValidEmail(report.email)) {
+  if (customerId === null && !namesGone && report.email !== null && isValidEmail(report.email)) {
     customerId = await findOrCreateCustomerByEmail(trx, clock, report.email, report.name);
   }
 

@@ -4,13 +4,16 @@
 // real customer's request costs nothing more: no clock id, no round trip.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import type { Clock } from '../../shared/clock.ts';
+import { type Clock, realClockOf } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 
-/** A clock stopped at `at`, stamping the objects of test clock `testClockId`. */
-export function testClockTime(testClockId: string, at: Date): Clock {
+/**
+ * A clock stopped at `at`, stamping the objects of test clock `testClockId`; `real` is the
+ * real clock behind it (kept as `real`: an event row records when it was written in real time).
+ */
+export function testClockTime(testClockId: string, at: Date, real: Clock): Clock {
   const ms = at.getTime();
-  return { testClockId, now: () => new Date(ms) };
+  return { testClockId, now: () => new Date(ms), real: realClockOf(real) };
 }
 
 /**
@@ -31,7 +34,7 @@ export async function clockFor(
     .where('id', '=', testClockId)
     .executeTakeFirst();
   if (!row) throw new Error(`test clock ${testClockId} is missing`);
-  return testClockTime(testClockId, new Date(row.reached_time));
+  return testClockTime(testClockId, new Date(row.reached_time), ctx.clock);
 }
 
 /** `ctx` with its clock replaced by clockFor's (the same object when `testClockId` is null). */

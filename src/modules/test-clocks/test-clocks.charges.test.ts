@@ -80,3 +80,38 @@ test("the charge job is clock-aware: real time never charges a clock's invoice, 
   assert.deepEqual(charged().slice(2), [real.invoiceId]);
   assert.equal((await app.request('GET', `/api/invoices/${real.invoiceId}`)).body.status, 'paid');
 });
+
+test('a clock day with the provider unreachable asks it a bounded number of times, backing off in clock time', async (t) => {
+  const paystack = await FakePaystack.start(t);
+  const app = await buildTestApp(t, {
+    env: { TEST_CLOCKS: 'true', PAYSTACK_SECRET_KEY: PAYSTACK_SECRET, PAYSTACK_API_URL: paystack.url },
+  });
+  const plan = await createPlan(app, { currency: 'NGN', amount: 5000 });
+  const clock = (await app.request('POST', '/api/test-clocks', { body: { frozen_time: '2026-01-01T00:00:00.000Z' } }))
+    .body;
+  const { invoiceId } = await customerWithOpenInvoice(app, plan.id, clock.id);
+  await chargeAt(app, invoiceId, '2026-01-01T00:00:00.000Z');
+  // Paystack answers nothing usable to anything (a clock minute per call would be 1,440).
+  paystack.queue(...Array.from({ length: 3000 }, () => ({ status: 503, body: { status: false, message: 'down' } })));
+
+  const advance = await app.request('POST', `/api/test-clocks/${clock.id}/advance`, {
+    body: { frozen_time: '2026-01-02T00:00:00.000Z' },
+  });
+  assert.equal(advance.status, 202, advance.text);
+  await new Worker(app.deps, [advanceTestClocks(CLOCK_AWARE_JOBS)], failLog).runOnce();
+  assert.equal((await app.request('GET', `/api/test-clocks/${clock.id}`)).body.status, 'ready');
+  // The charge, then asks 1, 2, 4 … 64 minutes after it, then hourly: 31 calls within the day.
+  const calls = paystack.calls.length;
+  assert.ok(calls >= 10 && calls <= 31, `${calls} calls in one clock day`);
+  const attempts = (await app.request('GET', `/api/invoices/${invoiceId}`)).body.payment_attempts;
+  assert.deepEqual(
+    attempts.map((attempt: { status: string }) => attempt.status),
+    ['unknown'],
+    'one attempt, asked about: never charged twice',
+  );
+  const asks = paystack.calls.slice(1).map((call) => call.path);
+  assert.ok(
+    asks.every((path) => path.startsWith('/transaction/verify/')),
+    'every later call asks about the same reference',
+  );
+});

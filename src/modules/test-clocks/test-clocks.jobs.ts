@@ -106,7 +106,7 @@ async function runAdvance(deps: Deps, jobs: readonly Job[], row: TestClockRow, l
   const target = new Date(row.frozen_time);
   let reached = new Date(row.reached_time);
   for (;;) {
-    await runUntilQuiet({ ...deps, clock: testClockTime(row.id, reached) }, jobs, scope);
+    await runUntilQuiet({ ...deps, clock: testClockTime(row.id, reached, deps.clock) }, jobs, scope);
     const next = await nextDue(deps, jobs, scope, reached);
     if (next === null || next.getTime() > target.getTime()) break;
     reached = next;

@@ -77,9 +77,9 @@ export function testClockRoutes(deps: Deps): Route[] {
         operationId: 'deleteTestClock',
         summary: 'Delete a test clock and everything attached to it',
         description:
-          'Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay.',
+          'Deletes the clock and its customers with their subscriptions, invoices, dunning cases and payment methods. Payments recorded for them stay, detached; events already emitted stay. 409 `conflict` (nothing deleted; `details.charges_in_flight`) while a charge of its invoices is in flight with the provider (`pending`, or `unknown` and still to be asked about).',
         params: idParams,
-        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404) },
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses(401, 403, 404, 409) },
       },
       handler: async (request, reply) => {
         await service.deleteTestClock(db, request.params.id);

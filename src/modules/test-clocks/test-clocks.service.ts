@@ -11,7 +11,9 @@ import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { findChargesInFlight } from '../collection/payment-attempts.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { deleteTestClockInvoiceNumbers } from '../invoices/invoices.lifecycle.ts';
 import {
   type AdvanceTestClockInput,
   type CreateTestClockInput,
@@ -131,12 +133,15 @@ export async function advanceTestClock(
 
 /**
  * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
- * (and payment attempts), dunning cases (and steps), payment methods and provider
- * subscription references;
+ * (and payment attempts, and the clock's invoice number sequence), dunning cases (and steps),
+ * payment methods and provider subscription references;
  * payments recorded for them stay, detached (customer, subscription and invoice null), and
  * so do the events already emitted. Locks parents before children (db/locking.ts) so a
  * worker step in flight finishes first and the next one finds nothing. Throws 404 for
- * unknown ids. Any status: deleting an advancing clock stops its advance.
+ * unknown ids; 409 `conflict` (nothing deleted; `details.charges_in_flight`: attempt id,
+ * invoice id, status) while a charge of its invoices is in flight with the provider
+ * (findChargesInFlight, SPEC §11 "Deleting"): its answer would have nowhere to go. Any
+ * status otherwise: deleting an advancing clock stops its advance.
  */
 export async function deleteTestClock(db: Kysely<Database>, id: string): Promise<void> {
   await transactionWithRetry(db, async (trx) => {
@@ -154,6 +159,21 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
       .executeTakeFirstOrThrow();
     const subscriptions = await ids('subscriptions');
     const invoices = await ids('invoices');
+    // Under the invoices' locks: a charge claimed before is visible now, a later claim skips them.
+    const inFlight = await findChargesInFlight(trx, invoices);
+    if (inFlight.length > 0) {
+      throw new AppError(
+        'conflict',
+        `test clock ${id} has ${inFlight.length} charge(s) in flight with the provider; delete it once the worker has their outcome`,
+        {
+          charges_in_flight: inFlight.map((attempt) => ({
+            attempt_id: attempt.id,
+            invoice_id: attempt.invoice_id,
+            status: attempt.status,
+          })),
+        },
+      );
+    }
     const cases = await ids('dunning_cases');
     if (cases.length > 0) {
       await trx.deleteFrom('dunning_steps').where('case_id', 'in', cases).execute();
@@ -183,6 +203,7 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
       await trx.deleteFrom('invoices').where('id', 'in', invoices).execute();
       await addToCount(trx, 'invoices', -invoices.length);
     }
+    await deleteTestClockInvoiceNumbers(trx, id);
     if (subscriptions.length > 0) {
       await trx.deleteFrom('subscriptions').where('id', 'in', subscriptions).execute();
       await addToCount(trx, 'subscriptions', -subscriptions.length);

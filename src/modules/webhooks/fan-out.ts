@@ -24,7 +24,9 @@ interface Subscriber {
 
 /**
  * Fans out up to `limit` events not fanned out yet, oldest first. An endpoint receives the
- * events created from its own creation on (not an older backlog). `webhook.test` never fans
+ * events written from its own creation on, in real time (not an older backlog): an event's
+ * `emitted_at`, never its `created_at`, which a test clock may have stamped before the
+ * endpoint existed (SPEC §6, §11). `webhook.test` never fans
  * out: its one delivery is written with it (deliveries.service.ts). An event with no
  * delivery due is delivered at once. Returns how many events were fanned out.
  */
@@ -42,7 +44,7 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
     const events = await claimRows(
       trx
         .selectFrom('events')
-        .select(['id', 'topic', 'created_at'])
+        .select(['id', 'topic', 'emitted_at', 'created_at'])
         .where('fanned_out_at', 'is', null)
         .orderBy('created_at')
         .orderBy('id')
@@ -67,9 +69,11 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
     const eventsByCount = new Map<number, string[]>();
     for (const event of events) {
       let count = 0;
+      // Rows written before `emitted_at` existed were stamped with real time.
+      const emittedAt = event.emitted_at ?? event.created_at;
       if (event.topic !== 'webhook.test') {
         for (const endpoint of subscribers) {
-          if (endpoint.created_at > event.created_at) continue;
+          if (endpoint.created_at > emittedAt) continue;
           if (!endpoint.all && !endpoint.topics.has(event.topic)) continue;
           count += 1;
           rows.push({
