@@ -15,6 +15,7 @@ import type { CollectingProvider } from '../../config.ts';
 import { issueRenewalInvoices } from '../subscriptions/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { chargeDueInvoices, RESOLVE_DELAY_MS } from './charges.ts';
+import { MAX_RESOLVE_DELAY_MS } from './resolve-schedule.ts';
 import { listInvoiceAttempts } from './payment-attempts.ts';
 
 interface Setup {
@@ -311,8 +312,9 @@ test('paystack: a look-up that proves nothing (verify refused or 500; a late dup
   await chargeDueInvoices(s.app.deps);
   const { reference } = (await listInvoiceAttempts(s.app.deps.db, s.invoiceId))[0]!;
   assert.equal(s.paystack.ledger.chargesWithReference(reference).length, 1, 'Paystack charged; the answer was lost');
+  // Each ask waits longer (the attempt's age, at most an hour): step past the longest wait.
   const stillUnknown = async (why: string) => {
-    s.app.clock.advance(RESOLVE_DELAY_MS);
+    s.app.clock.advance(MAX_RESOLVE_DELAY_MS);
     assert.equal(await chargeDueInvoices(s.app.deps), 1, why);
     const [attempt, ...others] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
     assert.deepEqual([attempt!.status, others.length], ['unknown', 0], `${why}: ${attempt!.failure_code}`);
@@ -327,7 +329,7 @@ test('paystack: a look-up that proves nothing (verify refused or 500; a late dup
   await stillUnknown('a late duplicate reference');
   assert.equal(s.paystack.chargeCalls.length, 2);
 
-  s.app.clock.advance(RESOLVE_DELAY_MS);
+  s.app.clock.advance(MAX_RESOLVE_DELAY_MS);
   await chargeDueInvoices(s.app.deps);
   const [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
   assert.equal(attempt!.status, 'succeeded');
