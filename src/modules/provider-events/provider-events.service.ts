@@ -155,7 +155,7 @@ export async function recordPaymentEvent(
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
-    ? await attributePayment(trx, realCtx.clock, provider, report)
+    ? await attributePayment(trx, realCtx.clock, provider, report, existing?.currency ?? null)
     : { customerId: null, subscriptionId: null, planCurrency: null };
   // A test clock's customer's payment is recorded and applied at the clock's time (SPEC §11).
   const ctx = await withClockForCustomer(trx, realCtx, existing?.customer_id ?? who.customerId);
