@@ -75,7 +75,7 @@ export async function processInboxRow(
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
+  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
   const now = ctx.clock.now().toISOString();
   const done = {
     processed_at: now,
@@ -279,7 +279,7 @@ export async function prefetchBatchReads(
     let event: ProviderEvent;
     try {
       const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-      event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
+      event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
     } catch {
       continue;
     }
