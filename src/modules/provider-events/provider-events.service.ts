@@ -196,6 +196,8 @@ export async function recordPaymentEvent(
       occurredAt: report.occurredAt,
       // The invoice the integration's checkout named (SPEC §9: it wins when valid).
       invoiceId: report.metadata.invoice_id ?? null,
+      // A charge of ours names its attempt (SPEC §10): paying the invoice finishes it.
+      identity: { provider, reference: payment.provider_reference, attemptId: report.metadata.payment_attempt_id },
     };
     if (status === 'succeeded' && (change.becameSucceeded || change.subscriptionAttached)) {
       await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);
@@ -350,7 +352,12 @@ async function linkPaymentReferences(
   if (!payment) return;
   if (mergedPaymentId !== null) await repointCasePayments(trx, ctx.clock, mergedPaymentId, payment.id);
   if (payment.subscription_id !== null && owedEffect !== null) {
-    const facts = { paymentId: payment.id, amount: payment.amount, currency: payment.currency };
+    const facts = {
+      paymentId: payment.id,
+      amount: payment.amount,
+      currency: payment.currency,
+      identity: { provider, reference: payment.provider_reference },
+    };
     // The success owed is the paid report's, at its provider time (`paid_at`), so a stale
     // failure arriving later is still recognised as older. A failed row keeps no provider
     // time: its owed failure counts as the newest report.
