@@ -26,11 +26,7 @@ export function findProvider(name: string): ProviderAdapter | undefined {
  * is ignored, so it neither renews a subscription nor opens dunning (SPEC §5). Throws
  * UnusableEventError for an unknown provider or a body a handled type cannot use.
  */
-export function readProviderEvent(
-  provider: string,
-  parseBody: () => unknown,
-  receivedAt: Date,
-): ProviderEvent {
+export function readProviderEvent(provider: string, parseBody: () => unknown, receivedAt: Date): ProviderEvent {
   const adapter = findProvider(provider);
   if (!adapter) throw new UnusableEventError(`unknown provider ${provider}`);
   const event = adapter.normalize(parseBody(), receivedAt);

@@ -97,7 +97,9 @@ function paymentIntentReport(intent: JsonObject, failed: boolean, occurredAt: st
  */
 function reusablePaymentMethod(intent: JsonObject): ReusableMethodReport | null {
   // A method that cannot be kept exactly as sent is not saved; the payment still is.
-  const paymentMethod = readVerbatim(isObject(intent.payment_method) ? intent.payment_method.id : intent.payment_method);
+  const paymentMethod = readVerbatim(
+    isObject(intent.payment_method) ? intent.payment_method.id : intent.payment_method,
+  );
   const customer = readVerbatim(isObject(intent.customer) ? intent.customer.id : intent.customer);
   if (paymentMethod === null || customer === null || !customer.startsWith('cus_')) return null;
   const charges = readObject(intent.charges).data;
