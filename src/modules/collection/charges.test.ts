@@ -109,7 +109,12 @@ for (const provider of ['paystack', 'stripe'] as const) {
 
     const [call] = s.fake.chargeCalls;
     assert.ok(call);
-    const metadata = { customer_id: s.customerId, subscription_id: s.subscriptionId, invoice_id: s.invoiceId };
+    const metadata = {
+      customer_id: s.customerId,
+      subscription_id: s.subscriptionId,
+      invoice_id: s.invoiceId,
+      payment_attempt_id: attempt.id,
+    };
     if (provider === 'paystack') {
       assert.equal(call.body.reference, attempt.reference);
       assert.equal(call.body.amount, 5000);

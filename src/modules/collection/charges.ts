@@ -13,7 +13,8 @@
 //   3. record the outcome (one transaction): the payment through the same path as the
 //      provider's webhook (recordPaymentEvent, keyed by the provider's reference), the
 //      attempt's status, `invoice.payment_attempted`. An attempt recorded already (the lease
-//      passed to another worker that got the same answer) is left as it is.
+//      passed to another worker that got the same answer, or the invoice was paid meanwhile
+//      and settlement finished it: payment-attempts finishChargesOfPaidInvoice) is left as it is.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { sql, type Transaction } from 'kysely';
@@ -39,6 +40,7 @@ import { toPaymentAttempt } from './payment-attempts.schemas.ts';
 import {
   type ChargeAttemptOutcome,
   findUnresolvedCharge,
+  INVOICE_PAID_ELSEWHERE,
   leaseAttempt,
   lockAttempt,
   type PaymentAttemptRow,
@@ -206,12 +208,17 @@ function codeOf(text: string | null, fallback: string): string {
   return code === '' ? fallback : code;
 }
 
-/** The metadata every charge carries (the same on every retry: Stripe compares parameters). */
+/**
+ * The metadata every charge carries (the same on every retry: Stripe compares parameters).
+ * `payment_attempt_id` lets the provider's event for the charge finish its attempt when the
+ * worker that sent it died before recording the answer (SPEC §10 "Exactly once").
+ */
 function metadataOf(charge: ClaimedCharge): Record<string, string> {
   return {
     customer_id: charge.invoice.customer_id,
     ...(charge.invoice.subscription_id === null ? {} : { subscription_id: charge.invoice.subscription_id }),
     invoice_id: charge.invoice.id,
+    payment_attempt_id: charge.attempt.id,
   };
 }
 
@@ -480,7 +487,9 @@ function failedRetryOf(
  * `charges_stopped_at` when the result needs the customer (needsCustomer), for a final
  * outcome `invoice.payment_attempted` `{invoice, attempt}`, and for a failure the reminder of
  * a dunning step waiting for this charge (finishRetryStep; lock order: the invoice, then its
- * case). Does nothing when the attempt is already resolved.
+ * case). Does nothing when the attempt is already resolved — except a success for an attempt
+ * closed because another payment paid the invoice first (INVOICE_PAID_ELSEWHERE): the charge
+ * happened, so its payment is recorded all the same.
  */
 export async function recordChargeResult(deps: Deps, charge: ClaimedCharge, result: ChargeResult): Promise<void> {
   await transactionWithRetry(deps.db, (trx) => recordInTransaction(trx, deps, charge, result));
@@ -521,10 +530,17 @@ async function recordInTransaction(
   if (charge.invoice.subscription_id !== null) await lockSubscription(trx, charge.invoice.subscription_id);
   await lockInvoice(trx, charge.invoice.id);
   const current = await lockAttempt(trx, attempt.id);
-  if (!current || (current.status !== 'pending' && current.status !== 'unknown')) return;
+  if (!current) return;
+  // Closed when another payment paid the invoice first (finishChargesOfPaidInvoice), but the
+  // provider charged it all the same: that money is recorded, and the attempt succeeded.
+  const chargedAnyway =
+    current.status === 'failed' && current.failure_code === INVOICE_PAID_ELSEWHERE && result.kind === 'succeeded';
+  if (current.status !== 'pending' && current.status !== 'unknown' && !chargedAnyway) return;
   const now = clock.now();
   if ((result.kind === 'succeeded' || result.kind === 'declined') && paymentReference !== null) {
     await recordPaymentEvent(trx, deps, attempt.provider, paymentReportOf(charge, result, now.toISOString()));
+    // Paying the invoice finished the attempt already, with its event (finishChargesOfPaidInvoice).
+    if ((await lockAttempt(trx, attempt.id))?.status !== current.status) return;
   }
   const after = await recordChargeOutcome(trx, clock, current, attemptOutcomeOf(result));
   let invoiceRow = await lockInvoice(trx, charge.invoice.id);

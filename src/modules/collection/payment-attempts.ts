@@ -171,6 +171,71 @@ export async function recordChargeOutcome(
   return { ...attempt, ...set };
 }
 
+/**
+ * The payment that paid an invoice, as its provider knows it (SPEC §10 "Exactly once"):
+ * `reference` is the payment's provider reference (Paystack: the reference we sent; Stripe:
+ * the PaymentIntent id); `attemptId` is the `payment_attempt_id` its metadata carries (a
+ * charge of ours names its attempt there), when any.
+ */
+export interface PaymentIdentity {
+  provider: string;
+  reference: string;
+  attemptId?: string | null;
+}
+
+/** `failure_code` of a charge closed because another payment paid its invoice first. */
+export const INVOICE_PAID_ELSEWHERE = 'invoice_paid';
+
+/** True when `payment` is the one `attempt` charged: same provider, and its reference or metadata name the attempt. */
+function isAttemptPayment(attempt: PaymentAttemptRow, payment: PaymentIdentity | null | undefined): boolean {
+  if (!payment || payment.provider !== attempt.provider) return false;
+  return (
+    payment.reference === attempt.reference ||
+    payment.reference === attempt.provider_object_id ||
+    payment.attemptId === attempt.id
+  );
+}
+
+/**
+ * Finishes the unresolved (`pending`/`unknown`) charges of invoice `invoiceId`, which a
+ * payment has just paid (SPEC §10 "Exactly once"), in `trx` under the invoice's lock: the
+ * attempt whose charge that payment is (`paidBy`, isAttemptPayment) becomes `succeeded`;
+ * any other is closed `failed` with INVOICE_PAID_ELSEWHERE, so no worker calls the provider
+ * for it again (a worker still waiting for its answer records a success it brings:
+ * collection/charges.ts). The lease is given back either way. Returns the rows changed.
+ */
+export async function finishChargesOfPaidInvoice(
+  trx: Transaction<Database>,
+  clock: Clock,
+  invoiceId: string,
+  paidBy?: PaymentIdentity | null,
+): Promise<PaymentAttemptRow[]> {
+  const unresolved = await forUpdate(
+    trx
+      .selectFrom('invoice_payment_attempts')
+      .selectAll()
+      .where('invoice_id', '=', invoiceId)
+      .where('kind', '=', 'charge')
+      .where('status', 'in', ['pending', 'unknown'])
+      .orderBy('id'),
+    trx,
+  ).execute();
+  const finished: PaymentAttemptRow[] = [];
+  for (const attempt of unresolved) {
+    const outcome: ChargeAttemptOutcome = isAttemptPayment(attempt, paidBy)
+      ? // Stripe's PaymentIntent id is the object; Paystack's reference is our own.
+        { status: 'succeeded', providerObjectId: paidBy!.reference === attempt.reference ? null : paidBy!.reference }
+      : {
+          status: 'failed',
+          providerObjectId: null,
+          failureCode: INVOICE_PAID_ELSEWHERE,
+          failureMessage: 'the invoice was paid by another payment before this charge was answered',
+        };
+    finished.push(await recordChargeOutcome(trx, clock, attempt, outcome));
+  }
+  return finished;
+}
+
 /** Invoice `invoiceId`'s attempts, oldest first. */
 export async function listInvoiceAttempts(db: Kysely<Database>, invoiceId: string): Promise<PaymentAttemptRow[]> {
   return db

@@ -7,6 +7,9 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { isIdOf } from '../../shared/ids.ts';
+import { finishChargesOfPaidInvoice, type PaymentIdentity } from '../collection/payment-attempts.ts';
+import { toPaymentAttempt } from '../collection/payment-attempts.schemas.ts';
+import { emitEvent } from '../events/events.service.ts';
 import { linkPaymentToInvoice } from '../payments/payments.recording.ts';
 import type { PlanRow } from '../plans/plans.table.ts';
 import { isPayable } from './invoice-status.ts';
@@ -88,6 +91,8 @@ export interface SettlingPayment {
   paymentId: string | null;
   /** Minor units, in the invoice's currency (findSettlementTarget checked it). */
   amount: number;
+  /** The payment as its provider knows it: tells whether it is an automatic charge's (SPEC §10). */
+  identity?: PaymentIdentity | null;
 }
 
 /** What a payment did to an invoice. */
@@ -106,7 +111,9 @@ export interface Settlement {
  * unapplied, and opens no credit. When nothing remains the invoice becomes `paid`
  * (`invoice.paid`); a partial payment leaves it `open`/`uncollectible` with no event of its
  * own (the payment's `payment.succeeded` tells it). The payment is linked to the invoice
- * (`payments.invoice_id`). All in `trx`.
+ * (`payments.invoice_id`). A paid invoice's unresolved automatic charges are finished —
+ * `succeeded` when this payment is the charge's, else closed — each with
+ * `invoice.payment_attempted` (SPEC §10 "Exactly once"). All in `trx`.
  */
 export async function settleInvoice(
   trx: Transaction<Database>,
@@ -122,6 +129,11 @@ export async function settleInvoice(
   if (payment.paymentId !== null) await linkPaymentToInvoice(trx, ctx.clock, payment.paymentId, row.id);
   if (amountPaid >= due) {
     const invoice = await transitionInvoice(trx, ctx, row, 'paid', { amount_paid: amountPaid });
+    // A charge still waiting for its answer (its worker may be dead) would block nothing now,
+    // but stay pending for ever: it is finished with the payment that paid the invoice.
+    for (const attempt of await finishChargesOfPaidInvoice(trx, ctx.clock, row.id, payment.identity)) {
+      await emitEvent(trx, ctx.clock, 'invoice.payment_attempted', { invoice, attempt: toPaymentAttempt(attempt) });
+    }
     return { invoice, applied, paid: true };
   }
   if (applied === 0) return { invoice: toInvoice(row, ctx.config.publicUrl), applied, paid: false };

@@ -3,13 +3,17 @@
 // exists) — unless the metadata names one of our customers or subscriptions that is gone
 // (deleted, or deleted with its test clock): then nobody, and no customer is created; a
 // subscription without metadata by the provider's subscription reference seen before, else
-// none. Misattribution is worse than none: conflicting facts attribute less.
+// the subscription of the payable invoice the metadata names, when that invoice is the
+// payer's and in the payment's currency (SPEC §9), else none. Misattribution is worse than
+// none: conflicting facts attribute less.
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { isValidEmail } from '../customers/customer-email.ts';
 import { findOrCreateCustomerByEmail } from '../customers/customers.service.ts';
+import { isPayable } from '../invoices/invoice-status.ts';
+import { findInvoiceRow } from '../invoices/invoices.lifecycle.ts';
 import type { PaymentReport } from './provider.ts';
 
 export interface Attribution {
@@ -51,17 +55,43 @@ async function subscriptionByReference(trx: Transaction<Database>, provider: str
 }
 
 /**
- * Attributes `report` from `provider` (see the header). Remembers the provider's
- * subscription reference when the metadata named our subscription, so later events
- * without metadata find it. May create a customer (with its event) in `trx` — never when
- * the metadata names a customer or subscription of ours that is gone (customerId null).
+ * The subscription of the invoice `report`'s metadata names (`invoice_id`) when that invoice
+ * is the payment's: of customer `customerId`, payable (`open`/`uncollectible`) and in the
+ * payment's currency (`currency`: the report's, else the payment's recorded one; null: not
+ * known yet, any). An integration may name the invoice and the customer without the
+ * subscription; the invoice it named is then settled (SPEC §9 "Which invoice"). Read without
+ * a lock: settlement checks the invoice again under its subscription's lock.
+ */
+async function namedInvoiceSubscription(
+  trx: Transaction<Database>,
+  report: PaymentReport,
+  customerId: string,
+  currency: string | null,
+) {
+  const named = report.metadata.invoice_id;
+  const invoice = named === undefined ? undefined : await findInvoiceRow(trx, named);
+  if (!invoice || invoice.subscription_id === null || invoice.customer_id !== customerId) return undefined;
+  if (!isPayable(invoice.status) || (currency !== null && invoice.currency !== currency)) return undefined;
+  const subscription = await findSubscription(trx, invoice.subscription_id);
+  return subscription?.customer_id === customerId ? { ...subscription, currency: invoice.currency } : undefined;
+}
+
+/**
+ * Attributes `report` from `provider` (see the header); `recordedCurrency` is the currency
+ * of the payment already recorded under its reference, if any (for reports naming none).
+ * Remembers the provider's subscription reference when the metadata named our subscription,
+ * so later events without metadata find it. May create a customer (with its event) in `trx` —
+ * never when the metadata names a customer or subscription of ours that is gone (customerId
+ * null).
  */
 export async function attributePayment(
   trx: Transaction<Database>,
   clock: Clock,
   provider: string,
   report: PaymentReport,
+  recordedCurrency: string | null = null,
 ): Promise<Attribution> {
+  const currency = report.currency ?? recordedCurrency;
   const named = report.metadata.subscription_id;
   let subscription = named === undefined ? undefined : await findSubscription(trx, named);
   const fromMetadata = subscription !== undefined;
@@ -84,6 +114,10 @@ export async function attributePayment(
   // An address the API would refuse attributes nothing: the same rule in both places.
   if (customerId === null && !namesGone && report.email !== null && isValidEmail(report.email)) {
     customerId = await findOrCreateCustomerByEmail(trx, clock, report.email, report.name);
+  }
+
+  if (!subscription && customerId !== null) {
+    subscription = await namedInvoiceSubscription(trx, report, customerId, currency);
   }
 
   if (subscription && fromMetadata && report.subscriptionReference !== null) {

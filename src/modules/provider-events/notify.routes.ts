@@ -7,8 +7,8 @@ import { AppError, ValidationError } from '../../http/errors.ts';
 import { defineRoute, type Route } from '../../http/route.ts';
 import { errorResponses, responseOf } from '../../http/schemas.ts';
 import { notifyBodyDocumentation, notifyReceiptSchema } from './notify.schemas.ts';
-import { BodyNotJsonError, SignatureError } from './provider.ts';
-import { findProvider, PROVIDERS, PROVIDER_NAMES } from './providers/index.ts';
+import { BodyNotJsonError, NulInValueError, SignatureError } from './provider.ts';
+import { findProvider, PROVIDERS, PROVIDER_NAMES, refuseNulInValues } from './providers/index.ts';
 import { acceptRawBodies } from './raw-body.ts';
 import type { Receiver } from './receipt.ts';
 import { createReceiver } from './receiver.ts';
@@ -18,7 +18,9 @@ const DESCRIPTION = `Receives a provider's webhook. Authenticated by the provide
 Stripe \`Stripe-Signature\` (\`t=…,v1=…\`, HMAC-SHA256 of \`t.body\` keyed with STRIPE_WEBHOOK_SECRET,
 300 s tolerance). Every verified event is committed to an inbox first, then processed; the answer
 is \`200 {"received":true}\` for processed, duplicate, ignored and failed-to-process events alike,
-and 5xx only when the event could not be stored. Handled types: Paystack \`charge.success\`,
+and 5xx only when the event could not be stored. A NUL character (\`\\u0000\`) in an identifier, code, currency
+or amount is a 400 and nothing is stored (the provider retries); in display text (names, emails, messages,
+metadata notes) it is removed. Handled types: Paystack \`charge.success\`,
 \`invoice.payment_failed\`, \`refund.processed\`; Stripe \`payment_intent.succeeded\`,
 \`payment_intent.payment_failed\`, \`invoice.paid\`, \`invoice.payment_failed\`, \`invoice_payment.paid\`
 (links an invoice to its PaymentIntent on API versions ≥ 2025-05-28, so both are one payment),
@@ -88,9 +90,19 @@ function notifyRoutes(deps: Deps, receiver: Receiver): Route[] {
           if (error instanceof BodyNotJsonError) throw new ValidationError(error.message);
           throw error;
         }
-        const { key, type } = adapter.identify(body, raw);
+        const payload = raw.toString('utf8');
+        let identity: { key: string; type: string };
+        try {
+          identity = adapter.identify(body, raw);
+          refuseNulInValues(adapter.name, body, payload, clock.now());
+        } catch (error) {
+          // SPEC §5: an event we cannot record is not stored; the 400 makes the provider retry.
+          if (error instanceof NulInValueError) throw new ValidationError(error.message, error.field);
+          throw error;
+        }
+        const { key, type } = identity;
         const receipt = await receiver.receive({
-          event: { provider: adapter.name, key, type, payload: raw.toString('utf8') },
+          event: { provider: adapter.name, key, type, payload },
           body,
           log: request.log,
         });

@@ -75,7 +75,7 @@ export async function processInboxRow(
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
+  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
   const now = ctx.clock.now().toISOString();
   const done = {
     processed_at: now,
@@ -155,7 +155,7 @@ export async function recordPaymentEvent(
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
-    ? await attributePayment(trx, realCtx.clock, provider, report)
+    ? await attributePayment(trx, realCtx.clock, provider, report, existing?.currency ?? null)
     : { customerId: null, subscriptionId: null, planCurrency: null };
   // A test clock's customer's payment is recorded and applied at the clock's time (SPEC §11).
   const ctx = await withClockForCustomer(trx, realCtx, existing?.customer_id ?? who.customerId);
@@ -196,6 +196,8 @@ export async function recordPaymentEvent(
       occurredAt: report.occurredAt,
       // The invoice the integration's checkout named (SPEC §9: it wins when valid).
       invoiceId: report.metadata.invoice_id ?? null,
+      // A charge of ours names its attempt (SPEC §10): paying the invoice finishes it.
+      identity: { provider, reference: payment.provider_reference, attemptId: report.metadata.payment_attempt_id },
     };
     if (status === 'succeeded' && (change.becameSucceeded || change.subscriptionAttached)) {
       await applySuccessfulPayment(trx, ctx, payment.subscription_id, facts);
@@ -279,7 +281,7 @@ export async function prefetchBatchReads(
     let event: ProviderEvent;
     try {
       const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-      event = readProviderEvent(row.provider, parseBody, new Date(row.received_at), row.payload);
+      event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
     } catch {
       continue;
     }
@@ -350,7 +352,12 @@ async function linkPaymentReferences(
   if (!payment) return;
   if (mergedPaymentId !== null) await repointCasePayments(trx, ctx.clock, mergedPaymentId, payment.id);
   if (payment.subscription_id !== null && owedEffect !== null) {
-    const facts = { paymentId: payment.id, amount: payment.amount, currency: payment.currency };
+    const facts = {
+      paymentId: payment.id,
+      amount: payment.amount,
+      currency: payment.currency,
+      identity: { provider, reference: payment.provider_reference },
+    };
     // The success owed is the paid report's, at its provider time (`paid_at`), so a stale
     // failure arriving later is still recognised as older. A failed row keeps no provider
     // time: its owed failure counts as the newest report.

@@ -1,7 +1,9 @@
 // Reading provider payload values into our types, for every adapter: amounts in minor
 // units, ISO 4217 currencies, metadata, times. Bad values throw UnusableEventError.
+// U+0000 (SPEC §5): display text (names, emails, messages, labels) loses it; a value used
+// exactly as sent (identifiers, codes, currencies, amounts) holding it throws NulInValueError.
 import { createHash } from 'node:crypto';
-import { UnusableEventError } from './provider.ts';
+import { NulInValueError, UnusableEventError } from './provider.ts';
 
 /** Every ISO 4217 code Node's ICU knows (current codes; no XXX-style test codes). */
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
@@ -18,19 +20,49 @@ export function readObject(value: unknown): JsonObject {
   return isObject(value) ? value : {};
 }
 
-/** A non-empty trimmed string, or null. Numbers become their decimal text (provider ids). */
-export function readText(value: unknown): string | null {
+const NUL = '\u0000';
+
+/** A non-empty trimmed string, or null; numbers become their decimal text. */
+function trimmedText(value: unknown): string | null {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   if (typeof value !== 'string') return null;
   const trimmed = value.trim();
   return trimmed === '' ? null : trimmed;
 }
 
-/** Like `readText`, but throws UnusableEventError naming `field` when absent. */
-export function readRequiredText(value: unknown, field: string): string {
-  const result = readText(value);
+/**
+ * Display text (a name, an email, a message, a label): a non-empty trimmed string without
+ * U+0000 — removed, as PostgreSQL text cannot hold it and it never means anything there
+ * (SPEC §5) — or null. Numbers become their decimal text. Never for an identifier: readId.
+ */
+export function readText(value: unknown): string | null {
+  return trimmedText(typeof value === 'string' && value.includes(NUL) ? value.replaceAll(NUL, '') : value);
+}
+
+/**
+ * An identifier or code (`field` is its path in the provider's payload): a non-empty trimmed
+ * string, or null; numbers become their decimal text (provider ids). Throws NulInValueError
+ * when it holds U+0000: removing it would name another object (SPEC §5).
+ */
+export function readId(value: unknown, field: string): string | null {
+  if (typeof value === 'string' && value.includes(NUL)) throw new NulInValueError(field);
+  return trimmedText(value);
+}
+
+/** Like `readId`, but throws UnusableEventError naming `field` when absent. */
+export function readRequiredId(value: unknown, field: string): string {
+  const result = readId(value, field);
   if (result === null) throw new UnusableEventError(`${field} is missing`);
   return result;
+}
+
+/**
+ * A secret or identifier that is optional to the event (a reusable method's credential): like
+ * `readId`, but null instead of an error when it holds U+0000 — the payment is still
+ * recorded, the method is just not saved.
+ */
+export function readVerbatim(value: unknown): string | null {
+  return typeof value === 'string' && value.includes(NUL) ? null : trimmedText(value);
 }
 
 /**
@@ -38,6 +70,7 @@ export function readRequiredText(value: unknown, field: string): string {
  * of digits (Paystack sends refund amounts as strings). Throws UnusableEventError otherwise.
  */
 export function minorUnits(value: unknown, field: string): number {
+  if (typeof value === 'string' && value.includes(NUL)) throw new NulInValueError(field);
   const number =
     typeof value === 'string' && /^\s*\d{1,16}\s*$/.test(value)
       ? Number(value)
@@ -51,8 +84,9 @@ export function minorUnits(value: unknown, field: string): number {
   return number;
 }
 
-/** An ISO 4217 code, upper-cased. Throws UnusableEventError for anything else. */
+/** An ISO 4217 code, upper-cased. Throws UnusableEventError for anything else (NulInValueError for a NUL). */
 export function currencyCode(value: unknown, field: string): string {
+  if (typeof value === 'string' && value.includes(NUL)) throw new NulInValueError(field);
   const code = typeof value === 'string' ? value.trim().toUpperCase() : '';
   if (!CURRENCIES.has(code)) {
     const shown = value === undefined ? 'missing' : JSON.stringify(value)?.slice(0, 40);
@@ -66,12 +100,18 @@ export function optionalCurrency(value: unknown, field: string): string | null {
   return value === undefined || value === null || value === '' ? null : currencyCode(value, field);
 }
 
+/** Metadata keys whose values name our objects: identifiers (readId), never cleaned. */
+const METADATA_IDS = new Set(['customer_id', 'subscription_id', 'invoice_id', 'refund_id', 'payment_attempt_id']);
+
 /**
- * The string entries of a provider's metadata. Paystack sends an object, `""`, `0` or a
- * JSON string depending on the integration; anything that is not an object reads as
- * empty. Numbers are kept as text; nested values are dropped (we only read flat keys).
+ * The string entries of a provider's metadata at `field` (its path, for errors). Paystack
+ * sends an object, `""`, `0` or a JSON string depending on the integration; anything that
+ * is not an object reads as empty. Numbers are kept as text; nested values are dropped (we
+ * only read flat keys). U+0000 (SPEC §5): a key holding it names nothing of ours and is
+ * dropped; a value of one of our id keys (METADATA_IDS) holding it throws NulInValueError;
+ * any other value (a merchant's note) loses it.
  */
-export function flatMetadata(value: unknown): Record<string, string> {
+export function flatMetadata(value: unknown, field: string): Record<string, string> {
   let source = value;
   if (typeof source === 'string' && source.trim().startsWith('{')) {
     try {
@@ -84,7 +124,9 @@ export function flatMetadata(value: unknown): Record<string, string> {
   const result: Record<string, string> = {};
   for (const [key, entry] of Object.entries(source)) {
     const value = typeof entry === 'number' && Number.isFinite(entry) ? String(entry) : entry;
-    if (typeof value === 'string' && key.length <= 40) result[key] = value.slice(0, 500);
+    if (typeof value !== 'string' || key.length > 40 || key.includes(NUL)) continue;
+    if (value.includes(NUL) && METADATA_IDS.has(key)) throw new NulInValueError(`${field}.${key}`);
+    result[key] = value.replaceAll(NUL, '').slice(0, 500);
   }
   return result;
 }
@@ -140,34 +182,6 @@ export function bodyHashKey(raw: Buffer): string {
 /** `text` with each U+0000 written as the six characters `\u0000`: storable on every database; for display only. */
 export function withoutNul(text: string): string {
   return text.replaceAll('\u0000', '\\u0000');
-}
-
-/**
- * Refuses a verified body holding U+0000 in any string (value or key) an adapter could
- * read: PostgreSQL text cannot store it and SQLite would keep it in names and emails, so
- * instead of a database error retried forever (or a NUL stored on one database only) the
- * event is unusable, on both. Throws UnusableEventError naming the first such place.
- * Strings nested deeper than any adapter reads are not looked at.
- */
-export function rejectNul(body: unknown): void {
-  const place = nulAt(body, '', 0);
-  if (place !== undefined) {
-    throw new UnusableEventError(`${withoutNul(place || 'the event')} contains a NUL character`);
-  }
-}
-
-const MAX_READ_DEPTH = 32;
-
-function nulAt(value: unknown, path: string, depth: number): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
-  if (depth > MAX_READ_DEPTH || (!isObject(value) && !Array.isArray(value))) return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const place = path === '' ? key : `${path}.${key}`;
-    if (key.includes('\u0000')) return place;
-    const found = nulAt(item, place, depth + 1);
-    if (found !== undefined) return found;
-  }
-  return undefined;
 }
 
 /** A card's expiry month 1–12 (a number or a string of digits, as Paystack sends it), else null. */

@@ -125,7 +125,10 @@ export interface ProviderAdapter {
    * BodyNotJsonError (→ 400, only after the signature passed). `now` is the receive time.
    */
   verify(raw: Buffer, headers: Record<string, string | string[] | undefined>, secret: string, now: Date): unknown;
-  /** The inbox key and type of a verified body (any JSON value; never throws). */
+  /**
+   * The inbox key and type of a verified body (any JSON value). Throws NulInValueError only,
+   * when a value it reads holds U+0000 (SPEC §5: 400, nothing stored).
+   */
   identify(body: unknown, raw: Buffer): EventIdentity;
   /**
    * Our reading of a verified body. `receivedAt` stands in for times the payload lacks.
@@ -163,5 +166,20 @@ export class UnusableEventError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'UnusableEventError';
+  }
+}
+
+/**
+ * A verified event holds U+0000 in a value that must be used exactly as sent (SPEC §5: an
+ * identifier, code, currency or amount): the event cannot be recorded. POST /api/notify
+ * answers 400 and stores nothing, so the provider retries; a row stored earlier fails for good.
+ */
+export class NulInValueError extends UnusableEventError {
+  /** Where, as the provider's field path (`data.reference`). */
+  readonly field: string;
+  constructor(field: string) {
+    super(`${field} contains a NUL character`);
+    this.name = 'NulInValueError';
+    this.field = field;
   }
 }

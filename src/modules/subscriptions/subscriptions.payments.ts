@@ -6,6 +6,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { closeOpenCase, type DunningContext, openOrCountDunningCase } from '../dunning/dunning.cases.ts';
 import type { InvoiceContext } from '../invoices/invoices.lifecycle.ts';
+import type { PaymentIdentity } from '../collection/payment-attempts.ts';
 import {
   countFailedAttempt,
   findSettlementTarget,
@@ -85,6 +86,8 @@ export type PaymentContext = DunningContext & InvoiceContext;
 export interface InvoicedPaymentFacts extends PaymentFacts {
   /** The invoice (`inv_…`) the payer meant to pay; wins when valid (findSettlementTarget). */
   invoiceId?: string | null;
+  /** The payment as its provider knows it: finishes the automatic charge it is (settleInvoice). */
+  identity?: PaymentIdentity | null;
 }
 
 /**
@@ -129,7 +132,11 @@ export async function applySuccessfulPayment(
   let settledInvoiceId: string | null = null;
   if (target.kind === 'invoice') {
     const owed = Number(target.row.amount_due) - Number(target.row.amount_paid);
-    const settlement = await settleInvoice(trx, ctx, target.row, { paymentId, amount: payment?.amount ?? owed });
+    const settlement = await settleInvoice(trx, ctx, target.row, {
+      paymentId,
+      amount: payment?.amount ?? owed,
+      identity: payment?.identity,
+    });
     if (!settlement.paid) return toSubscription(row);
     settledInvoiceId = target.row.id;
   }
@@ -152,7 +159,7 @@ export async function applySuccessfulPayment(
       plan,
       periodStart: (extended ? currentEnd : period.start).toISOString(),
       periodEnd: period.end.toISOString(),
-      payment: { paymentId, amount: payment?.amount ?? Number(plan.amount) },
+      payment: { paymentId, amount: payment?.amount ?? Number(plan.amount), identity: payment?.identity },
     });
   }
   const periodPaid = {

@@ -1,7 +1,6 @@
 // The provider registry: `p` of POST /api/notify → adapter. A new provider (Razorpay,
 // Flutterwave, Paddle…) is one file in this folder plus one line here.
-import { type ProviderAdapter, type ProviderEvent, UnusableEventError } from '../provider.ts';
-import { rejectNul } from '../provider-values.ts';
+import { NulInValueError, type ProviderAdapter, type ProviderEvent, UnusableEventError } from '../provider.ts';
 import { paystack } from './paystack.ts';
 import { stripe } from './stripe.ts';
 
@@ -19,31 +18,38 @@ export function findProvider(name: string): ProviderAdapter | undefined {
 
 /**
  * Our reading of a verified body from `provider` received at `receivedAt` (`parseBody`
- * gives it parsed, once the provider is known; `text` is its JSON text, when known): the
- * adapter's, with the rules that hold whatever the provider. A NUL in the body makes it
- * unusable (provider-values rejectNul; a text without the `\u0000` escape holds none).
+ * gives it parsed, once the provider is known): the adapter's, with the rules that hold
+ * whatever the provider. U+0000 is the adapters' to read (provider-values: display text
+ * loses it; an identifier, code, currency or amount holding it throws NulInValueError).
  * A payment of 0, succeeded or failed (a Stripe trial or fully credited invoice, Stripe's
  * dashboard test failure, a Paystack card authorization), moves no money and owes none: it
  * is ignored, so it neither renews a subscription nor opens dunning (SPEC §5). Throws
  * UnusableEventError for an unknown provider or a body a handled type cannot use.
  */
-export function readProviderEvent(
-  provider: string,
-  parseBody: () => unknown,
-  receivedAt: Date,
-  text?: string,
-): ProviderEvent {
+export function readProviderEvent(provider: string, parseBody: () => unknown, receivedAt: Date): ProviderEvent {
   const adapter = findProvider(provider);
   if (!adapter) throw new UnusableEventError(`unknown provider ${provider}`);
-  const body = parseBody();
-  // JSON can only carry U+0000 inside a string as the escape \u0000 (a raw one is a syntax
-  // error): a text without it needs no walk through every key and value.
-  if (text === undefined || text.includes('\\u0000')) rejectNul(body);
-  const event = adapter.normalize(body, receivedAt);
+  const event = adapter.normalize(parseBody(), receivedAt);
   if ((event.kind === 'payment_succeeded' || event.kind === 'payment_failed') && event.payment.amount === 0) {
     return { kind: 'ignored', reason: 'zero-amount payment' };
   }
   return event;
+}
+
+/**
+ * Refuses, before it is stored, a verified body of `provider` (`text`: its JSON text) that
+ * holds U+0000 in a value its adapter must use as sent — an identifier, code, currency or
+ * amount (SPEC §5): throws NulInValueError, and POST /api/notify answers 400 so the provider
+ * retries. JSON carries U+0000 only as the escape `\u0000`, so a text without it costs one
+ * scan. Any other reason the event is unusable is left to processing (stored, then `failed`).
+ */
+export function refuseNulInValues(provider: string, body: unknown, text: string, receivedAt: Date): void {
+  if (!text.includes('\\u0000')) return;
+  try {
+    readProviderEvent(provider, () => body, receivedAt);
+  } catch (error) {
+    if (error instanceof NulInValueError) throw error;
+  }
 }
 
 /**

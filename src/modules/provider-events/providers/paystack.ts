@@ -28,8 +28,10 @@ import {
   readObject,
   redactStrings,
   optionalCurrency,
-  readRequiredText,
+  readId,
+  readRequiredId,
   readText,
+  readVerbatim,
 } from '../provider-values.ts';
 
 const SIGNATURE = /^[0-9a-f]{128}$/i;
@@ -47,7 +49,7 @@ function dataOf(body: unknown): JsonObject {
 }
 
 function typeOf(body: unknown): string | null {
-  return isObject(body) ? readText(body.event) : null;
+  return isObject(body) ? readId(body.event, 'event') : null;
 }
 
 function customerName(customer: JsonObject): string | null {
@@ -55,18 +57,29 @@ function customerName(customer: JsonObject): string | null {
   return name === '' ? null : name;
 }
 
+/**
+ * The payer: `data.customer`. Its `customer_code` is Paystack's id of the payer: not used,
+ * but refused with a NUL like every identifier (SPEC §5); email and names are display text.
+ */
+function payerOf(data: JsonObject): JsonObject {
+  const customer = readObject(data.customer);
+  readId(customer.customer_code, 'data.customer.customer_code');
+  return customer;
+}
+
 /** `charge.success`: a successful transaction; `data.reference` is the payment's id. */
 function chargeSuccess(data: JsonObject, now: Date): ProviderEvent {
-  const customer = readObject(data.customer);
+  const customer = payerOf(data);
   const payment: PaymentReport = {
-    reference: readRequiredText(data.reference, 'data.reference'),
+    reference: readRequiredId(data.reference, 'data.reference'),
     amount: minorUnits(data.amount, 'data.amount'),
     currency: currencyCode(data.currency, 'data.currency'),
     email: readText(customer.email),
     name: customerName(customer),
-    metadata: flatMetadata(data.metadata),
+    metadata: flatMetadata(data.metadata, 'data.metadata'),
     subscriptionReference:
-      readText(readObject(data.subscription).subscription_code) ?? readText(data.subscription_code),
+      readId(readObject(data.subscription).subscription_code, 'data.subscription.subscription_code') ??
+      readId(data.subscription_code, 'data.subscription_code'),
     failureReason: null,
     occurredAt: isoTime(data.paid_at ?? data.paidAt ?? data.created_at, now),
     method: reusableAuthorization(data, customer),
@@ -86,9 +99,10 @@ const MAX_CREDENTIAL_LENGTH = 255;
 function reusableAuthorization(data: JsonObject, customer: JsonObject): ReusableMethodReport | null {
   const authorization = readObject(data.authorization);
   if (authorization.reusable !== true) return null;
-  const code = readText(authorization.authorization_code);
+  // A credential that cannot be kept exactly as sent is not saved; the payment still is.
+  const code = readVerbatim(authorization.authorization_code);
   if (code === null || code.length > MAX_CREDENTIAL_LENGTH) return null;
-  const signature = readText(authorization.signature);
+  const signature = readVerbatim(authorization.signature);
   return {
     fingerprint: signature !== null && signature.length <= MAX_CREDENTIAL_LENGTH ? signature : code,
     credential: code,
@@ -109,10 +123,11 @@ function reusableAuthorization(data: JsonObject, customer: JsonObject): Reusable
  * by the invoice code.
  */
 function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
-  const customer = readObject(data.customer);
+  const customer = payerOf(data);
   const transaction = readObject(data.transaction);
   const subscription = readObject(data.subscription);
-  const reference = readText(transaction.reference) ?? readText(data.invoice_code);
+  const reference =
+    readId(transaction.reference, 'data.transaction.reference') ?? readId(data.invoice_code, 'data.invoice_code');
   if (reference === null) throw new UnusableEventError('data.transaction.reference or data.invoice_code is missing');
   return {
     kind: 'payment_failed',
@@ -125,8 +140,11 @@ function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
         optionalCurrency(readObject(subscription.plan).currency, 'data.subscription.plan.currency'),
       email: readText(customer.email),
       name: customerName(customer),
-      metadata: { ...flatMetadata(subscription.metadata), ...flatMetadata(data.metadata) },
-      subscriptionReference: readText(subscription.subscription_code),
+      metadata: {
+        ...flatMetadata(subscription.metadata, 'data.subscription.metadata'),
+        ...flatMetadata(data.metadata, 'data.metadata'),
+      },
+      subscriptionReference: readId(subscription.subscription_code, 'data.subscription.subscription_code'),
       failureReason:
         readText(transaction.gateway_response) ?? readText(data.description) ?? 'subscription charge failed',
       occurredAt: isoTime(data.created_at ?? data.createdAt, now),
@@ -141,7 +159,7 @@ function invoicePaymentFailed(data: JsonObject, now: Date): ProviderEvent {
  * (`refund_reference`, else `id`, else charge + amount), so a failure reverses its success.
  */
 function refundReport(data: JsonObject, status: 'succeeded' | 'failed', now: Date): ProviderEvent {
-  const paymentReference = readRequiredText(data.transaction_reference, 'data.transaction_reference');
+  const paymentReference = readRequiredId(data.transaction_reference, 'data.transaction_reference');
   const amount = minorUnits(data.amount, 'data.amount');
   if (amount === 0) throw new UnusableEventError('data.amount must be above 0 for a refund');
   return {
@@ -163,7 +181,7 @@ function refundReport(data: JsonObject, status: 'succeeded' | 'failed', now: Dat
 }
 
 function refundReference(data: JsonObject): string | null {
-  return readText(data.refund_reference) ?? readText(data.id);
+  return readId(data.refund_reference, 'data.refund_reference') ?? readId(data.id, 'data.id');
 }
 
 export const paystack: ProviderAdapter = {
@@ -190,17 +208,17 @@ export const paystack: ProviderAdapter = {
     // SPEC §5: type + data.id, else data.reference, else data.transaction_reference. Two
     // partial refunds of one charge share a transaction_reference, so a refund's own
     // reference joins the key when Paystack sends one.
-    const id = readText(data.id) ?? readText(data.reference);
+    const id = readId(data.id, 'data.id') ?? readId(data.reference, 'data.reference');
     if (id !== null) return { type, key: eventKey(type, id) };
-    const transaction = readText(data.transaction_reference);
+    const transaction = readId(data.transaction_reference, 'data.transaction_reference');
     if (transaction !== null) {
-      const refund = readText(data.refund_reference);
+      const refund = readId(data.refund_reference, 'data.refund_reference');
       return { type, key: refund === null ? eventKey(type, transaction) : eventKey(type, transaction, refund) };
     }
     // invoice.* events carry neither: the invoice code and the attempt's transaction.
-    const invoice = readText(data.invoice_code);
+    const invoice = readId(data.invoice_code, 'data.invoice_code');
     if (invoice !== null) {
-      const attempt = readText(readObject(data.transaction).reference);
+      const attempt = readId(readObject(data.transaction).reference, 'data.transaction.reference');
       return { type, key: attempt === null ? eventKey(type, invoice) : eventKey(type, invoice, attempt) };
     }
     return { type, key: bodyHashKey(raw) };

@@ -29,8 +29,10 @@ import {
   minorUnits,
   readObject,
   redactStrings,
-  readRequiredText,
+  readId,
+  readRequiredId,
   readText,
+  readVerbatim,
 } from '../provider-values.ts';
 
 /** A Stripe PaymentMethod id. */
@@ -39,9 +41,9 @@ const PAYMENT_METHOD_ID = /^pm_[A-Za-z0-9_]+$/;
 /** Seconds a signature's timestamp may lie from the receive time, either way (SPEC §5). */
 export const STRIPE_TOLERANCE_SECONDS = 300;
 
-/** The id of an expandable field: the string itself, or the expanded object's `id`. */
-function idOf(value: unknown): string | null {
-  return isObject(value) ? readText(value.id) : readText(value);
+/** The id of an expandable field at `field`: the string itself, or the expanded object's `id`. */
+function idOf(value: unknown, field: string): string | null {
+  return isObject(value) ? readId(value.id, `${field}.id`) : readId(value, field);
 }
 
 /**
@@ -70,13 +72,15 @@ function signatureTimestamp(header: string): number {
 
 function paymentIntentReport(intent: JsonObject, failed: boolean, occurredAt: string): PaymentReport {
   const error = readObject(intent.last_payment_error);
+  // Stripe's id of the payer: not used here, but refused with a NUL like every identifier.
+  idOf(intent.customer, 'data.object.customer');
   return {
-    reference: readRequiredText(intent.id, 'data.object.id'),
+    reference: readRequiredId(intent.id, 'data.object.id'),
     amount: minorUnits(failed ? intent.amount : (intent.amount_received ?? intent.amount), 'data.object.amount'),
     currency: currencyCode(intent.currency, 'data.object.currency'),
     email: readText(intent.receipt_email),
     name: null,
-    metadata: flatMetadata(intent.metadata),
+    metadata: flatMetadata(intent.metadata, 'data.object.metadata'),
     subscriptionReference: null,
     failureReason: failed ? (readText(error.message) ?? readText(error.code) ?? 'payment failed') : null,
     occurredAt,
@@ -92,8 +96,11 @@ function paymentIntentReport(intent: JsonObject, failed: boolean, occurredAt: st
  * brand, last4 and expiry are used when present.
  */
 function reusablePaymentMethod(intent: JsonObject): ReusableMethodReport | null {
-  const paymentMethod = idOf(intent.payment_method);
-  const customer = idOf(intent.customer);
+  // A method that cannot be kept exactly as sent is not saved; the payment still is.
+  const paymentMethod = readVerbatim(
+    isObject(intent.payment_method) ? intent.payment_method.id : intent.payment_method,
+  );
+  const customer = readVerbatim(isObject(intent.customer) ? intent.customer.id : intent.customer);
   if (paymentMethod === null || customer === null || !customer.startsWith('cus_')) return null;
   const charges = readObject(intent.charges).data;
   const details = readObject(readObject(Array.isArray(charges) ? charges[0] : undefined).payment_method_details);
@@ -118,12 +125,15 @@ function reusablePaymentMethod(intent: JsonObject): ReusableMethodReport | null 
  * 2025-03-31, else the first of `invoice.payments` (when the payload includes them).
  */
 function invoicePaymentIntent(invoice: JsonObject): string | null {
-  const direct = idOf(invoice.payment_intent);
+  const direct = idOf(invoice.payment_intent, 'data.object.payment_intent');
   if (direct !== null) return direct;
   const payments = readObject(invoice.payments).data;
   if (!Array.isArray(payments)) return null;
   for (const entry of payments) {
-    const intent = idOf(readObject(readObject(entry).payment).payment_intent);
+    const intent = idOf(
+      readObject(readObject(entry).payment).payment_intent,
+      'data.object.payments.data.payment.payment_intent',
+    );
     if (intent !== null) return intent;
   }
   return null;
@@ -139,8 +149,9 @@ function invoicePaymentIntent(invoice: JsonObject): string | null {
 function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string): PaymentReport {
   const details = readObject(readObject(invoice.parent).subscription_details);
   const legacyDetails = readObject(invoice.subscription_details);
+  idOf(invoice.customer, 'data.object.customer');
   return {
-    reference: invoicePaymentIntent(invoice) ?? readRequiredText(invoice.id, 'data.object.id'),
+    reference: invoicePaymentIntent(invoice) ?? readRequiredId(invoice.id, 'data.object.id'),
     amount: minorUnits(
       failed ? invoice.amount_due : invoice.amount_paid,
       failed ? 'data.object.amount_due' : 'data.object.amount_paid',
@@ -149,11 +160,13 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
     email: readText(invoice.customer_email),
     name: readText(invoice.customer_name),
     metadata: {
-      ...flatMetadata(legacyDetails.metadata),
-      ...flatMetadata(details.metadata),
-      ...flatMetadata(invoice.metadata),
+      ...flatMetadata(legacyDetails.metadata, 'data.object.subscription_details.metadata'),
+      ...flatMetadata(details.metadata, 'data.object.parent.subscription_details.metadata'),
+      ...flatMetadata(invoice.metadata, 'data.object.metadata'),
     },
-    subscriptionReference: idOf(invoice.subscription) ?? idOf(details.subscription),
+    subscriptionReference:
+      idOf(invoice.subscription, 'data.object.subscription') ??
+      idOf(details.subscription, 'data.object.parent.subscription_details.subscription'),
     failureReason: failed
       ? (readText(readObject(invoice.last_finalization_error).message) ?? 'invoice payment failed')
       : null,
@@ -169,14 +182,14 @@ function invoiceReport(invoice: JsonObject, failed: boolean, occurredAt: string)
  * `payment_record`) name no PaymentIntent that another event could report: ignored.
  */
 function invoicePaymentLink(invoicePayment: JsonObject): ProviderEvent {
-  const status = readText(invoicePayment.status);
+  const status = readId(invoicePayment.status, 'data.object.status');
   if (status !== 'paid') return { kind: 'ignored', reason: `invoice payment status ${status ?? 'missing'}` };
   const payment = readObject(invoicePayment.payment);
-  const type = readText(payment.type);
+  const type = readId(payment.type, 'data.object.payment.type');
   if (type !== 'payment_intent') return { kind: 'ignored', reason: `invoice payment type ${type ?? 'missing'}` };
-  const invoice = idOf(invoicePayment.invoice);
+  const invoice = idOf(invoicePayment.invoice, 'data.object.invoice');
   if (invoice === null) throw new UnusableEventError('data.object.invoice is missing');
-  const intent = idOf(payment.payment_intent);
+  const intent = idOf(payment.payment_intent, 'data.object.payment.payment_intent');
   if (intent === null) throw new UnusableEventError('data.object.payment.payment_intent is missing');
   return { kind: 'payment_linked', reference: invoice, canonicalReference: intent };
 }
@@ -201,9 +214,9 @@ function refundReport(
   const amount = minorUnits(refund.amount, 'refund amount');
   if (amount === 0) throw new UnusableEventError('refund amount must be above 0');
   // Set by POST /api/payments/{id}/refund (SPEC §10): settles that pending refund.
-  const requestReference = readText(readObject(refund.metadata).refund_id);
+  const requestReference = readId(readObject(refund.metadata).refund_id, 'refund metadata.refund_id');
   return {
-    reference: readRequiredText(refund.id, 'refund id'),
+    reference: readRequiredId(refund.id, 'refund id'),
     amount,
     currency: currencyCode(refund.currency ?? fallbackCurrency, 'refund currency'),
     status,
@@ -222,7 +235,7 @@ function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
   const listed = readObject(charge.refunds).data;
   const refunds: RefundReport[] = [];
   for (const refund of (Array.isArray(listed) ? listed : []).map(readObject)) {
-    const status = refundOutcome(readText(refund.status));
+    const status = refundOutcome(readId(refund.status, 'data.object.refunds.data.status'));
     if (status !== null) refunds.push(refundReport(refund, status, charge.currency, occurredAt));
   }
   if (refunds.length === 0) {
@@ -230,7 +243,8 @@ function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
   }
   return {
     kind: 'refunds',
-    paymentReference: idOf(charge.payment_intent) ?? readRequiredText(charge.id, 'data.object.id'),
+    paymentReference:
+      idOf(charge.payment_intent, 'data.object.payment_intent') ?? readRequiredId(charge.id, 'data.object.id'),
     refunds,
   };
 }
@@ -240,10 +254,11 @@ function chargeRefunded(charge: JsonObject, occurredAt: string): ProviderEvent {
  * `status: succeeded`; `failed`/`canceled` (and any `refund.failed`) reverse it.
  */
 function refundEvent(type: string, refund: JsonObject, occurredAt: string): ProviderEvent {
-  const reported = readText(refund.status);
+  const reported = readId(refund.status, 'data.object.status');
   const status = type === 'refund.failed' ? 'failed' : refundOutcome(reported);
   if (status === null) return { kind: 'ignored', reason: `refund status ${reported ?? 'missing'}` };
-  const paymentReference = idOf(refund.payment_intent) ?? idOf(refund.charge);
+  const paymentReference =
+    idOf(refund.payment_intent, 'data.object.payment_intent') ?? idOf(refund.charge, 'data.object.charge');
   if (paymentReference === null)
     throw new UnusableEventError('data.object.payment_intent and data.object.charge are missing');
   return { kind: 'refunds', paymentReference, refunds: [refundReport(refund, status, refund.currency, occurredAt)] };
@@ -283,8 +298,8 @@ export const stripe: ProviderAdapter = {
 
   identify(body, raw): EventIdentity {
     const event = readObject(body);
-    const id = readText(event.id);
-    return { type: readText(event.type) ?? '(none)', key: id === null ? bodyHashKey(raw) : eventKey(id) };
+    const id = readId(event.id, 'id');
+    return { type: readId(event.type, 'type') ?? '(none)', key: id === null ? bodyHashKey(raw) : eventKey(id) };
   },
 
   // A PaymentMethod id (`pm_…`) is what charges a saved method: wherever the event names one.
@@ -292,7 +307,7 @@ export const stripe: ProviderAdapter = {
 
   normalize(body, receivedAt) {
     if (!isObject(body)) throw new UnusableEventError('the event is not an object');
-    const type = readText(body.type);
+    const type = readId(body.type, 'type');
     if (type === null) throw new UnusableEventError('type is missing');
     const object = readObject(body.data).object;
     if (!isObject(object)) throw new UnusableEventError('data.object is missing');
