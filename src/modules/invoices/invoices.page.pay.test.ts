@@ -63,7 +63,7 @@ interface Answer {
  * page itself (`Sec-Fetch-Site: same-origin`, and `Origin: null` under no-referrer); the
  * redirect is not followed.
  */
-async function press(app: TestApp, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+async function press(app: TestApp, path: string, headers: Record<string, string> = {}, body = ''): Promise<Answer> {
   const response = await fetch(`${app.baseUrl}${path}/pay`, {
     method: 'POST',
     redirect: 'manual',
@@ -73,7 +73,7 @@ async function press(app: TestApp, path: string, headers: Record<string, string>
       origin: 'null',
       ...headers,
     },
-    body: '',
+    body,
   });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
@@ -282,7 +282,7 @@ test('a checkout URL outside the CSP’s form-action origins gets a page with a 
 
 test('an unknown or malformed token is the HTML 404 page; another site’s form only leads to the invoice page', async (t) => {
   const app = await payApp(t);
-  const { path } = await openInvoice(app);
+  const { invoice, path } = await openInvoice(app);
   for (const candidate of [`/i/${'A'.repeat(43)}`, '/i/short', '/i/%zz', `${path}x`]) {
     const res = await press(app, candidate);
     assert.equal(res.status, 404, candidate);
@@ -295,11 +295,21 @@ test('an unknown or malformed token is the HTML 404 page; another site’s form 
     assert.equal(res.status, 303, site);
     assert.equal(res.headers.get('location'), path);
   }
-  // A body type a form does not send is a 404 page too, never JSON.
-  const odd = await press(app, path, { 'content-type': 'text/xml' });
-  assert.equal(odd.status, 404);
-  assertHtml(odd);
-  assert.equal(app.paystack.calls.length, 0);
+  // A body type a form does not send is a 404 page too, never JSON — JSON included, empty or
+  // not: only the button's form post (or no body at all) makes a link.
+  for (const [type, body] of [
+    ['text/xml', ''],
+    ['application/json', '{}'],
+    ['application/json', ''],
+    ['application/json; charset=utf-8', '{"provider":"stripe"}'],
+    ['text/plain', 'pay'],
+  ]) {
+    const odd = await press(app, path, { 'content-type': type! }, body);
+    assert.equal(odd.status, 404, `${type} ${body}`);
+    assertHtml(odd);
+  }
+  assert.equal(app.paystack.calls.length + app.stripe.calls.length, 0);
+  assert.equal((await listInvoiceAttempts(app.deps.db, invoice.id)).length, 0, 'no attempt either');
   // Without Sec-Fetch-Site (curl, older browsers) the token alone is enough.
   const plain = await fetch(`${app.baseUrl}${path}/pay`, { method: 'POST', redirect: 'manual' });
   assert.equal(plain.status, 303);
