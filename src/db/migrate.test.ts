@@ -9,14 +9,12 @@ import { APP_MIGRATIONS, MIGRATION_NAMES, migrateToLatest } from './migrate.ts';
 /** A migration that creates table `name` (and drops it on the way down). */
 function tableMigration(name: string): Migration {
   return {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations run against an untyped schema
     up: async (db: Kysely<any>) => {
       await db.schema
         .createTable(name)
         .addColumn('id', 'text', (c) => c.primaryKey())
         .execute();
     },
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations run against an untyped schema
     down: async (db: Kysely<any>) => {
       await db.schema.dropTable(name).execute();
     },
