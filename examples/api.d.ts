@@ -6389,7 +6389,7 @@ export interface operations {
            *     ]
            */
           events: unknown[];
-          /** @description Signing secret (write-only). Deliveries then carry X-Signature and the Standard Webhooks headers. `"generate"` makes a Standard Webhooks secret (`whsec_` + base64 of 32 random bytes), returned once in this response. A secret starting with `whsec_` must be `whsec_` + base64 of 24–64 bytes; any other string is used as is (≥ 32 random bytes). */
+          /** @description Signing secret (write-only). Deliveries then carry X-Signature and the Standard Webhooks headers. Surrounding whitespace is removed. `"generate"` (any letter case) makes a Standard Webhooks secret (`whsec_` + base64 of 32 random bytes), returned once in this response. A secret starting with `whsec_` (any letter case) must be lower-case `whsec_` + base64 of 24–64 bytes; any other string is used as is (≥ 32 random bytes). */
           secret?: string;
         };
       };
@@ -6539,7 +6539,7 @@ export interface operations {
            *     ]
            */
           events?: unknown[];
-          /** @description Signing secret (write-only). Deliveries then carry X-Signature and the Standard Webhooks headers. `"generate"` makes a Standard Webhooks secret (`whsec_` + base64 of 32 random bytes), returned once in this response. A secret starting with `whsec_` must be `whsec_` + base64 of 24–64 bytes; any other string is used as is (≥ 32 random bytes). */
+          /** @description Signing secret (write-only). Deliveries then carry X-Signature and the Standard Webhooks headers. Surrounding whitespace is removed. `"generate"` (any letter case) makes a Standard Webhooks secret (`whsec_` + base64 of 32 random bytes), returned once in this response. A secret starting with `whsec_` (any letter case) must be lower-case `whsec_` + base64 of 24–64 bytes; any other string is used as is (≥ 32 random bytes). */
           secret?: string | null;
           /** @enum {string} */
           status?: 'enabled' | 'disabled';

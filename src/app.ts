@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { DestinationStream } from 'pino';
 import type { Deps } from './deps.ts';
 import { authenticate } from './http/auth.ts';
+import { AJV_PLUGINS } from './http/date-time-format.ts';
 import { answerClientError, registerErrorHandling, routeFrameworkErrorsUnder } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
@@ -93,6 +94,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
         // `idn-email` (RFC 6531) is the customers module's one email rule, not Ajv's ASCII one.
         formats: EMAIL_FORMATS,
       },
+      // ajv-formats, then our `date-time` (bounds that hold at the epoch): http/date-time-format.ts.
+      plugins: AJV_PLUGINS,
     },
     // While draining, server.ts answers requests on open connections 503 in the envelope.
     return503OnClosing: false,

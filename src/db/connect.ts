@@ -25,6 +25,7 @@ import type { DatabaseConfig } from '../config.ts';
 import { type CommitVersionSource, postgresCommitVersion, sqliteCommitVersion } from './commit-version.ts';
 import { registerSyncReads } from './compiled-queries.ts';
 import type { Database } from './database.ts';
+import { readPgTimestamp } from './pg-timestamps.ts';
 import { type DatabaseTraffic, newTraffic, trafficPool } from './pg-traffic.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
 
@@ -65,9 +66,7 @@ const PG_TIMESTAMPTZ = 1184;
 const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === PG_INT8) return (value: string) => Number(value);
-    if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) {
-      return (value: string) => new Date(oid === PG_TIMESTAMP ? `${value}Z` : value).toISOString();
-    }
+    if (oid === PG_TIMESTAMPTZ || oid === PG_TIMESTAMP) return readPgTimestamp;
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's overloads do not accept a union format
     return pg.types.getTypeParser(oid, format as any);
   },
@@ -216,13 +215,25 @@ class SchemaScopedPostgresDialect extends PostgresDialect {
   }
 }
 
+/**
+ * Settings of every session: UTC and ISO dates, so that no server or role default (a
+ * `TimeZone` of Africa/Lagos, a `DateStyle` of SQL, DMY) changes how a timestamp reads or how
+ * SQL date arithmetic runs; the schema as search_path when given. `-c` options are startup
+ * parameters, which override the server's and the role's defaults.
+ */
+function sessionOptions(schema: string | undefined): string {
+  const settings = ['-c TimeZone=UTC', '-c DateStyle=ISO'];
+  if (schema) settings.push(`-c search_path=${schema}`);
+  return settings.join(' ');
+}
+
 function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
   const schema = options.schema ?? 'public';
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     types: pgTypes,
-    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+    options: sessionOptions(options.schema),
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

@@ -1,5 +1,8 @@
 // Versioned migrations, applied in order at start and by `billing migrate`. On PostgreSQL
 // Kysely's Migrator holds an advisory lock, so instances starting together migrate once.
+// The applied migrations are a set, not a sequence: branches developed in parallel number
+// their migrations independently, so a database that already ran 0021 must still accept a
+// 0020 merged after it (each migration touches only its own tables and columns).
 import { type Migration, Migrator } from 'kysely/migration';
 import type { DatabaseHandle } from './connect.ts';
 import * as foundation from './migrations/0001_foundation.ts';
@@ -52,15 +55,24 @@ const MIGRATIONS: Record<string, Migration> = {
 /** The names of every migration, in the order they apply. */
 export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS).sort();
 
+/** Every migration of the app by name (tests build variants of the set from it). */
+export const APP_MIGRATIONS: Readonly<Record<string, Migration>> = MIGRATIONS;
+
 /**
- * Applies every pending migration. Returns the names applied (empty when up to date).
- * Throws the migration's own error when one fails; nothing after it runs.
+ * Applies every pending migration of `migrations` (default: the app's), in name order, also
+ * those named before one already applied (Kysely's `allowUnorderedMigrations`). Returns the
+ * names applied (empty when up to date). Throws the migration's own error when one fails;
+ * nothing after it runs.
  */
-export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
+export async function migrateToLatest(
+  handle: DatabaseHandle,
+  migrations: Readonly<Record<string, Migration>> = MIGRATIONS,
+): Promise<string[]> {
   const migrator = new Migrator({
     db: handle.db,
-    provider: { getMigrations: async () => MIGRATIONS },
+    provider: { getMigrations: async () => migrations },
     migrationTableSchema: handle.schema,
+    allowUnorderedMigrations: true,
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;

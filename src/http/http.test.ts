@@ -31,6 +31,38 @@ test('malformed JSON is 400 in the two-shape body and changes nothing', async (t
   assert.equal((await request('GET', '/api/customers')).body.meta.total, 0);
 });
 
+test('a key that could reach a prototype is 400 naming where it is, not "not valid JSON"', async (t) => {
+  const { request } = await buildTestApp(t);
+  for (const [rawBody, message, field] of [
+    [
+      '{"email":"p@x.io","metadata":{"__proto__":{"admin":"true"}}}',
+      'metadata must not have the key "__proto__"',
+      'metadata',
+    ],
+    ['{"__proto__":{"admin":true},"email":"p@x.io"}', 'request body must not have the key "__proto__"', undefined],
+    [
+      '{"email":"p@x.io","metadata":{"constructor":{"prototype":{"admin":"true"}}}}',
+      'metadata must not have the key "constructor"',
+      'metadata',
+    ],
+  ] as const) {
+    const res = await request('POST', '/api/customers', { rawBody, headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 400, rawBody);
+    assert.equal(res.body.code, 'validation_error');
+    assert.equal(res.body.message, message);
+    assert.equal(res.body.detail, message);
+    assert.deepEqual(
+      res.body.errors.map((e: { name: string }) => e.name),
+      field === undefined ? [] : [field],
+    );
+  }
+  assert.equal((await request('GET', '/api/customers')).body.meta.total, 0, 'nothing was created');
+  // `constructor` alone is an ordinary key.
+  const plain = await request('POST', '/api/customers', { body: { email: 'c@x.io', metadata: { constructor: 'x' } } });
+  assert.equal(plain.status, 201, plain.text);
+  assert.deepEqual(plain.body.metadata, { constructor: 'x' });
+});
+
 test('non-JSON bodies are 415; a missing body where one is needed is 400', async (t) => {
   const { request } = await buildTestApp(t);
   for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {

@@ -35,3 +35,44 @@ export function clampTime(ms: number): Date {
   if (Number.isNaN(ms) || ms > MAX_TIMESTAMP_MS) return new Date(MAX_TIMESTAMP_MS);
   return new Date(Math.max(ms, MIN_TIMESTAMP_MS));
 }
+
+// RFC 3339 §5.6 `date-time`, as JSON Schema's `date-time` format names it: `T` and `Z` in
+// either case, a numeric offset only as ±HH:MM. No leap second (`:60`): an instant in
+// milliseconds since the epoch cannot hold one.
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * The instant `text` names, in ms since the epoch, or NaN when `text` is not an RFC 3339
+ * date-time (SPEC §2 "Time") of a real calendar day: `2026-02-30…`, `24:00:00`, a `:60` leap
+ * second and offsets past ±23:59 are NaN. Fractions past milliseconds are truncated.
+ * Computed field by field, never by `Date.parse`, which reads years below 100 as 19xx/20xx
+ * in some forms and returns NaN for others the format allows. The result may lie outside
+ * [MIN_TIMESTAMP, MAX_TIMESTAMP]: callers bound it (isStorableTime).
+ */
+export function parseTimestamp(text: string): number {
+  const m = RFC3339.exec(text);
+  if (!m) return Number.NaN;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const offsetHours = m[9] === undefined ? 0 : Number(m[9]);
+  const offsetMinutes = m[10] === undefined ? 0 : Number(m[10]);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return Number.NaN;
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return Number.NaN;
+  const date = new Date(0);
+  // setUTCFullYear takes the year as given (Date.UTC maps 0–99 to 1900–1999).
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number((m[7] ?? '0').slice(0, 3).padEnd(3, '0')));
+  const offsetMs = (m[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+  return date.getTime() - offsetMs;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}

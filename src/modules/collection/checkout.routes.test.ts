@@ -401,3 +401,28 @@ test('provider keys never appear in logs or responses, even when a provider echo
     }
   }
 });
+
+test('a provider that echoes the key upper-cased or URL-encoded gets it redacted too', async (t) => {
+  const app = await appWithFakeProviders(t);
+  const invoice = await openInvoice(app);
+  const percent = (text: string) => [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
+  const echoes = [
+    PAYSTACK_SECRET.toUpperCase(),
+    encodeURIComponent(PAYSTACK_SECRET).replace('_', '%5F'),
+    percent(PAYSTACK_SECRET),
+    percent(PAYSTACK_SECRET.toUpperCase()).toLowerCase(),
+    percent(PAYSTACK_SECRET).replaceAll('%', '%25'),
+    [...PAYSTACK_SECRET].map((c) => `&#${c.charCodeAt(0)};`).join(''),
+  ];
+  for (const echo of echoes) {
+    app.paystack.queue({ status: 400, body: { status: false, message: `Invalid key "${echo}" for this call` } });
+    const res = await checkout(app, invoice.id, {});
+    assert.equal(res.status, 422, echo);
+    assert.equal(
+      res.body.message,
+      'Paystack refused to initialize the transaction: Invalid key "[redacted]" for this call',
+    );
+  }
+  const attempts = JSON.stringify(await listInvoiceAttempts(app.deps.db, invoice.id));
+  for (const echo of echoes) assert.ok(!attempts.includes(echo), 'a stored attempt holds the echoed key');
+});

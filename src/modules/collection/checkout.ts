@@ -3,12 +3,15 @@
 // provider is called (so a crash or a timeout leaves a trace with its reference), then given
 // the outcome. The link itself settles nothing: the provider's event for the payment does,
 // through POST /api/notify, matched by the metadata (invoice_id) the link carries.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Deps } from '../../deps.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, ProviderUnavailableError, StateConflictError, ValidationError } from '../../http/errors.ts';
 import { hostedInvoiceUrl, lockInvoice } from '../invoices/invoices.lifecycle.ts';
 import type { CheckoutInput, CheckoutLink } from './checkout.schemas.ts';
 import {
+  findAttempt,
+  findCheckoutInFlight,
   findLiveCheckoutLink,
   type PaymentAttemptRow,
   recordAttemptOutcome,
@@ -41,13 +44,29 @@ export const UNDATED_LINK_REUSE_MS = 60 * 60_000;
  */
 export const LINK_REUSE_MARGIN_MS = 15 * 60_000;
 
+/**
+ * A Pay button press holds its attempt's lease for PROVIDER_TIMEOUT plus this (ms): the call's
+ * own deadline, and time to record its outcome. Another press of the same invoice waits that
+ * long at most for the link instead of making a second one.
+ */
+export const PRESS_LEASE_MARGIN_MS = 5_000;
+
+/** How often a press waiting for another press's link looks at its attempt (ms). */
+const IN_FLIGHT_POLL_MS = 25;
+
+/** Pay button presses, on the leases they take (payment-attempts.ts `locked_by`). */
+const PRESS_OWNER = 'pay-button';
+
 /** Options of createCheckoutLink beyond the request body. */
 export interface CheckoutOptions {
   /**
    * Return a still-valid link of the same invoice, provider and amount instead of asking the
    * provider for a new one (the hosted page's Pay button): an attempt `requires_action` made
    * less than UNDATED_LINK_REUSE_MS ago (no `expires_at`), or expiring more than
-   * LINK_REUSE_MARGIN_MS from now. Off for the API, where each call is a new link.
+   * LINK_REUSE_MARGIN_MS from now. While another press of the same invoice, provider and
+   * amount is calling the provider (its `pending` attempt's lease runs), wait for its link
+   * instead (SPEC §10 "Pay button": two presses at once make one link). Off for the API,
+   * where each call is a new link.
    */
   reuseLiveLink?: boolean;
 }
@@ -70,7 +89,9 @@ interface CheckoutRequest {
  * `validation_error` (the invoice is not `open`), 422 `invalid_state` (the provider has no API
  * key, refuses the key, or refuses the request), 503 `internal_error` (no usable answer in
  * PROVIDER_TIMEOUT: the attempt stays `unknown`). With `options.reuseLiveLink`, a live link of
- * the same amount is returned as it was (no attempt, no provider call).
+ * the same amount is returned as it was (no attempt, no provider call), and a link another
+ * press is making right now is waited for and returned (503 `internal_error` when that press
+ * ends without one, or not within PROVIDER_TIMEOUT + PRESS_LEASE_MARGIN_MS).
  */
 export async function createCheckoutLink(
   deps: Deps,
@@ -87,7 +108,7 @@ export async function createCheckoutLink(
   // A test clock's invoice stamps its attempts with the clock's time (SPEC §11); a link's
   // expiry stays the provider's, in real time.
   let stamp = clock;
-  const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest | CheckoutLink> => {
+  const request = await transactionWithRetry(db, async (trx): Promise<CheckoutRequest | CheckoutLink | InFlight> => {
     const invoice = await lockInvoice(trx, invoiceId);
     stamp = await clockFor(trx, deps, invoice.test_clock_id);
     const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
@@ -111,6 +132,14 @@ export async function createCheckoutLink(
         expiringAfter: new Date(now + LINK_REUSE_MARGIN_MS).toISOString(),
       });
       if (live) return linkOf(live, live.url);
+      const inFlight = await findCheckoutInFlight(trx, {
+        invoiceId: invoice.id,
+        provider,
+        amount: remaining,
+        currency: invoice.currency,
+        leasedAfter: new Date(now).toISOString(),
+      });
+      if (inFlight) return { inFlight };
     }
     const customer = await trx
       .selectFrom('customers')
@@ -123,6 +152,15 @@ export async function createCheckoutLink(
       kind: 'checkout',
       amount: remaining,
       currency: invoice.currency,
+      // A press leases its attempt while it calls the provider: another press waits for it.
+      ...(options.reuseLiveLink
+        ? {
+            lease: {
+              owner: PRESS_OWNER,
+              until: new Date(clock.now().getTime() + config.providerTimeoutMs + PRESS_LEASE_MARGIN_MS).toISOString(),
+            },
+          }
+        : {}),
     });
     const hosted = hostedInvoiceUrl(config.publicUrl, invoice.hosted_token);
     return {
@@ -139,6 +177,7 @@ export async function createCheckoutLink(
     };
   });
 
+  if ('inFlight' in request) return waitForLink(deps, request.inFlight);
   if (!('attempt' in request)) return request;
   const { attempt } = request;
   try {
@@ -158,6 +197,38 @@ export async function createCheckoutLink(
       failureMessage: error.message,
     });
     throw toAppError(error, attempt.reference);
+  }
+}
+
+/** Another press's attempt, calling the provider now: its link is waited for. */
+interface InFlight {
+  inFlight: PaymentAttemptRow;
+}
+
+/**
+ * The link `attempt` (another press's, `pending`) comes to, looked at every IN_FLIGHT_POLL_MS
+ * for at most PROVIDER_TIMEOUT + PRESS_LEASE_MARGIN_MS of real time (the press's own deadline).
+ * Throws 503 `internal_error` when it ends without a link (the provider refused or did not
+ * answer: that press reported why) or does not end in time.
+ */
+async function waitForLink(deps: Deps, attempt: PaymentAttemptRow): Promise<CheckoutLink> {
+  const deadline = performance.now() + deps.config.providerTimeoutMs + PRESS_LEASE_MARGIN_MS;
+  for (;;) {
+    const now = await findAttempt(deps.db, attempt.id);
+    if (now?.status === 'requires_action' && now.url !== null) return linkOf(now, now.url);
+    if (now?.status !== 'pending' || performance.now() >= deadline) {
+      throw new ProviderUnavailableError(
+        `${PROVIDER_NAMES[attempt.provider]} gave no link to the payment started at the same time; retry later`,
+        {
+          provider: attempt.provider,
+          reference: attempt.reference,
+          reason: 'unavailable',
+          provider_status: null,
+          provider_code: null,
+        },
+      );
+    }
+    await sleep(IN_FLIGHT_POLL_MS);
   }
 }
 

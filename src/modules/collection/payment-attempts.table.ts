@@ -47,7 +47,9 @@ export interface InvoicePaymentAttemptsTable {
   payment_method_id: string | null;
   /**
    * The lease of an unresolved `charge` attempt (SPEC §10 "Exactly once"): until this time
-   * (ISO 8601) only worker `locked_by` may call the provider for it. Null once resolved.
+   * (ISO 8601) only worker `locked_by` may call the provider for it. On a `pending` checkout
+   * attempt of the Pay button (`locked_by` = `pay-button`): the press is calling the provider,
+   * another press waits for its link. Null once resolved, and on the API's checkout attempts.
    */
   locked_until: string | null;
   locked_by: string | null;

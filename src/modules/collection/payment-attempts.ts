@@ -36,7 +36,10 @@ export async function startAttempt(
     currency: string;
     /** Charges: the saved method charged. */
     paymentMethodId?: string;
-    /** Charges: the lease the caller holds (owner, until: ISO 8601). */
+    /**
+     * The lease the caller holds (owner, until: ISO 8601) while it calls the provider: a
+     * charge's, or a Pay button press's (another press waits for its link instead of making one).
+     */
     lease?: { owner: string; until: string };
   },
 ): Promise<PaymentAttemptRow> {
@@ -71,22 +74,28 @@ export type AttemptOutcome =
   | { status: 'requires_action'; providerObjectId: string | null; url: string; expiresAt: string | null }
   | { status: Extract<AttemptStatus, 'failed' | 'unknown'>; failureCode: string; failureMessage: string };
 
-/** Writes `outcome` to attempt `id` (any handle: one statement). Returns the row after. */
+/**
+ * Writes `outcome` to attempt `id` (any handle: one statement), giving back its lease if it had
+ * one (a Pay button press's). Returns the row after.
+ */
 export async function recordAttemptOutcome(
   db: Kysely<Database>,
   clock: Clock,
   attempt: PaymentAttemptRow,
   outcome: AttemptOutcome,
 ): Promise<PaymentAttemptRow> {
-  const set =
-    outcome.status === 'requires_action'
+  const set = {
+    ...(outcome.status === 'requires_action'
       ? {
           status: outcome.status,
           provider_object_id: outcome.providerObjectId,
           url: outcome.url,
           expires_at: outcome.expiresAt,
         }
-      : { status: outcome.status, failure_code: outcome.failureCode, failure_message: outcome.failureMessage };
+      : { status: outcome.status, failure_code: outcome.failureCode, failure_message: outcome.failureMessage }),
+    locked_until: null,
+    locked_by: null,
+  };
   const row = { ...attempt, ...set, updated_at: clock.now().toISOString() };
   await db
     .updateTable('invoice_payment_attempts')
@@ -320,4 +329,36 @@ export async function findChargesInFlight(
     .orderBy('invoice_payment_attempts.created_at')
     .orderBy('invoice_payment_attempts.id')
     .execute();
+}
+
+/**
+ * The newest `pending` checkout attempt of invoice `invoiceId` at `provider` for exactly
+ * `amount` (minor units) in `currency` whose lease runs after `leasedAfter` (ISO 8601): a Pay
+ * button press calling the provider right now (SPEC §10 "Pay button"). Undefined when there is
+ * none; a press that died mid-call stops counting when its lease ends. Read in the caller's
+ * transaction, under the invoice's lock, so two presses cannot both miss each other.
+ */
+export async function findCheckoutInFlight(
+  trx: Transaction<Database>,
+  attempt: { invoiceId: string; provider: CollectingProvider; amount: number; currency: string; leasedAfter: string },
+): Promise<PaymentAttemptRow | undefined> {
+  return trx
+    .selectFrom('invoice_payment_attempts')
+    .selectAll()
+    .where('invoice_id', '=', attempt.invoiceId)
+    .where('provider', '=', attempt.provider)
+    .where('kind', '=', 'checkout')
+    .where('status', '=', 'pending')
+    .where('amount', '=', attempt.amount)
+    .where('currency', '=', attempt.currency)
+    .where('locked_until', '>', attempt.leasedAfter)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Attempt `id` as committed now (no lock), or undefined. */
+export async function findAttempt(db: Kysely<Database>, id: string): Promise<PaymentAttemptRow | undefined> {
+  return db.selectFrom('invoice_payment_attempts').selectAll().where('id', '=', id).executeTakeFirst();
 }

@@ -39,3 +39,57 @@ test('scrubProviderText keeps an ordinary message and drops what is not text', (
   assert.equal(scrubProviderText({ message: 'x' }, []), '');
   assert.equal(scrubProviderText(undefined, []), '');
 });
+
+/** `text` with every escape a provider may use decoded (repeatedly), in lower case. */
+function reveal(text: string): string {
+  let previous: string;
+  let current = text;
+  do {
+    previous = current;
+    current = current
+      .replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+      .replace(/&#x([0-9a-f]+);/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+      .replace(/&#([0-9]+);/g, (_, dec: string) => String.fromCharCode(Number(dec)))
+      .replace(/\\u([0-9a-f]{4})|\\x([0-9a-f]{2})/gi, (_, u?: string, x?: string) =>
+        String.fromCharCode(Number.parseInt((u ?? x)!, 16)),
+      );
+  } while (current !== previous);
+  return current.toLowerCase();
+}
+
+const hex = (c: string) => c.charCodeAt(0).toString(16).padStart(2, '0');
+/** Ways a provider may echo a value back: another letter case, percent-encoded (once or twice), HTML or JS escapes. */
+const ECHOES: Record<string, (secret: string) => string> = {
+  upper: (s) => s.toUpperCase(),
+  lower: (s) => s.toLowerCase(),
+  swapped: (s) => [...s].map((c, i) => (i % 2 ? c.toUpperCase() : c.toLowerCase())).join(''),
+  encodeURIComponent: (s) => encodeURIComponent(s),
+  percentEvery: (s) => [...s].map((c) => `%${hex(c).toUpperCase()}`).join(''),
+  percentSome: (s) => [...s].map((c, i) => (i % 3 ? c : `%${hex(c)}`)).join(''),
+  percentTwice: (s) => [...s].map((c) => `%25${hex(c)}`).join(''),
+  upperThenPercent: (s) => encodeURIComponent(s.toUpperCase()).replaceAll('_', '%5F'),
+  htmlDecimal: (s) => [...s].map((c) => `&#${c.charCodeAt(0)};`).join(''),
+  htmlHex: (s) => [...s].map((c) => `&#x${hex(c)};`).join(''),
+  jsEscape: (s) => [...s].map((c) => `\\u00${hex(c)}`).join(''),
+};
+
+test('scrubProviderText: the configured secret never survives in another letter case or escaped', () => {
+  fc.assert(
+    fc.property(
+      fc.string({ maxLength: 100 }),
+      fc.string({ maxLength: 100 }),
+      fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{10,58}[\x21-\x7e]$/),
+      fc.constantFrom(...Object.keys(ECHOES)),
+      (before, after, configured, how) => {
+        const echoed = ECHOES[how]!(configured);
+        const safe = scrubProviderText(`${before}${echoed}${after}`, [configured]);
+        assert.ok(!reveal(safe).includes(configured.toLowerCase()), `${how}: the secret survived in ${safe}`);
+      },
+    ),
+    { numRuns: 3000 },
+  );
+  assert.equal(
+    scrubProviderText('Invalid key SK_LIVE_ABCD1234 and sk%5Ftest%5Fabcd1234 given', []),
+    'Invalid key [redacted] and [redacted] given',
+  );
+});

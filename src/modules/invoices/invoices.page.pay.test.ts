@@ -63,7 +63,7 @@ interface Answer {
  * page itself (`Sec-Fetch-Site: same-origin`, and `Origin: null` under no-referrer); the
  * redirect is not followed.
  */
-async function press(app: TestApp, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+async function press(app: TestApp, path: string, headers: Record<string, string> = {}, body = ''): Promise<Answer> {
   const response = await fetch(`${app.baseUrl}${path}/pay`, {
     method: 'POST',
     redirect: 'manual',
@@ -73,7 +73,7 @@ async function press(app: TestApp, path: string, headers: Record<string, string>
       origin: 'null',
       ...headers,
     },
-    body: '',
+    body,
   });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
@@ -282,7 +282,7 @@ test('a checkout URL outside the CSP’s form-action origins gets a page with a 
 
 test('an unknown or malformed token is the HTML 404 page; another site’s form only leads to the invoice page', async (t) => {
   const app = await payApp(t);
-  const { path } = await openInvoice(app);
+  const { invoice, path } = await openInvoice(app);
   for (const candidate of [`/i/${'A'.repeat(43)}`, '/i/short', '/i/%zz', `${path}x`]) {
     const res = await press(app, candidate);
     assert.equal(res.status, 404, candidate);
@@ -295,11 +295,21 @@ test('an unknown or malformed token is the HTML 404 page; another site’s form 
     assert.equal(res.status, 303, site);
     assert.equal(res.headers.get('location'), path);
   }
-  // A body type a form does not send is a 404 page too, never JSON.
-  const odd = await press(app, path, { 'content-type': 'text/xml' });
-  assert.equal(odd.status, 404);
-  assertHtml(odd);
-  assert.equal(app.paystack.calls.length, 0);
+  // A body type a form does not send is a 404 page too, never JSON — JSON included, empty or
+  // not: only the button's form post (or no body at all) makes a link.
+  for (const [type, body] of [
+    ['text/xml', ''],
+    ['application/json', '{}'],
+    ['application/json', ''],
+    ['application/json; charset=utf-8', '{"provider":"stripe"}'],
+    ['text/plain', 'pay'],
+  ]) {
+    const odd = await press(app, path, { 'content-type': type! }, body);
+    assert.equal(odd.status, 404, `${type} ${body}`);
+    assertHtml(odd);
+  }
+  assert.equal(app.paystack.calls.length + app.stripe.calls.length, 0);
+  assert.equal((await listInvoiceAttempts(app.deps.db, invoice.id)).length, 0, 'no attempt either');
   // Without Sec-Fetch-Site (curl, older browsers) the token alone is enough.
   const plain = await fetch(`${app.baseUrl}${path}/pay`, { method: 'POST', redirect: 'manual' });
   assert.equal(plain.status, 303);
@@ -320,4 +330,72 @@ test('Pay is rate limited per invoice token (on top of the per-IP budget); the 4
   // Another invoice's button still works, and so does the page.
   assert.equal((await press(app, other.path)).status, 303);
   assert.equal((await app.request('GET', path, { key: null })).status, 200);
+});
+
+/** Resolves once `fake` has received `count` calls (its answers may be held back). */
+async function callsReach(fake: FakePaystack, count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (fake.calls.length < count) {
+    if (Date.now() > deadline) throw new Error(`the fake received ${fake.calls.length} calls, not ${count}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+test('presses at the same instant make one attempt and one link, which every press is sent to', async (t) => {
+  const app = await payApp(t);
+  const { invoice, path } = await openInvoice(app);
+  // The provider takes a while: every press arrives while the first one's call runs.
+  app.paystack.latencyMs = 300;
+  const answers = await Promise.all(Array.from({ length: 5 }, () => press(app, path)));
+  for (const res of answers) assert.equal(res.status, 303, res.text);
+  const locations = new Set(answers.map((res) => res.headers.get('location')));
+  assert.equal(locations.size, 1, 'one link for every press');
+  assert.match([...locations][0]!, /^https:\/\/checkout\.paystack\.com\//);
+  assert.equal(app.paystack.calls.length, 1, 'one provider call');
+  const attempts = await listInvoiceAttempts(app.deps.db, invoice.id);
+  assert.equal(attempts.length, 1, 'one attempt');
+  assert.equal(attempts[0]!.status, 'requires_action');
+  assert.equal(attempts[0]!.locked_until, null, 'the press gave its lease back');
+});
+
+test('a press waiting for another press gets its outcome: the 503 page when it got no link; the next press tries again', async (t) => {
+  const app = await payApp(t);
+  const { invoice, path } = await openInvoice(app);
+  app.paystack.queue({ status: 400, body: { status: false, message: 'Currency not supported by merchant' } });
+  app.paystack.hold();
+  const first = press(app, path);
+  await callsReach(app.paystack, 1);
+  const second = press(app, path);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(app.paystack.calls.length, 1, 'the second press waits instead of calling the provider');
+  app.paystack.release();
+  for (const res of await Promise.all([first, second])) {
+    assert.equal(res.status, 503);
+    assertHtml(res);
+    assert.match(res.text, /Payment not started/);
+  }
+  const third = await press(app, path);
+  assert.equal(third.status, 303);
+  assert.equal(app.paystack.calls.length, 2);
+  assert.deepEqual(
+    (await listInvoiceAttempts(app.deps.db, invoice.id)).map((a) => a.status),
+    ['failed', 'requires_action'],
+  );
+});
+
+test('a press whose lease ran out (its process died mid-call) no longer holds the others back', async (t) => {
+  const app = await payApp(t);
+  const { invoice, path } = await openInvoice(app);
+  app.paystack.hold();
+  const stuck = press(app, path);
+  await callsReach(app.paystack, 1);
+  // PROVIDER_TIMEOUT (30 s) and the margin have passed on the clock the lease is read with.
+  app.clock.advance(36_000);
+  const next = press(app, path);
+  await callsReach(app.paystack, 2);
+  app.paystack.release();
+  assert.equal((await next).status, 303);
+  assert.equal((await stuck).status, 303);
+  assert.equal(app.paystack.calls.length, 2, 'the second press made its own link');
+  assert.equal((await listInvoiceAttempts(app.deps.db, invoice.id)).length, 2);
 });

@@ -127,7 +127,10 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
   );
 
   // The Pay button's form posts `application/x-www-form-urlencoded` with no fields: the body
-  // is read (at most 1 KiB) and ignored. Any other body type stays a 415, answered 404 here.
+  // is read (at most 1 KiB) and ignored. It is the only body type here: the app's JSON parser,
+  // inherited by this context, goes, so a JSON POST (a script, not the button) is a 415,
+  // answered 404 like any other body type. A POST with no body at all (curl) still passes.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: 1024 },

@@ -12,6 +12,7 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { findChargesInFlight } from '../collection/payment-attempts.ts';
+import { parseTimestamp } from '../../shared/timestamps.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { deleteTestClockInvoiceNumbers } from '../invoices/invoices.lifecycle.ts';
 import {
@@ -31,14 +32,17 @@ export function toTestClock(row: TestClockRow): TestClock {
   return pickFields(testClockSchema, row);
 }
 
-/** Creates a `ready` clock at `frozen_time` (any storable instant, past or future). */
+/**
+ * Creates a `ready` clock at `frozen_time` (any storable instant, past or future; the route's
+ * schema bounds it to [MIN_TIMESTAMP, MAX_TIMESTAMP], SPEC §2 "Time").
+ */
 export async function createTestClock(
   db: Kysely<Database>,
   clock: Clock,
   input: CreateTestClockInput,
 ): Promise<TestClock> {
   const now = clock.now().toISOString();
-  const frozen = new Date(input.frozen_time).toISOString();
+  const frozen = new Date(parseTimestamp(input.frozen_time)).toISOString();
   const row: TestClockRow = {
     id: newId('testClock'),
     name: input.name ?? null,
@@ -106,7 +110,7 @@ export async function advanceTestClock(
       throw new AppError('conflict', `test clock ${id} is advancing already; wait until it is ready`);
     }
     const current = new Date(row.frozen_time);
-    const target = new Date(input.frozen_time);
+    const target = new Date(parseTimestamp(input.frozen_time));
     if (target.getTime() <= current.getTime()) {
       throw new ValidationError(`frozen_time must be later than the clock's time (${row.frozen_time})`, 'frozen_time');
     }

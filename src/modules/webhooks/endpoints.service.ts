@@ -46,17 +46,25 @@ export function toEndpoint(row: EndpointRow): WebhookEndpoint {
 export const GENERATE_SECRET = 'generate';
 
 /**
- * The secret to store for a client's `secret` value: `"generate"` → a new `whsec_` secret
- * (generated: true); a `whsec_` secret must be the Standard Webhooks form (base64 of 24–64
- * bytes), else 400 naming `secret` — decision (docs/webhooks.md): a broken Standard Webhooks
- * secret would make every receiver's library reject every delivery; any other string is kept
- * as given (signed with its UTF-8 bytes, as before).
+ * The secret to store for a client's `secret` value (SPEC §6), read after trimming
+ * surrounding whitespace (a pasted secret's stray space or newline is not part of it):
+ * `"generate"` in any letter case → a new `whsec_` secret (generated: true); a value whose
+ * prefix is `whsec_` in any letter case must be exactly `whsec_` + the canonical base64 of
+ * 24–64 bytes — decision (docs/webhooks.md): a broken Standard Webhooks secret would make
+ * every receiver's library reject every delivery, and those libraries strip only a lower-case
+ * `whsec_`; any other string is kept as trimmed (signed with its UTF-8 bytes). Throws 400
+ * `validation_error` naming `secret` for an empty (all-whitespace) or malformed `whsec_` value.
  */
-export function resolveSecret(secret: string): { secret: string; generated: boolean } {
-  if (secret === GENERATE_SECRET) return { secret: generateSecret(), generated: true };
-  if (secret.startsWith(STANDARD_SECRET_PREFIX) && !standardSecretKey(secret)) {
+export function resolveSecret(given: string): { secret: string; generated: boolean } {
+  const secret = given.trim();
+  if (secret === '') throw new ValidationError('secret must not be empty or only whitespace', 'secret');
+  if (secret.toLowerCase() === GENERATE_SECRET) return { secret: generateSecret(), generated: true };
+  const prefix = secret.slice(0, STANDARD_SECRET_PREFIX.length);
+  if (prefix.toLowerCase() === STANDARD_SECRET_PREFIX && !standardSecretKey(secret)) {
     throw new ValidationError(
-      'secret starting with whsec_ must be whsec_ followed by the base64 of 24 to 64 bytes (or send "generate" to get one)',
+      prefix === STANDARD_SECRET_PREFIX
+        ? 'secret starting with whsec_ must be whsec_ followed by the base64 of 24 to 64 bytes (or send "generate" to get one)'
+        : `secret starting with ${prefix} must start with whsec_ in lower case, followed by the base64 of 24 to 64 bytes (or send "generate" to get one)`,
       'secret',
     );
   }

@@ -156,3 +156,56 @@ test('PATCH "secret": "generate" rotates: the new secret is returned once and si
   assert.throws(() => new Webhook(endpoint.secret).verify(second.body, headersOf(second)), /No matching/);
   assertHexSignature(second, rotated.body.secret);
 });
+
+test('secrets are trimmed; "generate" is a keyword in any case; WHSEC_ in another case is refused', async (t) => {
+  const { app, receiver } = await setup(t);
+  // The keyword, however it is written, generates on create and on PATCH; never stored as is.
+  for (const keyword of ['Generate', 'GENERATE', 'generate ', ' generate\n', '\tgEnErAtE']) {
+    const created = await app.request('POST', '/api/webhooks', {
+      body: { url: receiver.url, events: ['customer.created'], secret: keyword },
+    });
+    assert.equal(created.status, 201, `${JSON.stringify(keyword)}: ${created.text}`);
+    assert.match(created.body.secret, GENERATED, JSON.stringify(keyword));
+    const rotated = await app.request('PATCH', `/api/webhooks/${created.body.id}`, { body: { secret: keyword } });
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.match(rotated.body.secret, GENERATED);
+    assert.notEqual(rotated.body.secret, created.body.secret);
+    await app.request('DELETE', `/api/webhooks/${created.body.id}`);
+  }
+
+  // A Standard Webhooks secret with stray whitespace is the secret without it: the library verifies.
+  const standard = `whsec_${randomBytes(32).toString('base64')}`;
+  const padded = await createWebhookEndpoint(app, receiver.url, {
+    events: ['customer.created'],
+    secret: ` ${standard}\n`,
+  });
+  const first = await deliverOne(app, receiver);
+  assert.ok(new Webhook(standard).verify(first.request.body, headersOf(first.request)));
+  assertHexSignature(first.request, standard);
+  await app.request('DELETE', `/api/webhooks/${padded.id}`);
+  // A plain one too.
+  const plain = await createWebhookEndpoint(app, receiver.url, {
+    events: ['customer.created'],
+    secret: '  plain-secret-0123456789abcdef  ',
+  });
+  assertHexSignature((await deliverOne(app, receiver)).request, 'plain-secret-0123456789abcdef');
+
+  // `whsec_` in another case: the libraries strip only `whsec_`, so it could never verify.
+  for (const secret of [standard.toUpperCase(), `WHSEC_${standard.slice(6)}`, `Whsec_${standard.slice(6)}`, ' \n ']) {
+    const created = await app.request('POST', '/api/webhooks', { body: { url: receiver.url, events: ['*'], secret } });
+    assert.equal(created.status, 400, secret);
+    assert.equal(created.body.code, 'validation_error');
+    assert.deepEqual(
+      created.body.errors.map((e: { name: string }) => e.name),
+      ['secret'],
+    );
+    const patched = await app.request('PATCH', `/api/webhooks/${plain.id}`, { body: { secret } });
+    assert.equal(patched.status, 400, secret);
+  }
+  const refused = await app.request('POST', '/api/webhooks', {
+    body: { url: receiver.url, events: ['*'], secret: `WHSEC_${standard.slice(6)}` },
+  });
+  assert.match(refused.body.message, /^secret starting with WHSEC_ must start with whsec_ in lower case/);
+  assert.equal((await app.request('GET', '/api/webhooks')).body.meta.total, 1, 'only the plain endpoint exists');
+  assertHexSignature((await deliverOne(app, receiver)).request, 'plain-secret-0123456789abcdef');
+});
