@@ -245,10 +245,19 @@ test('paystack: a paused charge waits for the customer (requires_action with the
   assert.equal(attempt!.status, 'requires_action');
   assert.equal(attempt!.failure_code, 'authentication_required');
   assert.match(String(attempt!.url), /^https:\/\/checkout\.paystack\.com\//);
+  assert.equal(attempt!.provider_object_id, String(attempt!.url).split('/').at(-1), 'the access code');
   const invoice = await invoiceOf(s);
   assert.equal(invoice.status, 'open');
   assert.equal(invoice.attempt_count, 0);
+  assert.equal(invoice.next_payment_attempt_at, null, 'not asked about again: the customer must act');
   assert.equal((await paymentsOf(s)).length, 0);
+  s.app.clock.advance(RESOLVE_DELAY_MS * 10);
+  assert.equal(await chargeDueInvoices(s.app.deps), 0);
+  assert.deepEqual(
+    s.paystack.calls.map((c) => c.path),
+    ['/transaction/charge_authorization'],
+    'no verify, no second charge',
+  );
 });
 
 for (const provider of ['paystack', 'stripe'] as const) {

@@ -285,7 +285,15 @@ async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<Charge
     reference: attempt.reference,
     metadata: metadataOf(charge),
   });
-  return paystackResult(answer, answer.gateway_response, answer.authorization_url);
+  // A paused charge has no transaction id yet: its access code names its resume page.
+  return paystackResult(
+    { ...answer, id: answer.id ?? answer.access_code },
+    answer.gateway_response ??
+      (answer.status === 'paused'
+        ? 'Paystack paused the charge: the customer must complete it at the authorization URL'
+        : null),
+    answer.authorization_url,
+  );
 }
 
 /** Step 2 for Stripe: the same create, same Idempotency-Key, whether first or resolving. */
