@@ -13,7 +13,6 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { decryptSecret, encryptSecret } from '../../shared/encryption.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
-import { getCustomer, lockCustomer } from '../customers/customers.service.ts';
 import { emitEvent, emitEventIfInserted } from '../events/events.service.ts';
 import { PAYMENT_METHOD_SORT_FIELDS, type PaymentMethod, paymentMethodSchema } from './payment-methods.schemas.ts';
 import type { PaymentMethodRow, PaymentMethodsTable } from './payment-methods.table.ts';
@@ -266,16 +265,15 @@ async function defaultMethodId(db: Kysely<Database>, customerId: string): Promis
 }
 
 /**
- * A page of live customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`),
- * each with `default`. Detached methods are not listed. Throws 404 `not_found` for an unknown,
- * deleted or malformed customer id.
+ * A page of customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`), each
+ * with `default`. Detached methods are not listed. The caller checks the customer is live
+ * (payment-methods.service: 404 otherwise).
  */
 export async function listPaymentMethods(
   db: Kysely<Database>,
   customerId: string,
   params: ListParams,
 ): Promise<Page<PaymentMethod>> {
-  await getCustomer(db, customerId);
   const [page, defaultId] = await Promise.all([
     listPage({
       query: db.selectFrom('payment_methods').where('customer_id', '=', customerId).where('status', '=', 'active'),
@@ -293,12 +291,11 @@ export async function listPaymentMethods(
 }
 
 /**
- * Locks live customer `customerId` (404 otherwise: customers.service lockCustomer, so changes
- * to one customer's methods queue) and returns its active method `id`, or throws 404
- * `not_found` (unknown, malformed, another customer's, or detached).
+ * Customer `customerId`'s active method `id`, or throws 404 `not_found` (unknown, malformed,
+ * another customer's, or detached). The caller holds the customer's lock
+ * (payment-methods.service), so changes to one customer's methods queue.
  */
 async function lockActiveMethod(trx: Transaction<Database>, customerId: string, id: string): Promise<ViewRow> {
-  await lockCustomer(trx, customerId);
   const row = isIdOf('paymentMethod', id)
     ? await trx
         .selectFrom('payment_methods')
@@ -334,6 +331,41 @@ export async function detachPaymentMethod(
   const method = toPaymentMethod({ ...row, status: 'detached', detached_at: now } as PaymentMethodRow, false);
   await emitEvent(trx, clock, 'payment_method.detached', method);
   return method;
+}
+
+/**
+ * Detaches every active method of customer `customerId` (SPEC §10: a deleted customer's
+ * methods are never charged again), in the caller's transaction, which holds the customer's
+ * lock and marks it deleted (customers.service deleteCustomer). Each emits
+ * `payment_method.detached` (data: the method as detached, `default: false`), oldest first.
+ * Returns how many were detached.
+ */
+export async function detachCustomerPaymentMethods(
+  trx: Transaction<Database>,
+  clock: Clock,
+  customerId: string,
+): Promise<number> {
+  const rows = await trx
+    .selectFrom('payment_methods')
+    .select(VIEW_COLUMNS)
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  if (rows.length === 0) return 0;
+  const now = clock.now().toISOString();
+  await trx
+    .updateTable('payment_methods')
+    .set({ status: 'detached', detached_at: now, updated_at: now })
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .execute();
+  for (const row of rows) {
+    const method = toPaymentMethod({ ...row, status: 'detached', detached_at: now } as PaymentMethodRow, false);
+    await emitEvent(trx, clock, 'payment_method.detached', method);
+  }
+  return rows.length;
 }
 
 /**
