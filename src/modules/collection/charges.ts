@@ -258,6 +258,18 @@ function paystackResult(
   }
 }
 
+/**
+ * A charge whose saved method no configured key decrypts (SPEC §10 "Saved payment methods"):
+ * refused without a provider call, so its invoice gets a failed attempt, its event and its
+ * dunning reminder, and the other charges of the batch go on.
+ */
+const UNREADABLE_METHOD: ChargeResult = {
+  kind: 'refused',
+  code: 'payment_method_unreadable',
+  message:
+    'the saved payment method cannot be decrypted with any of DATA_ENCRYPTION_KEYS (the key it was saved with is no longer configured); nothing was sent to the provider',
+};
+
 /** Step 2 of the header for Paystack: verify first when resolving; charge when never seen. */
 async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<ChargeResult> {
   const api = deps.providers.paystack;
@@ -277,6 +289,7 @@ async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<Charge
     }
   }
   if (!charge.method) return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method is gone' };
+  if (charge.method.credential === null) return UNREADABLE_METHOD;
   const answer = await api.chargeAuthorization({
     email: charge.email,
     amount: attempt.amount,
@@ -310,6 +323,7 @@ async function chargeStripe(deps: Deps, charge: ClaimedCharge): Promise<ChargeRe
   if (!method?.providerCustomerId) {
     return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method has no Stripe customer' };
   }
+  if (method.credential === null) return UNREADABLE_METHOD;
   const intent = await api.createPaymentIntent({
     amount: attempt.amount,
     currency: attempt.currency,

@@ -1,7 +1,7 @@
 // The only writer of `payment_methods` (SPEC §10): saves a reusable method learned from a
 // succeeded payment, finds the one to charge, detaches and chooses the default. The provider
-// credential is encrypted here with DATA_ENCRYPTION_KEY and decrypted only by
-// findDefaultPaymentMethod, for the provider call that charges it; nothing else sees it.
+// credential is encrypted here with the newest of DATA_ENCRYPTION_KEYS and decrypted only by
+// the finders of a method to charge, for the provider call; nothing else sees it.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { CollectingProvider, Config } from '../../config.ts';
 import { isPostgres } from '../../db/column-types.ts';
@@ -11,7 +11,7 @@ import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
-import { decryptSecret, encryptSecret } from '../../shared/encryption.ts';
+import { encryptSecret, openSecret } from '../../shared/encryption.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent, emitEventIfInserted } from '../events/events.service.ts';
 import { PAYMENT_METHOD_SORT_FIELDS, type PaymentMethod, paymentMethodSchema } from './payment-methods.schemas.ts';
@@ -19,10 +19,10 @@ import type { PaymentMethodRow, PaymentMethodsTable } from './payment-methods.ta
 
 export type { PaymentMethodRow };
 
-/** What saving and charging need: the clock and DATA_ENCRYPTION_KEY. */
+/** What saving and charging need: the clock and the data encryption keys (newest first). */
 export interface PaymentMethodContext {
   clock: Clock;
-  config: Pick<Config, 'dataEncryptionKey'>;
+  config: Pick<Config, 'dataEncryptionKey' | 'dataEncryptionKeys'>;
 }
 
 /** A reusable method as a provider reported it (SPEC §10). Display fields may be null. */
@@ -185,8 +185,12 @@ export interface ChargeableMethod {
   /** `pm_…` (ours). */
   id: string;
   provider: CollectingProvider;
-  /** Plaintext Paystack authorization_code or Stripe PaymentMethod id. A secret: never log it. */
-  credential: string;
+  /**
+   * Plaintext Paystack authorization_code or Stripe PaymentMethod id. A secret: never log it.
+   * Null when no configured key opens the stored value (DATA_ENCRYPTION_KEYS lost the key it
+   * was saved with): the method cannot be charged, and its charge fails alone (SPEC §10).
+   */
+  credential: string | null;
   /** Stripe `cus_…`; null for Paystack. */
   providerCustomerId: string | null;
   /** The email the method is known under at the provider; null: use the customer's. */
@@ -196,7 +200,7 @@ export interface ChargeableMethod {
 /** The columns a charge needs, the credential among them (read only by the two finders). */
 const CHARGE_COLUMNS = ['id', 'provider', 'credential', 'provider_customer_id', 'email'] as const;
 
-/** `row` ready to charge: the credential decrypted with DATA_ENCRYPTION_KEY. */
+/** `row` ready to charge: the credential opened with any of the keys, null when none opens it. */
 function toChargeable(
   row: Pick<PaymentMethodRow, (typeof CHARGE_COLUMNS)[number]>,
   ctx: Pick<PaymentMethodContext, 'config'>,
@@ -204,7 +208,7 @@ function toChargeable(
   return {
     id: row.id,
     provider: row.provider,
-    credential: decryptSecret(keyOf(ctx), row.credential),
+    credential: openSecret(ctx.config.dataEncryptionKeys, row.credential)?.plaintext ?? null,
     providerCustomerId: row.provider_customer_id,
     email: row.email,
   };
@@ -212,9 +216,9 @@ function toChargeable(
 
 /**
  * Customer `customerId`'s default method: the live one with the latest `default_at` (ties:
- * the latest id), decrypted for charging; undefined when the customer has none. Throws
- * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY, DecryptionError when the stored value
- * does not open with it (a changed key).
+ * the latest id), decrypted for charging; undefined when the customer has none. A stored
+ * value no configured key opens comes back with `credential: null` (never thrown: one such
+ * row must not stop other customers' charges).
  */
 export async function findDefaultPaymentMethod(
   db: Kysely<Database>,
@@ -424,7 +428,7 @@ export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: 
 /**
  * Method `id` decrypted for charging, whatever its status: an attempt started with it is
  * resolved by repeating the very same request, even if the method was detached since.
- * Undefined when unknown. Throws like findDefaultPaymentMethod.
+ * Undefined when unknown; `credential: null` as findDefaultPaymentMethod.
  */
 export async function findPaymentMethodToCharge(
   db: Kysely<Database>,
