@@ -1,5 +1,5 @@
-// `billing <command>` (SPEC §1): serve, worker, migrate, keys create|list|revoke, demo, and
-// help/--version (issue 14 §5). Help texts live in cli/help.ts; the demo in cli/demo.ts.
+// `billing <command>` (SPEC §1): serve, worker, migrate, keys create|list|revoke,
+// rotate-data-key, demo, and help/--version (issue 14 §5). Help texts live in cli/help.ts; the demo in cli/demo.ts.
 import { parseArgs } from 'node:util';
 import { helpText, USAGE } from './cli/help.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
@@ -8,6 +8,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { createDeps } from './deps.ts';
 import { parseListParams } from './http/lists.ts';
 import * as apiKeys from './modules/api-keys/api-keys.service.ts';
+import { reencryptStoredSecrets } from './modules/payment-methods/payment-methods.keys.ts';
 import { VERSION } from './shared/version.ts';
 
 const EXIT_USAGE = 64;
@@ -146,6 +147,34 @@ async function keysCommand(config: Readonly<Config>, args: string[], io: CliIo):
 }
 
 /**
+ * `billing rotate-data-key` (docs/operations.md "Rotating DATA_ENCRYPTION_KEY"): re-encrypts
+ * stored secrets with the first key. Returns the exit code: 0, 1 when some secret no key
+ * opens, 78 when no key is configured.
+ */
+async function rotateDataKeyCommand(config: Readonly<Config>, io: CliIo): Promise<number> {
+  if (config.dataEncryptionKeys.length === 0) {
+    io.stderr.write(
+      'config error: DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY) is not set: there is no key to rotate to\n',
+    );
+    return EXIT_CONFIG;
+  }
+  const deps = await createDeps(config);
+  try {
+    const result = await reencryptStoredSecrets(deps.db, config.dataEncryptionKeys);
+    io.stdout.write(
+      `re-encrypted ${result.reencrypted}, already under the first key ${result.current}, unreadable ${result.unreadable}\n`,
+    );
+    if (result.unreadable === 0) return 0;
+    io.stderr.write(
+      `${result.unreadable} saved payment method credential(s) open with no key of DATA_ENCRYPTION_KEYS and were left as they are: list the key they were saved with, then run this again\n`,
+    );
+    return 1;
+  } finally {
+    await deps.close();
+  }
+}
+
+/**
  * Runs one CLI command with `argv` (without node and script). Resolves with the exit code,
  * or -1 for `serve` and `worker`, which keep running (they log to the process's stdout and
  * stop on its signals). `--version` and help need no configuration. `io` defaults to the
@@ -202,6 +231,9 @@ export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<nu
       case 'keys':
         await keysCommand(config, args, io);
         return 0;
+      case 'rotate-data-key':
+        checkFlags('rotate-data-key', args);
+        return await rotateDataKeyCommand(config, io);
       case 'demo': {
         checkFlags('demo', args);
         const { runDemo } = await import('./cli/demo.ts');

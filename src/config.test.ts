@@ -278,3 +278,37 @@ test('DATA_ENCRYPTION_KEY: required with a provider key, 32 bytes as hex or base
     );
   }
 });
+
+test('DATA_ENCRYPTION_KEYS: newest first, each opens, the first encrypts; DATA_ENCRYPTION_KEY is a list of one', () => {
+  const [a, b] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
+  const config = loadConfig({ DATA_ENCRYPTION_KEYS: `${a.toString('base64')}, ${b.toString('hex')}` });
+  assert.deepEqual(config.dataEncryptionKeys, [a, b]);
+  assert.deepEqual(config.dataEncryptionKey, a, 'new secrets use the newest');
+  const single = loadConfig({ DATA_ENCRYPTION_KEY: DEK });
+  assert.deepEqual(single.dataEncryptionKeys, [Buffer.alloc(32, 0x0f)]);
+  assert.deepEqual(single.dataEncryptionKey, Buffer.alloc(32, 0x0f));
+  assert.deepEqual(loadConfig({}).dataEncryptionKeys, []);
+  assert.ok(
+    loadConfig({ PAYSTACK_SECRET_KEY: 'sk_test_p', DATA_ENCRYPTION_KEYS: DEK }),
+    'a list satisfies a provider key',
+  );
+  const secret = Buffer.alloc(32, 9).toString('base64');
+  for (const [env, message] of [
+    [
+      { DATA_ENCRYPTION_KEYS: `${a.toString('base64')},${secret.slice(0, 20)}` },
+      /^DATA_ENCRYPTION_KEYS key 2 must be 32 bytes/,
+    ],
+    [{ DATA_ENCRYPTION_KEYS: `${secret},${a.toString('base64')},${secret}` }, /same key twice \(keys 1 and 3\)/],
+    [{ DATA_ENCRYPTION_KEYS: secret, DATA_ENCRYPTION_KEY: secret }, /DATA_ENCRYPTION_KEY are both set/],
+  ] as const) {
+    assert.throws(
+      () => loadConfig(env),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.variable === 'DATA_ENCRYPTION_KEYS' &&
+        message.test(error.message) &&
+        !error.message.includes(secret) &&
+        !error.message.includes(secret.slice(0, 20)),
+    );
+  }
+});

@@ -25,10 +25,13 @@ export interface Config {
   /** PROVIDER_TIMEOUT in ms: the deadline of one provider API call, answer included. */
   providerTimeoutMs: number;
   /**
-   * DATA_ENCRYPTION_KEY: the 32-byte AES-256-GCM key that encrypts saved payment methods'
-   * credentials (SPEC §10), or undefined when not set. Required when a provider has an API key.
-   * Never logged.
+   * The 32-byte AES-256-GCM keys of saved payment methods' credentials (SPEC §10), newest
+   * first: DATA_ENCRYPTION_KEYS, or DATA_ENCRYPTION_KEY as a list of one; empty when neither is
+   * set. A stored secret opens with any of them; new ones are encrypted with the first.
+   * Required when a provider has an API key. Never logged.
    */
+  dataEncryptionKeys: readonly Buffer[];
+  /** The key new secrets are encrypted with: dataEncryptionKeys[0], undefined when none. Never logged. */
   dataEncryptionKey: Buffer | undefined;
   /** CIDRs exempt from the outbound-webhook private-address rule, as `[address, prefix]` text. */
   webhookAllowPrivateCidrs: readonly string[];
@@ -203,11 +206,11 @@ function collectionConfig(env: Env) {
   if (env.DEFAULT_PROVIDER?.trim() && (defaultProvider === 'stripe' ? stripeApiKey : paystackSecretKey) === '') {
     throw new ConfigError('DEFAULT_PROVIDER', `is ${defaultProvider} but ${keyVariable} is not set`);
   }
-  const dataEncryptionKey = encryptionKey(env);
-  if (dataEncryptionKey === undefined && (paystackSecretKey !== '' || stripeApiKey !== '')) {
+  const dataEncryptionKeys = encryptionKeys(env);
+  if (dataEncryptionKeys.length === 0 && (paystackSecretKey !== '' || stripeApiKey !== '')) {
     throw new ConfigError(
       'DATA_ENCRYPTION_KEY',
-      `must be set when ${paystackSecretKey !== '' ? 'PAYSTACK_SECRET_KEY' : 'STRIPE_API_KEY'} is: saved payment methods are stored encrypted with it (32 random bytes, base64 or hex; e.g. \`openssl rand -base64 32\`)`,
+      `must be set when ${paystackSecretKey !== '' ? 'PAYSTACK_SECRET_KEY' : 'STRIPE_API_KEY'} is: saved payment methods are stored encrypted with it (32 random bytes, base64 or hex; e.g. \`openssl rand -base64 32\`; DATA_ENCRYPTION_KEYS during a rotation)`,
     );
   }
   return {
@@ -217,27 +220,53 @@ function collectionConfig(env: Env) {
     stripeApiUrl,
     defaultProvider: defaultProvider as CollectingProvider,
     providerTimeoutMs: duration(env, 'PROVIDER_TIMEOUT', '30s'),
-    dataEncryptionKey,
+    dataEncryptionKeys: Object.freeze(dataEncryptionKeys),
+    dataEncryptionKey: dataEncryptionKeys[0],
   };
 }
 
-/**
- * DATA_ENCRYPTION_KEY as its 32 bytes: 64 hex digits, or base64/base64url of 32 bytes.
- * Undefined when unset. Throws ConfigError (without echoing the value) when malformed.
- */
-function encryptionKey(env: Env): Buffer | undefined {
-  const text = read(env, 'DATA_ENCRYPTION_KEY', '');
-  if (text === '') return undefined;
+/** One key's 32 bytes from 64 hex digits or base64/base64url; undefined when malformed. */
+function parseEncryptionKey(text: string): Buffer | undefined {
   let key: Buffer | undefined;
   if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
   else if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) key = Buffer.from(text, 'base64');
-  if (key?.length !== 32) {
+  return key?.length === 32 ? key : undefined;
+}
+
+/**
+ * The data encryption keys, newest first (SPEC §10 "Saved payment methods"):
+ * DATA_ENCRYPTION_KEYS (comma-separated) or DATA_ENCRYPTION_KEY (one key, the same as a list
+ * of one). Each is 32 bytes as 64 hex digits or base64/base64url. Empty when neither is set.
+ * Throws ConfigError (naming a key by its position, never echoing a value) when a key is
+ * malformed, a key is listed twice, or both variables are set.
+ */
+function encryptionKeys(env: Env): Buffer[] {
+  const one = read(env, 'DATA_ENCRYPTION_KEY', '');
+  const list = csv(env, 'DATA_ENCRYPTION_KEYS');
+  const format = '32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)';
+  if (list.length === 0) {
+    if (one === '') return [];
+    const key = parseEncryptionKey(one);
+    if (!key) throw new ConfigError('DATA_ENCRYPTION_KEY', `must be ${format}`);
+    return [key];
+  }
+  if (one !== '') {
     throw new ConfigError(
-      'DATA_ENCRYPTION_KEY',
-      'must be 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)',
+      'DATA_ENCRYPTION_KEYS',
+      'and DATA_ENCRYPTION_KEY are both set: set only DATA_ENCRYPTION_KEYS, listing every key newest first',
     );
   }
-  return key;
+  const keys = list.map((text, i) => {
+    const key = parseEncryptionKey(text);
+    if (!key) throw new ConfigError('DATA_ENCRYPTION_KEYS', `key ${i + 1} must be ${format}`);
+    return key;
+  });
+  keys.forEach((key, i) => {
+    const first = keys.findIndex((other) => other.equals(key));
+    if (first !== i)
+      throw new ConfigError('DATA_ENCRYPTION_KEYS', `lists the same key twice (keys ${first + 1} and ${i + 1})`);
+  });
+  return keys;
 }
 
 function databaseConfig(env: Env): DatabaseConfig {

@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
 import { sendError, ServiceUnavailableError } from './http/errors.ts';
 import { loggerOptions } from './http/logger.ts';
+import { checkStoredSecrets, type SecretsLog } from './modules/payment-methods/payment-methods.keys.ts';
 import { DATABASE_GAUGES } from './observability/gauges.ts';
 import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
 import { JOBS, SERVICES } from './worker/jobs.ts';
@@ -118,6 +119,20 @@ async function serveMetrics(config: Readonly<Config>, metrics: Metrics): Promise
   return startMetricsServer(metrics, { host: config.host, port: config.metricsPort });
 }
 
+/**
+ * The start-up check of stored secrets against DATA_ENCRYPTION_KEYS (checkStoredSecrets: one
+ * warn line with counts when some open with no key). Runs in the background: it reads the
+ * whole saved-methods table, and the start must not wait for it; a failure is logged.
+ */
+function checkStoredSecretsInBackground(
+  deps: Deps,
+  log: SecretsLog & { error(object: object, message: string): void },
+) {
+  checkStoredSecrets(deps.db, deps.config.dataEncryptionKeys, log).catch((error: unknown) => {
+    log.error({ err: error }, 'the start-up check of stored secrets failed');
+  });
+}
+
 /** Starts the HTTP API on HOST:PORT after migrating. Resolves once listening. */
 export async function serve(config: Readonly<Config>, options: ServeOptions): Promise<void> {
   const deps = await createDeps(config);
@@ -152,6 +167,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions): Pr
     throw error;
   }
   if (parts.metricsServer) app.log.info({ url: `${parts.metricsServer.url}/metrics` }, 'metrics listening');
+  checkStoredSecretsInBackground(deps, app.log);
   worker?.start();
 }
 
@@ -173,5 +189,6 @@ export async function runWorker(config: Readonly<Config>): Promise<void> {
     }
   });
   log.info({ jobs: JOBS.map((job) => job.name) }, 'worker started');
+  checkStoredSecretsInBackground(deps, log);
   worker.start();
 }

@@ -8,6 +8,7 @@
 // dialect-specific SQL it runs is the same the route tests cover on both databases.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ import { runCli } from '../src/cli.ts';
 import { COMMAND_HELP, KEYS_HELP } from '../src/cli/help.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
+import { createCustomer } from '../src/modules/customers/customers.service.ts';
+import { findPaymentMethodToCharge, savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
 import { VERSION } from '../src/shared/version.ts';
 
 const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
@@ -95,6 +98,32 @@ async function startApp(t: TestContext, databaseUrl: string): Promise<(key: stri
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return (key) => fetch(`http://127.0.0.1:${port}/api/customers`, { headers: { authorization: `Bearer ${key}` } });
+}
+
+/** Saves a Paystack method (credential `credential`) in the database, encrypted with `key`; returns its id. */
+async function saveMethodUnder(databaseUrl: string, key: string, credential: string): Promise<{ id: string }> {
+  const deps = await createDeps(loadConfig({ DATABASE_URL: databaseUrl, DATA_ENCRYPTION_KEY: key }));
+  try {
+    const customer = await createCustomer(deps.db, deps.clock, { email: 'ada@example.com' });
+    const { row } = await deps.db.transaction().execute((trx) =>
+      savePaymentMethod(trx, deps, {
+        customerId: customer.id,
+        provider: 'paystack',
+        fingerprint: `SIG_${credential}`,
+        credential,
+        providerCustomerId: null,
+        email: null,
+        type: 'card',
+        brand: 'visa',
+        last4: '4081',
+        expMonth: 12,
+        expYear: 2030,
+      }),
+    );
+    return row;
+  } finally {
+    await deps.close();
+  }
 }
 
 /** Creates a key with the CLI and returns it with its id (from stderr). */
@@ -218,6 +247,36 @@ describe('billing CLI', { concurrency: true }, () => {
       assert.match(lines[0] ?? '', new RegExp(`\\b${variable}\\b`));
     }
   });
+  test('rotate-data-key re-encrypts saved methods with the first key; then the old key can go', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const [oldKey, newKey] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+    const saved = await saveMethodUnder(databaseUrl, oldKey, 'AUTH_rotate');
+
+    const rotated = await billing(['rotate-data-key'], {
+      DATABASE_URL: databaseUrl,
+      DATA_ENCRYPTION_KEYS: `${newKey},${oldKey}`,
+    });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.equal(rotated.stdout, 're-encrypted 1, already under the first key 0, unreadable 0\n');
+    assert.ok(!rotated.stdout.includes('AUTH_') && !rotated.stdout.includes(newKey));
+
+    const after = await createDeps(loadConfig({ DATABASE_URL: databaseUrl, DATA_ENCRYPTION_KEY: newKey }));
+    t.after(() => after.close());
+    assert.equal((await findPaymentMethodToCharge(after.db, after, saved.id))?.credential, 'AUTH_rotate');
+
+    // Without the old key, a secret still under it cannot be moved: exit 1, counted, left alone.
+    const lost = await billing(['rotate-data-key'], {
+      DATABASE_URL: databaseUrl,
+      DATA_ENCRYPTION_KEYS: randomBytes(32).toString('hex'),
+    });
+    assert.equal(lost.code, 1);
+    assert.equal(lost.stdout, 're-encrypted 0, already under the first key 0, unreadable 1\n');
+    assert.match(lost.stderr, /^1 saved payment method credential\(s\) open with no key of DATA_ENCRYPTION_KEYS/);
+    const none = await billing(['rotate-data-key'], { DATABASE_URL: databaseUrl });
+    assert.equal(none.code, 78);
+    assert.match(none.stderr, /DATA_ENCRYPTION_KEYS \(or DATA_ENCRYPTION_KEY\) is not set/);
+  });
+
   test('migrate applies the migrations once, then says the database is up to date', async (t) => {
     const databaseUrl = tempDatabaseUrl(t);
     const first = await billing(['migrate'], { DATABASE_URL: databaseUrl });
@@ -344,6 +403,27 @@ describe('billing worker and serve', () => {
     assert.equal(result.code, 0, result.out);
     assert.match(result.out, /expire_incomplete_subscriptions/);
   });
+
+  test(
+    'worker start-up warns, with counts, when stored secrets open with no configured key',
+    { timeout: 60_000 },
+    async (t) => {
+      const databaseUrl = tempDatabaseUrl(t);
+      await saveMethodUnder(databaseUrl, randomBytes(32).toString('base64'), 'AUTH_startup');
+      const key = randomBytes(32).toString('base64');
+      const result = await runUntilReady(
+        ['worker'],
+        { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', DATA_ENCRYPTION_KEY: key },
+        /open with no key of DATA_ENCRYPTION_KEYS/,
+      );
+      assert.equal(result.code, 0, result.out);
+      const line = result.out.split('\n').find((l) => l.includes('open with no key'));
+      const logged = JSON.parse(line!);
+      assert.equal(logged.level, 40, 'warn');
+      assert.deepEqual([logged.stored_secrets, logged.unreadable, logged.by_key], [1, 1, [0]]);
+      assert.ok(!result.out.includes('AUTH_startup') && !result.out.includes(key), 'no secret, no key');
+    },
+  );
 
   test('serve --no-worker serves the API and exits 0 on SIGTERM', async (t) => {
     const result = await runUntilReady(

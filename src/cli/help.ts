@@ -34,6 +34,15 @@ options:
     usage: 'keys <action>',
     summary: 'manage API keys: create, list, revoke (see `billing keys --help`)',
   },
+  'rotate-data-key': {
+    usage: 'rotate-data-key',
+    summary: 're-encrypt stored secrets with the first DATA_ENCRYPTION_KEYS key',
+    details: `Re-encrypts every saved payment method's credential that an older key of
+DATA_ENCRYPTION_KEYS (newest first) opens, with the first key, in batches; safe while the
+service runs and safe to run again. Prints how many were re-encrypted, already current, and
+unreadable (no configured key opens them: left as they are). Exit 0 when none is
+unreadable, 1 otherwise. Steps: docs/operations.md "Rotating DATA_ENCRYPTION_KEY".`,
+  },
   demo: {
     usage: 'demo',
     summary: 'fill an empty database with a small story: customers, plans, subscriptions, payments',

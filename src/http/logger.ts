@@ -26,6 +26,7 @@ export const REDACTED_PATHS = [
   '*.stripeApiKey',
   '*.secretKey',
   '*.dataEncryptionKey',
+  '*.dataEncryptionKeys',
   '*.credential',
 ];
 

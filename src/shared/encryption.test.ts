@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { DecryptionError, decryptSecret, encryptSecret } from './encryption.ts';
+import { DecryptionError, decryptSecret, encryptSecret, openSecret } from './encryption.ts';
 
 const key = randomBytes(32);
 
@@ -33,4 +33,17 @@ test('a wrong key, a changed byte or a foreign value is refused, never garbage',
   for (const foreign of ['', 'AUTH_8dfhjjdt', 'v1.', 'v1.AAAA', 'v2.' + stored.slice(3)]) {
     assert.throws(() => decryptSecret(key, foreign), DecryptionError, foreign);
   }
+});
+
+test('several keys (newest first): a value opens with whichever encrypted it, and says which', () => {
+  const [newest, older, unrelated] = [randomBytes(32), randomBytes(32), randomBytes(32)];
+  const underOlder = encryptSecret(older, 'AUTH_old');
+  const underNewest = encryptSecret(newest, 'AUTH_new');
+  assert.equal(decryptSecret([newest, older], underOlder), 'AUTH_old');
+  assert.equal(decryptSecret([newest, older], underNewest), 'AUTH_new');
+  assert.deepEqual(openSecret([newest, older], underOlder), { plaintext: 'AUTH_old', keyIndex: 1 });
+  assert.deepEqual(openSecret([newest, older], underNewest), { plaintext: 'AUTH_new', keyIndex: 0 });
+  assert.equal(openSecret([newest, unrelated], underOlder), undefined);
+  assert.equal(openSecret([], underOlder), undefined);
+  assert.throws(() => decryptSecret([newest, unrelated], underOlder), DecryptionError);
 });

@@ -453,8 +453,11 @@ export class FakePaystack extends FakeProviderServer {
 
   // ---- Charging (automatic collection): POST /transaction/charge_authorization ----
   // Shapes from PaystackOSS/openapi (TransactionChargeAuthorization → `{status, message, data}`
-  // with data.status `success` / `failed`, or `paused` with an authorization_url). A charge
-  // is made (and counted) when the request arrives, before any held answer is sent.
+  // with data.status `success` / `failed`) and, for a charge that needs the customer, the
+  // answer of Paystack's recurring-charges guide (PaystackOSS/doc-code-snippets
+  // recurring-charges/two-factor.js): `data: {authorization_url, reference, access_code,
+  // paused: true}`, no `data.status`. A charge is made (and counted) when the request
+  // arrives, before any held answer is sent.
 
   /** What the next charges do, in order; then `defaultChargeOutcome`. */
   readonly chargeOutcomes: PaystackChargeOutcome[] = [];
@@ -542,8 +545,22 @@ export class FakePaystack extends FakeProviderServer {
     };
     this.transactions.set(reference, tx);
     this.ledger.charges.push({ reference, providerId: String(tx.id), amount: tx.amount, currency, status, at: now });
-    const gateway =
-      outcome === 'success' ? 'Approved' : outcome === 'paused' ? 'Transaction paused' : 'Insufficient Funds';
+    if (outcome === 'paused') {
+      return {
+        status: 200,
+        body: {
+          status: true,
+          message: 'Please, redirect your customer to the authorization url provided',
+          data: {
+            authorization_url: `https://checkout.paystack.com/resume/${tx.access_code}`,
+            reference,
+            access_code: tx.access_code,
+            paused: true,
+          },
+        },
+      };
+    }
+    const gateway = outcome === 'success' ? 'Approved' : 'Insufficient Funds';
     return {
       status: 200,
       body: {
@@ -590,9 +607,6 @@ export class FakePaystack extends FakeProviderServer {
           },
           plan: null,
           id: tx.id,
-          ...(status === 'paused'
-            ? { paused: true, authorization_url: `https://checkout.paystack.com/${tx.access_code}` }
-            : {}),
         },
       },
     };

@@ -2,6 +2,7 @@
 // charged by the worker, exactly once — against the fake Paystack and fake Stripe (real HTTP
 // servers), on both databases.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { type TestContext, test } from 'node:test';
 import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
@@ -12,6 +13,7 @@ import { FakeStripe } from '../../../test/helpers/fake-stripe.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
 import type { CollectingProvider } from '../../config.ts';
+import { encryptSecret } from '../../shared/encryption.ts';
 import { issueRenewalInvoices } from '../subscriptions/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { chargeDueInvoices, RESOLVE_DELAY_MS } from './charges.ts';
@@ -251,10 +253,19 @@ test('paystack: a paused charge waits for the customer (requires_action with the
   assert.equal(attempt!.status, 'requires_action');
   assert.equal(attempt!.failure_code, 'authentication_required');
   assert.match(String(attempt!.url), /^https:\/\/checkout\.paystack\.com\//);
+  assert.equal(attempt!.provider_object_id, String(attempt!.url).split('/').at(-1), 'the access code');
   const invoice = await invoiceOf(s);
   assert.equal(invoice.status, 'open');
   assert.equal(invoice.attempt_count, 0);
+  assert.equal(invoice.next_payment_attempt_at, null, 'not asked about again: the customer must act');
   assert.equal((await paymentsOf(s)).length, 0);
+  s.app.clock.advance(RESOLVE_DELAY_MS * 10);
+  assert.equal(await chargeDueInvoices(s.app.deps), 0);
+  assert.deepEqual(
+    s.paystack.calls.map((c) => c.path),
+    ['/transaction/charge_authorization'],
+    'no verify, no second charge',
+  );
 });
 
 for (const provider of ['paystack', 'stripe'] as const) {
@@ -417,3 +428,61 @@ test(
     assert.deepEqual(open, []);
   },
 );
+
+/** Makes method `id`'s stored credential one no configured key opens (saved under a lost key). */
+async function loseKeyOf(app: TestApp, id: string): Promise<void> {
+  const stored = encryptSecret(randomBytes(32), 'AUTH_saved_under_a_lost_key');
+  await app.deps.db.updateTable('payment_methods').set({ credential: stored }).where('id', '=', id).execute();
+}
+
+test('a saved method no configured key decrypts fails its own charge alone; the rest of the batch is charged', async (t) => {
+  const app = await appWithFakeProviders(t);
+  const customers: { provider: CollectingProvider; readable: boolean; subscriptionId: string }[] = [];
+  for (const [provider, readable] of [
+    ['paystack', true],
+    ['paystack', false],
+    ['stripe', true],
+    ['stripe', false],
+    ['paystack', true],
+  ] as const) {
+    const created = await createSubscription(app, { plan: { currency: CURRENCY[provider], amount: 5000 } });
+    const sub = await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, created.id));
+    const method = await saveTestPaymentMethod(app, sub.customer_id, provider);
+    if (!readable) await loseKeyOf(app, method.id);
+    customers.push({ provider, readable, subscriptionId: sub.id });
+  }
+  app.clock.set(new Date('2026-02-15T10:00:00.000Z'));
+  assert.equal(await issueRenewalInvoices.run(app.deps), 5);
+
+  assert.equal(await chargeDueInvoices(app.deps), 5, 'one batch, nothing thrown');
+
+  for (const customer of customers) {
+    const invoice = await app.deps.db
+      .selectFrom('invoices')
+      .select(['id', 'status', 'next_payment_attempt_at'])
+      .where('subscription_id', '=', customer.subscriptionId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
+    const [attempt, ...more] = await listInvoiceAttempts(app.deps.db, invoice.id);
+    assert.equal(more.length, 0);
+    if (customer.readable) {
+      assert.equal(invoice.status, 'paid', `${customer.provider}: charged`);
+      assert.equal(attempt!.status, 'succeeded');
+      continue;
+    }
+    assert.equal(invoice.status, 'open');
+    assert.equal(invoice.next_payment_attempt_at, null, 'not tried again every run');
+    assert.equal(attempt!.status, 'failed');
+    assert.equal(attempt!.failure_code, 'payment_method_unreadable');
+    assert.match(String(attempt!.failure_message), /cannot be decrypted with any of DATA_ENCRYPTION_KEYS/);
+    assert.ok(!String(attempt!.failure_message).includes('AUTH_'), 'no secret in the message');
+    const events = await app.request('GET', '/api/events?limit=100&topic=invoice.payment_attempted');
+    const event = events.body.data.find((e: { data: { invoice: { id: string } } }) => e.data.invoice.id === invoice.id);
+    assert.equal(event?.data.attempt.failure_code, 'payment_method_unreadable');
+  }
+  assert.equal(app.paystack.totalCharges, 2, 'only the readable Paystack methods reached Paystack');
+  assert.equal(app.stripe.totalCharges, 1, 'only the readable Stripe method reached Stripe');
+  assert.ok(app.paystack.chargeCalls.every((call) => call.body.authorization_code !== 'AUTH_saved_under_a_lost_key'));
+  app.clock.advance(RESOLVE_DELAY_MS * 10);
+  assert.equal(await chargeDueInvoices(app.deps), 0, 'nothing due again');
+});

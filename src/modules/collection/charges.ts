@@ -265,6 +265,18 @@ function paystackResult(
   }
 }
 
+/**
+ * A charge whose saved method no configured key decrypts (SPEC §10 "Saved payment methods"):
+ * refused without a provider call, so its invoice gets a failed attempt, its event and its
+ * dunning reminder, and the other charges of the batch go on.
+ */
+const UNREADABLE_METHOD: ChargeResult = {
+  kind: 'refused',
+  code: 'payment_method_unreadable',
+  message:
+    'the saved payment method cannot be decrypted with any of DATA_ENCRYPTION_KEYS (the key it was saved with is no longer configured); nothing was sent to the provider',
+};
+
 /** Step 2 of the header for Paystack: verify first when resolving; charge when never seen. */
 async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<ChargeResult> {
   const api = deps.providers.paystack;
@@ -292,6 +304,7 @@ async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<Charge
     }
   }
   if (!charge.method) return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method is gone' };
+  if (charge.method.credential === null) return UNREADABLE_METHOD;
   try {
     const answer = await api.chargeAuthorization({
       email: charge.email,
@@ -301,7 +314,15 @@ async function chargePaystack(deps: Deps, charge: ClaimedCharge): Promise<Charge
       reference: attempt.reference,
       metadata: metadataOf(charge),
     });
-    return paystackResult(answer, answer.gateway_response, answer.authorization_url);
+    // A paused charge has no transaction id yet: its access code names its resume page.
+    return paystackResult(
+      { ...answer, id: answer.id ?? answer.access_code },
+      answer.gateway_response ??
+        (answer.status === 'paused'
+          ? 'Paystack paused the charge: the customer must complete it at the authorization URL'
+          : null),
+      answer.authorization_url,
+    );
   } catch (error) {
     // Sent again after a 404, the reference is now taken: Paystack has the charge after all
     // (it arrived late). Not a refusal: unknown, verified again later.
@@ -331,6 +352,7 @@ async function chargeStripe(deps: Deps, charge: ClaimedCharge): Promise<ChargeRe
   if (!method?.providerCustomerId) {
     return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method has no Stripe customer' };
   }
+  if (method.credential === null) return UNREADABLE_METHOD;
   const intent = await api.createPaymentIntent({
     amount: attempt.amount,
     currency: attempt.currency,

@@ -93,3 +93,14 @@ test('an unreachable Paystack is unavailable, and the message holds no key', asy
     return true;
   });
 });
+
+test("chargeAuthorization: Paystack's paused answer (data.paused, no data.status) is a paused charge with its link", async (t) => {
+  const { fake, api } = await client(t);
+  fake.defaultChargeOutcome = 'paused';
+  const answer = await api.chargeAuthorization({ ...INPUT, authorization_code: 'AUTH_pmx3mgawyd' });
+  assert.equal(answer.status, 'paused');
+  assert.equal(answer.reference, INPUT.reference);
+  assert.match(String(answer.authorization_url), /^https:\/\/checkout\.paystack\.com\/resume\/\w+$/);
+  assert.match(String(answer.access_code), /^\w+$/);
+  assert.equal(answer.id, null, 'no transaction id yet');
+});

@@ -115,8 +115,9 @@ export interface ChargeAuthorizationInput {
 
 /**
  * `data` of an answered charge_authorization: `status` `success`, `failed`, or a step that
- * needs the customer (`paused` with `authorization_url`, `send_otp`, `send_pin`, `open_url`,
- * …), or `pending`/`ongoing` (not decided yet).
+ * needs the customer (`paused`, `send_otp`, `send_pin`, `open_url`, …), or `pending`/`ongoing`
+ * (not decided yet). A paused charge comes without `data.status` (see chargeAuthorization);
+ * it is reported here as `status: 'paused'`.
  */
 export interface AuthorizationCharge {
   status: string;
@@ -129,6 +130,8 @@ export interface AuthorizationCharge {
   gateway_response: string | null;
   /** Where the customer completes a paused charge. */
   authorization_url: string | null;
+  /** Paystack's access code of a paused charge (its resume page); null otherwise. */
+  access_code: string | null;
 }
 
 /** A client of Paystack's API. One per process; `close()` ends its connections. */
@@ -264,17 +267,21 @@ export class PaystackApi {
 
   /**
    * POST /transaction/charge_authorization: charges a saved authorization. A decline is an
-   * answer (`status: failed`), not an error. Throws ProviderCallError: `refused` (e.g. an
+   * answer (`status: failed`), not an error. A charge the customer must complete answers
+   * `data: {authorization_url, reference, access_code, paused: true}` without `data.status`
+   * (Paystack's recurring-charges guide: "check data.paused"); it is returned as `status:
+   * 'paused'` with its `authorization_url`. Throws ProviderCallError: `refused` (e.g. an
    * invalid authorization code, a duplicate reference), `unauthorized`, `timeout`, `unavailable`.
    */
   async chargeAuthorization(input: ChargeAuthorizationInput): Promise<AuthorizationCharge> {
     const { status, body } = await this.#call('POST', '/transaction/charge_authorization', input);
     const data = isObject(body) && body.status === true && isObject(body.data) ? body.data : undefined;
-    if (status !== 200 || !data || typeof data.status !== 'string') {
+    const paused = data?.paused === true;
+    if (status !== 200 || !data || (!paused && typeof data.status !== 'string')) {
       throw this.#failure(status, body, 'charge the authorization');
     }
     return {
-      status: data.status,
+      status: paused ? 'paused' : (data.status as string),
       reference: typeof data.reference === 'string' ? data.reference : input.reference,
       id: typeof data.id === 'number' || typeof data.id === 'string' ? String(data.id) : null,
       amount: typeof data.amount === 'number' ? data.amount : input.amount,
@@ -284,6 +291,7 @@ export class PaystackApi {
         typeof data.authorization_url === 'string' && /^https?:\/\//.test(data.authorization_url)
           ? data.authorization_url
           : null,
+      access_code: typeof data.access_code === 'string' && data.access_code !== '' ? data.access_code : null,
     };
   }
 

@@ -13,6 +13,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../shared/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
+import { detachCustomerPaymentMethods } from '../payment-methods/payment-methods.ts';
 import { clockFor, testClockExists } from '../test-clocks/test-clock-time.ts';
 import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { isValidEmail, normalizeEmail } from './customer-email.ts';
@@ -242,8 +243,10 @@ export async function updateCustomer(
 
 /**
  * Deletes a customer (the row is kept, marked deleted, so payments keep their owner) and
- * emits `customer.deleted` with the customer as it was. Throws 404 for unknown ids and
- * 409 `conflict` while the customer has a subscription that is not cancelled or expired.
+ * emits `customer.deleted` with the customer as it was. Its saved payment methods are
+ * detached in the same transaction, each with `payment_method.detached` (SPEC §10: never
+ * charged again). Throws 404 for unknown ids and 409 `conflict` while the customer has a
+ * subscription that is not cancelled or expired.
  */
 export async function deleteCustomer(db: Kysely<Database>, apiClock: Clock, id: string): Promise<void> {
   await transactionWithRetry(db, async (trx) => {
@@ -255,6 +258,7 @@ export async function deleteCustomer(db: Kysely<Database>, apiClock: Clock, id: 
     }
     const now = clock.now().toISOString();
     await repo.markCustomerDeleted(trx, id, now);
+    await detachCustomerPaymentMethods(trx, clock, id);
     await emitEvent(trx, clock, 'customer.deleted', customer);
   });
 }

@@ -3,6 +3,7 @@
 // charge that needs the customer stops automatic charges of the invoice. Against the fake
 // Paystack and fake Stripe (real HTTP servers), with the worker's own tick, on both databases.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
@@ -15,6 +16,7 @@ import { type StripeChargeOutcome } from '../../../test/helpers/fake-stripe.ts';
 import { reportPayment, runWorker } from '../../../test/helpers/invoice-payments.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
 import type { CollectingProvider } from '../../config.ts';
+import { encryptSecret } from '../../shared/encryption.ts';
 import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
 import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { RETRY_WAIT_MS } from './dunning.steps.ts';
@@ -423,6 +425,45 @@ test("a step's charge that cannot be made (the provider's key is gone) sends the
     .executeTakeFirstOrThrow();
   assert.equal(row.retry_requested_at, null);
   assert.equal(row.next_action_at, new Date(s.openedAt + 3 * DAY).toISOString());
+});
+
+test("a step's charge of a saved method no configured key decrypts fails alone: failed attempt, reminder at once, next step tries again", async (t) => {
+  const s = await setup(t, 'paystack', []);
+  const invoice = await s.app.deps.db
+    .selectFrom('invoices')
+    .select('customer_id')
+    .where('id', '=', s.invoiceId)
+    .executeTakeFirstOrThrow();
+  await s.app.deps.db
+    .updateTable('payment_methods')
+    .set({ credential: encryptSecret(randomBytes(32), 'AUTH_saved_under_a_lost_key') })
+    .where('customer_id', '=', invoice.customer_id)
+    .execute();
+  await runStep(s, 0);
+  assert.equal(s.paystack.chargeCalls.length, 1, 'only the renewal charge reached Paystack');
+  const attempt = (await listInvoiceAttempts(s.app.deps.db, s.invoiceId)).at(-1)!;
+  assert.equal(attempt.status, 'failed');
+  assert.equal(attempt.failure_code, 'payment_method_unreadable');
+  const [reminder] = await reminders(s);
+  assert.equal(reminder.step, 1);
+  assert.deepEqual(reminder.charge, {
+    attempt_id: attempt.id,
+    status: 'failed',
+    failure_code: 'payment_method_unreadable',
+    failure_message: attempt.failure_message,
+  });
+  assert.equal(reminder.action_url, null);
+  assert.equal((await invoiceOf(s)).attempt_count, 1, 'no payment was attempted at the provider');
+  // Not stopped: the next step asks again (listing the key back would make it chargeable).
+  await runStep(s, 1);
+  assert.equal((await listInvoiceAttempts(s.app.deps.db, s.invoiceId)).length, 3);
+  assert.deepEqual(
+    (await reminders(s)).map((r) => [r.step, r.charge?.failure_code]),
+    [
+      [1, 'payment_method_unreadable'],
+      [2, 'payment_method_unreadable'],
+    ],
+  );
 });
 
 test('a failed retry whose record fails (its reminder cannot be written) rolls back whole: asked about after the lease, not charged again, one reminder', async (t) => {

@@ -2,8 +2,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
-import { createCustomer } from '../../../test/helpers/factories.ts';
+import { createCustomer, createSubscription } from '../../../test/helpers/factories.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
+import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
+import { chargeDueInvoices, requestInvoiceCharge } from '../collection/charges.ts';
+import { lockInvoice } from '../invoices/invoices.lifecycle.ts';
 import { findDefaultPaymentMethod } from './payment-methods.ts';
 
 async function list(app: TestApp, customerId: string, query = '') {
@@ -173,4 +176,73 @@ test('scopes: a read key lists but cannot PATCH or DELETE (403)', async (t) => {
   assert.equal((await app.request('GET', path, { key })).status, 200);
   assert.equal((await app.request('PATCH', `${path}/${rows[0]!.id}`, { key, body: { default: true } })).status, 403);
   assert.equal((await app.request('DELETE', `${path}/${rows[0]!.id}`, { key })).status, 403);
+});
+
+test('deleting a customer detaches its saved methods in the same transaction, with events; they are never charged again', async (t) => {
+  const app = await appWithFakeProviders(t);
+  // A cancelled subscription leaves its first invoice open (the customer may still pay it).
+  const subscription = await createSubscription(app, { plan: { currency: 'NGN', amount: 5000 } });
+  const customerId = subscription.customer_id as string;
+  const first = await saveTestPaymentMethod(app, customerId, 'paystack', { last4: '1111' });
+  app.clock.advance(1000);
+  const second = await saveTestPaymentMethod(app, customerId, 'stripe', { last4: '2222' });
+  app.clock.advance(1000);
+  const other = await createCustomer(app);
+  const kept = await saveTestPaymentMethod(app, other.id, 'paystack');
+  const cancel = await app.request('PUT', `/api/subscriptions/${subscription.id}/cancel`);
+  assert.equal(cancel.status, 200, cancel.text);
+  const invoice = (await app.request('GET', `/api/invoices?subscription_id=${subscription.id}`)).body.data[0];
+  assert.equal(invoice.status, 'open');
+
+  app.clock.advance(1000);
+  const deleted = await app.request('DELETE', `/api/customers/${customerId}`);
+  assert.equal(deleted.status, 204, deleted.text);
+
+  const rows = await app.deps.db
+    .selectFrom('payment_methods')
+    .select(['id', 'status', 'detached_at'])
+    .orderBy('created_at')
+    .execute();
+  const now = app.clock.now().toISOString();
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.status, r.detached_at === null ? null : new Date(r.detached_at).toISOString()]),
+    [
+      [first.id, 'detached', now],
+      [second.id, 'detached', now],
+      [kept.id, 'active', null],
+    ],
+  );
+  const detached = (await topics(app, 'payment_method.detached')).map((e) => e.data).reverse();
+  assert.deepEqual(
+    detached.map((m) => [m.id, m.status, m.default, m.detached_at]),
+    [
+      [first.id, 'detached', false, now],
+      [second.id, 'detached', false, now],
+    ],
+  );
+  assert.equal(await findDefaultPaymentMethod(app.deps.db, app.deps, customerId), undefined);
+  assert.equal((await app.request('GET', `/api/customers/${customerId}/payment-methods`)).status, 404);
+
+  // The open invoice is asked to be charged: nothing of the deleted customer's is charged.
+  await app.deps.db.transaction().execute(async (trx) => {
+    await requestInvoiceCharge(trx, app.deps, await lockInvoice(trx, invoice.id));
+  });
+  await chargeDueInvoices(app.deps);
+  assert.equal(app.paystack.chargeCalls.length + app.stripe.chargeCalls.length, 0);
+  assert.equal((await app.request('GET', `/api/invoices/${invoice.id}`)).body.payment_attempts.length, 0);
+});
+
+test('a failed customer delete (a live subscription) detaches nothing', async (t) => {
+  const app = await buildTestApp(t);
+  const subscription = await createSubscription(app);
+  const method = await saveTestPaymentMethod(app, subscription.customer_id, 'paystack');
+  const res = await app.request('DELETE', `/api/customers/${subscription.customer_id}`);
+  assert.equal(res.status, 409, res.text);
+  const row = await app.deps.db
+    .selectFrom('payment_methods')
+    .select('status')
+    .where('id', '=', method.id)
+    .executeTakeFirstOrThrow();
+  assert.equal(row.status, 'active');
+  assert.equal((await topics(app, 'payment_method.detached')).length, 0);
 });

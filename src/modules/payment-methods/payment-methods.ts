@@ -1,7 +1,7 @@
 // The only writer of `payment_methods` (SPEC §10): saves a reusable method learned from a
 // succeeded payment, finds the one to charge, detaches and chooses the default. The provider
-// credential is encrypted here with DATA_ENCRYPTION_KEY and decrypted only by
-// findDefaultPaymentMethod, for the provider call that charges it; nothing else sees it.
+// credential is encrypted here with the newest of DATA_ENCRYPTION_KEYS and decrypted only by
+// the finders of a method to charge, for the provider call; nothing else sees it.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { CollectingProvider, Config } from '../../config.ts';
 import { isPostgres } from '../../db/column-types.ts';
@@ -11,19 +11,18 @@ import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { type ListParams, listPage, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
-import { decryptSecret, encryptSecret } from '../../shared/encryption.ts';
+import { encryptSecret, openSecret } from '../../shared/encryption.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
-import { getCustomer, lockCustomer } from '../customers/customers.service.ts';
 import { emitEvent, emitEventIfInserted } from '../events/events.service.ts';
 import { PAYMENT_METHOD_SORT_FIELDS, type PaymentMethod, paymentMethodSchema } from './payment-methods.schemas.ts';
 import type { PaymentMethodRow, PaymentMethodsTable } from './payment-methods.table.ts';
 
 export type { PaymentMethodRow };
 
-/** What saving and charging need: the clock and DATA_ENCRYPTION_KEY. */
+/** What saving and charging need: the clock and the data encryption keys (newest first). */
 export interface PaymentMethodContext {
   clock: Clock;
-  config: Pick<Config, 'dataEncryptionKey'>;
+  config: Pick<Config, 'dataEncryptionKey' | 'dataEncryptionKeys'>;
 }
 
 /** A reusable method as a provider reported it (SPEC §10). Display fields may be null. */
@@ -186,8 +185,12 @@ export interface ChargeableMethod {
   /** `pm_…` (ours). */
   id: string;
   provider: CollectingProvider;
-  /** Plaintext Paystack authorization_code or Stripe PaymentMethod id. A secret: never log it. */
-  credential: string;
+  /**
+   * Plaintext Paystack authorization_code or Stripe PaymentMethod id. A secret: never log it.
+   * Null when no configured key opens the stored value (DATA_ENCRYPTION_KEYS lost the key it
+   * was saved with): the method cannot be charged, and its charge fails alone (SPEC §10).
+   */
+  credential: string | null;
   /** Stripe `cus_…`; null for Paystack. */
   providerCustomerId: string | null;
   /** The email the method is known under at the provider; null: use the customer's. */
@@ -197,7 +200,7 @@ export interface ChargeableMethod {
 /** The columns a charge needs, the credential among them (read only by the two finders). */
 const CHARGE_COLUMNS = ['id', 'provider', 'credential', 'provider_customer_id', 'email'] as const;
 
-/** `row` ready to charge: the credential decrypted with DATA_ENCRYPTION_KEY. */
+/** `row` ready to charge: the credential opened with any of the keys, null when none opens it. */
 function toChargeable(
   row: Pick<PaymentMethodRow, (typeof CHARGE_COLUMNS)[number]>,
   ctx: Pick<PaymentMethodContext, 'config'>,
@@ -205,7 +208,7 @@ function toChargeable(
   return {
     id: row.id,
     provider: row.provider,
-    credential: decryptSecret(keyOf(ctx), row.credential),
+    credential: openSecret(ctx.config.dataEncryptionKeys, row.credential)?.plaintext ?? null,
     providerCustomerId: row.provider_customer_id,
     email: row.email,
   };
@@ -213,9 +216,9 @@ function toChargeable(
 
 /**
  * Customer `customerId`'s default method: the live one with the latest `default_at` (ties:
- * the latest id), decrypted for charging; undefined when the customer has none. Throws
- * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY, DecryptionError when the stored value
- * does not open with it (a changed key).
+ * the latest id), decrypted for charging; undefined when the customer has none. A stored
+ * value no configured key opens comes back with `credential: null` (never thrown: one such
+ * row must not stop other customers' charges).
  */
 export async function findDefaultPaymentMethod(
   db: Kysely<Database>,
@@ -266,16 +269,15 @@ async function defaultMethodId(db: Kysely<Database>, customerId: string): Promis
 }
 
 /**
- * A page of live customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`),
- * each with `default`. Detached methods are not listed. Throws 404 `not_found` for an unknown,
- * deleted or malformed customer id.
+ * A page of customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`), each
+ * with `default`. Detached methods are not listed. The caller checks the customer is live
+ * (payment-methods.service: 404 otherwise).
  */
 export async function listPaymentMethods(
   db: Kysely<Database>,
   customerId: string,
   params: ListParams,
 ): Promise<Page<PaymentMethod>> {
-  await getCustomer(db, customerId);
   const [page, defaultId] = await Promise.all([
     listPage({
       query: db.selectFrom('payment_methods').where('customer_id', '=', customerId).where('status', '=', 'active'),
@@ -293,12 +295,11 @@ export async function listPaymentMethods(
 }
 
 /**
- * Locks live customer `customerId` (404 otherwise: customers.service lockCustomer, so changes
- * to one customer's methods queue) and returns its active method `id`, or throws 404
- * `not_found` (unknown, malformed, another customer's, or detached).
+ * Customer `customerId`'s active method `id`, or throws 404 `not_found` (unknown, malformed,
+ * another customer's, or detached). The caller holds the customer's lock
+ * (payment-methods.service), so changes to one customer's methods queue.
  */
 async function lockActiveMethod(trx: Transaction<Database>, customerId: string, id: string): Promise<ViewRow> {
-  await lockCustomer(trx, customerId);
   const row = isIdOf('paymentMethod', id)
     ? await trx
         .selectFrom('payment_methods')
@@ -334,6 +335,41 @@ export async function detachPaymentMethod(
   const method = toPaymentMethod({ ...row, status: 'detached', detached_at: now } as PaymentMethodRow, false);
   await emitEvent(trx, clock, 'payment_method.detached', method);
   return method;
+}
+
+/**
+ * Detaches every active method of customer `customerId` (SPEC §10: a deleted customer's
+ * methods are never charged again), in the caller's transaction, which holds the customer's
+ * lock and marks it deleted (customers.service deleteCustomer). Each emits
+ * `payment_method.detached` (data: the method as detached, `default: false`), oldest first.
+ * Returns how many were detached.
+ */
+export async function detachCustomerPaymentMethods(
+  trx: Transaction<Database>,
+  clock: Clock,
+  customerId: string,
+): Promise<number> {
+  const rows = await trx
+    .selectFrom('payment_methods')
+    .select(VIEW_COLUMNS)
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  if (rows.length === 0) return 0;
+  const now = clock.now().toISOString();
+  await trx
+    .updateTable('payment_methods')
+    .set({ status: 'detached', detached_at: now, updated_at: now })
+    .where('customer_id', '=', customerId)
+    .where('status', '=', 'active')
+    .execute();
+  for (const row of rows) {
+    const method = toPaymentMethod({ ...row, status: 'detached', detached_at: now } as PaymentMethodRow, false);
+    await emitEvent(trx, clock, 'payment_method.detached', method);
+  }
+  return rows.length;
 }
 
 /**
@@ -392,7 +428,7 @@ export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: 
 /**
  * Method `id` decrypted for charging, whatever its status: an attempt started with it is
  * resolved by repeating the very same request, even if the method was detached since.
- * Undefined when unknown. Throws like findDefaultPaymentMethod.
+ * Undefined when unknown; `credential: null` as findDefaultPaymentMethod.
  */
 export async function findPaymentMethodToCharge(
   db: Kysely<Database>,

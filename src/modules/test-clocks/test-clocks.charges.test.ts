@@ -2,12 +2,14 @@
 // real-time worker never charges a clock customer's invoice, and an advance charges only its
 // own clock's invoices, at the clock's time, against the configured provider API.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createPlan } from '../../../test/helpers/factories.ts';
 import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
+import { encryptSecret } from '../../shared/encryption.ts';
 import { CLOCK_AWARE_JOBS } from '../../worker/jobs.ts';
 import { Worker } from '../../worker/runner.ts';
 import { chargeInvoices, requestInvoiceCharge } from '../collection/charges.ts';
@@ -114,4 +116,45 @@ test('a clock day with the provider unreachable asks it a bounded number of time
     asks.every((path) => path.startsWith('/transaction/verify/')),
     'every later call asks about the same reference',
   );
+});
+
+test('an advance completes when one customer of the clock has a saved method no configured key decrypts', async (t) => {
+  const paystack = await FakePaystack.start(t);
+  const app = await buildTestApp(t, {
+    env: { TEST_CLOCKS: 'true', PAYSTACK_SECRET_KEY: PAYSTACK_SECRET, PAYSTACK_API_URL: paystack.url },
+  });
+  const plan = await createPlan(app, { currency: 'NGN', amount: 5000 });
+  const clock = (await app.request('POST', '/api/test-clocks', { body: { frozen_time: '2026-01-01T00:00:00.000Z' } }))
+    .body;
+  const customers = [];
+  for (let i = 0; i < 3; i++) customers.push(await customerWithOpenInvoice(app, plan.id, clock.id));
+  const unreadable = customers[1]!;
+  // Saved under a key that is no longer configured (DATA_ENCRYPTION_KEY changed since).
+  await app.deps.db
+    .updateTable('payment_methods')
+    .set({ credential: encryptSecret(randomBytes(32), 'AUTH_saved_under_a_lost_key') })
+    .where('customer_id', '=', unreadable.customerId)
+    .execute();
+  for (const customer of customers) await chargeAt(app, customer.invoiceId, '2026-01-01T00:00:00.000Z');
+
+  const advance = await app.request('POST', `/api/test-clocks/${clock.id}/advance`, {
+    body: { frozen_time: '2026-01-01T12:00:00.000Z' },
+  });
+  assert.equal(advance.status, 202, advance.text);
+  await new Worker(app.deps, [advanceTestClocks(CLOCK_AWARE_JOBS)], failLog).runOnce();
+  assert.equal((await app.request('GET', `/api/test-clocks/${clock.id}`)).body.status, 'ready');
+
+  for (const customer of customers) {
+    const invoice = (await app.request('GET', `/api/invoices/${customer.invoiceId}`)).body;
+    if (customer === unreadable) {
+      assert.equal(invoice.status, 'open');
+      assert.deepEqual(
+        invoice.payment_attempts.map((a: { status: string; failure_code: string }) => [a.status, a.failure_code]),
+        [['failed', 'payment_method_unreadable']],
+      );
+    } else {
+      assert.equal(invoice.status, 'paid');
+    }
+  }
+  assert.equal(paystack.chargeCalls.length, 2, 'the two readable methods were charged');
 });
