@@ -379,6 +379,8 @@ export class FakeStripe extends FakeProviderServer {
       idempotency_key: key,
     };
     this.intents.set(id, intent);
+    // A succeeded PaymentIntent can be refunded, as any paid one (POST /v1/refunds).
+    if (!declined) this.paid(id, amount, String(body.currency));
     this.ledger.charges.push({
       reference: key,
       providerId: id,
