@@ -198,7 +198,7 @@ export interface PostgresBenchResult {
   notifyTwoInstances?: Measurement;
   /** Events per second into one instance (notifyOneInstance.rps). */
   notifyOneRps: number;
-  /** PostgreSQL round trips per event under the notify load on one instance (issue 13: ≤ 4). */
+  /** PostgreSQL round trips per event under the notify load on one instance (≤ 4). */
   roundTripsPerEvent?: number;
   /** Statements per event (several may share a round trip, db/pg-traffic.ts). */
   statementsPerEvent?: number;

@@ -1,4 +1,4 @@
-// The response cache's effect in one run (issue 13): `GET /api/customers?limit=10` on the same
+// The response cache's effect in one run: `GET /api/customers?limit=10` on the same
 // database with the cache on (RESPONSE_CACHE_MB default) and off (RESPONSE_CACHE_MB=0), on
 // SQLite and — when it answers — PostgreSQL, next to the bare Fastify route; on PostgreSQL also
 // with another client committing all the time (every read then misses: the round trip's cost). Each server is a

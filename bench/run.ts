@@ -157,7 +157,7 @@ async function main(workDir: string): Promise<void> {
   const small = await startApp(smallPath);
   const big = await startApp(bigPath);
   // The same list without the response cache: what the service's own overhead costs over the
-  // minimal route when every request reads the database (issue 13's ≥ 0.8 target).
+  // minimal route when every request reads the database (the ≥ 0.8 target).
   const uncached = await startApp(bigPath, { RESPONSE_CACHE_MB: '0' });
   log(pinningNote(pinning, [bareServer, minimalServer, small, big, uncached]));
   await checkApp(small, SMALL_ROWS);

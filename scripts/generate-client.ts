@@ -1,5 +1,5 @@
 // `npm run generate:client`: writes examples/api.d.ts, the TypeScript types of the API generated
-// from its OpenAPI document by openapi-typescript (issue 14 §2), formatted like the rest of the
+// from its OpenAPI document by openapi-typescript, formatted like the rest of the
 // code. The file is committed; a test fails when it no longer matches the document.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,5 @@
 // `billing <command>` (SPEC §1): serve, worker, migrate, keys create|list|revoke,
-// rotate-data-key, demo, and help/--version (issue 14 §5). Help texts live in cli/help.ts; the demo in cli/demo.ts.
+// rotate-data-key, demo, and help/--version. Help texts live in cli/help.ts; the demo in cli/demo.ts.
 import { parseArgs } from 'node:util';
 import { helpText, USAGE } from './cli/help.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
@@ -64,7 +64,7 @@ const VERSION_FLAGS = new Set(['--version', '-v', '-V', 'version']);
 
 /**
  * What to print without configuration or database, if anything: the version, or help —
- * `billing help [command [action]]`, or `--help`/`-h` anywhere after a command (issue 14 §5:
+ * `billing help [command [action]]`, or `--help`/`-h` anywhere after a command (SPEC §1:
  * every command and subcommand has it). Undefined when the command should run.
  */
 function informational(argv: string[]): { text: string } | { unknown: string } | undefined {

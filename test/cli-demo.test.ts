@@ -1,4 +1,4 @@
-// `billing demo` (issue 14 §5), run as a real process on an empty database of the pass's
+// `billing demo`, run as a real process on an empty database of the pass's
 // kind: a SQLite file, or a PostgreSQL database of its own (the CLI takes its database from
 // DATABASE_URL only, so a per-test schema cannot be used; a fresh database can).
 import assert from 'node:assert/strict';

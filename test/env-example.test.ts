@@ -1,4 +1,4 @@
-// .env.example cannot drift from src/config.ts (issue 14 §5): it names exactly the variables
+// .env.example cannot drift from src/config.ts: it names exactly the variables
 // loadConfig reads, each with a line of meaning above it, and its values are the defaults.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The typed client of examples/ (issue 14 §2): it runs against the real app on a real port,
+// The typed client of examples/: it runs against the real app on a real port,
 // and the types it is checked with (examples/api.d.ts) are what openapi-typescript generates
 // from the document the app serves today.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// `billing demo` (issue 14 §5): fills an EMPTY database with a small, realistic story, so
+// `billing demo`: fills an EMPTY database with a small, realistic story, so
 // `npm start` + `npx billing demo` shows every list populated.
 //
 // Decision: the demo builds the app in this process over DATABASE_URL and sends every

@@ -1,4 +1,4 @@
-// The `billing` command's help texts (issue 14 §5): one entry per command and `keys`
+// The `billing` command's help texts: one entry per command and `keys`
 // action, so `billing help X`, `billing X --help` and the usage printed after a usage error
 // all come from the same words.
 

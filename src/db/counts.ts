@@ -38,7 +38,7 @@ export async function addToCount(trx: Transaction<Database>, name: CountName, de
  * From now on, addToCount in `trx` (this transaction object, not its savepoints) collects
  * its deltas in memory; flushCounts(trx) writes them, one statement for every total moved.
  * For a batch that moves the same totals many times (provider events: a payment and its
- * event per row, issue 13). The caller MUST call flushCounts before committing; a rollback
+ * event per row). The caller MUST call flushCounts before committing; a rollback
  * just drops them (nothing was written).
  */
 export function deferCounts(trx: Transaction<Database>): void {

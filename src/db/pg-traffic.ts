@@ -1,4 +1,4 @@
-// PostgreSQL traffic: what the pool sends, counted, with fewer round trips (issue 13).
+// PostgreSQL traffic: what the pool sends, counted, with fewer round trips.
 //
 // Every statement costs a network round trip. Two kinds of statement need no answer before
 // the next one is sent, so they wait and travel WITH the next statement, as one simple-query

@@ -487,7 +487,7 @@ function finishDocument(openapiObject: Record<string, unknown>, examples: Respon
 
 /**
  * Refuses to register an API route without the `operationId` and `summary` a generated client
- * and /docs name it by (issue 14): the app does not start, so a route added without them fails
+ * and /docs name it by: the app does not start, so a route added without them fails
  * every test at once. Throws an Error naming the route.
  */
 export function requireOperationDocs(route: RouteOptions): void {

@@ -1,4 +1,4 @@
-// Conditional GETs and the response cache (docs/SPEC.md "Caching and ETag", issue 13).
+// Conditional GETs and the response cache (docs/SPEC.md "Caching and ETag").
 //
 // Every read-only GET under /api that needs an API key (not /api/health, /openapi.json,
 // /docs) answers with a strong `ETag` (a hash of the body bytes) and `Cache-Control:

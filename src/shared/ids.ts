@@ -31,7 +31,7 @@ let poolNext = POOL_BYTES;
 /**
  * ulid's random source, as uniform as its default (one CSPRNG byte ÷ 256 per character) but
  * drawn from a pool refilled 4 KiB at a time: the default asks the OS for one byte per
- * character (16 calls and allocations per id, ≈ 40 µs per provider event under load; issue 13).
+ * character (16 calls and allocations per id, ≈ 40 µs per provider event under load).
  */
 function pooledRandom(): number {
   if (poolNext === POOL_BYTES) {

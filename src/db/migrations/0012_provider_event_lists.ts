@@ -1,4 +1,4 @@
-// Indexes for GET /api/provider-events (issue 14 §4): the operator's list of the inbox, newest
+// Indexes for GET /api/provider-events: the operator's list of the inbox, newest
 // first, narrowed by status ("what failed?") or found by the provider's event key ("did
 // Stripe's evt_… reach us?", whatever the provider). The unique (provider, event_key) index
 // of 0003 serves a key lookup only when the provider is given; PostgreSQL 15 cannot skip its

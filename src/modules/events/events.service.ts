@@ -28,7 +28,7 @@ export function toEventView(row: EventRow): EventView {
   });
 }
 
-/** The outbox insert, compiled once (every state change runs it; issue 13). */
+/** The outbox insert, compiled once (every state change runs it). */
 const insertEventRow = compiledQuery(
   (db, param: Param<{ id: string; topic: string; data: string; created_at: string; emitted_at: string }>) =>
     db.insertInto('events').values({

@@ -1,4 +1,4 @@
-// GET /api/invoices/{id} lists the invoice's payment attempts (SPEC §9, §10, issue 16), oldest
+// GET /api/invoices/{id} lists the invoice's payment attempts (SPEC §9, §10), oldest
 // first, in the PaymentAttempt shape; lists, state changes and invoice.* events do not.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

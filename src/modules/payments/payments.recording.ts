@@ -53,7 +53,7 @@ export type PaymentRecording = ({ refused: false } & PaymentChange) | { refused:
 /**
  * Inserts the payment. The caller holds its reference's lock (lockPaymentReference) and
  * found no payment under it, so no other transaction can insert it meanwhile: the insert
- * needs no answer and, on PostgreSQL, travels with the next statement (issue 13: round
+ * needs no answer and, on PostgreSQL, travels with the next statement (round
  * trips). Were that lock ever missing, the unique key (provider, provider_reference) fails
  * the transaction rather than record the payment twice. The caller counts it after
  * emitting its event: every writer takes the shared counters in one order (events first).
@@ -62,7 +62,7 @@ async function insertPayment(trx: Transaction<Database>, row: PaymentRow): Promi
   await executeDeferred(trx, { compile: () => insertPaymentRow.compile(trx, row) });
 }
 
-/** The payment insert, compiled once (every new payment runs it; issue 13). */
+/** The payment insert, compiled once (every new payment runs it). */
 const insertPaymentRow = compiledQuery((db, param: Param<PaymentRow>) =>
   db.insertInto('payments').values({
     id: param('id'),

@@ -165,7 +165,7 @@ export async function lockPaymentReference(
   }
   await lockReference(trx, provider, reference);
   // PostgreSQL: one statement resolves the alias and, when there is none (the common case),
-  // locks the payment keyed by `reference` (issue 13: round trips). It runs after the
+  // locks the payment keyed by `reference` (round trips). It runs after the
   // advisory lock (which travels with it, db/pg-traffic.ts), in a snapshot of its own.
   const { rows } = await paymentByReferenceForUpdate(provider, reference).execute(trx);
   const { canonical, ...payment } = rows[0]!;

@@ -289,7 +289,7 @@ export interface FinishOptions {
   /**
    * On PostgreSQL, fail the transaction (any error, at the latest at its COMMIT) instead of
    * throwing AlreadyFinishedError now, so the update travels with the next statement
-   * (issue 13: round trips). For a caller that answers any failure by running again with
+   * (round trips). For a caller that answers any failure by running again with
    * the exact check (processing-batches.ts: the whole batch, then row by row).
    */
   failAtCommit?: boolean;

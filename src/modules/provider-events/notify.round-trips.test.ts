@@ -1,4 +1,4 @@
-// PostgreSQL round trips per provider event (issue 13): each statement is a network round
+// PostgreSQL round trips per provider event: each statement is a network round
 // trip, so the request path's cost on PostgreSQL is counted, not timed — deterministically,
 // from what the pool sent (db/pg-traffic.ts).
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../../test/helper
 import { storeEvents } from './inbox.ts';
 import { processEvents } from './processing-batches.ts';
 
-/** The most round trips one charge.success of a returning payer may take (18 before issue 13, 5 before the prefetch of its reads). */
+/** The most round trips one charge.success of a returning payer may take (18 before the statements were shared, 5 before the prefetch of its reads). */
 const MAX_ROUND_TRIPS = 3;
 
 test(

@@ -50,7 +50,7 @@ async function processAll(
   const outcomes: ProcessingOutcome[] = [];
   // A row read from the inbox (the worker, a redelivery) is locked first, so processors of
   // one row queue behind each other (the later ones then skip it). A row the caller just
-  // stored is processed as stored, without that round trip (issue 13): nobody else takes it
+  // stored is processed as stored, without that round trip: nobody else takes it
   // before its lease ends but a redelivery, and finishInboxRow's check (the status still as
   // read; on PostgreSQL the update waits for any other transaction on the row) rolls back
   // whichever processor loses such a race.

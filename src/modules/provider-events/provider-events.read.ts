@@ -1,4 +1,4 @@
-// Reading the inbox for operators (issue 14 §4: GET /api/provider-events[/{id}]): the list,
+// Reading the inbox for operators (GET /api/provider-events[/{id}]): the list,
 // and one event with its payload and the payment/refunds it reports on. Read-only: the inbox
 // is written by inbox.ts and processing (provider-events.service.ts).
 //

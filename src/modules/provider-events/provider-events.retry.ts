@@ -1,4 +1,4 @@
-// POST /api/provider-events/{id}/retry (issue 14 §4): an operator reprocesses a `failed` or
+// POST /api/provider-events/{id}/retry: an operator reprocesses a `failed` or
 // `held` event now, through the processing the request path and the worker use
 // (processing-batches.ts → provider-events.service.ts), so a retry does exactly what the
 // worker's retry would, and races with it safely: every processor locks the inbox row and

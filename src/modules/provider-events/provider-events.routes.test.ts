@@ -1,4 +1,4 @@
-// /api/provider-events (issue 14 §4): the inbox listed, one event with its payload and links,
+// /api/provider-events: the inbox listed, one event with its payload and links,
 // and the operator's retry of a failed or held event — through the real app, on both databases.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// /api/provider-events (issue 14 §4): the inbox of POST /api/notify for operators — list it,
+// /api/provider-events: the inbox of POST /api/notify for operators — list it,
 // read one event with its payload and the payment/refunds it reports on, and retry a failed
 // or held one now. Reads: provider-events.read.ts; the retry: provider-events.retry.ts.
 import type { Deps } from '../../deps.ts';

@@ -1,4 +1,4 @@
-// The provider event resource (issue 14 §4): an inbox row as operators see it, defined once.
+// The provider event resource: an inbox row as operators see it, defined once.
 // These TypeBox schemas serialize and document GET /api/provider-events[/{id}] and the retry;
 // `ProviderEventView` / `ProviderEventDetail` are their static types.
 import Type, { type Static } from 'typebox';

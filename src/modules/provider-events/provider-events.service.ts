@@ -230,7 +230,7 @@ async function saveReusableMethod(
 }
 
 /**
- * PostgreSQL (issue 13: round trips): the reads recordPayment will most likely make after
+ * PostgreSQL (round trips): the reads recordPayment will most likely make after
  * its payment lookup travel with that lookup (db/pg-traffic.ts prefetch), right after the
  * reference's advisory lock: the payer's customer by email (attribution by email: no
  * customer or subscription named in the metadata, no provider subscription reference), and
@@ -254,7 +254,7 @@ async function prefetchPaymentReads(trx: Transaction<Database>, provider: string
 }
 
 /**
- * PostgreSQL (issue 13: round trips; SPEC §5 one payment per provider payment): for a batch
+ * PostgreSQL (round trips; SPEC §5 one payment per provider payment): for a batch
  * of stored rows about to be processed in `trx` (processing-batches.ts), first takes the
  * advisory locks of EVERY reference the batch will read or write — payment reports', refunds'
  * payment references, both references of a link, and the canonical references they are known

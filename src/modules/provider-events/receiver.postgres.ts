@@ -1,4 +1,4 @@
-// The PostgreSQL receiver: concurrent requests share statements (issue 13: round trips per
+// The PostgreSQL receiver: concurrent requests share statements (round trips per
 // event). Two stages, each taking into a batch everything that queued while its running
 // batches ran (at most MAX_BATCH):
 //   1. store: ONE multi-row INSERT commits the batch's events to the inbox (inbox.ts

@@ -42,7 +42,7 @@ export function toEndpoint(row: EndpointRow): WebhookEndpoint {
   return endpoint;
 }
 
-/** The `secret` value that asks the service to make a Standard Webhooks secret (issue 14 §3). */
+/** The `secret` value that asks the service to make a Standard Webhooks secret. */
 export const GENERATE_SECRET = 'generate';
 
 /**

@@ -1,4 +1,4 @@
-// Fan-out's PostgreSQL round trips (issue 13): the worker's share of every provider event.
+// Fan-out's PostgreSQL round trips: the worker's share of every provider event.
 // Counted, not timed, from what the pool sent (db/pg-traffic.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

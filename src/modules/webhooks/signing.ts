@@ -32,7 +32,7 @@ const GENERATED_SECRET_BYTES = 32;
  * The key a Standard Webhooks secret stands for: `whsec_` + canonical, padded base64
  * (standard alphabet) of 24–64 bytes → those bytes; any other string → undefined. The
  * specification's own libraries decode the same part, so a receiver passing the secret as
- * given to `new Webhook(secret)` computes the same key (SPEC §6, issue 14 §3).
+ * given to `new Webhook(secret)` computes the same key (SPEC §6).
  */
 export function standardSecretKey(secret: string): Buffer | undefined {
   if (!secret.startsWith(STANDARD_SECRET_PREFIX)) return undefined;
@@ -51,7 +51,7 @@ export function generateSecret(): string {
 
 /**
  * The key of `webhook-signature`: the decoded bytes of a Standard Webhooks secret
- * (standardSecretKey), else the secret's UTF-8 bytes (SPEC §6; issue 14 §3).
+ * (standardSecretKey), else the secret's UTF-8 bytes (SPEC §6).
  */
 export function standardSigningKey(secret: string): Buffer {
   return standardSecretKey(secret) ?? Buffer.from(secret, 'utf8');
