@@ -1,4 +1,4 @@
-// Bench scenario for automatic renewal charging (README Performance, SPEC §10): N active
+// Bench scenario for automatic renewal charging (docs/performance.md, SPEC §10): N active
 // subscriptions of customers with a saved Paystack authorization reach their period end; the
 // renewal invoices are issued, then the worker's charge job (charges.ts chargeDueInvoices, up
 // to CHARGE_CONCURRENCY charges in flight) charges them against the fake Paystack (a real
@@ -24,7 +24,7 @@ import { ManualClock } from '../src/shared/clock.ts';
 import { FakePaystack } from '../test/helpers/fake-paystack.ts';
 import { DATA_ENCRYPTION_KEY, PAYSTACK_SECRET } from '../test/helpers/provider-events.ts';
 
-/** The target (README Performance). */
+/** The target (docs/performance.md). */
 export const TARGET_CHARGES_PER_SECOND = 200;
 /** The fake provider's answer time. */
 const LATENCY_MS = 50;

@@ -1,4 +1,4 @@
-// Bench scenario for outbound webhooks (README Performance): the real app (`npm start`: API and worker in
+// Bench scenario for outbound webhooks (docs/performance.md): the real app (`npm start`: API and worker in
 // one child process over a SQLite file, synchronous=FULL) with 3 endpoints on 3 local HTTPS
 // receivers (allowed via WEBHOOK_ALLOW_PRIVATE_CIDRS, trusted via NODE_EXTRA_CA_CERTS). Events
 // are customers created through the API; every event goes to all 3 receivers.
@@ -19,7 +19,7 @@ import type { DeliveriesFigures } from './summary.ts';
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
 const RECEIVERS = 3;
-/** The targets (README Performance). */
+/** The targets (docs/performance.md). */
 const TARGET_DELIVERIES_PER_SECOND = 1000;
 const TARGET_P99_MS = 1000;
 /** Most API requests the producer keeps open at once. */

@@ -1,4 +1,4 @@
-// Bench scenario for POST /api/notify (README Performance): signed, all-distinct Paystack `charge.success`
+// Bench scenario for POST /api/notify (docs/performance.md): signed, all-distinct Paystack `charge.success`
 // events posted by autocannon against the real app (a child process over a SQLite file,
 // synchronous=FULL), interleaved with the bare Fastify route. Prints events/s and p50/p99 and
 // their ratio to the bare route, then stops the app and checks, in the database file, that
@@ -19,11 +19,11 @@ export const SECRET = 'sk_bench_0123456789abcdef0123456789abcdef';
 /** DATA_ENCRYPTION_KEY of the bench's servers (required with a provider key; 32 bytes, hex). */
 export const BENCH_ENCRYPTION_KEY = 'ab'.repeat(32);
 const API_KEY = 'bench_bootstrap_key_0123456789';
-/** The target on a 2-core machine (README Performance). */
+/** The target on a 2-core machine (docs/performance.md). */
 const TARGET_EVENTS_PER_SECOND = 1000;
 /**
  * Distinct payer emails. Before measuring, each section pays once per payer (introducePayers),
- * so every measured event is a returning payer's (the issue's scenario), whatever the load.
+ * so every measured event is a returning payer's, whatever the load.
  */
 const PAYERS = 1000;
 

@@ -1,4 +1,4 @@
-// Bench scenarios on PostgreSQL (README Performance): the read and notify scenarios of the SQLite
+// Bench scenarios on PostgreSQL (docs/performance.md): the read and notify scenarios of the SQLite
 // bench, on a fresh database `billing_bench_<pid>` this file CREATEs and DROPs on the server at
 // BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres), first on one instance,
 // then on two: two `npm start` processes (API + worker each, RATE_LIMIT_MAX=0) on the one

@@ -4,8 +4,9 @@
 // and server CPU per request, each against the bare route of the same run. Then the
 // provider-event intake (notify.ts), webhook fan-out and delivery (deliveries.ts), and the read
 // and notify scenarios on PostgreSQL with one and two instances (postgres.ts), and ONE summary
-// table of the issue's ratios with their targets (summary.ts). Servers and the load generator
-// are pinned to different CPUs where taskset exists. Measures, never fails on speed.
+// table of the speed ratios with their targets (summary.ts, docs/performance.md). Servers and
+// the load generator are pinned to different CPUs where taskset exists. Measures, never fails
+// on speed.
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -22,7 +23,7 @@ const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
 const SMALL_ROWS = 1_000;
 
-/** The list request of every list scenario (the issue's `GET /api/customers?limit=10`). */
+/** The list request of every list scenario (`GET /api/customers?limit=10`). */
 const LIST_PATH = '/api/customers?limit=10';
 
 /** A number from the environment, or `fallback`; must be at least `min`. */

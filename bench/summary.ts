@@ -99,7 +99,7 @@ function postgresCpuNote(input: SummaryInput): string {
   return ` (CPU/event: SQLite app ÷ instance ${times(sqlite / instance)}${serverNote})`;
 }
 
-/** The summary rows, in the issue's order. */
+/** The summary rows, in the order of docs/performance.md's summary table. */
 export function summaryRows(input: SummaryInput): SummaryRow[] {
   const { bare, minimal, smallList, bigList, uncachedList } = input;
   const notifyRps = figure(input.notify, 'rps');

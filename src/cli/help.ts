@@ -96,7 +96,7 @@ function commandList(entries: Readonly<Record<string, HelpEntry>>): string {
     .join('\n');
 }
 
-const CONFIG_NOTE = `Configuration comes from environment variables (see .env.example and the README).`;
+const CONFIG_NOTE = `Configuration comes from environment variables (see .env.example and docs/configuration.md).`;
 
 /** The top-level help: every command, one line each. */
 export const USAGE = `usage: billing <command> [options]

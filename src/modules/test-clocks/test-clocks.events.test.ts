@@ -33,7 +33,7 @@ test('an endpoint receives every event written after its creation in real time, 
   app.clock.advance(1);
   await createWebhookEndpoint(app, receiver.url, { events: ['customer.created'] });
   app.clock.advance(1);
-  // Written after the endpoint, stamped years before it: the README walk-through's case.
+  // Written after the endpoint, stamped years before it: the docs/test-clocks.md walk-through's case.
   const late = await createClockCustomer(app, past.id, 'late@example.com');
   assert.equal(late.created_at, '2020-01-01T00:00:00.000Z');
 
