@@ -870,7 +870,9 @@ export interface paths {
      *     Stripe `Stripe-Signature` (`t=…,v1=…`, HMAC-SHA256 of `t.body` keyed with STRIPE_WEBHOOK_SECRET,
      *     300 s tolerance). Every verified event is committed to an inbox first, then processed; the answer
      *     is `200 {"received":true}` for processed, duplicate, ignored and failed-to-process events alike,
-     *     and 5xx only when the event could not be stored. Handled types: Paystack `charge.success`,
+     *     and 5xx only when the event could not be stored. A NUL character (`\u0000`) in an identifier, code, currency
+     *     or amount is a 400 and nothing is stored (the provider retries); in display text (names, emails, messages,
+     *     metadata notes) it is removed. Handled types: Paystack `charge.success`,
      *     `invoice.payment_failed`, `refund.processed`; Stripe `payment_intent.succeeded`,
      *     `payment_intent.payment_failed`, `invoice.paid`, `invoice.payment_failed`, `invoice_payment.paid`
      *     (links an invoice to its PaymentIntent on API versions ≥ 2025-05-28, so both are one payment),
