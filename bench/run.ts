@@ -231,7 +231,9 @@ async function main(workDir: string): Promise<void> {
   const postgres: unknown = listsOnly ? undefined : await benchPostgres(settings, log);
   // Automatic renewal charging against the fake Paystack at 50 ms (SPEC §10): invoices/s, target ≥ 200.
   if (!listsOnly) await benchCharging(workDir, {}, log);
-  log(`\nsummary: the issue's ratios, measured in this run (targets measured, not enforced); ${loadNote()}`);
+  log(
+    `\nsummary: the ratios against the bare route and the floors, measured in this run (targets measured, not enforced); ${loadNote()}`,
+  );
   log(
     summaryTable({
       bare,

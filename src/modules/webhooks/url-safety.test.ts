@@ -39,7 +39,7 @@ async function rejection(url: string, allowed = NONE): Promise<string> {
   assert.fail(`${url} was accepted`);
 }
 
-test('the issue corpus is rejected', async () => {
+test('the corpus of hostile webhook URLs is rejected', async () => {
   const corpus = [
     'http://example.com/',
     'https://127.0.0.1/',

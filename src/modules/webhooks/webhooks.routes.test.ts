@@ -43,7 +43,7 @@ test('create returns the endpoint with has_secret and never the secret', async (
   assert.equal(noSecret.has_secret, false);
 });
 
-test('each url of the issue corpus is 400 validation_error naming url', async (t) => {
+test('each url of the hostile corpus is 400 validation_error naming url', async (t) => {
   const app = await setup(t);
   app.dns.set('example.com', [PUBLIC_ADDRESS]);
   app.dns.set('localhost', ['127.0.0.1']);
