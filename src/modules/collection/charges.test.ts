@@ -369,7 +369,10 @@ test('stripe: a charge whose answer was lost, resolved 25 hours later when Strip
   assert.equal(await chargeDueInvoices(s.app.deps), 1);
   [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
   assert.equal(s.stripe.ledger.charges.length, 1, 'Stripe charged once');
-  assert.deepEqual([attempt!.status, attempt!.provider_object_id], ['succeeded', s.stripe.ledger.charges[0]!.providerId]);
+  assert.deepEqual(
+    [attempt!.status, attempt!.provider_object_id],
+    ['succeeded', s.stripe.ledger.charges[0]!.providerId],
+  );
   assert.equal(s.stripe.chargeCalls.length, 1, 'POST /v1/payment_intents was not sent again');
   const pages = s.stripe.intentListCalls.map((c) => new URL(c.path, s.stripe.url).searchParams);
   assert.deepEqual(
@@ -408,7 +411,10 @@ test('stripe: a look-up that proves nothing leaves the charge unknown and sends 
   await stillUnknown('page 2 answered 500', 1);
   s.stripe.inject({ status: 400, body: { error: { type: 'invalid_request_error', message: 'Invalid limit' } } }, list);
   await stillUnknown('the list refused', 1);
-  s.stripe.inject({ status: 200, body: { object: 'list', url: '/v1/payment_intents', has_more: true, data: [] } }, list);
+  s.stripe.inject(
+    { status: 200, body: { object: 'list', url: '/v1/payment_intents', has_more: true, data: [] } },
+    list,
+  );
   await stillUnknown('more pages and no cursor', 1);
   // Absence proven, sent, and Stripe answers idempotency_error: money may have moved.
   s.stripe.inject(

@@ -425,7 +425,11 @@ async function nextAskedAbout(run: Run): Promise<number | null> {
     .selectFrom('invoices')
     .innerJoin('invoice_payment_attempts', 'invoice_payment_attempts.invoice_id', 'invoices.id')
     .select((eb) => eb.fn.min('invoices.next_payment_attempt_at').as('due'))
-    .where('invoices.customer_id', 'in', run.accounts.map((a) => a.customerId))
+    .where(
+      'invoices.customer_id',
+      'in',
+      run.accounts.map((a) => a.customerId),
+    )
     .where('invoices.status', '=', 'open')
     .where('invoice_payment_attempts.status', 'in', ['pending', 'unknown'])
     .executeTakeFirst();

@@ -255,7 +255,10 @@ test('Stripe: a look-up that cannot prove absence sends nothing and leaves the r
   await unknown('the list answered 500', 1);
   app.stripe.inject('error', { method: 'GET', path: /starting_after=/ });
   await unknown('page 2 answered 500', 1);
-  app.stripe.inject({ status: 400, body: { error: { type: 'invalid_request_error', message: 'Invalid limit' } } }, list);
+  app.stripe.inject(
+    { status: 400, body: { error: { type: 'invalid_request_error', message: 'Invalid limit' } } },
+    list,
+  );
   await unknown('the list refused', 1);
   app.stripe.inject({ status: 200, body: { object: 'list', url: '/v1/refunds', has_more: true, data: [] } }, list);
   await unknown('more pages and no cursor', 1);

@@ -223,7 +223,11 @@ export class StripeApi {
    * absence is proven. Throws ProviderCallError when the look-up proves nothing (as
    * findRefund). SPEC §10 "Automatic collection"; https://docs.stripe.com/api/payment_intents/list.
    */
-  async findPaymentIntent(customer: string, attemptId: string, createdFrom: number): Promise<PaymentIntentCharge | null> {
+  async findPaymentIntent(
+    customer: string,
+    attemptId: string,
+    createdFrom: number,
+  ): Promise<PaymentIntentCharge | null> {
     const intent = await this.#findInList<Stripe.PaymentIntent>(
       (startingAfter) =>
         this.#stripe.paymentIntents.list({
@@ -274,7 +278,11 @@ export class StripeApi {
         });
       });
       if (!Array.isArray(list?.data) || typeof list.has_more !== 'boolean') {
-        throw new ProviderCallError('stripe', 'unavailable', `Stripe answered a page we cannot read when asked to ${action}`);
+        throw new ProviderCallError(
+          'stripe',
+          'unavailable',
+          `Stripe answered a page we cannot read when asked to ${action}`,
+        );
       }
       const found = list.data.find((item) => matches(item));
       if (found) return found;
@@ -282,7 +290,11 @@ export class StripeApi {
       const last = list.data.at(-1)?.id;
       // More pages, but no cursor to ask for them: nothing is proven.
       if (typeof last !== 'string' || last === '') {
-        throw new ProviderCallError('stripe', 'unavailable', `Stripe answered a page without a cursor when asked to ${action}`);
+        throw new ProviderCallError(
+          'stripe',
+          'unavailable',
+          `Stripe answered a page without a cursor when asked to ${action}`,
+        );
       }
       startingAfter = last;
     }
