@@ -244,8 +244,9 @@ export class StripeApi {
       throw new ProviderCallError('stripe', 'unavailable', 'Stripe listed a PaymentIntent without status or amount');
     }
     const redirect = intent.next_action?.redirect_to_url?.url;
-    const error = intent.status === 'requires_payment_method' ? intent.last_payment_error : null;
+    // Confirmed off-session and left needing a new method: the charge was declined.
     const declined = intent.status === 'requires_payment_method';
+    const error = declined ? intent.last_payment_error : null;
     return {
       id: intent.id,
       status: intent.status,
