@@ -139,7 +139,7 @@ export class FakeProviderServer {
   readonly #handle: Handler;
   readonly #unauthorized: FakeAnswer;
   readonly #serverError: FakeAnswer;
-  readonly #faults: { fault: Fault; target: FaultTarget; remaining: number }[] = [];
+  readonly #faults: { fault: Fault | FakeAnswer; target: FaultTarget; remaining: number }[] = [];
   /** What this provider did (charges, refunds): see ProviderLedger. */
   readonly ledger = new ProviderLedger();
   #url = '';
@@ -166,9 +166,9 @@ export class FakeProviderServer {
    * instead of the normal answer; faults are matched in the order injected, before queue()'s
    * overrides (a request a fault takes leaves the queue alone). E.g.
    * `inject('lose', {method: 'POST', path: '/refund'})`: Paystack makes the refund and its
-   * answer never arrives.
+   * answer never arrives. A FakeAnswer instead of a fault is answered as it is (nothing done).
    */
-  inject(fault: Fault, target: FaultTarget = {}, times = 1): void {
+  inject(fault: Fault | FakeAnswer, target: FaultTarget = {}, times = 1): void {
     this.#faults.push({ fault, target, remaining: times });
   }
 
@@ -177,7 +177,7 @@ export class FakeProviderServer {
     this.#faults.length = 0;
   }
 
-  #takeFault(call: RecordedCall): Fault | undefined {
+  #takeFault(call: RecordedCall): Fault | FakeAnswer | undefined {
     const index = this.#faults.findIndex(({ target }) => {
       if (target.method !== undefined && target.method !== call.method) return false;
       const { path } = target;
@@ -270,7 +270,8 @@ export class FakeProviderServer {
       return; // acted on, answered never
     }
     let answer: FakeAnswer;
-    if (fault === 'error') answer = this.#serverError;
+    if (typeof fault === 'object') answer = fault;
+    else if (fault === 'error') answer = this.#serverError;
     else if (fault === 'lose-error') {
       if (authorized) await this.#handle(call);
       answer = this.#serverError;

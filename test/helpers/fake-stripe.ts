@@ -1,11 +1,14 @@
 // A fake Stripe API for tests (shapes from stripe/openapi fixtures3.json's `checkout.session`
 // and `refund`, and Stripe's error object `{error: {type, code, message, param}}`): POST
 // /v1/checkout/sessions, POST /v1/refunds (and the signed `refund.updated` event Stripe would
-// send: sendRefundEvent),
-// form-encoded bodies as Stripe's library sends them (`a[b][0][c]=v`), `Authorization: Bearer
-// <key>` checked, Idempotency-Key honoured (same key and body → the same answer; another body →
-// 400 idempotency_error), every call recorded, errors and timeouts on demand (queue(),
-// inject()), every charge and refund it made in `ledger`.
+// send: sendRefundEvent), GET /v1/refunds?payment_intent=… and GET
+// /v1/payment_intents?customer=…&created[gte]=… (Stripe's list object `{object: 'list', url,
+// has_more, data}`, newest first, `limit` 1–100 (default 10), `starting_after` = the last id
+// of the previous page), form-encoded bodies as Stripe's library sends them
+// (`a[b][0][c]=v`), `Authorization: Bearer <key>` checked, Idempotency-Key honoured (same key
+// and body → the same answer; another body → 400 idempotency_error) until
+// expireIdempotencyKeys() (Stripe keeps keys 24 hours), every call recorded, errors and
+// timeouts on demand (queue(), inject()), every charge and refund it made in `ledger`.
 import type { TestContext } from 'node:test';
 import { FakeProviderServer, type FakeAnswer, type RecordedCall } from './fake-provider.ts';
 import { signStripe, stripeEvent } from './provider-events.ts';
@@ -74,7 +77,26 @@ export class FakeStripe extends FakeProviderServer {
     return this.calls.filter((c) => c.method === 'POST' && c.path === '/v1/checkout/sessions');
   }
 
+  /**
+   * Forgets every Idempotency-Key, as Stripe does once a key is 24 hours old
+   * (https://docs.stripe.com/api/idempotent_requests): the same key then makes a new object.
+   */
+  expireIdempotencyKeys(): void {
+    this.#idempotent.clear();
+  }
+
+  /** The recorded GET /v1/refunds (list) calls. */
+  get refundListCalls(): RecordedCall[] {
+    return this.calls.filter((c) => c.method === 'GET' && c.path.split('?')[0] === '/v1/refunds');
+  }
+
+  /** The recorded GET /v1/payment_intents (list) calls. */
+  get intentListCalls(): RecordedCall[] {
+    return this.calls.filter((c) => c.method === 'GET' && c.path.split('?')[0] === '/v1/payment_intents');
+  }
+
   #route(call: RecordedCall): FakeAnswer {
+    if (call.method === 'GET') return this.#list(call);
     const key = call.headers['idempotency-key'];
     if (typeof key === 'string') {
       const seen = this.#idempotent.get(key);
@@ -98,6 +120,53 @@ export class FakeStripe extends FakeProviderServer {
             : stripeError(404, 'invalid_request_error', `Unrecognized request URL (${call.method}: ${call.path}).`);
     if (typeof key === 'string') this.#idempotent.set(key, { raw: call.raw, answer });
     return answer;
+  }
+
+  // ---- Lists (GET /v1/refunds, GET /v1/payment_intents): Stripe's cursor pagination ----
+
+  #list(call: RecordedCall): FakeAnswer {
+    const url = new URL(call.path, 'http://stripe.invalid');
+    const query = url.searchParams;
+    let items: Record<string, unknown>[];
+    if (url.pathname === '/v1/refunds') {
+      const intent = query.get('payment_intent');
+      items = [...this.refunds.values()].filter((r) => intent === null || r.payment_intent === intent);
+    } else if (url.pathname === '/v1/payment_intents') {
+      const customer = query.get('customer');
+      const gte = query.get('created[gte]');
+      if (gte !== null && !/^\d+$/.test(gte)) {
+        return stripeError(400, 'invalid_request_error', 'Invalid integer: created[gte]', { param: 'created[gte]' });
+      }
+      items = [...this.intents.values()]
+        .filter((pi) => customer === null || pi.customer === customer)
+        .filter((pi) => gte === null || Number(pi.created) >= Number(gte))
+        .map(({ idempotency_key: _key, ...visible }) => visible);
+    } else {
+      return stripeError(404, 'invalid_request_error', `Unrecognized request URL (GET: ${url.pathname}).`);
+    }
+    const limit = Number(query.get('limit') ?? '10');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      return stripeError(400, 'invalid_request_error', 'Invalid limit: must be between 1 and 100', { param: 'limit' });
+    }
+    // Newest first: the maps keep creation order.
+    items.reverse();
+    let start = 0;
+    const after = query.get('starting_after');
+    if (after !== null) {
+      const index = items.findIndex((item) => item.id === after);
+      if (index < 0) {
+        return stripeError(400, 'invalid_request_error', `No such object: '${after}'`, {
+          param: 'starting_after',
+          code: 'resource_missing',
+        });
+      }
+      start = index + 1;
+    }
+    const data = items.slice(start, start + limit);
+    return {
+      status: 200,
+      body: { object: 'list', url: url.pathname, has_more: start + limit < items.length, data },
+    };
   }
 
   #createSession(body: Record<string, unknown>): FakeAnswer {
@@ -198,6 +267,41 @@ export class FakeStripe extends FakeProviderServer {
     });
     await response.arrayBuffer();
     return response.status;
+  }
+
+  /**
+   * Adds `count` refunds of `amount` (minor units) each to PaymentIntent `paymentIntent` (made
+   * with paid()), none of them ours (no metadata.refund_id): the other refunds a look-up pages
+   * through. In the ledger as `preExisting`.
+   */
+  seedRefunds(paymentIntent: string, count: number, amount = 1): void {
+    const intent = this.paymentIntents.get(paymentIntent);
+    if (!intent) throw new Error(`fake Stripe has no paid PaymentIntent ${paymentIntent}`);
+    for (let i = 0; i < count; i += 1) {
+      this.#sequence += 1;
+      const id = `re_3Fake${String(this.#sequence).padStart(8, '0')}`;
+      this.refunds.set(id, {
+        id,
+        object: 'refund',
+        amount,
+        charge: `ch_3Fake${String(this.#sequence).padStart(8, '0')}`,
+        created: Math.floor(Date.now() / 1000),
+        currency: intent.currency,
+        metadata: {},
+        payment_intent: paymentIntent,
+        reason: null,
+        status: 'succeeded',
+      });
+      this.ledger.refunds.push({
+        providerId: id,
+        payment: paymentIntent,
+        amount,
+        currency: intent.currency.toUpperCase(),
+        marker: null,
+        at: new Date().toISOString(),
+        preExisting: true,
+      });
+    }
   }
 
   #createRefund(body: Record<string, unknown>): FakeAnswer {
@@ -317,6 +421,32 @@ export class FakeStripe extends FakeProviderServer {
     });
     await response.arrayBuffer();
     return response.status;
+  }
+
+  /**
+   * Adds `count` succeeded PaymentIntents of customer `customer` made before the test (no
+   * metadata of ours, not in the ledger): the other PaymentIntents a look-up pages through.
+   */
+  seedPaymentIntents(customer: string, count: number): void {
+    for (let i = 0; i < count; i += 1) {
+      this.#sequence += 1;
+      const id = `pi_3Fake${String(this.#sequence).padStart(6, '0')}Seeded0000`;
+      this.intents.set(id, {
+        id,
+        object: 'payment_intent',
+        amount: 100,
+        amount_received: 100,
+        created: Math.floor(Date.now() / 1000),
+        currency: 'usd',
+        customer,
+        last_payment_error: null,
+        livemode: false,
+        metadata: {},
+        next_action: null,
+        status: 'succeeded',
+        idempotency_key: null,
+      });
+    }
   }
 
   #createPaymentIntent(body: Record<string, unknown>, key: string | null): FakeAnswer {

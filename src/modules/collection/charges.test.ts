@@ -299,8 +299,10 @@ for (const provider of ['paystack', 'stripe'] as const) {
       );
       assert.equal(s.paystack.chargeCalls.length, 1, 'and did not charge again');
     } else {
-      assert.equal(s.stripe.chargeCalls.length, 2, 'the same create repeated');
-      assert.ok(s.stripe.chargeCalls.every((c) => c.headers['idempotency-key'] === attempt!.reference));
+      const [lookup, ...more] = s.stripe.intentListCalls;
+      assert.equal(more.length, 0, 'asked first, by our attempt id among the customer’s PaymentIntents');
+      assert.match(lookup!.path, /^\/v1\/payment_intents\?.*customer=cus_/);
+      assert.equal(s.stripe.chargeCalls.length, 1, 'and did not charge again');
     }
     assert.equal((await invoiceOf(s)).status, 'paid');
     assert.equal(await topicCount(s, 'invoice.payment_attempted'), 1);
@@ -350,6 +352,92 @@ test('paystack: a look-up that proves nothing (verify refused or 500; a late dup
   const [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
   assert.equal(attempt!.status, 'succeeded');
   assert.equal(s.paystack.ledger.charges.length, 1, 'charged once');
+  assert.equal((await invoiceOf(s)).status, 'paid');
+});
+
+test('stripe: a charge whose answer was lost, resolved 25 hours later when Stripe has forgotten the Idempotency-Key, is found by payment_attempt_id behind 150 other PaymentIntents: charged once', async (t) => {
+  const s = await setup(t, 'stripe', { PROVIDER_TIMEOUT: '300ms' });
+  s.stripe.inject('lose', { method: 'POST', path: '/v1/payment_intents' }); // Stripe charges; the answer is lost
+  await chargeDueInvoices(s.app.deps);
+  let [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+  assert.equal(attempt!.status, 'unknown');
+  const customer = String(s.stripe.chargeCalls[0]!.body.customer);
+  s.stripe.seedPaymentIntents(customer, 150); // newer than ours: ours is on page 2
+
+  s.app.clock.advance(25 * 3_600_000);
+  s.stripe.expireIdempotencyKeys();
+  assert.equal(await chargeDueInvoices(s.app.deps), 1);
+  [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+  assert.equal(s.stripe.ledger.charges.length, 1, 'Stripe charged once');
+  assert.deepEqual(
+    [attempt!.status, attempt!.provider_object_id],
+    ['succeeded', s.stripe.ledger.charges[0]!.providerId],
+  );
+  assert.equal(s.stripe.chargeCalls.length, 1, 'POST /v1/payment_intents was not sent again');
+  const pages = s.stripe.intentListCalls.map((c) => new URL(c.path, s.stripe.url).searchParams);
+  assert.deepEqual(
+    pages.map((q) => [q.get('customer'), q.get('limit'), q.has('starting_after')]),
+    [
+      [customer, '100', false],
+      [customer, '100', true],
+    ],
+  );
+  // From an hour before the attempt was made (real time, Stripe's `created`).
+  const since = Number(pages[0]!.get('created[gte]')) * 1000;
+  const made = Date.parse(String(s.stripe.ledger.charges[0]!.at));
+  assert.ok(since <= made - 3_599_000 && since >= made - 3_700_000, `created[gte] ${since} vs ${made}`);
+  assert.equal((await invoiceOf(s)).status, 'paid');
+  assert.equal((await paymentsOf(s)).length, 1, 'one payment: this charge');
+});
+
+test('stripe: a look-up that proves nothing leaves the charge unknown and sends nothing; an idempotency_error is never a refusal; a proven absence charges once', async (t) => {
+  const s = await setup(t, 'stripe', { PROVIDER_TIMEOUT: '300ms' });
+  s.stripe.inject('timeout', { method: 'POST', path: '/v1/payment_intents' }); // nothing reaches Stripe
+  await chargeDueInvoices(s.app.deps);
+  const customer = String(s.stripe.chargeCalls[0]!.body.customer);
+  s.stripe.seedPaymentIntents(customer, 150);
+  const stillUnknown = async (why: string, sent: number) => {
+    s.app.clock.advance(MAX_RESOLVE_DELAY_MS);
+    assert.equal(await chargeDueInvoices(s.app.deps), 1, why);
+    const [attempt, ...others] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+    assert.deepEqual([attempt!.status, others.length], ['unknown', 0], `${why}: ${attempt!.failure_code}`);
+    assert.equal(s.stripe.chargeCalls.length, sent, `${why}: POST /v1/payment_intents calls`);
+    assert.equal((await invoiceOf(s)).status, 'open', why);
+  };
+  const list = { method: 'GET', path: '/v1/payment_intents*' };
+  s.stripe.inject('error', list);
+  await stillUnknown('the list answered 500', 1);
+  s.stripe.inject('error', { method: 'GET', path: /starting_after=/ });
+  await stillUnknown('page 2 answered 500', 1);
+  s.stripe.inject({ status: 400, body: { error: { type: 'invalid_request_error', message: 'Invalid limit' } } }, list);
+  await stillUnknown('the list refused', 1);
+  s.stripe.inject(
+    { status: 200, body: { object: 'list', url: '/v1/payment_intents', has_more: true, data: [] } },
+    list,
+  );
+  await stillUnknown('more pages and no cursor', 1);
+  // Absence proven, sent, and Stripe answers idempotency_error: money may have moved.
+  s.stripe.inject(
+    {
+      status: 400,
+      body: {
+        error: {
+          type: 'idempotency_error',
+          message: 'Keys for idempotent requests can only be used with the same parameters they were first used with.',
+        },
+      },
+    },
+    { method: 'POST', path: '/v1/payment_intents' },
+  );
+  await stillUnknown('idempotency_error', 2);
+  assert.equal(s.stripe.ledger.charges.length, 0);
+
+  s.app.clock.advance(MAX_RESOLVE_DELAY_MS);
+  await chargeDueInvoices(s.app.deps);
+  const [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+  assert.equal(attempt!.status, 'succeeded');
+  assert.equal(s.stripe.ledger.charges.length, 1, 'charged once');
+  assert.equal(s.stripe.chargeCalls.at(-1)!.headers['idempotency-key'], attempt!.reference);
   assert.equal((await invoiceOf(s)).status, 'paid');
 });
 

@@ -6,10 +6,10 @@
 //      out) or a NEW `pending` attempt — either under this worker's LEASE, and the invoice's
 //      next_payment_attempt_at moved to the lease's end, so a crash makes it due again then;
 //   2. call the provider OUTSIDE any transaction, with the attempt's reference as Paystack's
-//      `reference` / Stripe's Idempotency-Key; an unresolved attempt is first ASKED about
-//      (Paystack GET /transaction/verify/:reference; Stripe: the same create with the same
-//      key returns the original result) — the request is re-sent, same reference, only
-//      when the provider never saw it;
+//      `reference` / Stripe's Idempotency-Key; an unresolved attempt is first ASKED about,
+//      by our own reference only (Paystack GET /transaction/verify/:reference; Stripe: the
+//      customer's PaymentIntents listed for metadata.payment_attempt_id) — the request is
+//      re-sent, same reference, only when the look-up proves the provider never saw it;
 //   3. record the outcome (one transaction): the payment through the same path as the
 //      provider's webhook (recordPaymentEvent, keyed by the provider's reference), the
 //      attempt's status, `invoice.payment_attempted`. An attempt recorded already (the lease
@@ -27,6 +27,7 @@ import { type FailedRetry, finishRetryStep } from '../dunning/dunning.steps.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../invoices/invoices.table.ts';
+import { idTime } from '../../shared/ids.ts';
 import { earliest, type Job, type JobScope, REAL_TIME, whereInScope } from '../job.ts';
 import { lockReference } from '../payments/payments.references.ts';
 import {
@@ -49,6 +50,7 @@ import {
 } from './payment-attempts.ts';
 import { ProviderCallError } from './provider-api.ts';
 import { resolveDelayMs } from './resolve-schedule.ts';
+import type { PaymentIntentCharge } from './stripe-api.ts';
 
 /** Invoices one run claims, and so the most provider calls one worker has in flight at once. */
 export const CHARGE_CONCURRENCY = 100;
@@ -338,7 +340,19 @@ function isDuplicateReference(error: ProviderCallError): boolean {
   return error.providerCode === 'duplicate_reference' || /duplicate transaction reference/i.test(error.message);
 }
 
-/** Step 2 for Stripe: the same create, same Idempotency-Key, whether first or resolving. */
+/**
+ * How far before the attempt's id was made (real time) a Stripe look-up lists the customer's
+ * PaymentIntents: the POST came after the id, and the margin covers the two clocks' skew.
+ */
+export const STRIPE_LOOKUP_MARGIN_MS = 60 * 60_000;
+
+/**
+ * Step 2 for Stripe: an unresolved attempt is first looked up by `metadata.payment_attempt_id`
+ * among the customer's PaymentIntents (every page; Stripe keeps Idempotency-Keys only 24
+ * hours, so the key alone cannot stop a second charge); found → its status is the outcome;
+ * a look-up that proves nothing → unknown, nothing sent; absence proven (or a first call) →
+ * the create, with the attempt's reference as Idempotency-Key.
+ */
 async function chargeStripe(deps: Deps, charge: ClaimedCharge): Promise<ChargeResult> {
   const api = deps.providers.stripe;
   if (!api)
@@ -349,18 +363,39 @@ async function chargeStripe(deps: Deps, charge: ClaimedCharge): Promise<ChargeRe
       message: 'STRIPE_API_KEY is not set',
     };
   const { attempt, method } = charge;
-  if (!method?.providerCustomerId) {
-    return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method has no Stripe customer' };
+  let intent: PaymentIntentCharge | null = null;
+  if (charge.resolving) {
+    // Without the Stripe customer nothing can be listed, so nothing is proven (SPEC §10).
+    if (!method?.providerCustomerId) {
+      return {
+        kind: 'unknown',
+        providerObjectId: null,
+        code: 'provider_lookup_impossible',
+        message: 'the saved method has no Stripe customer to look the charge up by',
+      };
+    }
+    const createdFrom = Math.floor((idTime(attempt.id).getTime() - STRIPE_LOOKUP_MARGIN_MS) / 1000);
+    try {
+      intent = await api.findPaymentIntent(method.providerCustomerId, attempt.id, createdFrom);
+    } catch (error) {
+      if (!(error instanceof ProviderCallError)) throw error;
+      return { kind: 'unknown', providerObjectId: null, code: `provider_${error.failure}`, message: error.message };
+    }
   }
-  if (method.credential === null) return UNREADABLE_METHOD;
-  const intent = await api.createPaymentIntent({
-    amount: attempt.amount,
-    currency: attempt.currency,
-    customer: method.providerCustomerId,
-    paymentMethod: method.credential,
-    reference: attempt.reference,
-    metadata: metadataOf(charge),
-  });
+  if (intent === null) {
+    if (!method?.providerCustomerId) {
+      return { kind: 'refused', code: 'payment_method_missing', message: 'the saved method has no Stripe customer' };
+    }
+    if (method.credential === null) return UNREADABLE_METHOD;
+    intent = await api.createPaymentIntent({
+      amount: attempt.amount,
+      currency: attempt.currency,
+      customer: method.providerCustomerId,
+      paymentMethod: method.credential,
+      reference: attempt.reference,
+      metadata: metadataOf(charge),
+    });
+  }
   if (intent.status === 'succeeded' && intent.id !== null) {
     return {
       kind: 'succeeded',

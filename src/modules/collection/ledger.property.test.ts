@@ -51,9 +51,10 @@ type Step =
   | { kind: 'fault'; account: number; route: Route; fault: Fault; times: number }
   /**
    * The clock moves `ms` (a charge's or refund's resume, a dunning step) and the worker runs;
-   * `kill`: it dies after its first provider call; `race`: a client retries a refund meanwhile.
+   * `kill`: it dies after its first provider call; `race`: a client retries a refund meanwhile;
+   * `forget`: Stripe forgets every Idempotency-Key first (as it does after 24 hours).
    */
-  | { kind: 'tick'; ms: number; kill: boolean; race: boolean }
+  | { kind: 'tick'; ms: number; kill: boolean; race: boolean; forget: boolean }
   /** The clock reaches the account's period end (a renewal invoice, charged) and the worker runs. */
   | { kind: 'renew'; account: number; kill: boolean }
   /** One provider webhook of what the fakes did, chosen by `pick`, delivered once or twice at once; a refund's first delivery decides it. */
@@ -82,12 +83,12 @@ const PAYSTACK_ROUTES: Record<Route, FaultTarget> = {
   charge: { method: 'POST', path: '/transaction/charge_authorization' },
   verify: { method: 'GET', path: /^\/transaction\/verify\// },
 };
-// Stripe has no look-ups: a refund or charge is asked again with the same Idempotency-Key.
+// Stripe's look-ups: the PaymentIntent's refunds, the customer's PaymentIntents (every page).
 const STRIPE_ROUTES: Record<Route, FaultTarget> = {
   refund: { method: 'POST', path: '/v1/refunds' },
-  lookup: { method: 'POST', path: '/v1/refunds' },
+  lookup: { method: 'GET', path: '/v1/refunds*' },
   charge: { method: 'POST', path: '/v1/payment_intents' },
-  verify: { method: 'POST', path: '/v1/payment_intents' },
+  verify: { method: 'GET', path: '/v1/payment_intents*' },
 };
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -123,6 +124,7 @@ function history(): fc.Arbitrary<History> {
         ms: fc.constantFrom(MINUTE + 1000, HOUR + 1000),
         kill,
         race: fc.boolean(),
+        forget: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
       }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('renew' as const), account, kill }) },
@@ -417,6 +419,23 @@ async function unsettled(run: Run): Promise<{ refunds: number; attempts: number 
   return { refunds: Number(refunds.n), attempts: Number(attempts.n) };
 }
 
+/** When the worker next asks about an unresolved charge of the run's customers (ms), or null. */
+async function nextAskedAbout(run: Run): Promise<number | null> {
+  const row = await run.app.deps.db
+    .selectFrom('invoices')
+    .innerJoin('invoice_payment_attempts', 'invoice_payment_attempts.invoice_id', 'invoices.id')
+    .select((eb) => eb.fn.min('invoices.next_payment_attempt_at').as('due'))
+    .where(
+      'invoices.customer_id',
+      'in',
+      run.accounts.map((a) => a.customerId),
+    )
+    .where('invoices.status', '=', 'open')
+    .where('invoice_payment_attempts.status', 'in', ['pending', 'unknown'])
+    .executeTakeFirst();
+  return typeof row?.due === 'string' ? Date.parse(row.due) : null;
+}
+
 /**
  * The end of a history: no more faults; the clock moves past every lease and resume time and
  * the worker runs; every webhook of what the fakes did is delivered. Until nothing is left
@@ -429,6 +448,9 @@ async function settle(run: Run): Promise<void> {
   for (let round = 0; ; round++) {
     assert.ok(round < 10, `settled within 10 rounds: ${JSON.stringify(await unsettled(run))}`);
     app.clock.advance(2 * MINUTE + 2 * app.deps.config.providerTimeoutMs);
+    // An unknown charge is asked about again on a backoff of up to an hour: go there.
+    const due = await nextAskedAbout(run);
+    if (due !== null && due > app.clock.now().getTime()) app.clock.set(new Date(due));
     await runWorker(app, false);
     const hooks = webhooksOf(run).filter((hook) => !run.delivered.has(hook.id));
     for (const hook of hooks) await deliver(run, hook, false, false);
@@ -555,6 +577,7 @@ test('the fake providers’ ledgers equal ours after any history of refunds, cha
             break;
           case 'tick': {
             app.clock.advance(step.ms);
+            if (step.forget) app.stripe.expireIdempotencyKeys();
             const retry = { kind: 'refund', account: 0, payment: 0, share: null, key: 'again' } as const;
             await Promise.all([runWorker(app, step.kill), step.race ? refund(run, retry) : undefined]);
             break;

@@ -1,7 +1,7 @@
 // The worker's part of refunds from the API (SPEC §10): a refund whose provider call got no
 // usable answer (or whose caller died mid-call) is asked again once `resume_at` has come —
-// Stripe's call repeated with the same Idempotency-Key, Paystack's refund looked up by our
-// marker and sent again only when the look-up proves Paystack has none — under a lease, so a
+// looked up by our own id (Paystack's marker, Stripe's metadata.refund_id) and sent again
+// only when the look-up proves the provider has none — under a lease, so a
 // retry of the request and the worker never ask at once. It ends answered (still `pending`
 // until the provider's event), refused (`failed`), or due again a minute later. Clock-aware
 // (SPEC §11): a test clock customer's refund is resumed by its clock's advance, at its time.

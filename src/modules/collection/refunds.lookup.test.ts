@@ -191,6 +191,104 @@ test("a test clock customer's refund is stamped with the clock's time and resume
   assert.equal(resumed.updated_at, '2025-06-01T00:01:00.000Z', 'resumed at its due instant on the clock');
 });
 
+/** A succeeded Stripe payment (PaymentIntent) of `amount` USD, known to the fake too. */
+async function stripePayment(app: App, amount: number) {
+  const intent = stripePaymentIntent({ amount });
+  assert.equal((await postStripe(app, stripeEvent('payment_intent.succeeded', intent))).status, 200);
+  app.stripe.paid(intent.id, amount);
+  const list = await app.request('GET', '/api/payments?limit=100');
+  const payment = list.body.data.find((p: { provider_reference: string }) => p.provider_reference === intent.id);
+  assert.ok(payment, 'payment recorded');
+  return payment as { id: string; provider_reference: string };
+}
+
+const DAY_AND_AN_HOUR = 25 * 3_600_000;
+
+test('Stripe: a refund whose answer was lost, resumed 25 hours later when Stripe has forgotten the Idempotency-Key, is found by its refund_id behind 150 others (every page): one refund at Stripe', async (t) => {
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
+  const payment = await stripePayment(app, 100_000);
+  app.stripe.inject('lose', { method: 'POST', path: '/v1/refunds' }); // Stripe refunds; the answer is lost
+  const first = await refund(app, payment.id, { amount: 800 }, 'refund-late');
+  assert.equal(first.status, 503, first.text);
+  const id = first.body.details.refund_id;
+  app.stripe.seedRefunds(payment.provider_reference, 150); // newer than ours: ours is on page 2
+
+  app.clock.advance(DAY_AND_AN_HOUR);
+  app.stripe.expireIdempotencyKeys();
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+
+  const [atStripe, ...twice] = app.stripe.ledger.refundsWithMarker(id);
+  assert.equal(twice.length, 0, 'Stripe refunded once');
+  const row = await refundRow(app, id);
+  assert.deepEqual([row.status, row.provider_refund_id], ['pending', atStripe!.providerId]);
+  assert.equal(app.stripe.refundCalls.length, 1, 'POST /v1/refunds was not sent again');
+  const pages = app.stripe.refundListCalls.map((c) => new URL(c.path, app.stripe.url).searchParams);
+  assert.deepEqual(
+    pages.map((q) => [q.get('payment_intent'), q.get('limit'), q.has('starting_after')]),
+    [
+      [payment.provider_reference, '100', false],
+      [payment.provider_reference, '100', true],
+    ],
+  );
+});
+
+test('Stripe: a look-up that cannot prove absence sends nothing and leaves the refund pending; an idempotency_error is no refusal; a proven absence sends once', async (t) => {
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
+  const payment = await stripePayment(app, 100_000);
+  app.stripe.inject('timeout', { method: 'POST', path: '/v1/refunds' }); // nothing reaches Stripe
+  const key = 'refund-unproven';
+  const first = await refund(app, payment.id, { amount: 2500 }, key);
+  assert.equal(first.status, 503, first.text);
+  const id = first.body.details.refund_id;
+  app.stripe.seedRefunds(payment.provider_reference, 150);
+
+  const unknown = async (why: string, sent: number) => {
+    const res = await refund(app, payment.id, { amount: 2500 }, key);
+    assert.equal(res.status, 503, `${why}: ${res.text}`);
+    assert.equal(res.body.details.reason, 'unavailable', why);
+    const row = await refundRow(app, id);
+    assert.deepEqual([row.status, row.provider_refund_id, row.failure_reason], ['pending', null, null], why);
+    assert.equal(app.stripe.refundCalls.length, sent, `${why}: POST /v1/refunds calls`);
+  };
+  const list = { method: 'GET', path: '/v1/refunds*' };
+  app.stripe.inject('error', list);
+  await unknown('the list answered 500', 1);
+  app.stripe.inject('error', { method: 'GET', path: /starting_after=/ });
+  await unknown('page 2 answered 500', 1);
+  app.stripe.inject(
+    { status: 400, body: { error: { type: 'invalid_request_error', message: 'Invalid limit' } } },
+    list,
+  );
+  await unknown('the list refused', 1);
+  app.stripe.inject({ status: 200, body: { object: 'list', url: '/v1/refunds', has_more: true, data: [] } }, list);
+  await unknown('more pages and no cursor', 1);
+  app.stripe.inject({ status: 200, body: { object: 'list', url: '/v1/refunds' } }, list);
+  await unknown('no data', 1);
+  assert.equal(app.stripe.ledger.refundsWithMarker(id).length, 0);
+
+  // Absence proven, sent, and Stripe answers idempotency_error: money may have moved.
+  app.stripe.inject(
+    {
+      status: 400,
+      body: {
+        error: {
+          type: 'idempotency_error',
+          message: 'Keys for idempotent requests can only be used with the same parameters they were first used with.',
+        },
+      },
+    },
+    { method: 'POST', path: '/v1/refunds' },
+  );
+  await unknown('idempotency_error', 2);
+
+  const res = await refund(app, payment.id, { amount: 2500 }, key);
+  assert.equal(res.status, 202, res.text);
+  const [atStripe, ...twice] = app.stripe.ledger.refundsWithMarker(id);
+  assert.equal(twice.length, 0);
+  assert.equal(res.body.provider_reference, atStripe!.providerId);
+  assert.equal(app.stripe.refundCalls.at(-1)!.headers['idempotency-key'], id, 'sent with our Idempotency-Key');
+});
+
 test('a link that would merge two payments whose pending refunds exceed the merged amount is refused, nothing changed', async (t) => {
   const app = await appWithFakeProviders(t);
   const basil = { apiVersion: '2025-05-28.basil' };

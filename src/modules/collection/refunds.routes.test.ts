@@ -246,7 +246,7 @@ test('the provider refuses the request: 422 invalid_state with its reason; the r
   assert.equal((await refund(app, payment.id, { amount: 5000 })).status, 202, 'its amount is free again');
 });
 
-test('Stripe: no usable answer → 503 and the refund stays pending; the retry with the same Idempotency-Key repeats the call with the same key: one refund at Stripe', async (t) => {
+test('Stripe: no usable answer → 503 and the refund stays pending; the retry with the same Idempotency-Key finds it by its refund_id (GET /v1/refunds) and sends nothing: one refund at Stripe', async (t) => {
   const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
   const payment = await stripePayment(app, 2000);
   app.stripe.queue('lost'); // Stripe refunds, the answer never arrives
@@ -265,8 +265,13 @@ test('Stripe: no usable answer → 503 and the refund stays pending; the retry w
   assert.equal(retry.body.id, refundId, 'the same refund, resumed');
   assert.deepEqual(
     app.stripe.refundCalls.map((c) => c.headers['idempotency-key']),
-    [refundId, refundId],
+    [refundId],
   );
+  assert.deepEqual(
+    app.stripe.refundListCalls.map((c) => new URL(c.path, app.stripe.url).searchParams.get('payment_intent')),
+    [payment.provider_reference],
+  );
+  assert.equal(retry.body.provider_reference, [...app.stripe.refunds.keys()][0]);
   assert.equal(app.stripe.refunds.size, 1, 'Stripe refunded once');
   assert.equal((await refundsOf(app, payment.id)).length, 1);
 
@@ -274,7 +279,7 @@ test('Stripe: no usable answer → 503 and the refund stays pending; the retry w
   const replay = await refund(app, payment.id, { amount: 800 }, headers);
   assert.equal(replay.status, 202);
   assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-  assert.equal(app.stripe.refundCalls.length, 2);
+  assert.equal(app.stripe.calls.length, 2);
 });
 
 test('Stripe: the refund event arriving before any answer settles the pending refund by the refund_id in its metadata', async (t) => {

@@ -2,8 +2,8 @@
 // return money. Exactly once, like the rest of collection: the `pending` refund row (our id =
 // Stripe's Idempotency-Key, and in Paystack's merchant_note) is committed before the provider
 // is called; a request that got no usable answer is resumed — never started again — by a retry
-// with the same Idempotency-Key: Stripe's call repeated with the same key, Paystack's refund
-// looked up before anything is sent again (Paystack has no idempotency on POST /refund). The
+// with the same Idempotency-Key: the refund looked up by our own id before anything is sent
+// again (Paystack has no idempotency on POST /refund; Stripe keeps keys only 24 hours). The
 // provider's event settles the row (payments.recording.ts), matched to it, never a second row.
 import { createHash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
@@ -238,10 +238,12 @@ export function lookupWindow(refundId: string, now: Date = systemClock.now()): {
 }
 
 /**
- * Asks the provider for the refund; returns the provider's refund id. A resumed Paystack
- * refund is looked up first, by our marker only (paystack-api.ts findRefund), and sent again
- * only when the look-up PROVES Paystack has none; a look-up that proves nothing throws
- * (outcome unknown: nothing sent). Stripe's call is repeated with the same Idempotency-Key.
+ * Asks the provider for the refund; returns the provider's refund id. A resumed refund is
+ * looked up first, by our own id only — Paystack: the marker ending merchant_note
+ * (paystack-api.ts findRefund); Stripe: `metadata.refund_id` among the PaymentIntent's
+ * refunds (stripe-api.ts findRefund) — and sent again (Stripe: with the same Idempotency-Key)
+ * only when the look-up PROVES the provider has none; a look-up that proves nothing throws
+ * (outcome unknown: nothing sent). SPEC §10 "Refunds from the API".
  */
 async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
   const { refund } = call;
@@ -262,6 +264,11 @@ async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
   }
   const stripe = deps.providers.stripe;
   if (!stripe) throw missingKey('stripe');
+  if (call.resumed) {
+    // Stripe forgets an Idempotency-Key after 24 hours: ask by our refund id before sending.
+    const found = await stripe.findRefund(call.paymentReference, refund.id);
+    if (found) return found.id;
+  }
   const reason = stripeReasonOf(refund.reason);
   const created = await stripe.createRefund({
     paymentIntent: call.paymentReference,

@@ -1,9 +1,11 @@
 // Stripe's API through the official `stripe` package, the calls collection makes: a Checkout
-// Session in `payment` mode (a checkout link). STRIPE_API_URL's scheme, host and port become
-// the package's protocol/host/port settings, so tests point it at a local fake. No automatic
-// retries here (maxNetworkRetries 0): a call carries our reference as its Idempotency-Key, so
-// whoever retries repeats it safely; one deadline per call (PROVIDER_TIMEOUT) — the package's
-// own timeout is per socket inactivity, so the whole call is also raced against it.
+// Session in `payment` mode (a checkout link), refunds, off-session PaymentIntents, and the
+// look-ups that find a refund or PaymentIntent of ours by our own id in its metadata.
+// STRIPE_API_URL's scheme, host and port become the package's protocol/host/port settings, so
+// tests point it at a local fake. No automatic retries here (maxNetworkRetries 0): whoever
+// resumes a call looks it up first (Stripe keeps Idempotency-Keys only 24 hours); one deadline
+// per call (PROVIDER_TIMEOUT) — the package's own timeout is per socket inactivity, so the
+// whole call is also raced against it.
 import Stripe from 'stripe';
 import { ProviderCallError, scrubProviderText } from './provider-api.ts';
 
@@ -88,6 +90,18 @@ export interface PaymentIntentCharge {
   actionUrl: string | null;
 }
 
+/**
+ * Pages one look-up reads at most (100 objects each): more than 10,000 refunds of one
+ * PaymentIntent, or PaymentIntents of one customer in the window, proves nothing.
+ */
+export const MAX_LOOKUP_PAGES = 100;
+
+/** One page of a Stripe list (`{object: 'list', data, has_more, url}`), as far as a look-up reads it. */
+interface ListPage<T> {
+  data: T[];
+  has_more: boolean;
+}
+
 /** A client of Stripe's API. One per process. */
 export class StripeApi {
   readonly #stripe: Stripe;
@@ -153,10 +167,10 @@ export class StripeApi {
 
   /**
    * POST /v1/refunds `{payment_intent, amount, reason?, metadata}` with `Idempotency-Key` =
-   * `input.idempotencyKey` (our refund id): repeating the call after no usable answer returns
-   * the same refund instead of refunding twice. Returns the Refund's id (`re_…`) and status.
-   * Throws ProviderCallError (`refused` with Stripe's message, `unauthorized`, `timeout`,
-   * `unavailable`).
+   * `input.idempotencyKey` (our refund id). A resumed refund is looked up first (findRefund):
+   * the key alone protects only for the 24 hours Stripe keeps it. Returns the Refund's id
+   * (`re_…`) and status. Throws ProviderCallError (`refused` with Stripe's message,
+   * `unauthorized`, `timeout`, `unavailable` — also an `idempotency_error`, which is no refusal).
    */
   async createRefund(input: StripeRefundInput): Promise<{ id: string; status: string }> {
     const params: Stripe.RefundCreateParams = {
@@ -176,11 +190,128 @@ export class StripeApi {
   }
 
   /**
+   * The refund of PaymentIntent `paymentIntent` whose `metadata.refund_id` is exactly
+   * `refundId` (ours), from GET /v1/refunds?payment_intent=…&limit=100, every page read
+   * (`starting_after` = the last id while `has_more`; Stripe's lists are strongly consistent,
+   * its Search is not). Returns its id (`re_…`) and status, or null when every page was read
+   * and none carries our id: absence proven. Throws ProviderCallError `timeout` or
+   * `unavailable` (never `refused`: the outcome stays unknown) when the look-up proves nothing
+   * — any page failing, refused or unauthorized included, a page Stripe's list shape does not
+   * fit, or more than MAX_LOOKUP_PAGES pages.
+   * SPEC §10 "Refunds from the API"; https://docs.stripe.com/api/refunds/list.
+   */
+  async findRefund(paymentIntent: string, refundId: string): Promise<{ id: string; status: string } | null> {
+    const found = await this.#findInList<Stripe.Refund>(
+      (startingAfter) =>
+        this.#stripe.refunds.list({
+          payment_intent: paymentIntent,
+          limit: 100,
+          ...(startingAfter ? { starting_after: startingAfter } : {}),
+        }),
+      (refund) => refund.metadata?.refund_id === refundId,
+      'list the refunds',
+    );
+    if (!found) return null;
+    return { id: found.id, status: typeof found.status === 'string' ? found.status : '' };
+  }
+
+  /**
+   * The PaymentIntent of customer `customer` (`cus_…`) whose `metadata.payment_attempt_id` is
+   * exactly `attemptId` (ours), from GET /v1/payment_intents?customer=…&created[gte]=`createdFrom`
+   * (unix seconds)&limit=100, every page read as findRefund does. Returns it as a
+   * PaymentIntentCharge (a decline: `declineCode` from its `last_payment_error`), or null when
+   * absence is proven. Throws ProviderCallError when the look-up proves nothing (as
+   * findRefund). SPEC §10 "Automatic collection"; https://docs.stripe.com/api/payment_intents/list.
+   */
+  async findPaymentIntent(
+    customer: string,
+    attemptId: string,
+    createdFrom: number,
+  ): Promise<PaymentIntentCharge | null> {
+    const intent = await this.#findInList<Stripe.PaymentIntent>(
+      (startingAfter) =>
+        this.#stripe.paymentIntents.list({
+          customer,
+          created: { gte: createdFrom },
+          limit: 100,
+          ...(startingAfter ? { starting_after: startingAfter } : {}),
+        }),
+      (candidate) => candidate.metadata?.payment_attempt_id === attemptId,
+      'list the PaymentIntents',
+    );
+    if (!intent) return null;
+    if (typeof intent.status !== 'string' || typeof intent.amount !== 'number' || typeof intent.currency !== 'string') {
+      throw new ProviderCallError('stripe', 'unavailable', 'Stripe listed a PaymentIntent without status or amount');
+    }
+    const redirect = intent.next_action?.redirect_to_url?.url;
+    // Confirmed off-session and left needing a new method: the charge was declined.
+    const declined = intent.status === 'requires_payment_method';
+    const error = declined ? intent.last_payment_error : null;
+    return {
+      id: intent.id,
+      status: intent.status,
+      amount: intent.amount,
+      currency: intent.currency.toUpperCase(),
+      declineCode: declined ? scrubProviderText(error?.decline_code ?? error?.code ?? 'card_declined', []) : null,
+      message: declined && error?.message ? scrubProviderText(error.message, [this.#options.apiKey]) : null,
+      actionUrl: typeof redirect === 'string' ? redirect : null,
+    };
+  }
+
+  /**
+   * The first object of a list (newest first, every page until `has_more` is false) that
+   * `matches`, or null once every page was read. Each page gets its own deadline. Throws
+   * ProviderCallError whenever absence is not proven.
+   */
+  async #findInList<T extends { id: string }>(
+    page: (startingAfter: string | undefined) => Promise<ListPage<T>>,
+    matches: (item: T) => boolean,
+    action: string,
+  ): Promise<T | null> {
+    let startingAfter: string | undefined;
+    for (let read = 0; read < MAX_LOOKUP_PAGES; read += 1) {
+      const list = await this.#withDeadline(page(startingAfter), action).catch((error: unknown) => {
+        // A refused or unauthorized look-up says nothing about the refund or charge: unknown.
+        if (!(error instanceof ProviderCallError) || error.outcomeUnknown) throw error;
+        throw new ProviderCallError('stripe', 'unavailable', `${error.message}; nothing is proven`, {
+          providerStatus: error.providerStatus,
+          providerCode: error.providerCode,
+        });
+      });
+      if (!Array.isArray(list?.data) || typeof list.has_more !== 'boolean') {
+        throw new ProviderCallError(
+          'stripe',
+          'unavailable',
+          `Stripe answered a page we cannot read when asked to ${action}`,
+        );
+      }
+      const found = list.data.find((item) => matches(item));
+      if (found) return found;
+      if (!list.has_more) return null;
+      const last = list.data.at(-1)?.id;
+      // More pages, but no cursor to ask for them: nothing is proven.
+      if (typeof last !== 'string' || last === '') {
+        throw new ProviderCallError(
+          'stripe',
+          'unavailable',
+          `Stripe answered a page without a cursor when asked to ${action}`,
+        );
+      }
+      startingAfter = last;
+    }
+    throw new ProviderCallError(
+      'stripe',
+      'unavailable',
+      `Stripe answered more than ${MAX_LOOKUP_PAGES} pages when asked to ${action}; nothing is proven`,
+    );
+  }
+
+  /**
    * POST /v1/payment_intents with `confirm=true`, `off_session=true`, Idempotency-Key =
-   * `input.reference`: repeating it with the same key and parameters returns the original
-   * result instead of charging again (Stripe keeps keys 24 h). A decline comes back as an
-   * answer (PaymentIntentCharge with `declineCode`). Throws ProviderCallError (`refused`,
-   * `unauthorized`, `timeout`, `unavailable`).
+   * `input.reference`. An unresolved charge is looked up first (findPaymentIntent): Stripe
+   * keeps keys only 24 hours. A decline comes back as an answer (PaymentIntentCharge with
+   * `declineCode`). Throws ProviderCallError (`refused`, `unauthorized`, `timeout`,
+   * `unavailable` — also an `idempotency_error`, which is no refusal).
    */
   async createPaymentIntent(input: PaymentIntentInput): Promise<PaymentIntentCharge> {
     const params: Stripe.PaymentIntentCreateParams = {
@@ -261,6 +392,16 @@ export class StripeApi {
       return /timeout/i.test(error.message)
         ? new ProviderCallError('stripe', 'timeout', `Stripe did not answer within ${timeoutMs} ms`)
         : new ProviderCallError('stripe', 'unavailable', 'Stripe could not be reached', options);
+    }
+    // A key Stripe still holds for other parameters: the first request may have moved money,
+    // so this is no refusal; the outcome stays unknown (SPEC §10).
+    if (error instanceof Stripe.errors.StripeIdempotencyError) {
+      return new ProviderCallError(
+        'stripe',
+        'unavailable',
+        `Stripe would not ${action}: its Idempotency-Key was used with other parameters (idempotency_error); the outcome is unknown`,
+        options,
+      );
     }
     if (status === 401 || status === 403) {
       return new ProviderCallError('stripe', 'unauthorized', `Stripe refused STRIPE_API_KEY (HTTP ${status})`, options);
