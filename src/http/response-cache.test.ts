@@ -327,7 +327,7 @@ test('authentication and rate limits run on every cached response; a revoked key
 
 test('a route whose lookups all miss does not turn lookups off for a list that hits', async (t) => {
   // PostgreSQL's commit version is cluster-wide: the other tests' writes make the list miss too.
-  if (ON_POSTGRES) return t.skip('SQLite: a commit version only this test moves');
+  if (ON_POSTGRES) return t.skip('SQLite: a commit version only this test moves'); // reason: PostgreSQL's version is cluster-wide
   const app = await buildTestApp(t);
   await createCustomer(app);
   // Gets of ids that were never asked before: every lookup misses (more than a window's worth).
