@@ -1,5 +1,5 @@
 // The one email rule (SPEC §3): which addresses are accepted, and the form they compare by.
-// The API, provider-event attribution and migration 0008's backfill all use these, so a
+// The API and provider-event attribution use these (migration 0008 froze a copy), so a
 // customer found or refused by one path is found or refused by every path, on every
 // database (SQLite's lower() folds ASCII only; JavaScript's folds all of Unicode).
 

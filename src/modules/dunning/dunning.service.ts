@@ -17,7 +17,7 @@ import type {
   UpcomingCase,
 } from './dunning.schemas.ts';
 import { isFinalActionNext } from './dunning-schedule.ts';
-import type { DunningCaseRow, DunningCaseStatus } from './dunning.table.ts';
+import type { DunningCaseRow, DunningCaseStatus } from '../../db/tables/dunning.table.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -3,9 +3,9 @@
 // status directly. Pure: no database, no clock. There are no drafts: an invoice is final
 // (`open`) when issued.
 import type { Topic } from '../events/topics.ts';
+import { INVOICE_STATUSES, type InvoiceStatus } from '../../db/tables/invoices.table.ts';
 
-export const INVOICE_STATUSES = ['open', 'paid', 'void', 'uncollectible'] as const;
-export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+export { INVOICE_STATUSES, type InvoiceStatus };
 
 export const INVOICE_EVENTS = [
   /** Payments settled the whole amount due (`amount_remaining` reached 0). */

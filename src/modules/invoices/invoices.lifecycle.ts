@@ -13,10 +13,10 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/topics.ts';
-import type { PlanRow } from '../plans/plans.table.ts';
+import type { PlanRow } from '../../db/tables/plans.table.ts';
 import { type InvoiceEvent, nextInvoiceStatus } from './invoice-status.ts';
 import { type Invoice, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
-import type { InvoiceRow, InvoicesTable } from './invoices.table.ts';
+import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
 
 export type { Invoice, InvoiceLine };
 

@@ -2,7 +2,7 @@
 // document the routes and the `invoice.*` events, and the API types are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
-import { paymentAttemptSchema } from '../collection/payment-attempts.schemas.ts';
+import { paymentAttemptSchema } from '../payment-attempts/payment-attempts.schemas.ts';
 import { INVOICE_STATUSES } from './invoice-status.ts';
 
 const minorUnits = (description: string) => Type.Integer({ minimum: 0, description: `${description} (minor units)` });

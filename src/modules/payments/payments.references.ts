@@ -16,7 +16,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
-import type { PaymentRow } from './payments.table.ts';
+import type { PaymentRow } from '../../db/tables/payments.table.ts';
 import { statusAfterRefunds } from './refund-totals.ts';
 
 /**

@@ -6,7 +6,7 @@
 // Refunds requested through the API are `pending` until a report settles them: a request must
 // fit `amount` − succeeded − pending (refundableAmount), and a report of the same refund turns
 // the pending row into the reported one instead of adding a second refund.
-import type { PaymentStatus, RefundStatus } from './payments.table.ts';
+import type { PaymentStatus, RefundStatus } from '../../db/tables/payments.table.ts';
 
 /** A refund as recorded, or as reported: its provider reference, amount and status. */
 export interface RefundFact {

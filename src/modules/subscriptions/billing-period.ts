@@ -9,7 +9,7 @@
 // on, and never refuses the payment that bought the period (refusing would lose money that
 // was really received).
 import { clampTime } from '../../shared/timestamps.ts';
-import type { PlanInterval } from '../plans/plans.table.ts';
+import type { PlanInterval } from '../../db/tables/plans.table.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -2,18 +2,9 @@
 // the event topic that records it. Every status change goes through `nextStatus`; no
 // handler writes a status directly. Pure: no database, no clock.
 import type { Topic } from '../events/topics.ts';
+import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../../db/tables/subscriptions.table.ts';
 
-export const SUBSCRIPTION_STATUSES = [
-  'incomplete',
-  'incomplete_expired',
-  'trialing',
-  'active',
-  'past_due',
-  'unpaid',
-  'paused',
-  'cancelled',
-] as const;
-export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+export { SUBSCRIPTION_STATUSES, type SubscriptionStatus };
 
 export const LIFECYCLE_EVENTS = [
   /** A successful payment for the subscription. */

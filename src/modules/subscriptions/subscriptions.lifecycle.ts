@@ -12,7 +12,7 @@ import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/topics.ts';
 import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscription-status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
-import type { SubscriptionRow, SubscriptionsTable } from './subscriptions.table.ts';
+import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
 
 export type { Subscription };
 

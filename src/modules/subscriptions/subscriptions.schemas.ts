@@ -11,7 +11,7 @@ import {
   timestamp,
 } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
-import { CANCELLATION_REASONS, type CancellationReason } from './subscriptions.table.ts';
+import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
 /** A subscription as the API returns it (SPEC §4 fields). */
 export const subscriptionSchema = Type.Object(

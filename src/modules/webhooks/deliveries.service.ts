@@ -15,7 +15,7 @@ import { ringOutbox } from '../events/outbox-signal.ts';
 import type { Topic } from '../events/topics.ts';
 import { findEndpoint, lockEndpoint, toEndpoint } from './endpoints.service.ts';
 import { type Delivery, type DeliveryAttempt, DELIVERY_SORT_FIELDS, deliverySchema } from './webhooks.schemas.ts';
-import type { AttemptRow, DeliveryRow, DeliveryStatus } from './webhooks.table.ts';
+import type { AttemptRow, DeliveryRow, DeliveryStatus } from '../../db/tables/webhooks.table.ts';
 
 export type { Delivery, DeliveryAttempt };
 

@@ -23,7 +23,7 @@ import {
   type UpdateEndpointInput,
   type WebhookEndpoint,
 } from './webhooks.schemas.ts';
-import type { DisabledReason, EndpointRow, EndpointStatus } from './webhooks.table.ts';
+import type { DisabledReason, EndpointRow, EndpointStatus } from '../../db/tables/webhooks.table.ts';
 
 export type { WebhookEndpoint };
 

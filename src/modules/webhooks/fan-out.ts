@@ -11,7 +11,7 @@ import { executeDeferred, prefetch } from '../../db/pg-traffic.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { markEventsFannedOut } from '../events/events.delivery-state.ts';
-import type { WebhookDeliveriesTable } from './webhooks.table.ts';
+import type { WebhookDeliveriesTable } from '../../db/tables/webhooks.table.ts';
 
 const INSERT_CHUNK = 500;
 
