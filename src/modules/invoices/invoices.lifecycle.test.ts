@@ -2,17 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
+import { periodInvoiceInput } from '../../billing/compose/input.ts';
+import { composeInvoice } from '../../billing/compose/pipeline.ts';
 import type { Deps } from '../../deps.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { INVOICE_STATUSES, INVOICE_TRANSITIONS, nextInvoiceStatus } from './invoice-status.ts';
-import {
-  ForbiddenInvoiceTransitionError,
-  issueInvoice,
-  lockInvoice,
-  planLine,
-  transitionInvoice,
-} from './invoices.lifecycle.ts';
+import { ForbiddenInvoiceTransitionError, issueInvoice, lockInvoice, transitionInvoice } from './invoices.lifecycle.ts';
 
 const ON_POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -28,7 +24,16 @@ function issue(deps: Deps, id: string, start: string, end = '2026-02-15T10:00:00
       periodStart: start,
       periodEnd: end,
       dueAt: start,
-      lines: [planLine(plan, start, end)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: subscription.customer_id,
+          subscriptionId: subscription.id,
+          plan: plan,
+          periodStart: start,
+          periodEnd: end,
+        }),
+      ),
     });
   });
 }
@@ -87,7 +92,16 @@ test('an invoice is issued once per (subscription, period), numbered INV-000001,
         periodStart: '2026-02-15T10:00:00.000Z',
         periodEnd: '2026-03-15T10:00:00.000Z',
         dueAt: '2026-02-15T10:00:00.000Z',
-        lines: [planLine(plan, '2026-02-15T10:00:00.000Z', '2026-03-15T10:00:00.000Z')],
+        content: composeInvoice(
+          periodInvoiceInput({
+            reason: 'renewal',
+            customerId: subscription.customer_id,
+            subscriptionId: subscription.id,
+            plan: plan,
+            periodStart: '2026-02-15T10:00:00.000Z',
+            periodEnd: '2026-03-15T10:00:00.000Z',
+          }),
+        ),
       });
       throw new Error('crash after issuing');
     }),

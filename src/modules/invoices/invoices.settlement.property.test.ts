@@ -12,9 +12,11 @@ import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../../test/helpers/factories.ts';
 import { invoicesOf, type ProviderPayment, reportPayment } from '../../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
+import { periodInvoiceInput } from '../../billing/compose/input.ts';
+import { composeInvoice } from '../../billing/compose/pipeline.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
-import { issueInvoice, planLine } from './invoices.lifecycle.ts';
+import { issueInvoice } from './invoices.lifecycle.ts';
 
 const RUNS = Number(process.env.INVOICE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.INVOICE_PROPERTY_SEED === undefined ? undefined : Number(process.env.INVOICE_PROPERTY_SEED);
@@ -57,7 +59,16 @@ async function issueSecond(app: TestApp, subscriptionId: string, start: string) 
       periodStart: start,
       periodEnd: end,
       dueAt: start,
-      lines: [planLine(plan, start, end)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: row.customer_id,
+          subscriptionId: row.id,
+          plan: plan,
+          periodStart: start,
+          periodEnd: end,
+        }),
+      ),
     });
   });
 }

@@ -16,10 +16,12 @@ import {
   runWorker,
 } from '../../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
+import { periodInvoiceInput } from '../../billing/compose/input.ts';
+import { composeInvoice } from '../../billing/compose/pipeline.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { issueRenewalInvoices } from '../subscriptions/subscriptions.jobs.ts';
-import { issueInvoice, planLine } from './invoices.lifecycle.ts';
+import { issueInvoice } from './invoices.lifecycle.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -217,7 +219,16 @@ async function secondInvoice(app: TestApp, subscriptionId: string, start = '2026
       periodStart: start,
       periodEnd: end,
       dueAt: start,
-      lines: [planLine(plan, start, end)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: row.customer_id,
+          subscriptionId: row.id,
+          plan: plan,
+          periodStart: start,
+          periodEnd: end,
+        }),
+      ),
     });
     return invoice;
   });
