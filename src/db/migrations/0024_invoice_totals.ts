@@ -23,14 +23,10 @@ export async function up(db: Kysely<any>): Promise<void> {
       })
       .execute();
   }
-  await db
-    .updateTable('invoices')
-    .set({ subtotal: sql.ref('amount_due'), total: sql.ref('amount_due') })
-    .execute();
-  // One statement per dialect, in the database: the lines stay in their order.
+  // One statement per dialect, each row rewritten once, its lines kept in their order.
   if (isPostgres(db)) {
     await sql`
-      update invoices set lines = (
+      update invoices set subtotal = amount_due, total = amount_due, lines = (
         select coalesce(jsonb_agg(
           line || jsonb_build_object(
             'kind', 'subscription',
@@ -41,7 +37,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       )`.execute(db);
   } else {
     await sql`
-      update invoices set lines = (
+      update invoices set subtotal = amount_due, total = amount_due, lines = (
         select json_group_array(json_set(
           value,
           '$.kind', 'subscription',
