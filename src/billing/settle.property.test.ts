@@ -14,7 +14,9 @@ import { invoicesOf, type ProviderPayment, reportPayment } from '../../test/help
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
-import { issueInvoice, planLine } from '../modules/invoices/invoices.lifecycle.ts';
+import { issueInvoice } from '../modules/invoices/invoices.lifecycle.ts';
+import { periodInvoiceInput } from './compose/input.ts';
+import { composeInvoice } from './compose/pipeline.ts';
 
 const RUNS = Number(process.env.INVOICE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.INVOICE_PROPERTY_SEED === undefined ? undefined : Number(process.env.INVOICE_PROPERTY_SEED);
@@ -57,7 +59,16 @@ async function issueSecond(app: TestApp, subscriptionId: string, start: string) 
       periodStart: start,
       periodEnd: end,
       dueAt: start,
-      lines: [planLine(plan, start, end)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: row.customer_id,
+          subscriptionId: row.id,
+          plan: plan,
+          periodStart: start,
+          periodEnd: end,
+        }),
+      ),
     });
   });
 }

@@ -16,10 +16,12 @@ import {
   runWorker,
 } from '../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
+import { periodInvoiceInput } from './compose/input.ts';
+import { composeInvoice } from './compose/pipeline.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
-import { issueInvoice, planLine } from '../modules/invoices/invoices.lifecycle.ts';
+import { issueInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -58,6 +60,11 @@ test('an incomplete subscription gets its first invoice at creation: the plan pr
       status: invoice!.status,
       customer_id: invoice!.customer_id,
       currency: invoice!.currency,
+      subtotal: invoice!.subtotal,
+      total_discount: invoice!.total_discount,
+      total_tax: invoice!.total_tax,
+      total: invoice!.total,
+      applied_balance: invoice!.applied_balance,
       amount_due: invoice!.amount_due,
       amount_paid: invoice!.amount_paid,
       amount_remaining: invoice!.amount_remaining,
@@ -71,6 +78,11 @@ test('an incomplete subscription gets its first invoice at creation: the plan pr
       status: 'open',
       customer_id: sub.customer_id,
       currency: 'NGN',
+      subtotal: 5000,
+      total_discount: 0,
+      total_tax: 0,
+      total: 5000,
+      applied_balance: 0,
       amount_due: 5000,
       amount_paid: 0,
       amount_remaining: 5000,
@@ -80,6 +92,19 @@ test('an incomplete subscription gets its first invoice at creation: the plan pr
       attempt_count: 0,
     },
   );
+  // Composed by the pipeline (SPEC §12): one subscription line, the plan's price × 1.
+  assert.deepEqual(
+    invoice!.lines.map((line) => [
+      line.kind,
+      line.description,
+      line.amount,
+      line.unit_amount,
+      line.quantity,
+      line.proration,
+    ]),
+    [['subscription', 'Pro × 1, 15 Jan 2026 – 15 Feb 2026', 5000, 5000, 1, false]],
+  );
+  assert.match(invoice!.lines[0]!.id, /^il_[0-9A-HJKMNP-TV-Z]{26}$/);
   assert.deepEqual(
     (await invoiceEvents(app)).map((e) => [e.topic, e.id]),
     [['invoice.created', invoice!.id]],
@@ -121,6 +146,11 @@ test('at current_period_end the worker issues the renewal invoice once; past REN
   assert.equal(renewal!.period_start, '2026-02-15T10:00:00.000Z');
   assert.equal(renewal!.period_end, '2026-03-15T10:00:00.000Z');
   assert.equal(renewal!.due_at, '2026-02-15T10:00:00.000Z');
+  assert.deepEqual(
+    renewal!.lines.map((line) => [line.kind, line.description, line.amount]),
+    [['subscription', 'Pro monthly × 1, 15 Feb 2026 – 15 Mar 2026', 5000]],
+  );
+  assert.deepEqual([renewal!.subtotal, renewal!.total, renewal!.amount_due], [5000, 5000, 5000]);
   assert.equal((await subscription(app, sub.id)).status, 'active');
 
   app.clock.advance(HOUR - 1);
@@ -217,7 +247,16 @@ async function secondInvoice(app: TestApp, subscriptionId: string, start = '2026
       periodStart: start,
       periodEnd: end,
       dueAt: start,
-      lines: [planLine(plan, start, end)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: row.customer_id,
+          subscriptionId: row.id,
+          plan: plan,
+          periodStart: start,
+          periodEnd: end,
+        }),
+      ),
     });
     return invoice;
   });
@@ -302,6 +341,17 @@ test("with nothing owed a payment buys the next period as before; that period's 
   assert.equal(extension!.period_start, after.current_period_end);
   assert.equal(extension!.period_end, (await subscription(app, sub.id)).current_period_end);
   assert.equal(extension!.status, 'paid');
+  // A payment below the price buys the period at what it paid (SPEC §9 "Nothing owed"): the line bills that.
+  await reportPayment(app, { subscriptionId: sub.id, amount: 3000 });
+  const [, , cheaper] = await invoicesOf(app, sub.id);
+  assert.deepEqual(
+    [cheaper!.status, cheaper!.subtotal, cheaper!.total, cheaper!.amount_due, cheaper!.amount_paid],
+    ['paid', 3000, 3000, 3000, 3000],
+  );
+  assert.deepEqual(
+    cheaper!.lines.map((line) => [line.kind, line.amount, line.unit_amount, line.quantity]),
+    [['subscription', 3000, 3000, 1]],
+  );
 });
 
 test('failed payments count attempts on the invoice (invoice.payment_failed each); the dunning case is for that invoice and recovers when it is paid, not before', async (t) => {

@@ -13,11 +13,12 @@ import { emitEvent } from '../modules/events/events.service.ts';
 import { linkPaymentToInvoice } from '../modules/payments/payments.recording.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import { isPayable } from '../modules/invoices/invoice-status.ts';
+import { periodInvoiceInput } from './compose/input.ts';
+import { composeInvoice } from './compose/pipeline.ts';
 import {
   type Invoice,
   type InvoiceContext,
   issueInvoice,
-  planLine,
   toInvoice,
   transitionInvoice,
   updateInvoice,
@@ -153,8 +154,8 @@ export interface PaidPeriod {
 
 /**
  * The invoice of a period a payment bought while the subscription owed nothing (SPEC §9:
- * "created already paid"): issued for the plan's price, or for the payment's amount when
- * that is less (the provider charged it, and it bought the period: SPEC §4), due now, and
+ * "created already paid"): composed (SPEC §12) at the plan's price, or at the payment's amount
+ * when that is less (the provider charged it, and it bought the period: SPEC §4), due now, and
  * settled at once — `invoice.created` then `invoice.paid`. An overpayment stays on the
  * payment. Exactly once per (subscription, period): when that period's invoice exists
  * already it is settled if payable and left alone otherwise. Returns the settlement, or
@@ -165,7 +166,18 @@ export async function issuePaidPeriodInvoice(
   ctx: InvoiceContext,
   period: PaidPeriod,
 ): Promise<Settlement | undefined> {
-  const line = planLine(period.plan, period.periodStart, period.periodEnd);
+  // The period is billed at the price the payment paid when that is less (SPEC §9 "Nothing owed").
+  const price = Math.min(Number(period.plan.amount), period.payment.amount);
+  const content = composeInvoice(
+    periodInvoiceInput({
+      reason: 'renewal',
+      customerId: period.subscription.customer_id,
+      subscriptionId: period.subscription.id,
+      plan: { ...period.plan, amount: price },
+      periodStart: period.periodStart,
+      periodEnd: period.periodEnd,
+    }),
+  );
   const { invoice, created } = await issueInvoice(trx, ctx, {
     customerId: period.subscription.customer_id,
     testClockId: period.subscription.test_clock_id,
@@ -174,7 +186,7 @@ export async function issuePaidPeriodInvoice(
     periodStart: period.periodStart,
     periodEnd: period.periodEnd,
     dueAt: ctx.clock.now().toISOString(),
-    lines: [{ ...line, amount: Math.min(line.amount, period.payment.amount) }],
+    content,
   });
   if (created && invoice.status === 'paid') {
     // It owed 0 (a free plan): issued paid, still the invoice this payment bought.
@@ -192,16 +204,24 @@ export async function issuePaidPeriodInvoice(
 }
 
 /**
- * Issues the invoice of one subscription period for the plan's price (SPEC §9 "When
- * invoices are created"): `open`, due at `dueAt`, exactly once per (subscription, period).
- * The caller holds the subscription's lock. Returns the invoice and whether it is new.
+ * Issues the invoice of one subscription period (SPEC §9 "When invoices are created"), its
+ * lines and totals composed by the pipeline (SPEC §12) for `period.reason` — the first
+ * period at creation, a renewal (a trial's end too) from the worker: `open`, due at `dueAt`,
+ * exactly once per (subscription, period). The caller holds the subscription's lock. Returns
+ * the invoice and whether it is new.
  */
 export async function issuePeriodInvoice(
   trx: Transaction<Database>,
   ctx: InvoiceContext,
   subscription: PayingSubscription,
   plan: PlanRow,
-  period: { start: string; end: string; dueAt: string; nextPaymentAttemptAt?: string | null },
+  period: {
+    reason: 'first_period' | 'renewal';
+    start: string;
+    end: string;
+    dueAt: string;
+    nextPaymentAttemptAt?: string | null;
+  },
 ): Promise<{ invoice: Invoice; created: boolean }> {
   return issueInvoice(trx, ctx, {
     nextPaymentAttemptAt: period.nextPaymentAttemptAt ?? null,
@@ -212,7 +232,16 @@ export async function issuePeriodInvoice(
     periodStart: period.start,
     periodEnd: period.end,
     dueAt: period.dueAt,
-    lines: [planLine(plan, period.start, period.end)],
+    content: composeInvoice(
+      periodInvoiceInput({
+        reason: period.reason,
+        customerId: subscription.customer_id,
+        subscriptionId: subscription.id,
+        plan,
+        periodStart: period.start,
+        periodEnd: period.end,
+      }),
+    ),
   });
 }
 

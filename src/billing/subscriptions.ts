@@ -87,7 +87,7 @@ export async function createSubscription(
     if (!trialEnd) {
       const start = now.toISOString();
       const end = addInterval(now, plan.interval, plan.interval_count).toISOString();
-      await issuePeriodInvoice(trx, ctx, row, plan, { start, end, dueAt: start });
+      await issuePeriodInvoice(trx, ctx, row, plan, { reason: 'first_period', start, end, dueAt: start });
     }
     return subscription;
   });

@@ -8,11 +8,12 @@ import { STRIPE_API_KEY } from '../../test/helpers/fake-stripe.ts';
 import { PAYSTACK_SECRET } from '../../test/helpers/provider-events.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import { periodInvoiceInput } from '../billing/compose/input.ts';
+import { composeInvoice } from '../billing/compose/pipeline.ts';
 import {
   type Invoice,
   issueInvoice,
   lockInvoice,
-  planLine,
   transitionInvoice,
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
@@ -32,7 +33,16 @@ async function openInvoice(app: TestApp, plan: Record<string, unknown> = {}): Pr
       periodStart: start,
       periodEnd: '2026-02-15T10:00:00.000Z',
       dueAt: start,
-      lines: [planLine(found, start, '2026-02-15T10:00:00.000Z')],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: subscription.customer_id,
+          subscriptionId: subscription.id,
+          plan: found,
+          periodStart: start,
+          periodEnd: '2026-02-15T10:00:00.000Z',
+        }),
+      ),
     });
   });
   return invoice;

@@ -12,14 +12,11 @@ import { PAYSTACK_SECRET } from '../../test/helpers/provider-events.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { HOSTED_PAGE_CSP } from '../modules/invoices/hosted-page.ts';
-import {
-  type InvoiceLine,
-  issueInvoice,
-  lockInvoice,
-  planLine,
-  transitionInvoice,
-} from '../modules/invoices/invoices.lifecycle.ts';
+import { issueInvoice, lockInvoice, transitionInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceEvent } from '../modules/invoices/invoice-status.ts';
+import { periodInvoiceInput } from '../billing/compose/input.ts';
+import { composeInvoice, PIPELINE } from '../billing/compose/pipeline.ts';
+import type { InvoiceLineDraft } from '../modules/invoices/invoices.schemas.ts';
 
 const SNAPSHOT = new URL('./hosted-page.snapshot.html', import.meta.url);
 const ENV = { BUSINESS_NAME: 'Acme Cloud Ltd', PUBLIC_URL: 'https://billing.example.com' };
@@ -36,7 +33,7 @@ async function issue(
   options: {
     customer?: Record<string, unknown>;
     plan?: Record<string, unknown>;
-    extra?: Omit<InvoiceLine, 'id'>[];
+    extra?: InvoiceLineDraft[];
   } = {},
 ) {
   const customer = await createCustomer(app, options.customer);
@@ -55,7 +52,18 @@ async function issue(
       periodStart: START,
       periodEnd: END,
       dueAt: '2026-01-22T10:00:00.000Z',
-      lines: [planLine(planRow, START, END), ...(options.extra ?? [])],
+      // The extra lines come from a step appended to the pipeline, as a new kind of line would.
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: customer.id,
+          subscriptionId: subscription.id,
+          plan: planRow,
+          periodStart: START,
+          periodEnd: END,
+        }),
+        [...PIPELINE, (lines) => [...lines, ...(options.extra ?? [])]],
+      ),
     });
   });
   return {
@@ -96,13 +104,16 @@ test('the page of an open invoice is public HTML with its Pay button, identical 
     plan: { name: 'Pro (monthly)', amount: 500000, currency: 'NGN' },
     extra: [
       {
+        kind: 'adjustment',
         description: 'Extra seats <script>alert(1)</script>',
         amount: 150000,
         currency: 'NGN',
         quantity: 3,
+        unit_amount: 50000,
         period_start: START,
         period_end: END,
         plan_id: null,
+        proration: false,
       },
     ],
   });

@@ -161,7 +161,14 @@ test('get returns the invoice; unknown, malformed and other-kind ids are 404 on 
   assert.equal(got.body.status, 'open');
   assert.equal(got.body.amount_due, 5000);
   assert.equal(got.body.amount_remaining, 5000);
-  assert.equal(got.body.lines.length, 1);
+  assert.deepEqual(
+    [got.body.subtotal, got.body.total_discount, got.body.total_tax, got.body.total, got.body.applied_balance],
+    [5000, 0, 0, 5000, 0],
+  );
+  assert.deepEqual(
+    got.body.lines.map((line: Record<string, unknown>) => [line.kind, line.amount, line.unit_amount, line.proration]),
+    [['subscription', 5000, 5000, false]],
+  );
   for (const id of [UNKNOWN_INVOICE, 'nope', 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', invoice.id.toLowerCase()]) {
     const res = await app.request('GET', `/api/invoices/${id}`);
     assert.equal(res.status, 404, id);

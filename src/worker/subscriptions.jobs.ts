@@ -125,6 +125,7 @@ export const issueRenewalInvoices: Job = {
         // A customer with a saved method is charged by the worker at once (SPEC §10, charges.ts).
         const charge = await hasDefaultPaymentMethod(trx, row.customer_id);
         await issuePeriodInvoice(trx, deps, row, plan, {
+          reason: 'renewal',
           start,
           end,
           dueAt: start,

@@ -16,7 +16,17 @@ export interface InvoicesTable {
   status: InvoiceStatus;
   /** ISO 4217, upper case. */
   currency: string;
-  /** Minor units: the sum of the lines. */
+  /** Minor units, signed: the subscription, proration, usage and adjustment lines (SPEC §9 "Totals"). */
+  subtotal: number;
+  /** Minor units, ≥ 0: −(the sum of the discount lines). */
+  total_discount: number;
+  /** Minor units: the sum of the tax lines. */
+  total_tax: number;
+  /** Minor units, signed: the sum of every line. */
+  total: number;
+  /** Minor units, ≥ 0: the customer's credit balance applied to this invoice. */
+  applied_balance: number;
+  /** Minor units, ≥ 0: total − applied_balance. */
   amount_due: number;
   /** Minor units: what payments settled, never above `amount_due` (an overpayment stays on the payment). */
   amount_paid: number;

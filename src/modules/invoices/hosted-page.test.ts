@@ -17,15 +17,18 @@ import type { Invoice } from './invoices.schemas.ts';
 
 /** A fixed invoice: two lines, NGN, open, partly paid. */
 function invoice(overrides: Partial<Invoice> = {}): Invoice {
-  const line = {
+  const line: Invoice['lines'][number] = {
     id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    kind: 'subscription',
     description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
     amount: 500000,
     currency: 'NGN',
     quantity: 1,
+    unit_amount: 500000,
     period_start: '2026-01-15T10:00:00.000Z',
     period_end: '2026-02-15T10:00:00.000Z',
     plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    proration: false,
   };
   return {
     id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
@@ -34,6 +37,11 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
     status: 'open',
     currency: 'NGN',
+    subtotal: 650000,
+    total_discount: 0,
+    total_tax: 0,
+    total: 650000,
+    applied_balance: 0,
     amount_due: 650000,
     amount_paid: 100000,
     amount_remaining: 550000,
@@ -42,7 +50,18 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     due_at: '2026-01-22T10:00:00.000Z',
     attempt_count: 0,
     next_payment_attempt_at: null,
-    lines: [line, { ...line, id: 'il_2', description: 'Extra seats', amount: 150000, quantity: 3, plan_id: null }],
+    lines: [
+      line,
+      {
+        ...line,
+        id: 'il_2',
+        description: 'Extra seats',
+        amount: 150000,
+        quantity: 3,
+        unit_amount: 50000,
+        plan_id: null,
+      },
+    ],
     hosted_invoice_url: 'https://billing.example.com/i/token',
     paid_at: null,
     voided_at: null,
