@@ -2,7 +2,7 @@
 // A module adds one: a DatabaseGauge in its own folder plus a line here.
 import { sql } from 'kysely';
 import { dunningActionsDue, dunningCasesByStatus } from './modules/dunning/dunning.gauges.ts';
-import { dueProviderEvents } from './inbox/provider-events.gauges.ts';
+import { dueProviderEvents } from './inbox/inbox.gauges.ts';
 import { dueDeliveries, pendingDeliveries } from './modules/webhooks/webhooks.gauges.ts';
 import { readAllCounts } from './db/counts.ts';
 import type { DatabaseGauge } from './observability/metrics.ts';

@@ -10,9 +10,9 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Clock } from '../shared/clock.ts';
 import { isIdOf } from '../shared/ids.ts';
-import { isValidEmail } from '../modules/customers/customer-email.ts';
+import { isValidEmail } from '../modules/customers/customers.email.ts';
 import { findOrCreateCustomerByEmail } from '../modules/customers/customers.service.ts';
-import { isPayable } from '../modules/invoices/invoice-status.ts';
+import { isPayable } from '../modules/invoices/invoices.status.ts';
 import { findInvoiceRow } from '../modules/invoices/invoices.lifecycle.ts';
 import type { PaymentReport } from '../providers/provider.ts';
 

@@ -19,7 +19,7 @@ import {
 } from '../modules/payment-attempts/payment-attempts.ts';
 import { ProviderCallError, PROVIDER_NAMES } from '../providers/provider-api.ts';
 import { API_KEY_VARIABLE } from '../providers/provider-apis.ts';
-import { clockFor } from '../modules/test-clocks/test-clock-time.ts';
+import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
 /** True for an absolute http:// or https:// URL without credentials. */
 function isHttpUrl(text: string): boolean {

@@ -7,7 +7,7 @@ import { AppError } from '../http/errors.ts';
 import type { Clock } from '../shared/clock.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import { detachCustomerPaymentMethods } from '../modules/payment-methods/payment-methods.ts';
-import { clockFor } from '../modules/test-clocks/test-clock-time.ts';
+import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import { customerHasLiveSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import * as repo from '../modules/customers/customers.repository.ts';
 import { toCustomer, lockCustomer } from '../modules/customers/customers.service.ts';

@@ -26,7 +26,7 @@ import { hostedInvoiceUrl, type InvoiceContext, updateInvoice } from '../modules
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { type DunningContext, toDunningCase } from '../modules/dunning/dunning.cases.ts';
-import { nextActionAt } from '../modules/dunning/dunning-schedule.ts';
+import { nextActionAt } from '../modules/dunning/dunning.schedule.ts';
 import type { DunningReminder, ReminderCharge } from '../modules/dunning/dunning.schemas.ts';
 import type { DunningCaseRow } from '../db/tables/dunning.table.ts';
 

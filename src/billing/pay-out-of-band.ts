@@ -13,10 +13,10 @@ import { lockPaymentReference } from '../modules/payments/payments.references.ts
 import { MANUAL_PROVIDER } from '../db/tables/payments.table.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { applySuccessfulPayment, type PaymentContext } from './subscription-payments.ts';
-import { isPayable } from '../modules/invoices/invoice-status.ts';
+import { isPayable } from '../modules/invoices/invoices.status.ts';
 import { findInvoiceRow, type Invoice, lockInvoice, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import { settleInvoice } from './settle.ts';
-import { withClockFor } from '../modules/test-clocks/test-clock-time.ts';
+import { withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
 /** The exact 409 body text for paying an invoice that is `paid` or `void` (SPEC §2). */
 export const CANNOT_PAY = 'invoice cannot be paid in its current state';

@@ -7,7 +7,7 @@ import type { Transaction } from 'kysely';
 import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
 import { prefetch } from '../db/pg-traffic.ts';
-import { isValidEmail, normalizeEmail } from '../modules/customers/customer-email.ts';
+import { isValidEmail, normalizeEmail } from '../modules/customers/customers.email.ts';
 import { customerByNormalizedEmail } from '../modules/customers/customers.repository.ts';
 import { COLLECTING_PROVIDERS, type CollectingProvider, type Config } from '../config.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -24,7 +24,7 @@ import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecyc
 import { applyFailedPayment, applySuccessfulPayment } from './subscription-payments.ts';
 import { attributePayment } from './attribution.ts';
 import { type ProviderEvent, UnusableEventError } from '../providers/provider.ts';
-import { withClockForCustomer } from '../modules/test-clocks/test-clock-time.ts';
+import { withClockForCustomer } from '../modules/test-clocks/test-clocks.time.ts';
 
 /** What processing needs besides the database: the clock, and config for dunning (Deps fits). */
 export interface ProcessingContext {

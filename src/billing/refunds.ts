@@ -30,7 +30,7 @@ import { ProviderCallError, PROVIDER_NAMES } from '../providers/provider-api.ts'
 import { API_KEY_VARIABLE } from '../providers/provider-apis.ts';
 import type { CollectingProvider } from '../config.ts';
 import type { RefundRequestInput } from './refunds.schemas.ts';
-import { clockFor, withClockForCustomer } from '../modules/test-clocks/test-clock-time.ts';
+import { clockFor, withClockForCustomer } from '../modules/test-clocks/test-clocks.time.ts';
 
 /** Stripe's `reason` values (POST /v1/refunds); any other reason travels in the metadata. */
 const STRIPE_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;

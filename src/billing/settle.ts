@@ -12,7 +12,7 @@ import { toPaymentAttempt } from '../modules/payment-attempts/payment-attempts.s
 import { emitEvent } from '../modules/events/events.service.ts';
 import { linkPaymentToInvoice } from '../modules/payments/payments.recording.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
-import { isPayable } from '../modules/invoices/invoice-status.ts';
+import { isPayable } from '../modules/invoices/invoices.status.ts';
 import { periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice } from './compose/pipeline.ts';
 import {

@@ -9,8 +9,8 @@ import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
 import type { PaymentIdentity } from '../modules/payment-attempts/payment-attempts.ts';
 import { countFailedAttempt, findSettlementTarget, issuePaidPeriodInvoice, settleInvoice } from './settle.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
-import { periodAfterPayment } from '../modules/subscriptions/billing-period.ts';
-import { nextStatus } from '../modules/subscriptions/subscription-status.ts';
+import { periodAfterPayment } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import {
   lockSubscription,
   type Subscription,

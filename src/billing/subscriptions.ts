@@ -14,7 +14,7 @@ import { emitEvent } from '../modules/events/events.service.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
 import { issuePeriodInvoice } from './settle.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
-import { addInterval } from '../modules/subscriptions/billing-period.ts';
+import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import {
   ForbiddenTransitionError,
   lockSubscription,
@@ -24,7 +24,7 @@ import {
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { CancelInput, CreateSubscriptionInput } from '../modules/subscriptions/subscriptions.schemas.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
-import { clockFor, withClockFor } from '../modules/test-clocks/test-clock-time.ts';
+import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
 export type { CancelInput, CreateSubscriptionInput };
 

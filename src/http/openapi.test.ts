@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import Fastify from 'fastify';
 import { buildTestApp } from '../../test/helpers/app.ts';
-import { TOPICS } from '../modules/events/topics.ts';
+import { TOPICS } from '../modules/events/events.topics.ts';
 import { API_DOCUMENT, TAGS } from '../routes/api-document.ts';
 import { registerOpenApi } from './openapi.ts';
 

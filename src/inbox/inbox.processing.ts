@@ -32,8 +32,8 @@ import {
   repointHeldRows,
   updateInboxRow,
 } from './inbox.ts';
-import { needsProcessing } from './inbox-status.ts';
-import { retryDelayMs } from './retry-backoff.ts';
+import { needsProcessing } from './inbox.status.ts';
+import { retryDelayMs } from './inbox.retry-backoff.ts';
 
 /** What processing did with a row. `skipped`: another processor had already finished it. */
 export type ProcessingOutcome = 'processed' | 'ignored' | 'held' | 'failed' | 'skipped';

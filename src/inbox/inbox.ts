@@ -11,7 +11,7 @@ import { isRetryableConflict } from '../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../db/transaction.ts';
 import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
-import { canMove } from './inbox-status.ts';
+import { canMove } from './inbox.status.ts';
 import type { InboxStatus, ProviderEventRow } from '../db/tables/provider-events.table.ts';
 import { withoutNul } from '../providers/provider-values.ts';
 

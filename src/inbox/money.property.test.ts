@@ -10,9 +10,9 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import fc from 'fast-check';
-import { fanOutEvents } from '../modules/webhooks/fan-out.ts';
-import { periodAfterPayment } from '../modules/subscriptions/billing-period.ts';
-import { nextStatus, type SubscriptionStatus } from '../modules/subscriptions/subscription-status.ts';
+import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
+import { periodAfterPayment } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { nextStatus, type SubscriptionStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan, createWebhookEndpoint } from '../../test/helpers/factories.ts';
 import {

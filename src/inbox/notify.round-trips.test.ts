@@ -7,7 +7,7 @@ import { buildTestApp } from '../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../test/helpers/database.ts';
 import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../test/helpers/provider-events.ts';
 import { storeEvents } from './inbox.ts';
-import { processEvents } from './processing-batches.ts';
+import { processEvents } from './inbox.batches.ts';
 
 /** The most round trips one charge.success of a returning payer may take (18 before the statements were shared, 5 before the prefetch of its reads). */
 const MAX_ROUND_TRIPS = 3;

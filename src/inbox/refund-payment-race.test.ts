@@ -11,7 +11,7 @@ import { ON_POSTGRES } from '../../test/helpers/database.ts';
 import { createSubscription } from '../../test/helpers/factories.ts';
 import { PROVIDER_ENV, paystackCharge, paystackRefund } from '../../test/helpers/provider-events.ts';
 import { storeEvents } from './inbox.ts';
-import { processEvents } from './processing-batches.ts';
+import { processEvents } from './inbox.batches.ts';
 
 function store(app: TestApp, body: { event: string; data: Record<string, unknown> }, key: string) {
   return storeEvents(app.deps.db, app.clock, [

@@ -23,7 +23,7 @@ import {
   stripePaymentIntent,
 } from '../../test/helpers/provider-events.ts';
 import { storeEvents } from './inbox.ts';
-import { processEvents } from './processing-batches.ts';
+import { processEvents } from './inbox.batches.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
 import { findProvider } from '../providers/registry.ts';
 

@@ -20,7 +20,7 @@ import {
   upcomingSchema,
 } from '../modules/dunning/dunning.schemas.ts';
 import { eventListSchema, eventSchema } from '../modules/events/events.schemas.ts';
-import type { Topic } from '../modules/events/topics.ts';
+import type { Topic } from '../modules/events/events.topics.ts';
 import { healthSchema } from './health.schemas.ts';
 import {
   mergedPaymentSchema,
@@ -38,11 +38,7 @@ import {
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
-import {
-  providerEventDetailSchema,
-  providerEventListSchema,
-  providerEventSchema,
-} from '../inbox/provider-events.schemas.ts';
+import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
 import { subscriptionListSchema, subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
 import { testClockListSchema, testClockSchema } from '../modules/test-clocks/test-clocks.schemas.ts';
 import {

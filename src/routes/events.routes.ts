@@ -5,7 +5,7 @@ import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
 import { eventListSchema, eventSchema } from '../modules/events/events.schemas.ts';
 import * as service from '../modules/events/events.service.ts';
-import { TOPICS, type Topic } from '../modules/events/topics.ts';
+import { TOPICS, type Topic } from '../modules/events/events.topics.ts';
 
 const common = { tags: ['Events'], security: API_KEY_SECURITY };
 

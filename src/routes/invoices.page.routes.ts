@@ -24,7 +24,7 @@ import {
   renderContinuePage,
   renderInvoicePage,
   renderProblemPage,
-} from '../modules/invoices/hosted-page.ts';
+} from '../modules/invoices/invoices.hosted-page.ts';
 import { findInvoiceRowByToken, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 

@@ -4,7 +4,7 @@ import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
-import { INVOICE_STATUSES } from '../modules/invoices/invoice-status.ts';
+import { INVOICE_STATUSES } from '../modules/invoices/invoices.status.ts';
 import { invoiceDetailSchema, invoiceListSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
 import * as service from '../modules/invoices/invoices.service.ts';
 

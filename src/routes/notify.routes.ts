@@ -9,9 +9,9 @@ import { errorResponses, responseOf } from '../http/schemas.ts';
 import { notifyBodyDocumentation, notifyReceiptSchema } from './notify.schemas.ts';
 import { BodyNotJsonError, NulInValueError, SignatureError } from '../providers/provider.ts';
 import { findProvider, PROVIDERS, PROVIDER_NAMES, refuseNulInValues } from '../providers/registry.ts';
-import { acceptRawBodies } from '../inbox/raw-body.ts';
-import type { Receiver } from '../inbox/receipt.ts';
-import { createReceiver } from '../inbox/receiver.ts';
+import { acceptRawBodies } from '../inbox/inbox.raw-body.ts';
+import type { Receiver } from '../inbox/inbox.receipt.ts';
+import { createReceiver } from '../inbox/inbox.receiver.ts';
 
 const DESCRIPTION = `Receives a provider's webhook. Authenticated by the provider's signature on the raw body
 (no API key): Paystack \`X-Paystack-Signature\` (hex HMAC-SHA512 keyed with PAYSTACK_SECRET_KEY),

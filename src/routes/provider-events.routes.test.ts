@@ -21,9 +21,9 @@ import {
 } from '../../test/helpers/provider-events.ts';
 import { lockReference } from '../modules/payments/payments.references.ts';
 import { storeEvents } from '../inbox/inbox.ts';
-import { INBOX_TRANSITIONS } from '../inbox/inbox-status.ts';
+import { INBOX_TRANSITIONS } from '../inbox/inbox.status.ts';
 import { retryProviderEvents } from '../worker/provider-events.jobs.ts';
-import { INBOX_STATUSES } from '../inbox/provider-events.schemas.ts';
+import { INBOX_STATUSES } from '../inbox/inbox.schemas.ts';
 
 /** The provider event whose key is `key` (exactly one), from the list. */
 async function byKey(app: TestApp, key: string) {

@@ -11,9 +11,9 @@ import {
   PROVIDER_EVENT_SORT_FIELDS,
   providerEventDetailSchema,
   providerEventListSchema,
-} from '../inbox/provider-events.schemas.ts';
-import * as read from '../inbox/provider-events.read.ts';
-import { retryProviderEvent } from '../inbox/provider-events.retry.ts';
+} from '../inbox/inbox.schemas.ts';
+import * as read from '../inbox/inbox.read.ts';
+import { retryProviderEvent } from '../inbox/inbox.retry.ts';
 import { PROVIDER_NAMES } from '../providers/registry.ts';
 
 const common = { tags: ['Provider events'], security: API_KEY_SECURITY };

@@ -3,7 +3,7 @@ import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
-import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../modules/subscriptions/subscription-status.ts';
+import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import {
   cancelBody,
   createSubscriptionBody,

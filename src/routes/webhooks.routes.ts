@@ -3,9 +3,9 @@ import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
-import * as deliveries from '../modules/webhooks/deliveries.service.ts';
-import * as endpoints from '../modules/webhooks/endpoints.service.ts';
-import { AllowedCidrs, checkWebhookUrl } from '../modules/webhooks/url-safety.ts';
+import * as deliveries from '../modules/webhooks/webhooks.deliveries.ts';
+import * as endpoints from '../modules/webhooks/webhooks.endpoints.ts';
+import { AllowedCidrs, checkWebhookUrl } from '../modules/webhooks/webhooks.url-safety.ts';
 import {
   createEndpointBody,
   DELIVERY_SORT_FIELDS,

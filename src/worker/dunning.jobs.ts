@@ -17,10 +17,10 @@ import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
 import { markInvoiceUncollectibleIfOpen } from '../billing/settle.ts';
-import { nextStatus } from '../modules/subscriptions/subscription-status.ts';
+import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import { lockSubscription, transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { closeCase, type DunningContext } from '../modules/dunning/dunning.cases.ts';
-import { isFinalActionNext } from '../modules/dunning/dunning-schedule.ts';
+import { isFinalActionNext } from '../modules/dunning/dunning.schedule.ts';
 import { takeStep } from '../billing/dunning-steps.ts';
 import type { DunningCaseRow } from '../db/tables/dunning.table.ts';
 

@@ -11,10 +11,10 @@ import {
   repairPayments,
 } from '../../test/helpers/provider-events.ts';
 import { storeEvents } from '../inbox/inbox.ts';
-import { processEvents } from '../inbox/processing-batches.ts';
+import { processEvents } from '../inbox/inbox.batches.ts';
 import { retryProviderEvents } from './provider-events.jobs.ts';
 import { recordFailedAttempt } from '../inbox/inbox.processing.ts';
-import { MAX_ATTEMPTS } from '../inbox/retry-backoff.ts';
+import { MAX_ATTEMPTS } from '../inbox/inbox.retry-backoff.ts';
 
 async function onlyRow(app: TestApp) {
   return app.deps.db.selectFrom('provider_events').selectAll().executeTakeFirstOrThrow();

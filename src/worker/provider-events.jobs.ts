@@ -5,8 +5,8 @@
 import type { Deps } from '../deps.ts';
 import { claimRows } from '../db/locking.ts';
 import type { Job } from './job.ts';
-import { RETRIED_STATUSES } from '../inbox/inbox-status.ts';
-import { processEvents } from '../inbox/processing-batches.ts';
+import { RETRIED_STATUSES } from '../inbox/inbox.status.ts';
+import { processEvents } from '../inbox/inbox.batches.ts';
 
 const BATCH_SIZE = 50;
 /** How long a claimed row is the claimer's before another worker may take it. */

@@ -12,7 +12,7 @@ import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
 import { issuePeriodInvoice, voidUnpaidInvoices } from '../billing/settle.ts';
 import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
-import { addInterval } from '../modules/subscriptions/billing-period.ts';
+import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import { transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 

@@ -14,7 +14,7 @@ import type { Deps } from '../deps.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import type { Job } from './job.ts';
 import type { JobScope } from '../db/scope.ts';
-import { testClockTime } from '../modules/test-clocks/test-clock-time.ts';
+import { testClockTime } from '../modules/test-clocks/test-clocks.time.ts';
 import { toTestClock } from '../modules/test-clocks/test-clocks.service.ts';
 import type { TestClockRow } from '../db/tables/test-clocks.table.ts';
 

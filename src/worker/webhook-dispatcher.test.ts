@@ -7,9 +7,9 @@ import { answer, startReceiver } from '../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp, type WebhookTestApp } from '../../test/helpers/webhooks.ts';
 import { connectSecondInstance } from '../../test/helpers/app.ts';
 import { Worker } from './runner.ts';
-import { claimDueDeliveries } from '../modules/webhooks/delivery-leases.ts';
+import { claimDueDeliveries } from '../modules/webhooks/webhooks.delivery-leases.ts';
 import { WebhookDispatcher, webhookDeliveryService } from './webhook-dispatcher.ts';
-import { fanOutEvents } from '../modules/webhooks/fan-out.ts';
+import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
 import { setWebhookNetwork, webhookNetwork } from '../modules/webhooks/webhooks.network.ts';
 
 const SECONDS = 1000;

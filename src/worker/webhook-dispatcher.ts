@@ -9,18 +9,18 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Deps } from '../deps.ts';
 import type { StopOptions, WorkerService } from './job.ts';
-import { onOutboxActivity } from '../modules/events/outbox-signal.ts';
-import { type AttemptResponse, WebhookClient } from '../modules/webhooks/delivery-client.ts';
+import { onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
+import { type AttemptResponse, WebhookClient } from '../modules/webhooks/webhooks.delivery-client.ts';
 import {
   type ClaimedDelivery,
   claimDueDeliveries,
   type Outcome,
   recordOutcomes,
-} from '../modules/webhooks/delivery-leases.ts';
-import { fanOutEvents } from '../modules/webhooks/fan-out.ts';
+} from '../modules/webhooks/webhooks.delivery-leases.ts';
+import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
 import { OutboxListener } from '../modules/webhooks/outbox-listener.ts';
-import { webhookBody, webhookHeaders } from '../modules/webhooks/signing.ts';
-import { parseWebhookUrl, UnsafeUrlError } from '../modules/webhooks/url-safety.ts';
+import { webhookBody, webhookHeaders } from '../modules/webhooks/webhooks.signing.ts';
+import { parseWebhookUrl, UnsafeUrlError } from '../modules/webhooks/webhooks.url-safety.ts';
 import { webhookNetwork } from '../modules/webhooks/webhooks.network.ts';
 
 export interface DispatcherLogger {

@@ -4,7 +4,7 @@
 import type { TestContext } from 'node:test';
 import type { DispatcherOptions } from '../../src/worker/webhook-dispatcher.ts';
 import { WebhookDispatcher } from '../../src/worker/webhook-dispatcher.ts';
-import type { Resolver } from '../../src/modules/webhooks/url-safety.ts';
+import type { Resolver } from '../../src/modules/webhooks/webhooks.url-safety.ts';
 import { setWebhookNetwork } from '../../src/modules/webhooks/webhooks.network.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { buildTestApp, type TestApp } from './app.ts';

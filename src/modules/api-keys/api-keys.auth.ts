@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHo
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
-import type { KeyUsageRecorder } from './key-usage.ts';
+import type { KeyUsageRecorder } from './api-keys.usage.ts';
 import { hashKey } from './api-keys.keys.ts';
 import { authenticateKey, bootstrapPrincipal } from './api-keys.service.ts';
 import { AppError, sendError } from '../../http/errors.ts';

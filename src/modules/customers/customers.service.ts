@@ -13,8 +13,8 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { mergeMetadata } from '../../http/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { clockFor, testClockExists } from '../test-clocks/test-clock-time.ts';
-import { isValidEmail, normalizeEmail } from './customer-email.ts';
+import { clockFor, testClockExists } from '../test-clocks/test-clocks.time.ts';
+import { isValidEmail, normalizeEmail } from './customers.email.ts';
 import * as repo from './customers.repository.ts';
 import {
   type CreateCustomerInput,

@@ -9,7 +9,7 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { nextActionAt } from './dunning-schedule.ts';
+import { nextActionAt } from './dunning.schedule.ts';
 import { caseSchema, type DunningCase } from './dunning.schemas.ts';
 import type { DunningCaseRow, DunningCaseStatus, DunningReason } from '../../db/tables/dunning.table.ts';
 

@@ -8,7 +8,7 @@ import type { Deps } from '../../deps.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import type { InvoiceContent } from './invoices.schemas.ts';
-import { INVOICE_STATUSES, INVOICE_TRANSITIONS, nextInvoiceStatus } from './invoice-status.ts';
+import { INVOICE_STATUSES, INVOICE_TRANSITIONS, nextInvoiceStatus } from './invoices.status.ts';
 import { ForbiddenInvoiceTransitionError, issueInvoice, lockInvoice, transitionInvoice } from './invoices.lifecycle.ts';
 
 const ON_POSTGRES = Boolean(process.env.TEST_DATABASE_URL);

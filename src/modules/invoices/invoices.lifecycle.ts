@@ -12,8 +12,8 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import type { Topic } from '../events/topics.ts';
-import { type InvoiceEvent, nextInvoiceStatus } from './invoice-status.ts';
+import type { Topic } from '../events/events.topics.ts';
+import { type InvoiceEvent, nextInvoiceStatus } from './invoices.status.ts';
 import { type Invoice, type InvoiceContent, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
 import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
 

@@ -3,7 +3,7 @@
 import Type, { type Static } from 'typebox';
 import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
 import { paymentAttemptSchema } from '../payment-attempts/payment-attempts.schemas.ts';
-import { INVOICE_STATUSES } from './invoice-status.ts';
+import { INVOICE_STATUSES } from './invoices.status.ts';
 
 const minorUnits = (description: string) => Type.Integer({ minimum: 0, description: `${description} (minor units)` });
 const signedMinorUnits = (description: string) =>

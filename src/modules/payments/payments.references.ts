@@ -17,7 +17,7 @@ import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
 import type { PaymentRow } from '../../db/tables/payments.table.ts';
-import { statusAfterRefunds } from './refund-totals.ts';
+import { statusAfterRefunds } from './payments.refund-totals.ts';
 
 /**
  * Takes the transaction-scoped advisory lock of `provider`/`reference` on PostgreSQL (SQLite

@@ -15,7 +15,7 @@ import { transactionWithRetry } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { PaymentRow, RefundRow } from '../../db/tables/payments.table.ts';
-import { refundableAmount } from './refund-totals.ts';
+import { refundableAmount } from './payments.refund-totals.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../../db/scope.ts';
 
 /** Payment `paymentId`'s refunds as refund-totals.ts reads them (reference, amount, status). */

@@ -10,7 +10,7 @@ import {
   StringEnum,
   timestamp,
 } from '../../http/schemas.ts';
-import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
+import { SUBSCRIPTION_STATUSES } from './subscriptions.status.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
 /** A subscription as the API returns it (SPEC §4 fields). */

@@ -5,7 +5,7 @@ import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { isIdOf } from '../../shared/ids.ts';
-import type { SubscriptionStatus } from './subscription-status.ts';
+import type { SubscriptionStatus } from './subscriptions.status.ts';
 import { type Subscription, toSubscription } from './subscriptions.lifecycle.ts';
 
 /** One subscription. Throws 404 `not_found` for unknown or malformed ids. */

@@ -3,7 +3,7 @@
 // (plus NODE_EXTRA_CA_CERTS); tests swap in a resolver that needs no DNS and a CA for their
 // self-signed receivers, per Deps object, without touching anything else of the process.
 import { lookup } from 'node:dns/promises';
-import type { Resolver } from './url-safety.ts';
+import type { Resolver } from './webhooks.url-safety.ts';
 
 export interface WebhookNetwork {
   /** Every address of a host name (A and AAAA). */

@@ -5,8 +5,8 @@
 // schema does.
 import Type, { type Static } from 'typebox';
 import { Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
-import { TOPICS } from '../events/topics.ts';
-import { MAX_URL_LENGTH } from './url-safety.ts';
+import { TOPICS } from '../events/events.topics.ts';
+import { MAX_URL_LENGTH } from './webhooks.url-safety.ts';
 import {
   DELIVERY_STATUSES,
   DISABLED_REASONS,

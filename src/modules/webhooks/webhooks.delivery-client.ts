@@ -5,7 +5,7 @@
 // attempt, and at most 1 KiB of any response body is ever read.
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
-import { AllowedCidrs, UnsafeUrlError, vetHost } from './url-safety.ts';
+import { AllowedCidrs, UnsafeUrlError, vetHost } from './webhooks.url-safety.ts';
 import type { WebhookNetwork } from './webhooks.network.ts';
 
 /** Most bytes of a response body kept (and read) per attempt. */

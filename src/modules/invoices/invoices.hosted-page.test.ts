@@ -12,7 +12,7 @@ import {
   renderInvoicePage,
   renderContinuePage,
   renderProblemPage,
-} from './hosted-page.ts';
+} from './invoices.hosted-page.ts';
 import type { Invoice } from './invoices.schemas.ts';
 
 /** A fixed invoice: two lines, NGN, open, partly paid. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addInterval, periodAfterPayment } from './billing-period.ts';
+import { addInterval, periodAfterPayment } from './subscriptions.billing-period.ts';
 
 const at = (iso: string) => new Date(iso);
 const iso = (date: Date) => date.toISOString();

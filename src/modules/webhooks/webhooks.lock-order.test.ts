@@ -8,8 +8,8 @@ import { ON_POSTGRES, TEST_DATABASE_URL } from '../../../test/helpers/database.t
 import { createCustomer, createWebhookEndpoint } from '../../../test/helpers/factories.ts';
 import { answer, startReceiver } from '../../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp } from '../../../test/helpers/webhooks.ts';
-import { claimDueDeliveries, recordOutcomes } from './delivery-leases.ts';
-import { fanOutEvents } from './fan-out.ts';
+import { claimDueDeliveries, recordOutcomes } from './webhooks.delivery-leases.ts';
+import { fanOutEvents } from './webhooks.fan-out.ts';
 
 /** Resolves once another session waits for a lock `pid` holds. */
 async function blockedBy(pid: number): Promise<void> {

@@ -11,7 +11,7 @@ import { createCustomer, createWebhookEndpoint } from '../../../test/helpers/fac
 import type { ReceivedRequest } from '../../../test/helpers/webhook-receiver.ts';
 import { startReceiver } from '../../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp, type WebhookTestApp } from '../../../test/helpers/webhooks.ts';
-import { standardSecretKey } from './signing.ts';
+import { standardSecretKey } from './webhooks.signing.ts';
 
 const GENERATED = /^whsec_[A-Za-z0-9+/]{43}=$/; // base64 of 32 bytes
 

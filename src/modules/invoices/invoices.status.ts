@@ -2,7 +2,7 @@
 // that records it. Every status change goes through `nextInvoiceStatus`; no handler writes a
 // status directly. Pure: no database, no clock. There are no drafts: an invoice is final
 // (`open`) when issued.
-import type { Topic } from '../events/topics.ts';
+import type { Topic } from '../events/events.topics.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../../db/tables/invoices.table.ts';
 
 export { INVOICE_STATUSES, type InvoiceStatus };

@@ -1,7 +1,7 @@
 // The subscription state machine (SPEC §4) as ONE table: state × event → next state and
 // the event topic that records it. Every status change goes through `nextStatus`; no
 // handler writes a status directly. Pure: no database, no clock.
-import type { Topic } from '../events/topics.ts';
+import type { Topic } from '../events/events.topics.ts';
 import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../../db/tables/subscriptions.table.ts';
 
 export { SUBSCRIPTION_STATUSES, type SubscriptionStatus };

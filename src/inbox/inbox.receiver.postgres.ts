@@ -11,9 +11,9 @@
 // processed, the next ones are stored. A lone request pays no wait: its batch starts at once.
 import type { Deps } from '../deps.ts';
 import { findUnfinishedRow, storeEvents } from './inbox.ts';
-import { processEvents } from './processing-batches.ts';
+import { processEvents } from './inbox.batches.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
-import type { IncomingDelivery, Receipt, Receiver } from './receipt.ts';
+import type { IncomingDelivery, Receipt, Receiver } from './inbox.receipt.ts';
 
 /** Most events one batch stores or processes (bounds a transaction's time and locks). */
 const MAX_BATCH = 64;

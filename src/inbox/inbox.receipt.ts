@@ -1,7 +1,7 @@
 // What the request path hands a receiver (receiver.ts) and gets back: the contract that keeps
 // storage commits, batching and savepoints out of the route (SPEC §5 "Store, then process").
 import type { IncomingEvent } from './inbox.ts';
-import type { ProcessingLog } from './processing-batches.ts';
+import type { ProcessingLog } from './inbox.batches.ts';
 import type { ProcessingOutcome } from './inbox.processing.ts';
 
 /** What happened to a received event; `duplicate`: its key was stored before. */

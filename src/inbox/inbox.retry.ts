@@ -8,10 +8,10 @@ import type { Deps } from '../deps.ts';
 import { AppError } from '../http/errors.ts';
 import { lockPaymentByReference } from '../modules/payments/payments.references.ts';
 import { lockInboxRow, updateInboxRow } from './inbox.ts';
-import { type ProcessingLog, runThenProcessEvents } from './processing-batches.ts';
+import { type ProcessingLog, runThenProcessEvents } from './inbox.batches.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
-import { RETRYABLE_STATUSES } from './provider-events.schemas.ts';
-import { findProviderEventRow, type ProviderEventDetail, toDetail } from './provider-events.read.ts';
+import { RETRYABLE_STATUSES } from './inbox.schemas.ts';
+import { findProviderEventRow, type ProviderEventDetail, toDetail } from './inbox.read.ts';
 import { readProviderEvent } from '../providers/registry.ts';
 
 /** 409 `conflict` unless `row` is `failed` or `held` (the statuses a retry can change). */

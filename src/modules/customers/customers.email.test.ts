@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isValidEmail, normalizeEmail } from './customer-email.ts';
+import { isValidEmail, normalizeEmail } from './customers.email.ts';
 
 test('normalizeEmail is NFC then lower case: every spelling of one address gives one value', () => {
   const nfc = 'Ädä.Ünï@Exämple.com';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { canMove, INBOX_TRANSITIONS, needsProcessing, RETRIED_STATUSES } from './inbox-status.ts';
+import { canMove, INBOX_TRANSITIONS, needsProcessing, RETRIED_STATUSES } from './inbox.status.ts';
 
 const DUE = '2026-01-01T00:00:00.000Z';
 

@@ -11,9 +11,9 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { markEventsFannedOut } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { ringOutbox } from '../events/outbox-signal.ts';
-import type { Topic } from '../events/topics.ts';
-import { findEndpoint, lockEndpoint, toEndpoint } from './endpoints.service.ts';
+import { ringOutbox } from '../events/events.outbox-signal.ts';
+import type { Topic } from '../events/events.topics.ts';
+import { findEndpoint, lockEndpoint, toEndpoint } from './webhooks.endpoints.ts';
 import { type Delivery, type DeliveryAttempt, DELIVERY_SORT_FIELDS, deliverySchema } from './webhooks.schemas.ts';
 import type { AttemptRow, DeliveryRow, DeliveryStatus } from '../../db/tables/webhooks.table.ts';
 

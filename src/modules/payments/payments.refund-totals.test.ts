@@ -9,7 +9,7 @@ import {
   type RefundFact,
   refundedTotal,
   statusAfterRefunds,
-} from './refund-totals.ts';
+} from './payments.refund-totals.ts';
 
 const PAYMENT = { id: 'pay_1', amount: 10000 };
 

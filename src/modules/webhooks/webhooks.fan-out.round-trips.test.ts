@@ -6,7 +6,7 @@ import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createCustomer, createWebhookEndpoint } from '../../../test/helpers/factories.ts';
 import { startReceiver } from '../../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp } from '../../../test/helpers/webhooks.ts';
-import { fanOutEvents } from './fan-out.ts';
+import { fanOutEvents } from './webhooks.fan-out.ts';
 
 /**
  * One pass that fans out events: look for work, claim the batch (the endpoints travel with

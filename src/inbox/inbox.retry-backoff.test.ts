@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_ATTEMPTS, retryDelayMs } from './retry-backoff.ts';
+import { MAX_ATTEMPTS, retryDelayMs } from './inbox.retry-backoff.ts';
 
 test('retries back off exponentially from 30 s, capped at 6 h', () => {
   assert.equal(retryDelayMs(1), 30_000);

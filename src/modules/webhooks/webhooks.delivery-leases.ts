@@ -9,10 +9,10 @@ import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { claimRows, forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
-import type { AttemptResponse } from './delivery-client.ts';
+import type { AttemptResponse } from './webhooks.delivery-client.ts';
 import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
-import { disableEndpoint } from './endpoints.service.ts';
-import { nextRetryDelay, parseRetryAfter } from './retry-schedule.ts';
+import { disableEndpoint } from './webhooks.endpoints.ts';
+import { nextRetryDelay, parseRetryAfter } from './webhooks.retry-schedule.ts';
 
 /** SPEC §4: an endpoint whose every attempt failed for this long is disabled. */
 export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3_600_000;

@@ -9,7 +9,7 @@ import {
   SUBSCRIPTION_STATUSES,
   type SubscriptionStatus,
   type Transition,
-} from './subscription-status.ts';
+} from './subscriptions.status.ts';
 
 // The state machine of SPEC §4, written out by hand: every allowed (status, event) pair with
 // its next status and topic. Every pair not listed here must be forbidden.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nextRetryDelay, parseRetryAfter } from './retry-schedule.ts';
+import { nextRetryDelay, parseRetryAfter } from './webhooks.retry-schedule.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000];
 

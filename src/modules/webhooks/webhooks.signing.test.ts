@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { webhookBody, webhookHeaders } from './signing.ts';
+import { webhookBody, webhookHeaders } from './webhooks.signing.ts';
 
 const SECRET = 'whsec_not-base64 ünïcode secret';
 

@@ -6,10 +6,10 @@
 // answered after its processing commit.
 import type { Deps } from '../deps.ts';
 import { findUnfinishedRow, insertEvents } from './inbox.ts';
-import { runThenProcessEvents } from './processing-batches.ts';
+import { runThenProcessEvents } from './inbox.batches.ts';
 import type { ProcessingOutcome } from './inbox.processing.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
-import type { IncomingDelivery, Receipt, Receiver } from './receipt.ts';
+import type { IncomingDelivery, Receipt, Receiver } from './inbox.receipt.ts';
 
 /** Most new events one cycle stores (bounds a cycle's transaction time). */
 const MAX_BATCH = 64;

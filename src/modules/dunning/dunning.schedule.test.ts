@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isFinalActionNext, nextActionAt } from './dunning-schedule.ts';
+import { isFinalActionNext, nextActionAt } from './dunning.schedule.ts';
 
 const DAY = 86_400_000;
 const opened = new Date('2026-03-01T12:00:00.000Z');

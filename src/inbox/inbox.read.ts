@@ -22,7 +22,7 @@ import {
   providerEventDetailSchema,
   providerEventSchema,
   type ProviderEventView,
-} from './provider-events.schemas.ts';
+} from './inbox.schemas.ts';
 import { readProviderEvent, redactedPayload } from '../providers/registry.ts';
 
 export type { ProviderEventDetail, ProviderEventView };

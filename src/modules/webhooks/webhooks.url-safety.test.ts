@@ -8,7 +8,7 @@ import {
   type Resolver,
   UnsafeUrlError,
   vetHost,
-} from './url-safety.ts';
+} from './webhooks.url-safety.ts';
 
 /** DNS without a network: names map to fixed answers; unknown names do not resolve. */
 const DNS: Record<string, string[]> = {

@@ -5,9 +5,9 @@
 // transaction (receiver.postgres.ts). Batching and failure isolation:
 // processing-batches.ts; what an event does: provider-events.service.ts.
 import type { Deps } from '../deps.ts';
-import type { Receiver } from './receipt.ts';
-import { createPostgresReceiver } from './receiver.postgres.ts';
-import { createSqliteReceiver } from './receiver.sqlite.ts';
+import type { Receiver } from './inbox.receipt.ts';
+import { createPostgresReceiver } from './inbox.receiver.postgres.ts';
+import { createSqliteReceiver } from './inbox.receiver.sqlite.ts';
 
 /** The request path's receiver for `deps`' database. */
 export function createReceiver(deps: Deps): Receiver {

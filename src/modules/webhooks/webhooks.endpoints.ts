@@ -13,9 +13,9 @@ import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { TOPICS } from '../events/topics.ts';
-import { generateSecret, STANDARD_SECRET_PREFIX, standardSecretKey } from './signing.ts';
-import { UnsafeUrlError } from './url-safety.ts';
+import { TOPICS } from '../events/events.topics.ts';
+import { generateSecret, STANDARD_SECRET_PREFIX, standardSecretKey } from './webhooks.signing.ts';
+import { UnsafeUrlError } from './webhooks.url-safety.ts';
 import {
   type CreateEndpointInput,
   ENDPOINT_SORT_FIELDS,
