@@ -10,6 +10,8 @@ import { ON_POSTGRES } from '../../test/helpers/database.ts';
 import { createCustomer, createPlan, createSubscription } from '../../test/helpers/factories.ts';
 import { invoicesOf, reportPayment, runWorker } from '../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
+import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
+import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { previewInvoice } from './issue.ts';
 
 const HOUR = 3_600_000;
@@ -127,6 +129,25 @@ test('a partial payment in advance leaves the next invoice open; the renewal cha
   await reportPayment(app, { subscriptionId: sub.id, amount: 3000 });
   assert.equal((await invoicesOf(app, sub.id))[1]!.status, 'paid');
   assert.equal((await subscription(app, sub.id)).status, 'active');
+});
+
+test('the renewal schedules the charge of a period partly paid in advance (a saved method), once', async (t) => {
+  const app = await buildTestApp(t, { env: PROVIDER_ENV });
+  const sub = await activeSubscription(app);
+  app.clock.set(new Date('2026-02-01T00:00:00.000Z'));
+  await reportPayment(app, { subscriptionId: sub.id, amount: 2000 });
+  await saveTestPaymentMethod(app, sub.customer_id, 'paystack');
+  const [, advance] = await invoicesOf(app, sub.id);
+  assert.equal(advance!.next_payment_attempt_at, null, 'not charged before its period begins');
+  app.clock.set(new Date('2026-02-15T10:00:00.000Z'));
+  // Only the renewal job: the charge itself is the charges tests' (they have fake providers).
+  assert.equal(await issueRenewalInvoices.run(app.deps), 1);
+  const [, reached] = await invoicesOf(app, sub.id);
+  assert.deepEqual(
+    [reached!.id, reached!.next_payment_attempt_at, reached!.amount_remaining],
+    [advance!.id, '2026-02-15T10:00:00.000Z', 3000],
+  );
+  assert.equal(await issueRenewalInvoices.run(app.deps), 0, 'renewed once');
 });
 
 test('an overpayment becomes credit and the next renewal applies it (amount_due lowered, applied_balance set)', async (t) => {

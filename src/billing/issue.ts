@@ -8,7 +8,6 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { isPostgres } from '../db/column-types.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
-import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 import { NotFoundError } from '../http/errors.ts';
 import { isIdOf } from '../shared/ids.ts';
@@ -21,7 +20,7 @@ import {
   type Invoice,
   type InvoiceContext,
   issueInvoice,
-  toInvoice,
+  lockInvoice,
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
@@ -56,20 +55,6 @@ async function spendableBalance(trx: Transaction<Database>, customerId: string, 
   return Math.max(await customerBalance(trx, customerId, currency), 0);
 }
 
-/** The invoice of (subscription, period start), or undefined: what "exactly once" checks under the subscription's lock. */
-async function findPeriodInvoice(
-  trx: Transaction<Database>,
-  subscriptionId: string,
-  periodStart: string,
-): Promise<InvoiceRow | undefined> {
-  return trx
-    .selectFrom('invoices')
-    .selectAll()
-    .where('subscription_id', '=', subscriptionId)
-    .where('period_start', '=', periodStart)
-    .executeTakeFirst();
-}
-
 /** What a period's invoice is issued for: why, when it is due, when the saved method is charged. */
 interface PeriodIssue {
   reason: 'first_period' | 'renewal';
@@ -85,9 +70,10 @@ interface PeriodIssue {
  * the customer's credit balance in the plan's currency, stored `open` (or `paid` at once when
  * the credit or a free plan leaves nothing due), and the credit it took recorded as an
  * `applied_to_invoice` transaction. An invoice of that period that exists already is
- * returned as it is — except that an open one not yet scheduled for a charge is scheduled
- * when `nextPaymentAttemptAt` is given (a period partly paid in advance, reached by its
- * renewal). The caller holds the subscription's lock.
+ * returned as it is (issueInvoice writes nothing then, and no credit is taken) — except that
+ * an open one not yet scheduled for a charge is scheduled when `nextPaymentAttemptAt` is
+ * given (a period partly paid in advance, reached by its renewal). The caller holds the
+ * subscription's lock.
  */
 async function issuePeriodInvoice(
   trx: Transaction<Database>,
@@ -97,18 +83,6 @@ async function issuePeriodInvoice(
   issue: PeriodIssue,
 ): Promise<IssuedInvoice> {
   const start = issue.period.start.toISOString();
-  const existing = await findPeriodInvoice(trx, subscription.id, start);
-  if (existing) {
-    const chargeable =
-      issue.nextPaymentAttemptAt !== null &&
-      existing.status === 'open' &&
-      existing.next_payment_attempt_at === null &&
-      existing.charges_stopped_at === null;
-    const invoice = chargeable
-      ? await updateInvoice(trx, ctx, existing, { next_payment_attempt_at: issue.nextPaymentAttemptAt })
-      : toInvoice(existing, ctx.config.publicUrl);
-    return { invoice, created: false };
-  }
   const end = issue.period.end.toISOString();
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
   const content = composeInvoice(
@@ -133,8 +107,21 @@ async function issuePeriodInvoice(
     nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
     content,
   });
-  if (issued.created) await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
-  return issued;
+  if (issued.created) {
+    await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
+    return issued;
+  }
+  // The period was invoiced already (paid in advance, wholly or in part): nothing was written.
+  const { invoice } = issued;
+  if (issue.nextPaymentAttemptAt === null || invoice.status !== 'open' || invoice.next_payment_attempt_at !== null) {
+    return issued;
+  }
+  const row = await lockInvoice(trx, invoice.id);
+  if (row.charges_stopped_at !== null) return issued;
+  return {
+    invoice: await updateInvoice(trx, ctx, row, { next_payment_attempt_at: issue.nextPaymentAttemptAt }),
+    created: false,
+  };
 }
 
 /** Records the credit `invoice` took (`applied_balance`) as leaving the customer's balance. */

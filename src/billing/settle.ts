@@ -104,6 +104,8 @@ export interface Settlement {
   credited: number;
   /** The invoice is paid now, by this payment or (an invoice it issued) by the credit balance. */
   paid: boolean;
+  /** The payment found nothing payable and issued this invoice: it pays in advance. */
+  issued: boolean;
 }
 
 /**
@@ -138,11 +140,13 @@ export async function settleInvoice(
     for (const attempt of await finishChargesOfPaidInvoice(trx, ctx.clock, row.id, payment.identity)) {
       await emitEvent(trx, ctx.clock, 'invoice.payment_attempted', { invoice, attempt: toPaymentAttempt(attempt) });
     }
-    return { invoice, applied, credited, paid: true };
+    return { invoice, applied, credited, paid: true, issued: false };
   }
-  if (applied === 0) return { invoice: toInvoice(row, ctx.config.publicUrl), applied, credited, paid: false };
+  if (applied === 0) {
+    return { invoice: toInvoice(row, ctx.config.publicUrl), applied, credited, paid: false, issued: false };
+  }
   const invoice = await updateInvoice(trx, ctx, row, { amount_paid: amountPaid });
-  return { invoice, applied, credited, paid: false };
+  return { invoice, applied, credited, paid: false, issued: false };
 }
 
 /** Adds `surplus` (minor units; nothing when ≤ 0) of payment `paymentId` to the credit balance of `invoice`'s customer. */
@@ -214,13 +218,13 @@ export async function settlePayment(
       payment.paymentId,
       payment.amount ?? 0,
     );
-    return { invoice, applied: 0, credited, paid: true };
+    return { invoice, applied: 0, credited, paid: true, issued: true };
   }
   const row = await forUpdate(
     trx.selectFrom('invoices').selectAll().where('id', '=', invoice.id),
     trx,
   ).executeTakeFirstOrThrow();
-  return settleInvoice(trx, ctx, row, payment);
+  return { ...(await settleInvoice(trx, ctx, row, payment)), issued: true };
 }
 
 /**

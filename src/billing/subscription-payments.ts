@@ -140,7 +140,9 @@ export async function applySuccessfulPayment(
       ? { current_period_start: paid.period_start, current_period_end: paid.period_end }
       : {};
   const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', firstPeriod);
-  await closeOpenCase(trx, clock, id, 'recovered', paid.id);
+  // Paying in advance means nothing else was payable: a case still open chases an invoice a
+  // stale success paid meanwhile (or none), so it recovers whatever it chases.
+  await closeOpenCase(trx, clock, id, 'recovered', settlement.issued ? null : paid.id);
   return subscription;
 }
 

@@ -182,3 +182,24 @@ test('an older success delivered late is not held back by a failure a newer succ
   assert.equal(after.openCases, 0);
   assert.equal(after.succeededPayments, 3);
 });
+
+test('a case left open by a stale success that paid its invoice recovers with the next success, which pays in advance', async (t) => {
+  const { app, subscription, code } = await renewingSubscription(t);
+  assert.equal(await issueRenewalInvoices.run(app.deps), 1);
+  // The renewal's charge failed at 10:00:20: past_due, a case chasing the renewal invoice.
+  await postPaystack(app, renewalFailure(code, '2026-02-15T10:00:20.000Z'));
+  assert.equal((await outcome(app, subscription.id)).status, 'past_due');
+  // An older success (10:00:10) arrives late: it pays that invoice, but the newer failure stands.
+  await postPaystack(app, renewalCharge(code, '2026-02-15T10:00:10.000Z'));
+  const stale = await outcome(app, subscription.id);
+  assert.deepEqual([stale.status, stale.openCases], ['past_due', 1]);
+  // A newer success finds nothing payable, pays the next period, and ends the case.
+  await postPaystack(app, renewalCharge(code, '2026-02-15T10:00:40.000Z'));
+  const after = await outcome(app, subscription.id);
+  assert.deepEqual([after.status, after.openCases], ['active', 0]);
+  assert.deepEqual(after.paidPeriods, [
+    '2026-01-15T10:00:00.000Z',
+    '2026-02-15T10:00:00.000Z',
+    '2026-03-15T10:00:00.000Z',
+  ]);
+});
