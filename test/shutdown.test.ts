@@ -125,6 +125,8 @@ describe('graceful shutdown', { concurrency: true }, () => {
     });
     const listening = await service.waitForLog((line) => /Server listening at/.test(line.msg ?? ''));
     const port = Number(/:(\d+)$/.exec(listening.msg ?? '')?.[1]);
+    // The metrics server starts after the API's listener: wait for it, not for the clock.
+    await service.waitForLog((line) => line.msg === 'metrics listening');
     const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
     assert.equal(metrics.status, 200);
     assert.match(await metrics.text(), /billing_http_requests_total|# HELP billing_rows/);
