@@ -38,7 +38,15 @@ interface Service {
 
 function startService(t: TestContext, args: string[], env: Record<string, string>): Service {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', API_KEYS: KEY, RATE_LIMIT_MAX: '0', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      // Start-up speed only: the suite's compile cache (scripts/test.ts), when it has one.
+      ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
+      LOG_LEVEL: 'info',
+      API_KEYS: KEY,
+      RATE_LIMIT_MAX: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
