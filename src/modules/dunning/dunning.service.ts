@@ -16,8 +16,8 @@ import type {
   PastDueSubscription,
   UpcomingCase,
 } from './dunning.schemas.ts';
-import { isFinalActionNext } from './dunning-schedule.ts';
-import type { DunningCaseRow, DunningCaseStatus } from './dunning.table.ts';
+import { isFinalActionNext } from './dunning.schedule.ts';
+import type { DunningCaseRow, DunningCaseStatus } from '../../db/tables/dunning.table.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -16,8 +16,8 @@ import { emitEvent } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
-import type { PaymentRow } from './payments.table.ts';
-import { statusAfterRefunds } from './refund-totals.ts';
+import type { PaymentRow } from '../../db/tables/payments.table.ts';
+import { statusAfterRefunds } from './payments.refund-totals.ts';
 
 /**
  * Takes the transaction-scoped advisory lock of `provider`/`reference` on PostgreSQL (SQLite
