@@ -5,7 +5,7 @@ import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
-import { PROVIDER_NAMES } from '../providers/registry.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
 import {
   PAYMENT_SORT_FIELDS,
   paymentListSchema,

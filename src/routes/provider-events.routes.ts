@@ -14,7 +14,7 @@ import {
 } from '../inbox/inbox.schemas.ts';
 import * as read from '../inbox/inbox.read.ts';
 import { retryProviderEvent } from '../inbox/inbox.retry.ts';
-import { PROVIDER_NAMES } from '../providers/registry.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
 
 const common = { tags: ['Provider events'], security: API_KEY_SECURITY };
 // No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.

@@ -2,7 +2,7 @@
 // committed, before its provider call (startAttempt), then given the call's outcome
 // (recordAttemptOutcome). Nothing here calls a provider.
 import type { Kysely, Transaction } from 'kysely';
-import type { CollectingProvider } from '../../config.ts';
+import type { ProviderName } from '../../shared/provider-names.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -30,7 +30,7 @@ export async function startAttempt(
   clock: Clock,
   attempt: {
     invoiceId: string;
-    provider: CollectingProvider;
+    provider: ProviderName;
     kind: AttemptKind;
     amount: number;
     currency: string;
@@ -267,7 +267,7 @@ export async function findLiveCheckoutLink(
   db: Kysely<Database>,
   link: {
     invoiceId: string;
-    provider: CollectingProvider;
+    provider: ProviderName;
     amount: number;
     currency: string;
     madeAfter: string;
@@ -340,7 +340,7 @@ export async function findChargesInFlight(
  */
 export async function findCheckoutInFlight(
   trx: Transaction<Database>,
-  attempt: { invoiceId: string; provider: CollectingProvider; amount: number; currency: string; leasedAfter: string },
+  attempt: { invoiceId: string; provider: ProviderName; amount: number; currency: string; leasedAfter: string },
 ): Promise<PaymentAttemptRow | undefined> {
   return trx
     .selectFrom('invoice_payment_attempts')
