@@ -48,7 +48,7 @@ export type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
  * move the subscription — success activates/renews, failure marks past_due (dunning hooks
  * in there) — exactly when the payment changed in a way that matters to it; a payment that
  * became paid releases the reports held for it (ProcessingContext.releaseHeld). The one path every payment report takes:
- * provider events, and the answers to the service's own charges (collection/charges.ts), so
+ * provider events, and the answers to the service's own charges (charges.ts), so
  * a charge and its webhook converge to one payment whichever is recorded first. Throws
  * UnusableEventError when the report cannot be recorded (another currency than the payment's).
  */

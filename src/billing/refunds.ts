@@ -240,8 +240,8 @@ export function lookupWindow(refundId: string, now: Date = systemClock.now()): {
 /**
  * Asks the provider for the refund; returns the provider's refund id. A resumed refund is
  * looked up first, by our own id only — Paystack: the marker ending merchant_note
- * (paystack-api.ts findRefund); Stripe: `metadata.refund_id` among the PaymentIntent's
- * refunds (stripe-api.ts findRefund) — and sent again (Stripe: with the same Idempotency-Key)
+ * (providers/paystack/api.ts findRefund); Stripe: `metadata.refund_id` among the PaymentIntent's
+ * refunds (providers/stripe/api.ts findRefund) — and sent again (Stripe: with the same Idempotency-Key)
  * only when the look-up PROVES the provider has none; a look-up that proves nothing throws
  * (outcome unknown: nothing sent). SPEC §10 "Refunds from the API".
  */

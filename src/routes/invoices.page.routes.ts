@@ -7,7 +7,7 @@
 // caching. Not in /openapi.json: it is a document for people, not part of the JSON API.
 //
 // POST /i/{token}/pay is the page's Pay button (SPEC §9 "Pay button"): the token is its only
-// credential. It makes a checkout link through collection/checkout.ts exactly as POST
+// credential. It makes a checkout link through billing/checkout.ts exactly as POST
 // /api/invoices/{id}/checkout does (DEFAULT_PROVIDER, the hosted page as callback), reusing a
 // live link of the same amount, and answers 303 to the provider's page.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

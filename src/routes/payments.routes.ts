@@ -1,6 +1,6 @@
 // /api/payments and /api/refunds: read-only lists and lookups (SPEC §3). Payments and
 // refunds come into being through verified provider events (POST /api/notify); a refund can
-// also be requested through POST /api/payments/{id}/refund (collection/refunds.routes.ts).
+// also be requested through POST /api/payments/{id}/refund (refunds.routes.ts).
 import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';

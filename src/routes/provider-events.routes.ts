@@ -1,6 +1,6 @@
 // /api/provider-events: the inbox of POST /api/notify for operators — list it,
 // read one event with its payload and the payment/refunds it reports on, and retry a failed
-// or held one now. Reads: provider-events.read.ts; the retry: provider-events.retry.ts.
+// or held one now. Reads: inbox/inbox.read.ts; the retry: inbox/inbox.retry.ts.
 import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';

@@ -412,7 +412,7 @@ export async function updatePaymentMethod(
   return toPaymentMethod({ ...row, default_at: defaultAt } as PaymentMethodRow, true);
 }
 
-// ---- Automatic collection (collection/charges.ts) ----
+// ---- Automatic collection (billing/charges.ts) ----
 
 /** True when customer `customerId` has a live saved method (so a renewal invoice is charged). */
 export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: string): Promise<boolean> {
