@@ -1,6 +1,7 @@
 // Providers speak our vocabulary (ARCHITECTURE "Style" 6): each adapter verifies a request
 // on its raw bytes and turns the provider's payload into a ProviderEvent. Only the files in
-// providers/ know a provider's field names; adding one is a file plus a registry line.
+// providers/ know a provider's field names; adding one is a folder, its name in
+// shared/provider-names.ts and a registry line.
 import type { Config } from '../config.ts';
 import type { ProviderName } from '../shared/provider-names.ts';
 

@@ -1,6 +1,7 @@
 // POST /api/notify?p=paystack|stripe (SPEC §5): raw bytes → the provider's adapter verifies
 // → the event is committed to the inbox → processed → 200 {"received":true}. Registered in
-// its own Fastify context (inbox/inbox.raw-body.ts) so the bytes reach the signature check untouched.
+// its own Fastify context (inbox/inbox.raw-body.ts) so the bytes reach the signature check
+// untouched.
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError, ValidationError } from '../http/errors.ts';
