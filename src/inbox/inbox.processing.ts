@@ -171,6 +171,7 @@ export async function prefetchBatchReads(
   for (const { provider, event } of reports) {
     await prefetch(trx, paymentByReferenceForUpdate(provider, event.payment.reference).compile(trx));
     await prefetchPaymentReads(trx, provider, event);
+    if (event.kind === 'payment_succeeded') await prefetch(trx, heldRowsQuery(trx, provider, event.payment.reference));
   }
 }
 
