@@ -261,7 +261,7 @@ export class AlreadyFinishedError extends Error {
 
 /**
  * Moves row `id` out of `from` (the status this processor read) to `changes`, a move the
- * status table allows (inbox-status.ts; anything else is a programming error). Throws
+ * status table allows (inbox.status.ts; anything else is a programming error). Throws
  * AlreadyFinishedError when the row is no longer in `from`: another processor got there
  * first, and the caller's transaction (or savepoint) must roll back its effects. On
  * PostgreSQL the update waits for that other transaction, so the check cannot be raced.
@@ -290,7 +290,7 @@ export interface FinishOptions {
    * On PostgreSQL, fail the transaction (any error, at the latest at its COMMIT) instead of
    * throwing AlreadyFinishedError now, so the update travels with the next statement
    * (round trips). For a caller that answers any failure by running again with
-   * the exact check (processing-batches.ts: the whole batch, then row by row).
+   * the exact check (inbox.batches.ts: the whole batch, then row by row).
    */
   failAtCommit?: boolean;
 }
