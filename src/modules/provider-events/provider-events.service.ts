@@ -7,9 +7,6 @@
 import type { Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
-import { prefetch } from '../../db/pg-traffic.ts';
-import { isValidEmail, normalizeEmail } from '../customers/customer-email.ts';
-import { customerByNormalizedEmail } from '../customers/customers.repository.ts';
 import { COLLECTING_PROVIDERS, type CollectingProvider, type Config } from '../../config.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { repointCasePayments } from '../dunning/dunning.cases.ts';
@@ -20,16 +17,13 @@ import {
   lockPaymentLink,
   lockPaymentReference,
   lockReferences,
-  paymentByReferenceForUpdate,
   recordPaymentLink,
 } from '../payments/payments.references.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
 import { applyFailedPayment, applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
 import { attributePayment } from './attribution.ts';
 import {
-  type FinishOptions,
   finishInboxRow,
-  heldRowsQuery,
   lockHeldRows,
   lockInboxRow,
   repointHeldRows,
@@ -59,10 +53,9 @@ type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
 /**
  * Processes the locked inbox `row` inside `trx`: applies its event and moves the row to
  * `processed`, `ignored` or `held` (inbox-status.ts). `body` is the row's payload already
- * parsed, when the caller has it; `finish` is passed to finishInboxRow. Returns `skipped`
- * for a row that no longer needs processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
- * AlreadyFinishedError when another processor finished the row meanwhile (unless
- * `finish.failAtCommit`: then the transaction fails, at the latest at commit), or any database
+ * parsed, when the caller has it. Returns `skipped` for a row that no longer needs
+ * processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
+ * AlreadyFinishedError when another processor finished the row meanwhile, or any database
  * error; the caller rolls back this row's effects and records the failure
  * (recordFailedAttempt).
  */
@@ -71,7 +64,6 @@ export async function processInboxRow(
   ctx: ProcessingContext,
   row: ProviderEventRow,
   body: unknown,
-  finish: FinishOptions = {},
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
@@ -86,7 +78,7 @@ export async function processInboxRow(
   };
   switch (event.kind) {
     case 'ignored':
-      await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' }, finish);
+      await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' });
       return 'ignored';
     case 'payment_succeeded':
     case 'payment_failed':
@@ -99,13 +91,13 @@ export async function processInboxRow(
       const waitFor = await recordRefunds(trx, ctx, row.provider, event);
       if (waitFor !== null) {
         const held = { attempts: row.attempts + 1, error: null, next_attempt_at: null };
-        await finishInboxRow(trx, row.id, row.status, { ...held, status: 'held', held_reference: waitFor }, finish);
+        await finishInboxRow(trx, row.id, row.status, { ...held, status: 'held', held_reference: waitFor });
         return 'held';
       }
       break;
     }
   }
-  await finishInboxRow(trx, row.id, row.status, { ...done, status: 'processed' }, finish);
+  await finishInboxRow(trx, row.id, row.status, { ...done, status: 'processed' });
   return 'processed';
 }
 
@@ -150,7 +142,6 @@ export async function recordPaymentEvent(
   event: PaymentEvent,
 ): Promise<void> {
   const report = event.payment;
-  if (isPostgres(trx)) await prefetchPaymentReads(trx, provider, event);
   const locked = await lockPaymentReference(trx, provider, report.reference);
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
@@ -211,8 +202,8 @@ export async function recordPaymentEvent(
 
 /**
  * SPEC §10: the reusable method a succeeded payment used is saved for the payment's customer
- * (in the payment's transaction; a card already saved stays as it is and costs no round trip
- * on PostgreSQL: rememberPaymentMethod). Nothing is saved for a payment no customer is
+ * (in the payment's transaction; a card already saved stays as it is: rememberPaymentMethod).
+ * Nothing is saved for a payment no customer is
  * attributed to, or without DATA_ENCRYPTION_KEY (set whenever a provider has an API key; without
  * one nothing could charge the method, and its credential could not be stored encrypted).
  */
@@ -230,52 +221,21 @@ async function saveReusableMethod(
 }
 
 /**
- * PostgreSQL (round trips): the reads recordPayment will most likely make after
- * its payment lookup travel with that lookup (db/pg-traffic.ts prefetch), right after the
- * reference's advisory lock: the payer's customer by email (attribution by email: no
- * customer or subscription named in the metadata, no provider subscription reference), and
- * the refunds held for the reference (a success releases them; a held refund of this
- * reference is written under the same advisory lock, so none can appear in between). Reads
- * that end up unused, or that other statements overtake, are simply run again.
+ * PostgreSQL (SPEC §5 one payment per provider payment): for a batch of stored rows about to
+ * be processed in `trx` (processing-batches.ts), takes the advisory locks of EVERY reference
+ * the batch will read or write — payment reports', refunds' payment references, both
+ * references of a link, and the canonical references they are known aliases of — in one
+ * statement and one order (lockReferences), so that no row of the batch takes a reference
+ * lock after another batch could hold it while waiting for one of ours (a deadlock there
+ * fails rows: the link that would merge two payments of one charge among them). A row whose
+ * event cannot be read is left to processInboxRow to refuse. Does nothing on SQLite.
  */
-async function prefetchPaymentReads(trx: Transaction<Database>, provider: string, event: PaymentEvent): Promise<void> {
-  const report = event.payment;
-  const { metadata } = report;
-  if (
-    report.email !== null &&
-    metadata.customer_id === undefined &&
-    metadata.subscription_id === undefined &&
-    report.subscriptionReference === null &&
-    isValidEmail(report.email)
-  ) {
-    await prefetch(trx, customerByNormalizedEmail.compile(trx, { normalized: normalizeEmail(report.email) }));
-  }
-  if (event.kind === 'payment_succeeded') await prefetch(trx, heldRowsQuery(trx, provider, report.reference));
-}
-
-/**
- * PostgreSQL (round trips; SPEC §5 one payment per provider payment): for a batch
- * of stored rows about to be processed in `trx` (processing-batches.ts), first takes the
- * advisory locks of EVERY reference the batch will read or write — payment reports', refunds'
- * payment references, both references of a link, and the canonical references they are known
- * aliases of — in one statement and one order (lockReferences), so that no row of the batch
- * takes a reference lock after another batch could hold it while waiting for one of ours
- * (a deadlock there fails rows: the link that would merge two payments of one charge among
- * them). Then prefetches each payment report's lookup and likely reads
- * (prefetchPaymentReads), so they all travel in the batch's first message. Each row's
- * processing then finds its answers kept, as long as nothing else was sent in between
- * (db/pg-traffic.ts): a report whose reference appeared earlier in the batch is left to read
- * for itself, after the earlier one's writes. A row whose event cannot be read is left to
- * processInboxRow to refuse.
- */
-export async function prefetchBatchReads(
+export async function lockBatchReferences(
   trx: Transaction<Database>,
   items: readonly { row: ProviderEventRow; body: unknown }[],
 ): Promise<void> {
   if (!isPostgres(trx) || items.length < 2) return;
-  const reports: { provider: string; event: PaymentEvent }[] = [];
   const references: { provider: string; reference: string }[] = [];
-  const seen = new Set<string>();
   for (const { row, body } of items) {
     if (!needsProcessing(row)) continue;
     let event: ProviderEvent;
@@ -290,19 +250,11 @@ export async function prefetchBatchReads(
     if (event.kind === 'payment_linked') {
       references.push({ provider, reference: event.reference }, { provider, reference: event.canonicalReference });
     }
-    if (event.kind !== 'payment_succeeded' && event.kind !== 'payment_failed') continue;
-    references.push({ provider, reference: event.payment.reference });
-    const key = `${provider}\u0000${event.payment.reference}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    reports.push({ provider, event });
+    if (event.kind === 'payment_succeeded' || event.kind === 'payment_failed') {
+      references.push({ provider, reference: event.payment.reference });
+    }
   }
   await lockReferences(trx, references);
-  if (reports.length < 2) return;
-  for (const { provider, event } of reports) {
-    await prefetch(trx, paymentByReferenceForUpdate(provider, event.payment.reference).compile(trx));
-    await prefetchPaymentReads(trx, provider, event);
-  }
 }
 
 /**
