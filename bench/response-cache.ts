@@ -163,7 +163,12 @@ async function main(workDir: string): Promise<void> {
     url.pathname = `/${database}`;
     await seedCustomersPostgres(url.href, ROWS);
     const env = { DATABASE_URL: url.href, API_KEYS: API_KEY };
-    const busyOn = await start('PostgreSQL, cache on, busy cluster', 'src/main.ts', { ...env, RESPONSE_CACHE_MB: '16' }, PATH);
+    const busyOn = await start(
+      'PostgreSQL, cache on, busy cluster',
+      'src/main.ts',
+      { ...env, RESPONSE_CACHE_MB: '16' },
+      PATH,
+    );
     const busyOff = await start(
       'PostgreSQL, cache off, busy cluster',
       'src/main.ts',

@@ -6,7 +6,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { normalizeEmail } from '../src/modules/customers/customer-email.ts';
+import { normalizeEmail } from '../src/modules/customers/customers.email.ts';
 import { newId } from '../src/shared/ids.ts';
 
 /** Rows per multi-row INSERT: 8 columns × 500 rows stays far below SQLite's 32,766 bind limit. */

@@ -2994,32 +2994,50 @@ export interface components {
       payload_text: string | null;
     };
     /**
-     * @description What the invoice charges for; `amount_due` is the sum of the lines.
+     * @description What the invoice charges for, in pipeline order; `total` is the sum of the lines.
      * @example {
      *       "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "kind": "subscription",
      *       "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
      *       "amount": 500000,
      *       "currency": "NGN",
      *       "quantity": 1,
+     *       "unit_amount": 500000,
      *       "period_start": "2026-01-15T10:00:00.000Z",
      *       "period_end": "2026-02-15T10:00:00.000Z",
-     *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "proration": false
      *     }
      */
     InvoiceLine: {
       /** @example il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
       id: string;
+      /**
+       * @description What the line bills for
+       * @enum {string}
+       */
+      kind: 'subscription' | 'proration' | 'usage' | 'discount' | 'tax' | 'adjustment';
       description: string;
-      /** @description The line total: unit price × quantity (minor units) */
+      /** @description The line total, rounded once: unit_amount × quantity for a subscription line (minor units; negative for a credit) */
       amount: number;
       /** @description ISO 4217, upper case */
       currency: string;
       quantity: number;
+      /** @description The price of one unit (minor units); null when the line has no unit price */
+      unit_amount: number | null;
       /** Format: date-time */
       period_start: string;
       /** Format: date-time */
       period_end: string;
       plan_id: string | null;
+      /** @description The meter a usage line bills */
+      meter_id?: string;
+      /** @description The coupon a discount line applies */
+      coupon_id?: string;
+      /** @description The tax rate a tax line applies */
+      tax_rate_id?: string;
+      /** @description True for the lines a plan or quantity change prorated */
+      proration: boolean;
     };
     /**
      * @description What a customer owes for one billing period; final when issued, settled by payments (SPEC §9).
@@ -3030,6 +3048,11 @@ export interface components {
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "currency": "NGN",
+     *       "subtotal": 500000,
+     *       "total_discount": 0,
+     *       "total_tax": 0,
+     *       "total": 500000,
+     *       "applied_balance": 0,
      *       "amount_due": 500000,
      *       "amount_paid": 0,
      *       "amount_remaining": 500000,
@@ -3041,13 +3064,16 @@ export interface components {
      *       "lines": [
      *         {
      *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "kind": "subscription",
      *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
      *           "amount": 500000,
      *           "currency": "NGN",
      *           "quantity": 1,
+     *           "unit_amount": 500000,
      *           "period_start": "2026-01-15T10:00:00.000Z",
      *           "period_end": "2026-02-15T10:00:00.000Z",
-     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "proration": false
      *         }
      *       ],
      *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -3069,7 +3095,17 @@ export interface components {
       status: 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
       currency: string;
-      /** @description The sum of the lines (minor units) */
+      /** @description The subscription, proration, usage and adjustment lines: before discounts and taxes (minor units; negative for a credit) */
+      subtotal: number;
+      /** @description The discounts: −(the sum of the discount lines) (minor units) */
+      total_discount: number;
+      /** @description The sum of the tax lines (minor units; negative for a credit) */
+      total_tax: number;
+      /** @description The sum of every line (minor units; negative for a credit) */
+      total: number;
+      /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
+      applied_balance: number;
+      /** @description What the customer owes: total − applied_balance, never below 0 (minor units) */
       amount_due: number;
       /** @description Settled by payments, never above amount_due (minor units) */
       amount_paid: number;
@@ -3111,6 +3147,11 @@ export interface components {
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "status": "open",
      *           "currency": "NGN",
+     *           "subtotal": 500000,
+     *           "total_discount": 0,
+     *           "total_tax": 0,
+     *           "total": 500000,
+     *           "applied_balance": 0,
      *           "amount_due": 500000,
      *           "amount_paid": 0,
      *           "amount_remaining": 500000,
@@ -3122,13 +3163,16 @@ export interface components {
      *           "lines": [
      *             {
      *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "kind": "subscription",
      *               "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
      *               "amount": 500000,
      *               "currency": "NGN",
      *               "quantity": 1,
+     *               "unit_amount": 500000,
      *               "period_start": "2026-01-15T10:00:00.000Z",
      *               "period_end": "2026-02-15T10:00:00.000Z",
-     *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "proration": false
      *             }
      *           ],
      *           "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -3245,6 +3289,11 @@ export interface components {
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "status": "open",
      *       "currency": "NGN",
+     *       "subtotal": 500000,
+     *       "total_discount": 0,
+     *       "total_tax": 0,
+     *       "total": 500000,
+     *       "applied_balance": 0,
      *       "amount_due": 500000,
      *       "amount_paid": 0,
      *       "amount_remaining": 500000,
@@ -3256,13 +3305,16 @@ export interface components {
      *       "lines": [
      *         {
      *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "kind": "subscription",
      *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
      *           "amount": 500000,
      *           "currency": "NGN",
      *           "quantity": 1,
+     *           "unit_amount": 500000,
      *           "period_start": "2026-01-15T10:00:00.000Z",
      *           "period_end": "2026-02-15T10:00:00.000Z",
-     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "proration": false
      *         }
      *       ],
      *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -3303,7 +3355,17 @@ export interface components {
       status: 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
       currency: string;
-      /** @description The sum of the lines (minor units) */
+      /** @description The subscription, proration, usage and adjustment lines: before discounts and taxes (minor units; negative for a credit) */
+      subtotal: number;
+      /** @description The discounts: −(the sum of the discount lines) (minor units) */
+      total_discount: number;
+      /** @description The sum of the tax lines (minor units; negative for a credit) */
+      total_tax: number;
+      /** @description The sum of every line (minor units; negative for a credit) */
+      total: number;
+      /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
+      applied_balance: number;
+      /** @description What the customer owes: total − applied_balance, never below 0 (minor units) */
       amount_due: number;
       /** @description Settled by payments, never above amount_due (minor units) */
       amount_paid: number;
@@ -3346,6 +3408,11 @@ export interface components {
      *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *         "status": "open",
      *         "currency": "NGN",
+     *         "subtotal": 500000,
+     *         "total_discount": 0,
+     *         "total_tax": 0,
+     *         "total": 500000,
+     *         "applied_balance": 0,
      *         "amount_due": 500000,
      *         "amount_paid": 0,
      *         "amount_remaining": 500000,
@@ -3357,13 +3424,16 @@ export interface components {
      *         "lines": [
      *           {
      *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *             "kind": "subscription",
      *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
      *             "amount": 500000,
      *             "currency": "NGN",
      *             "quantity": 1,
+     *             "unit_amount": 500000,
      *             "period_start": "2026-01-15T10:00:00.000Z",
      *             "period_end": "2026-02-15T10:00:00.000Z",
-     *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *             "proration": false
      *           }
      *         ],
      *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -5231,6 +5301,11 @@ export interface operations {
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "status": "open",
            *           "currency": "NGN",
+           *           "subtotal": 500000,
+           *           "total_discount": 0,
+           *           "total_tax": 0,
+           *           "total": 500000,
+           *           "applied_balance": 0,
            *           "amount_due": 500000,
            *           "amount_paid": 0,
            *           "amount_remaining": 500000,
@@ -5242,13 +5317,16 @@ export interface operations {
            *           "lines": [
            *             {
            *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "kind": "subscription",
            *               "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
            *               "amount": 500000,
            *               "currency": "NGN",
            *               "quantity": 1,
+           *               "unit_amount": 500000,
            *               "period_start": "2026-01-15T10:00:00.000Z",
            *               "period_end": "2026-02-15T10:00:00.000Z",
-           *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "proration": false
            *             }
            *           ],
            *           "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -5312,6 +5390,11 @@ export interface operations {
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "status": "open",
            *       "currency": "NGN",
+           *       "subtotal": 500000,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 500000,
+           *       "applied_balance": 0,
            *       "amount_due": 500000,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
@@ -5323,13 +5406,16 @@ export interface operations {
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "kind": "subscription",
            *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
            *           "amount": 500000,
            *           "currency": "NGN",
            *           "quantity": 1,
+           *           "unit_amount": 500000,
            *           "period_start": "2026-01-15T10:00:00.000Z",
            *           "period_end": "2026-02-15T10:00:00.000Z",
-           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": false
            *         }
            *       ],
            *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -5405,6 +5491,11 @@ export interface operations {
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "status": "open",
            *       "currency": "NGN",
+           *       "subtotal": 500000,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 500000,
+           *       "applied_balance": 0,
            *       "amount_due": 500000,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
@@ -5416,13 +5507,16 @@ export interface operations {
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "kind": "subscription",
            *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
            *           "amount": 500000,
            *           "currency": "NGN",
            *           "quantity": 1,
+           *           "unit_amount": 500000,
            *           "period_start": "2026-01-15T10:00:00.000Z",
            *           "period_end": "2026-02-15T10:00:00.000Z",
-           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": false
            *         }
            *       ],
            *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -5475,6 +5569,11 @@ export interface operations {
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "status": "open",
            *       "currency": "NGN",
+           *       "subtotal": 500000,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 500000,
+           *       "applied_balance": 0,
            *       "amount_due": 500000,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
@@ -5486,13 +5585,16 @@ export interface operations {
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "kind": "subscription",
            *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
            *           "amount": 500000,
            *           "currency": "NGN",
            *           "quantity": 1,
+           *           "unit_amount": 500000,
            *           "period_start": "2026-01-15T10:00:00.000Z",
            *           "period_end": "2026-02-15T10:00:00.000Z",
-           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": false
            *         }
            *       ],
            *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -5745,6 +5847,11 @@ export interface operations {
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "status": "open",
            *       "currency": "NGN",
+           *       "subtotal": 500000,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 500000,
+           *       "applied_balance": 0,
            *       "amount_due": 500000,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
@@ -5756,13 +5863,16 @@ export interface operations {
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "kind": "subscription",
            *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
            *           "amount": 500000,
            *           "currency": "NGN",
            *           "quantity": 1,
+           *           "unit_amount": 500000,
            *           "period_start": "2026-01-15T10:00:00.000Z",
            *           "period_end": "2026-02-15T10:00:00.000Z",
-           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": false
            *         }
            *       ],
            *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -8378,6 +8488,11 @@ export interface operations {
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "currency": "NGN",
+         *         "subtotal": 500000,
+         *         "total_discount": 0,
+         *         "total_tax": 0,
+         *         "total": 500000,
+         *         "applied_balance": 0,
          *         "amount_due": 500000,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
@@ -8389,13 +8504,16 @@ export interface operations {
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "kind": "subscription",
          *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
          *             "amount": 500000,
          *             "currency": "NGN",
          *             "quantity": 1,
+         *             "unit_amount": 500000,
          *             "period_start": "2026-01-15T10:00:00.000Z",
          *             "period_end": "2026-02-15T10:00:00.000Z",
-         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "proration": false
          *           }
          *         ],
          *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -8456,6 +8574,11 @@ export interface operations {
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "currency": "NGN",
+         *         "subtotal": 500000,
+         *         "total_discount": 0,
+         *         "total_tax": 0,
+         *         "total": 500000,
+         *         "applied_balance": 0,
          *         "amount_due": 500000,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
@@ -8467,13 +8590,16 @@ export interface operations {
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "kind": "subscription",
          *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
          *             "amount": 500000,
          *             "currency": "NGN",
          *             "quantity": 1,
+         *             "unit_amount": 500000,
          *             "period_start": "2026-01-15T10:00:00.000Z",
          *             "period_end": "2026-02-15T10:00:00.000Z",
-         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "proration": false
          *           }
          *         ],
          *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -8534,6 +8660,11 @@ export interface operations {
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "currency": "NGN",
+         *         "subtotal": 500000,
+         *         "total_discount": 0,
+         *         "total_tax": 0,
+         *         "total": 500000,
+         *         "applied_balance": 0,
          *         "amount_due": 500000,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
@@ -8545,13 +8676,16 @@ export interface operations {
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "kind": "subscription",
          *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
          *             "amount": 500000,
          *             "currency": "NGN",
          *             "quantity": 1,
+         *             "unit_amount": 500000,
          *             "period_start": "2026-01-15T10:00:00.000Z",
          *             "period_end": "2026-02-15T10:00:00.000Z",
-         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "proration": false
          *           }
          *         ],
          *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -8613,6 +8747,11 @@ export interface operations {
          *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *           "status": "open",
          *           "currency": "NGN",
+         *           "subtotal": 500000,
+         *           "total_discount": 0,
+         *           "total_tax": 0,
+         *           "total": 500000,
+         *           "applied_balance": 0,
          *           "amount_due": 500000,
          *           "amount_paid": 0,
          *           "amount_remaining": 500000,
@@ -8624,13 +8763,16 @@ export interface operations {
          *           "lines": [
          *             {
          *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *               "kind": "subscription",
          *               "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
          *               "amount": 500000,
          *               "currency": "NGN",
          *               "quantity": 1,
+         *               "unit_amount": 500000,
          *               "period_start": "2026-01-15T10:00:00.000Z",
          *               "period_end": "2026-02-15T10:00:00.000Z",
-         *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *               "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *               "proration": false
          *             }
          *           ],
          *           "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -8709,6 +8851,11 @@ export interface operations {
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "currency": "NGN",
+         *         "subtotal": 500000,
+         *         "total_discount": 0,
+         *         "total_tax": 0,
+         *         "total": 500000,
+         *         "applied_balance": 0,
          *         "amount_due": 500000,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
@@ -8720,13 +8867,16 @@ export interface operations {
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "kind": "subscription",
          *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
          *             "amount": 500000,
          *             "currency": "NGN",
          *             "quantity": 1,
+         *             "unit_amount": 500000,
          *             "period_start": "2026-01-15T10:00:00.000Z",
          *             "period_end": "2026-02-15T10:00:00.000Z",
-         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "proration": false
          *           }
          *         ],
          *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
@@ -8787,6 +8937,11 @@ export interface operations {
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "status": "open",
          *         "currency": "NGN",
+         *         "subtotal": 500000,
+         *         "total_discount": 0,
+         *         "total_tax": 0,
+         *         "total": 500000,
+         *         "applied_balance": 0,
          *         "amount_due": 500000,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
@@ -8798,13 +8953,16 @@ export interface operations {
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "kind": "subscription",
          *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
          *             "amount": 500000,
          *             "currency": "NGN",
          *             "quantity": 1,
+         *             "unit_amount": 500000,
          *             "period_start": "2026-01-15T10:00:00.000Z",
          *             "period_end": "2026-02-15T10:00:00.000Z",
-         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "proration": false
          *           }
          *         ],
          *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",

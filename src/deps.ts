@@ -5,8 +5,8 @@ import { type DatabaseHandle, openDatabase } from './db/connect.ts';
 import type { Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { hashKey } from './modules/api-keys/api-keys.keys.ts';
-import { KeyUsageRecorder } from './modules/api-keys/key-usage.ts';
-import { createProviderApis, type ProviderApis } from './modules/collection/provider-apis.ts';
+import { KeyUsageRecorder } from './modules/api-keys/api-keys.usage.ts';
+import { createProviderApis, type ProviderApis } from './providers/provider-apis.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { noticeClockReads } from './shared/clock-reads.ts';
 

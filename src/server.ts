@@ -9,7 +9,7 @@ import { createDeps, type Deps } from './deps.ts';
 import { sendError, ServiceUnavailableError } from './http/errors.ts';
 import { loggerOptions } from './http/logger.ts';
 import { checkStoredSecrets, type SecretsLog } from './modules/payment-methods/payment-methods.keys.ts';
-import { DATABASE_GAUGES } from './observability/gauges.ts';
+import { DATABASE_GAUGES } from './gauges.ts';
 import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
 import { JOBS, SERVICES } from './worker/jobs.ts';
 import { Worker } from './worker/runner.ts';

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
 import { savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
-import { applySuccessfulPayment } from '../src/modules/subscriptions/subscriptions.payments.ts';
+import { applySuccessfulPayment } from '../src/billing/subscription-payments.ts';
 import { FakePaystack } from './helpers/fake-paystack.ts';
 import { DATA_ENCRYPTION_KEY, PAYSTACK_SECRET } from './helpers/provider-events.ts';
 import { eventually, ownDatabaseUrl, startService } from './helpers/service.ts';

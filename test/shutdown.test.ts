@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { drain } from '../src/server.ts';
-import type { Job } from '../src/modules/job.ts';
+import type { Job } from '../src/worker/job.ts';
 import { Worker } from '../src/worker/runner.ts';
 import { buildTestApp } from './helpers/app.ts';
 

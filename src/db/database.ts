@@ -1,25 +1,18 @@
 // The whole schema as Kysely sees it: one entry per table, each typed in its module.
-import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
-import type { InvoicePaymentAttemptsTable } from '../modules/collection/payment-attempts.table.ts';
-import type { CustomersTable } from '../modules/customers/customers.table.ts';
-import type { DunningCasesTable, DunningStepsTable } from '../modules/dunning/dunning.table.ts';
-import type { EventsTable } from '../modules/events/events.table.ts';
-import type { IdempotencyKeysTable } from '../modules/idempotency/idempotency.table.ts';
-import type { InvoiceNumbersTable, InvoicesTable } from '../modules/invoices/invoices.table.ts';
-import type { PaymentMethodsTable } from '../modules/payment-methods/payment-methods.table.ts';
-import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from '../modules/payments/payments.table.ts';
-import type { PlansTable } from '../modules/plans/plans.table.ts';
-import type {
-  ProviderEventsTable,
-  ProviderSubscriptionReferencesTable,
-} from '../modules/provider-events/provider-events.table.ts';
-import type { SubscriptionsTable } from '../modules/subscriptions/subscriptions.table.ts';
-import type { TestClocksTable } from '../modules/test-clocks/test-clocks.table.ts';
-import type {
-  WebhookAttemptsTable,
-  WebhookDeliveriesTable,
-  WebhookEndpointsTable,
-} from '../modules/webhooks/webhooks.table.ts';
+import type { ApiKeysTable } from './tables/api-keys.table.ts';
+import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
+import type { CustomersTable } from './tables/customers.table.ts';
+import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
+import type { EventsTable } from './tables/events.table.ts';
+import type { IdempotencyKeysTable } from './tables/idempotency.table.ts';
+import type { InvoiceNumbersTable, InvoicesTable } from './tables/invoices.table.ts';
+import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
+import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
+import type { PlansTable } from './tables/plans.table.ts';
+import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
+import type { SubscriptionsTable } from './tables/subscriptions.table.ts';
+import type { TestClocksTable } from './tables/test-clocks.table.ts';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {

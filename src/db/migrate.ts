@@ -26,6 +26,7 @@ import * as chargeAttempts from './migrations/0017_charge_attempts.ts';
 import * as dunningRetries from './migrations/0019_dunning_retries.ts';
 import * as refundTestClocks from './migrations/0020_refund_test_clocks.ts';
 import * as eventEmittedAt from './migrations/0023_event_emitted_at.ts';
+import * as invoiceTotals from './migrations/0024_invoice_totals.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0019_dunning_retries': dunningRetries,
   '0020_refund_test_clocks': refundTestClocks,
   '0023_event_emitted_at': eventEmittedAt,
+  '0024_invoice_totals': invoiceTotals,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -92,7 +92,10 @@ test(
       rows.map((row) => [row.topic, JSON.parse(row.data), row.delivered_at]),
       texts.map((text, i) => [text, { text, n: -1.5, i }, null]),
     );
-    assert.ok(sent.some((text) => text.includes('insert into "events"')), 'the inserts were seen on the wire');
+    assert.ok(
+      sent.some((text) => text.includes('insert into "events"')),
+      'the inserts were seen on the wire',
+    );
     for (const text of sent) {
       assert.ok(!text.includes('evt_') && !text.includes('-1.5') && !text.includes('2026-01-15'), text);
     }
@@ -104,7 +107,10 @@ test('savepoints keep their meaning when they travel with the next statement', p
   const trx = await deps.db.startTransaction().execute();
   await sendWithNextStatement(trx, trx.insertInto('row_count_deltas').values({ name: 'events', delta: 1 }));
   const savepoint = await trx.savepoint('a').execute();
-  await sendWithNextStatement(savepoint, savepoint.insertInto('row_count_deltas').values({ name: 'events', delta: 10 }));
+  await sendWithNextStatement(
+    savepoint,
+    savepoint.insertInto('row_count_deltas').values({ name: 'events', delta: 10 }),
+  );
   await savepoint.rollbackToSavepoint('a').execute();
   await sendWithNextStatement(trx, trx.insertInto('row_count_deltas').values({ name: 'events', delta: 100 }));
   await trx.commit().execute();
@@ -122,10 +128,7 @@ test('a statement with values is parsed once per connection and then only bound'
   await deps.db.connection().execute(async (db) => {
     for (const delta of [1, 2, 3]) await db.insertInto('row_count_deltas').values({ name: 'events', delta }).execute();
     const rows = await db.selectFrom('row_count_deltas').select('delta').where('delta', '>', 1).execute();
-    assert.deepEqual(
-      rows.map((row) => Number(row.delta)).sort(),
-      [2, 3],
-    );
+    assert.deepEqual(rows.map((row) => Number(row.delta)).sort(), [2, 3]);
   });
   assert.equal(sent.filter((text) => text.startsWith('insert into "row_count_deltas"')).length, 1, sent.join('\n'));
 });

@@ -8,8 +8,9 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import Fastify from 'fastify';
 import { buildTestApp } from '../../test/helpers/app.ts';
-import { TOPICS } from '../modules/events/topics.ts';
-import { registerOpenApi, TAGS } from './openapi.ts';
+import { TOPICS } from '../modules/events/events.topics.ts';
+import { API_DOCUMENT, TAGS } from '../routes/api-document.ts';
+import { registerOpenApi } from './openapi.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
@@ -264,7 +265,7 @@ test("/openapi.json passes Redocly's recommended rules with 0 errors and 0 warni
 test('an API route without operationId or summary stops the app from starting', async () => {
   for (const schema of [{ summary: 'List things' }, { operationId: 'listThings' }, {}]) {
     const app = Fastify();
-    await registerOpenApi(app);
+    await registerOpenApi(app, API_DOCUMENT);
     assert.throws(
       () => app.get('/api/things', { schema }, async () => ({})),
       /GET \/api\/things needs schema\.(operationId|summary)/,
@@ -272,7 +273,7 @@ test('an API route without operationId or summary stops the app from starting', 
     await app.close();
   }
   const app = Fastify();
-  await registerOpenApi(app);
+  await registerOpenApi(app, API_DOCUMENT);
   app.get('/api/things', { schema: { operationId: 'listThings', summary: 'List things' } }, async () => ({}));
   app.get('/elsewhere', async () => ({}));
   await app.ready();

@@ -8,7 +8,7 @@ import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
-import { requiredScope } from './auth.ts';
+import { requiredScope } from './route.ts';
 import { MemorySlotStore, RedisSlotStore, type Slot, type SlotStore } from './failed-auth-budget.ts';
 import { AppError } from './errors.ts';
 

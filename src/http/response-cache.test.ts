@@ -13,7 +13,7 @@ import { buildTestApp, connectSecondInstance, type TestApp, type TestAppOptions 
 import { ON_POSTGRES } from '../../test/helpers/database.ts';
 import { createCustomer, createSubscription } from '../../test/helpers/factories.ts';
 import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../test/helpers/provider-events.ts';
-import { applyFailedPayment, applySuccessfulPayment } from '../modules/subscriptions/subscriptions.payments.ts';
+import { applyFailedPayment, applySuccessfulPayment } from '../billing/subscription-payments.ts';
 import { foldCountDeltas } from '../db/counts.ts';
 import { JOBS } from '../worker/jobs.ts';
 import { Worker } from '../worker/runner.ts';

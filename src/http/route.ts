@@ -4,6 +4,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
   ContextConfigDefault,
+  FastifyRequest,
   FastifySchema,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
@@ -64,4 +65,11 @@ export function defineRoute<
 /** A route option's hooks as an array (absent, one function, or a list): for onRoute hooks adding their own. */
 export function hookList<T>(hooks: T | T[] | undefined): T[] {
   return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+}
+
+/** The scope a route requires: its `config.scope`, else read for GET/HEAD and write otherwise. */
+export function requiredScope(request: FastifyRequest): Scope {
+  const configured = request.routeOptions.config.scope;
+  if (configured) return configured;
+  return request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write';
 }

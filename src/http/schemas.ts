@@ -133,7 +133,7 @@ function componentId(schema: Named): string {
  * A reference to the named schema `schema` (`{$ref: 'Customer#'}`), typed as the schema: routes
  * and other components use it instead of the schema itself, so /openapi.json shows the
  * component (`#/components/schemas/Customer`) and Ajv and the serializer see one definition.
- * The schema must be registered with the app (COMPONENT_SCHEMAS, http/openapi.ts). Throws
+ * The schema must be registered with the app (routes/api-document.ts). Throws
  * when `schema` has no `$id`.
  */
 export function ref<S extends Named>(schema: S, options: { description?: string } = {}): TUnsafe<Static<S>> {

@@ -7,8 +7,8 @@ import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createSubscription, createWebhookEndpoint } from '../../test/helpers/factories.ts';
 import { startReceiver } from '../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp } from '../../test/helpers/webhooks.ts';
-import { fanOutEvents } from '../modules/webhooks/fan-out.ts';
-import { applyFailedPayment, applySuccessfulPayment } from '../modules/subscriptions/subscriptions.payments.ts';
+import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
+import { applyFailedPayment, applySuccessfulPayment } from '../billing/subscription-payments.ts';
 import { buildApp } from '../app.ts';
 import { type DatabaseGauge, Metrics, startMetricsServer } from './metrics.ts';
 

@@ -5,7 +5,17 @@
 import { createServer, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, type Histogram, Registry } from 'prom-client';
-import type { Deps } from '../deps.ts';
+import type { Kysely } from 'kysely';
+import type { DatabaseHandle } from '../db/connect.ts';
+import type { Database } from '../db/database.ts';
+import type { Clock } from '../shared/clock.ts';
+
+/** What metrics read: the database (for gauges and PostgreSQL traffic) and the clock; the app's Deps satisfy it. */
+export interface MetricsDeps {
+  db: Kysely<Database>;
+  database: Pick<DatabaseHandle, 'traffic'>;
+  clock: Clock;
+}
 
 /** One value of a gauge, with its labels. */
 export interface GaugeSample {
@@ -22,7 +32,7 @@ export interface DatabaseGauge {
   name: string;
   help: string;
   labelNames?: readonly string[];
-  collect(deps: Deps): Promise<GaugeSample[]>;
+  collect(deps: MetricsDeps): Promise<GaugeSample[]>;
 }
 
 export interface MetricsOptions {
@@ -87,7 +97,7 @@ export class Metrics {
    */
   readonly #series = new Map<string, RequestSeries>();
 
-  constructor(deps: Deps, log: MetricsLogger, options: MetricsOptions = {}) {
+  constructor(deps: MetricsDeps, log: MetricsLogger, options: MetricsOptions = {}) {
     const registers = [this.registry];
     const series = this.#series;
     const requests = scrapedMetric(

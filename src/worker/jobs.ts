@@ -1,20 +1,20 @@
 // Every job the worker runs, in one list: the only place that names every module's jobs.
 // A new kind of due work is a Job (modules/job.ts) in its module plus a line here.
 import { FOLD_BATCH, foldCountDeltas } from '../db/counts.ts';
-import { resolveUnknownRefunds } from '../modules/collection/refunds.jobs.ts';
-import { chargeInvoices } from '../modules/collection/charges.ts';
-import { runDunningSchedule } from '../modules/dunning/dunning.jobs.ts';
-import { purgeIdempotencyKeys } from '../modules/idempotency/idempotency.jobs.ts';
-import type { Job, WorkerService } from '../modules/job.ts';
-import { retryProviderEvents } from '../modules/provider-events/provider-events.jobs.ts';
+import { resolveUnknownRefunds } from './refunds.jobs.ts';
+import { chargeInvoices } from './charges.jobs.ts';
+import { runDunningSchedule } from './dunning.jobs.ts';
+import { purgeIdempotencyKeys } from './idempotency.jobs.ts';
+import type { Job, WorkerService } from './job.ts';
+import { retryProviderEvents } from './provider-events.jobs.ts';
 import {
   applyPeriodEndCancellations,
   expireIncompleteSubscriptions,
   issueRenewalInvoices,
   markUnpaidRenewalsPastDue,
-} from '../modules/subscriptions/subscriptions.jobs.ts';
-import { advanceTestClocks } from '../modules/test-clocks/test-clocks.jobs.ts';
-import { webhookDeliveryService } from '../modules/webhooks/dispatcher.ts';
+} from './subscriptions.jobs.ts';
+import { advanceTestClocks } from './test-clocks.jobs.ts';
+import { webhookDeliveryService } from './webhook-dispatcher.ts';
 
 /** Folds PostgreSQL's appended count deltas into the exact list totals (db/counts.ts). */
 const foldCountDeltasJob: Job = {

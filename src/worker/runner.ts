@@ -5,7 +5,7 @@
 // is a service instead: started with the worker, running its own loop, drained on stop().
 import { countAsWorker } from '../db/pg-traffic.ts';
 import type { Deps } from '../deps.ts';
-import type { Job, RunningService, StopOptions, WorkerLogger, WorkerService } from '../modules/job.ts';
+import type { Job, RunningService, StopOptions, WorkerLogger, WorkerService } from './job.ts';
 
 /** Most batches one job may run back to back in one tick, so others get their turn. */
 const MAX_BATCHES_PER_TICK = 20;

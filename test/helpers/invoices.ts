@@ -1,12 +1,13 @@
 // Invoices for tests, made the way the service's own flows make them: issueInvoice for a
 // subscription's period (under its lock), transitionInvoice to mark one paid, and a dunning
 // case opened for an invoice. The API has no route that creates invoices.
+import { periodInvoiceInput } from '../../src/billing/compose/input.ts';
+import { composeInvoice } from '../../src/billing/compose/pipeline.ts';
 import { openOrCountDunningCase } from '../../src/modules/dunning/dunning.cases.ts';
 import {
   type Invoice,
   issueInvoice,
   lockInvoice,
-  planLine,
   transitionInvoice,
 } from '../../src/modules/invoices/invoices.lifecycle.ts';
 import { findPlan } from '../../src/modules/plans/plans.service.ts';
@@ -37,7 +38,16 @@ export async function issueTestInvoice(
       periodStart,
       periodEnd,
       dueAt: options.dueAt ?? periodStart,
-      lines: [planLine(plan, periodStart, periodEnd)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: subscription.customer_id,
+          subscriptionId: subscription.id,
+          plan: plan,
+          periodStart: periodStart,
+          periodEnd: periodEnd,
+        }),
+      ),
     });
     return invoice;
   });

@@ -2,9 +2,9 @@
 // receivers' self-signed CA trusted, a resolver that needs no DNS, a clock at the real now
 // (Standard Webhooks verifiers check timestamps against it), and a dispatcher to drive.
 import type { TestContext } from 'node:test';
-import type { DispatcherOptions } from '../../src/modules/webhooks/dispatcher.ts';
-import { WebhookDispatcher } from '../../src/modules/webhooks/dispatcher.ts';
-import type { Resolver } from '../../src/modules/webhooks/url-safety.ts';
+import type { DispatcherOptions } from '../../src/worker/webhook-dispatcher.ts';
+import { WebhookDispatcher } from '../../src/worker/webhook-dispatcher.ts';
+import type { Resolver } from '../../src/modules/webhooks/webhooks.url-safety.ts';
 import { setWebhookNetwork } from '../../src/modules/webhooks/webhooks.network.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { buildTestApp, type TestApp } from './app.ts';

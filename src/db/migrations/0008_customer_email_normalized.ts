@@ -12,8 +12,14 @@
 // can produce, so lookups by email find only the oldest. Changing that customer's email
 // through the API gives it a normal value again. The migration always finishes.
 import { type Kysely, sql } from 'kysely';
-import { normalizeEmail } from '../../modules/customers/customer-email.ts';
 import { isPostgres } from '../column-types.ts';
+
+// The email comparison form as it stood when this migration was written (SPEC §3: NFC, then
+// full lower case); a migration keeps its own copy so a later change of the rule cannot alter
+// what it did.
+function normalizeEmail(email: string): string {
+  return email.normalize('NFC').toLowerCase();
+}
 
 const BATCH = 500;
 

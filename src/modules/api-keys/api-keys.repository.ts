@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
-import type { ApiKeyRow, ApiKeysTable } from './api-keys.table.ts';
+import type { ApiKeyRow, ApiKeysTable } from '../../db/tables/api-keys.table.ts';
 
 export async function insertApiKey(db: Kysely<Database>, row: ApiKeysTable): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();

@@ -10,7 +10,7 @@ import {
   StringEnum,
   timestamp,
 } from '../../http/schemas.ts';
-import { KEY_SCOPES } from './api-keys.table.ts';
+import { KEY_SCOPES } from '../../db/tables/api-keys.table.ts';
 
 const API_KEY_EXAMPLE = {
   id: 'key_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',

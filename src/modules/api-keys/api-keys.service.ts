@@ -13,7 +13,7 @@ import { addClamped, isStorableTime, MAX_TIMESTAMP } from '../../shared/timestam
 import { generateKey, hashKey, keyHints } from './api-keys.keys.ts';
 import * as repo from './api-keys.repository.ts';
 import { type ApiKeyView, apiKeySchema } from './api-keys.schemas.ts';
-import type { ApiKeyRow, KeyScope } from './api-keys.table.ts';
+import type { ApiKeyRow, KeyScope } from '../../db/tables/api-keys.table.ts';
 
 export type { ApiKeyView, KeyScope };
 

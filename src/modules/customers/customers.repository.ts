@@ -5,7 +5,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
-import type { CustomerRow, CustomersTable } from './customers.table.ts';
+import type { CustomerRow, CustomersTable } from '../../db/tables/customers.table.ts';
 
 /** The columns the API shows (customerSchema's fields): what reads for responses select. */
 export const CUSTOMER_COLUMNS = [

@@ -3,7 +3,7 @@
 // use JSON Schema's `idn-email` (RFC 6531), checked by isValidEmail (see EMAIL_FORMATS).
 import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, pageOf, timestamp } from '../../http/schemas.ts';
-import { EMAIL_MAX_LENGTH, isValidEmail } from './customer-email.ts';
+import { EMAIL_MAX_LENGTH, isValidEmail } from './customers.email.ts';
 
 /**
  * The JSON-schema formats this module defines, for the app's validator (app.ts): the API

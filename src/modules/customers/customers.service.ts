@@ -11,12 +11,10 @@ import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
-import { mergeMetadata } from '../../shared/metadata.ts';
+import { mergeMetadata } from '../../http/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { detachCustomerPaymentMethods } from '../payment-methods/payment-methods.ts';
-import { clockFor, testClockExists } from '../test-clocks/test-clock-time.ts';
-import { customerHasLiveSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
-import { isValidEmail, normalizeEmail } from './customer-email.ts';
+import { clockFor, testClockExists } from '../test-clocks/test-clocks.time.ts';
+import { isValidEmail, normalizeEmail } from './customers.email.ts';
 import * as repo from './customers.repository.ts';
 import {
   type CreateCustomerInput,
@@ -25,7 +23,7 @@ import {
   customerSchema,
   type UpdateCustomerInput,
 } from './customers.schemas.ts';
-import type { CustomerRow } from './customers.table.ts';
+import type { CustomerRow } from '../../db/tables/customers.table.ts';
 
 /** Metadata JSON text as an object; the empty object (most customers') without parsing. */
 function parseMetadata(text: string): Record<string, string> {
@@ -237,27 +235,5 @@ export async function updateCustomer(
     });
     await emitEvent(trx, clock, 'customer.updated', next);
     return next;
-  });
-}
-
-/**
- * Deletes a customer (the row is kept, marked deleted, so payments keep their owner) and
- * emits `customer.deleted` with the customer as it was. Its saved payment methods are
- * detached in the same transaction, each with `payment_method.detached` (SPEC §10: never
- * charged again). Throws 404 for unknown ids and 409 `conflict` while the customer has a
- * subscription that is not cancelled or expired.
- */
-export async function deleteCustomer(db: Kysely<Database>, apiClock: Clock, id: string): Promise<void> {
-  await transactionWithRetry(db, async (trx) => {
-    const row = await lockCustomer(trx, id);
-    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
-    const customer = toCustomer(row);
-    if (await customerHasLiveSubscription(trx, id)) {
-      throw new AppError('conflict', `customer ${id} has a subscription that is not cancelled or expired`);
-    }
-    const now = clock.now().toISOString();
-    await repo.markCustomerDeleted(trx, id, now);
-    await detachCustomerPaymentMethods(trx, clock, id);
-    await emitEvent(trx, clock, 'customer.deleted', customer);
   });
 }

@@ -9,9 +9,9 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { nextActionAt } from './dunning-schedule.ts';
+import { nextActionAt } from './dunning.schedule.ts';
 import { caseSchema, type DunningCase } from './dunning.schemas.ts';
-import type { DunningCaseRow, DunningCaseStatus, DunningReason } from './dunning.table.ts';
+import type { DunningCaseRow, DunningCaseStatus, DunningReason } from '../../db/tables/dunning.table.ts';
 
 /** What dunning needs from the running service: the time and the schedule (Deps fits). */
 export interface DunningContext {

@@ -2,7 +2,7 @@
 // next step or final action is already due (the worker's dunning backlog; near 0 when healthy).
 import { sql } from 'kysely';
 import type { DatabaseGauge } from '../../observability/metrics.ts';
-import { DUNNING_CASE_STATUSES } from './dunning.table.ts';
+import { DUNNING_CASE_STATUSES } from '../../db/tables/dunning.table.ts';
 
 /** `billing_dunning_cases{status}`: every status, 0 included, so dashboards see each series. */
 export const dunningCasesByStatus: DatabaseGauge = {

@@ -17,9 +17,9 @@ import { reportPayment, runWorker } from '../../../test/helpers/invoice-payments
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
 import type { CollectingProvider } from '../../config.ts';
 import { encryptSecret } from '../../shared/encryption.ts';
-import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
-import { applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
-import { RETRY_WAIT_MS } from './dunning.steps.ts';
+import { listInvoiceAttempts } from '../payment-attempts/payment-attempts.ts';
+import { applySuccessfulPayment } from '../../billing/subscription-payments.ts';
+import { RETRY_WAIT_MS } from '../../billing/dunning-steps.ts';
 
 // DUNNING_RETRY_PROPERTY_RUNS histories per database (default 12); DUNNING_RETRY_PROPERTY_SEED replays one.
 const RUNS = Number(process.env.DUNNING_RETRY_PROPERTY_RUNS ?? 12);

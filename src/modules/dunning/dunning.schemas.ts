@@ -3,7 +3,7 @@
 // the API types are their static types (SPEC §4 "Dunning case").
 import Type, { type Static } from 'typebox';
 import { Nullable, nullableTimestamp, ref, simpleListOfSchema, StringEnum, timestamp } from '../../http/schemas.ts';
-import { DUNNING_CASE_STATUSES, DUNNING_REASONS } from './dunning.table.ts';
+import { DUNNING_CASE_STATUSES, DUNNING_REASONS } from '../../db/tables/dunning.table.ts';
 
 const caseProperties = {
   id: Type.String({ description: '`dun_…`' }),

@@ -18,8 +18,8 @@ import type {
   PastDueSubscription,
   UpcomingCase,
 } from './dunning.schemas.ts';
-import { isFinalActionNext } from './dunning-schedule.ts';
-import type { DunningCaseRow, DunningCaseStatus } from './dunning.table.ts';
+import { isFinalActionNext } from './dunning.schedule.ts';
+import type { DunningCaseRow, DunningCaseStatus } from '../../db/tables/dunning.table.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -168,7 +168,10 @@ export async function listUpcoming(
         .orderBy('id')
         .execute()
     : [];
-  const horizons = clocks.map((testClock) => ({ id: testClock.id, horizon: horizonOf(Date.parse(testClock.reached_time)) }));
+  const horizons = clocks.map((testClock) => ({
+    id: testClock.id,
+    horizon: horizonOf(Date.parse(testClock.reached_time)),
+  }));
   const page = await upcomingList.page(db, params, {}, { horizon, clocks: JSON.stringify(horizons) });
   const data = page.data.map((row): UpcomingCase => {
     const final = isFinalActionNext(row.step, config.dunningScheduleMs);
@@ -202,4 +205,3 @@ const upcomingList = defineList({
   sortable: CASE_SORT_FIELDS,
   map: (rows) => rows.map(toDunningCase),
 });
-

@@ -6,7 +6,7 @@ import { createSubscription } from '../../../test/helpers/factories.ts';
 import type { Deps } from '../../deps.ts';
 import { JOBS } from '../../worker/jobs.ts';
 import { Worker } from '../../worker/runner.ts';
-import { applyFailedPayment, applySuccessfulPayment } from '../subscriptions/subscriptions.payments.ts';
+import { applyFailedPayment, applySuccessfulPayment } from '../../billing/subscription-payments.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -2,7 +2,7 @@
 // routes, and `EventView` is its static type.
 import Type, { type Static } from 'typebox';
 import { nullableTimestamp, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
-import { TOPICS } from './topics.ts';
+import { TOPICS } from './events.topics.ts';
 
 /** An event as the API returns it; `data` is the resource as the API returned it then. */
 export const eventSchema = Type.Object(

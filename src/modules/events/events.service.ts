@@ -11,9 +11,9 @@ import { pickFields } from '../../http/schemas.ts';
 import { type Clock, realClockOf } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { type EventView, eventSchema } from './events.schemas.ts';
-import type { EventRow } from './events.table.ts';
-import { ringOutbox } from './outbox-signal.ts';
-import type { Topic } from './topics.ts';
+import type { EventRow } from '../../db/tables/events.table.ts';
+import { ringOutbox } from './events.outbox-signal.ts';
+import type { Topic } from './events.topics.ts';
 
 export type { EventView };
 

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
-import type { IdempotencyKeyRow } from './idempotency.table.ts';
+import type { IdempotencyKeyRow } from '../../db/tables/idempotency.table.ts';
 
 /** Who used which key for which request. */
 export interface KeyUse {

@@ -2,17 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
+import { periodInvoiceInput } from '../../billing/compose/input.ts';
+import { composeInvoice } from '../../billing/compose/pipeline.ts';
 import type { Deps } from '../../deps.ts';
 import { findPlan } from '../plans/plans.service.ts';
 import { lockSubscription } from '../subscriptions/subscriptions.lifecycle.ts';
-import { INVOICE_STATUSES, INVOICE_TRANSITIONS, nextInvoiceStatus } from './invoice-status.ts';
-import {
-  ForbiddenInvoiceTransitionError,
-  issueInvoice,
-  lockInvoice,
-  planLine,
-  transitionInvoice,
-} from './invoices.lifecycle.ts';
+import type { InvoiceContent } from './invoices.schemas.ts';
+import { INVOICE_STATUSES, INVOICE_TRANSITIONS, nextInvoiceStatus } from './invoices.status.ts';
+import { ForbiddenInvoiceTransitionError, issueInvoice, lockInvoice, transitionInvoice } from './invoices.lifecycle.ts';
 
 const ON_POSTGRES = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -28,7 +25,16 @@ function issue(deps: Deps, id: string, start: string, end = '2026-02-15T10:00:00
       periodStart: start,
       periodEnd: end,
       dueAt: start,
-      lines: [planLine(plan, start, end)],
+      content: composeInvoice(
+        periodInvoiceInput({
+          reason: 'renewal',
+          customerId: subscription.customer_id,
+          subscriptionId: subscription.id,
+          plan: plan,
+          periodStart: start,
+          periodEnd: end,
+        }),
+      ),
     });
   });
 }
@@ -87,7 +93,16 @@ test('an invoice is issued once per (subscription, period), numbered INV-000001,
         periodStart: '2026-02-15T10:00:00.000Z',
         periodEnd: '2026-03-15T10:00:00.000Z',
         dueAt: '2026-02-15T10:00:00.000Z',
-        lines: [planLine(plan, '2026-02-15T10:00:00.000Z', '2026-03-15T10:00:00.000Z')],
+        content: composeInvoice(
+          periodInvoiceInput({
+            reason: 'renewal',
+            customerId: subscription.customer_id,
+            subscriptionId: subscription.id,
+            plan: plan,
+            periodStart: '2026-02-15T10:00:00.000Z',
+            periodEnd: '2026-03-15T10:00:00.000Z',
+          }),
+        ),
       });
       throw new Error('crash after issuing');
     }),
@@ -130,6 +145,45 @@ test('an invoice owing nothing is paid when issued; transitions stamp their time
   assert.equal(voided.status, 'void');
   assert.equal(voided.voided_at, '2026-01-15T10:01:00.000Z');
   assert.equal(voided.updated_at, '2026-01-15T10:01:00.000Z');
+});
+
+test('content that does not add up is refused before anything is written: no invoice, no number taken', async (t) => {
+  const app = await buildTestApp(t);
+  const sub = await createSubscription(app, { trialPeriodDays: 30, plan: { name: 'Pro', amount: 5000 } });
+  const start = '2026-01-15T10:00:00.000Z';
+  const end = '2026-02-15T10:00:00.000Z';
+  const attempt = (change: (content: InvoiceContent) => InvoiceContent) =>
+    app.deps.db.transaction().execute(async (trx) => {
+      const subscription = await lockSubscription(trx, sub.id);
+      const plan = (await findPlan(trx, subscription.plan_id))!;
+      const input = periodInvoiceInput({
+        reason: 'renewal',
+        customerId: subscription.customer_id,
+        subscriptionId: subscription.id,
+        plan,
+        periodStart: start,
+        periodEnd: end,
+      });
+      return issueInvoice(trx, app.deps, {
+        customerId: subscription.customer_id,
+        subscriptionId: subscription.id,
+        currency: plan.currency,
+        periodStart: start,
+        periodEnd: end,
+        dueAt: start,
+        content: change(composeInvoice(input)),
+      });
+    });
+  for (const change of [
+    (c: InvoiceContent) => ({ ...c, total: c.total + 1 }),
+    (c: InvoiceContent) => ({ ...c, amount_due: c.amount_due - 1 }),
+    (c: InvoiceContent) => ({ ...c, applied_balance: c.total + 1, amount_due: -1 }),
+    (c: InvoiceContent) => ({ ...c, lines: c.lines.map((line) => ({ ...line, currency: 'USD' })) }),
+  ]) {
+    await assert.rejects(attempt(change), /invoice content does not add up/);
+  }
+  assert.equal((await app.request('GET', `/api/invoices?subscription_id=${sub.id}`)).body.meta.total, 0);
+  assert.equal((await attempt((c) => c)).invoice.number, 'INV-000001');
 });
 
 test(

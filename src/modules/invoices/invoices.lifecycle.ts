@@ -12,11 +12,10 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import type { Topic } from '../events/topics.ts';
-import type { PlanRow } from '../plans/plans.table.ts';
-import { type InvoiceEvent, nextInvoiceStatus } from './invoice-status.ts';
-import { type Invoice, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
-import type { InvoiceRow, InvoicesTable } from './invoices.table.ts';
+import type { Topic } from '../events/events.topics.ts';
+import { type InvoiceEvent, nextInvoiceStatus } from './invoices.status.ts';
+import { type Invoice, type InvoiceContent, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
+import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
 
 export type { Invoice, InvoiceLine };
 
@@ -39,6 +38,11 @@ export function hostedInvoiceUrl(publicUrl: string, token: string): string {
 export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
   return pickFields(invoiceSchema, {
     ...row,
+    subtotal: Number(row.subtotal),
+    total_discount: Number(row.total_discount),
+    total_tax: Number(row.total_tax),
+    total: Number(row.total),
+    applied_balance: Number(row.applied_balance),
     amount_due: Number(row.amount_due),
     amount_paid: Number(row.amount_paid),
     amount_remaining: Number(row.amount_due) - Number(row.amount_paid),
@@ -121,25 +125,7 @@ export async function deleteTestClockInvoiceNumbers(trx: Transaction<Database>, 
   await trx.deleteFrom('invoice_numbers').where('prefix', 'like', `%-${testClockId}`).execute();
 }
 
-const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
-
-/**
- * The one line a subscription period bills today (SPEC §9 "Lines"): the plan's price × 1 for
- * `[periodStart, periodEnd)` (ISO 8601), described as "Pro × 1, 15 Jan 2026 – 15 Feb 2026".
- */
-export function planLine(plan: PlanRow, periodStart: string, periodEnd: string): Omit<InvoiceLine, 'id'> {
-  return {
-    description: `${plan.name} × 1, ${DATE.format(new Date(periodStart))} – ${DATE.format(new Date(periodEnd))}`,
-    amount: Number(plan.amount),
-    currency: plan.currency,
-    quantity: 1,
-    period_start: periodStart,
-    period_end: periodEnd,
-    plan_id: plan.id,
-  };
-}
-
-/** What to bill: the invoice's owner, period (ISO 8601), due time and lines (minor units). */
+/** What to bill: the invoice's owner, period (ISO 8601), due time, and its lines and totals as composed. */
 export interface InvoiceDraft {
   customerId: string;
   /** The customer's test clock (SPEC §11), copied onto the invoice; null: real time. */
@@ -150,7 +136,8 @@ export interface InvoiceDraft {
   periodStart: string;
   periodEnd: string;
   dueAt: string;
-  lines: readonly Omit<InvoiceLine, 'id'>[];
+  /** The lines and totals (minor units) composeInvoice made (src/billing/compose, SPEC §12). */
+  content: InvoiceContent;
   metadata?: Record<string, string>;
   /** When the worker charges the customer's saved method (SPEC §10); default null: it does not. */
   nextPaymentAttemptAt?: string | null;
@@ -163,8 +150,10 @@ export interface InvoiceDraft {
  * owes 0), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
  * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
  * hold between workers; the unique (subscription_id, period_start) index is the backstop,
- * and its violation rolls the whole transaction back (so no number is lost). Throws when a
- * line is in another currency than `draft.currency` or has a negative amount.
+ * and its violation rolls the whole transaction back (so no number is lost). Lines and
+ * totals are stored as `draft.content` has them, each line given an `il_…` id. Throws when a
+ * line is in another currency than `draft.currency` or the totals do not add up (total = the
+ * lines, amount_due = max(total, 0) − applied_balance ≥ 0): content composeInvoice did not make.
  */
 export async function issueInvoice(
   trx: Transaction<Database>,
@@ -178,11 +167,20 @@ export async function issueInvoice(
     .where('period_start', '=', draft.periodStart)
     .executeTakeFirst();
   if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
-  if (draft.lines.some((line) => line.currency !== draft.currency || line.amount < 0)) {
-    throw new Error(`invoice lines must be non-negative amounts in ${draft.currency}`);
+  const { content } = draft;
+  const sum = content.lines.reduce((total, line) => total + BigInt(line.amount), 0n);
+  if (
+    content.lines.some((line) => line.currency !== draft.currency) ||
+    sum !== BigInt(content.total) ||
+    content.amount_due !== Math.max(content.total, 0) - content.applied_balance ||
+    content.amount_due < 0
+  ) {
+    throw new Error(
+      `invoice content does not add up: lines in ${draft.currency}, total ${sum}, due ${content.amount_due}`,
+    );
   }
   const now = ctx.clock.now().toISOString();
-  const lines: InvoiceLine[] = draft.lines.map((line) => ({ id: newId('invoiceLine'), ...line }));
+  const lines: InvoiceLine[] = content.lines.map((line) => ({ id: newId('invoiceLine'), ...line }));
   const row: InvoicesTable = {
     id: newId('invoice'),
     number: await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null)),
@@ -191,7 +189,12 @@ export async function issueInvoice(
     subscription_id: draft.subscriptionId,
     status: 'open',
     currency: draft.currency,
-    amount_due: lines.reduce((sum, line) => sum + line.amount, 0),
+    subtotal: content.subtotal,
+    total_discount: content.total_discount,
+    total_tax: content.total_tax,
+    total: content.total,
+    applied_balance: content.applied_balance,
+    amount_due: content.amount_due,
     amount_paid: 0,
     period_start: draft.periodStart,
     period_end: draft.periodEnd,

@@ -10,7 +10,7 @@ import { createSubscription } from '../../../test/helpers/factories.ts';
 import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
 import { issueTestInvoice } from '../../../test/helpers/invoices.ts';
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
-import { UNDATED_LINK_REUSE_MS } from '../collection/checkout.ts';
+import { UNDATED_LINK_REUSE_MS } from '../../billing/checkout.ts';
 import { lockInvoice, updateInvoice } from './invoices.lifecycle.ts';
 
 type Step =

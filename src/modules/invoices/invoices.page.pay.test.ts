@@ -10,11 +10,11 @@ import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
 import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
 import { issueTestInvoice, markTestInvoicePaid } from '../../../test/helpers/invoices.ts';
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
-import { LINK_REUSE_MARGIN_MS, UNDATED_LINK_REUSE_MS } from '../collection/checkout.ts';
-import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
-import { HOSTED_PAGE_CSP } from './hosted-page.ts';
+import { LINK_REUSE_MARGIN_MS, UNDATED_LINK_REUSE_MS } from '../../billing/checkout.ts';
+import { listInvoiceAttempts } from '../payment-attempts/payment-attempts.ts';
+import { HOSTED_PAGE_CSP } from './invoices.hosted-page.ts';
 import { lockInvoice, transitionInvoice, updateInvoice } from './invoices.lifecycle.ts';
-import { PAY_BUDGET } from './invoices.page.routes.ts';
+import { PAY_BUDGET } from '../../routes/invoices.page.routes.ts';
 
 interface PayApp extends TestApp {
   paystack: FakePaystack;

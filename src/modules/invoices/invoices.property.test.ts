@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
 import { issueTestInvoice, markTestInvoicePaid, openTestDunningCase } from '../../../test/helpers/invoices.ts';
-import { type InvoiceEvent, type InvoiceStatus, nextInvoiceStatus } from './invoice-status.ts';
+import { type InvoiceEvent, type InvoiceStatus, nextInvoiceStatus } from './invoices.status.ts';
 import type { DunningCase } from '../dunning/dunning.schemas.ts';
 import { ForbiddenInvoiceTransitionError, type Invoice } from './invoices.lifecycle.ts';
 

@@ -9,7 +9,7 @@ import { createCustomer, createPlan, createSubscription } from '../../../test/he
 import { invoiceById, invoicesOf, paymentByReference, reportPayment } from '../../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
 import { AppError } from '../../http/errors.ts';
-import { payInvoiceOutOfBand } from './invoices.pay.ts';
+import { payInvoiceOutOfBand } from '../../billing/pay-out-of-band.ts';
 import { voidInvoice } from './invoices.service.ts';
 
 const skip = !ON_POSTGRES && 'PostgreSQL only: two instances need a second connection to one database';

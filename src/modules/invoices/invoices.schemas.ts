@@ -2,42 +2,83 @@
 // document the routes and the `invoice.*` events, and the API types are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
-import { paymentAttemptSchema } from '../collection/payment-attempts.schemas.ts';
-import { INVOICE_STATUSES } from './invoice-status.ts';
+import { paymentAttemptSchema } from '../payment-attempts/payment-attempts.schemas.ts';
+import { INVOICE_STATUSES } from './invoices.status.ts';
 
 const minorUnits = (description: string) => Type.Integer({ minimum: 0, description: `${description} (minor units)` });
+const signedMinorUnits = (description: string) =>
+  Type.Integer({ description: `${description} (minor units; negative for a credit)` });
 
-/** One line of an invoice: today one per period for the plan's price (SPEC §9 "Lines"). */
+/** What a line bills for (SPEC §9 "Lines"); the billing core's pipeline writes them in this order. */
+export const INVOICE_LINE_KINDS = ['subscription', 'proration', 'usage', 'discount', 'tax', 'adjustment'] as const;
+export type InvoiceLineKind = (typeof INVOICE_LINE_KINDS)[number];
+
+/**
+ * One line of an invoice (SPEC §9 "Lines"), composed by the billing core's pipeline
+ * (src/billing/compose): a subscription fee, a proration, usage, a discount, a tax or an
+ * adjustment. `amount` is signed: credits and discounts are negative.
+ */
 export const invoiceLineSchema = Type.Object(
   {
     id: Type.String({ examples: ['il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    kind: StringEnum(INVOICE_LINE_KINDS, { description: 'What the line bills for' }),
     description: Type.String(),
-    amount: minorUnits('The line total: unit price × quantity'),
+    amount: signedMinorUnits('The line total, rounded once: unit_amount × quantity for a subscription line'),
     currency: Type.String({ description: 'ISO 4217, upper case' }),
     quantity: Type.Integer({ minimum: 1 }),
+    unit_amount: Nullable(
+      Type.Integer({ description: 'The price of one unit (minor units); null when the line has no unit price' }),
+    ),
     period_start: timestamp,
     period_end: timestamp,
     plan_id: Nullable(Type.String()),
+    meter_id: Type.Optional(Type.String({ description: 'The meter a usage line bills' })),
+    coupon_id: Type.Optional(Type.String({ description: 'The coupon a discount line applies' })),
+    tax_rate_id: Type.Optional(Type.String({ description: 'The tax rate a tax line applies' })),
+    proration: Type.Boolean({ description: 'True for the lines a plan or quantity change prorated' }),
   },
   {
     $id: 'InvoiceLine',
-    description: 'What the invoice charges for; `amount_due` is the sum of the lines.',
+    description: 'What the invoice charges for, in pipeline order; `total` is the sum of the lines.',
     examples: [
       {
         id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        kind: 'subscription',
         description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
         amount: 500000,
         currency: 'NGN',
         quantity: 1,
+        unit_amount: 500000,
         period_start: '2026-01-15T10:00:00.000Z',
         period_end: '2026-02-15T10:00:00.000Z',
         plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        proration: false,
       },
     ],
   },
 );
 
 export type InvoiceLine = Static<typeof invoiceLineSchema>;
+
+/** A line before it is stored: the billing core composes lines, the invoice's writer gives them ids. */
+export type InvoiceLineDraft = Omit<InvoiceLine, 'id'>;
+
+/**
+ * What an invoice bills (SPEC §9 "Totals"), as the billing core composes it: the lines in
+ * pipeline order and their sums, all in minor units. `subtotal` = the subscription,
+ * proration, usage and adjustment lines; `total_discount` = −(the discount lines), ≥ 0;
+ * `total_tax` = the tax lines; `total` = every line; `applied_balance` = the customer's
+ * credit applied, ≥ 0; `amount_due` = total − applied_balance, ≥ 0.
+ */
+export interface InvoiceContent {
+  lines: readonly InvoiceLineDraft[];
+  subtotal: number;
+  total_discount: number;
+  total_tax: number;
+  total: number;
+  applied_balance: number;
+  amount_due: number;
+}
 
 /** The example invoice of the documents. */
 const INVOICE_EXAMPLE = {
@@ -47,6 +88,11 @@ const INVOICE_EXAMPLE = {
   subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   status: 'open',
   currency: 'NGN',
+  subtotal: 500000,
+  total_discount: 0,
+  total_tax: 0,
+  total: 500000,
+  applied_balance: 0,
   amount_due: 500000,
   amount_paid: 0,
   amount_remaining: 500000,
@@ -58,13 +104,16 @@ const INVOICE_EXAMPLE = {
   lines: [
     {
       id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+      kind: 'subscription',
       description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
       amount: 500000,
       currency: 'NGN',
       quantity: 1,
+      unit_amount: 500000,
       period_start: '2026-01-15T10:00:00.000Z',
       period_end: '2026-02-15T10:00:00.000Z',
       plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+      proration: false,
     },
   ],
   hosted_invoice_url: 'https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n',
@@ -84,7 +133,12 @@ export const invoiceSchema = Type.Object(
     subscription_id: Nullable(Type.String()),
     status: StringEnum(INVOICE_STATUSES),
     currency: Type.String({ description: 'ISO 4217, upper case' }),
-    amount_due: minorUnits('The sum of the lines'),
+    subtotal: signedMinorUnits('The subscription, proration, usage and adjustment lines: before discounts and taxes'),
+    total_discount: minorUnits('The discounts: −(the sum of the discount lines)'),
+    total_tax: signedMinorUnits('The sum of the tax lines'),
+    total: signedMinorUnits('The sum of every line'),
+    applied_balance: minorUnits("The customer's credit balance applied: min(balance, max(total, 0))"),
+    amount_due: minorUnits('What the customer owes: total − applied_balance, never below 0'),
     amount_paid: minorUnits('Settled by payments, never above amount_due'),
     amount_remaining: minorUnits('amount_due − amount_paid'),
     period_start: timestamp,

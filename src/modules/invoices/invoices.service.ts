@@ -7,10 +7,10 @@ import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, StateConflictError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
-import { listInvoiceAttempts } from '../collection/payment-attempts.ts';
-import { toPaymentAttempt } from '../collection/payment-attempts.schemas.ts';
+import { listInvoiceAttempts } from '../payment-attempts/payment-attempts.ts';
+import { toPaymentAttempt } from '../payment-attempts/payment-attempts.schemas.ts';
 import { closeInvoiceCase } from '../dunning/dunning.cases.ts';
-import type { InvoiceStatus } from './invoice-status.ts';
+import type { InvoiceStatus } from './invoices.status.ts';
 import type { InvoiceDetail } from './invoices.schemas.ts';
 import {
   findInvoiceRow,
@@ -21,7 +21,7 @@ import {
   toInvoice,
   transitionInvoice,
 } from './invoices.lifecycle.ts';
-import { clockFor } from '../test-clocks/test-clock-time.ts';
+import { clockFor } from '../test-clocks/test-clocks.time.ts';
 
 export type { Invoice };
 

@@ -6,7 +6,7 @@
 import Type, { type Static } from 'typebox';
 import { COLLECTING_PROVIDERS } from '../../config.ts';
 import { Nullable, nullableTimestamp, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
-import { PAYMENT_METHOD_STATUSES } from './payment-methods.table.ts';
+import { PAYMENT_METHOD_STATUSES } from '../../db/tables/payment-methods.table.ts';
 
 /** The fields `sort_by` may name on GET /api/customers/{id}/payment-methods. */
 export const PAYMENT_METHOD_SORT_FIELDS = ['created_at'] as const;

@@ -14,7 +14,7 @@ import { encryptSecret, openSecret } from '../../shared/encryption.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent, emitEventIfInserted } from '../events/events.service.ts';
 import { PAYMENT_METHOD_SORT_FIELDS, type PaymentMethod, paymentMethodSchema } from './payment-methods.schemas.ts';
-import type { PaymentMethodRow, PaymentMethodsTable } from './payment-methods.table.ts';
+import type { PaymentMethodRow, PaymentMethodsTable } from '../../db/tables/payment-methods.table.ts';
 
 export type { PaymentMethodRow };
 

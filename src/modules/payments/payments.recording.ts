@@ -11,9 +11,9 @@ import { emitEvent, emitEventWith } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
-import type { PaymentRow, RefundStatus } from './payments.table.ts';
+import type { PaymentRow, RefundStatus } from '../../db/tables/payments.table.ts';
 import type { LockedReference } from './payments.references.ts';
-import { planRefunds, statusAfterRefunds } from './refund-totals.ts';
+import { planRefunds, statusAfterRefunds } from './payments.refund-totals.ts';
 
 /** A payment as a provider reported it, with our attribution. */
 export interface PaymentInput {

@@ -15,8 +15,8 @@ import { emitEvent } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
-import type { PaymentRow } from './payments.table.ts';
-import { statusAfterRefunds } from './refund-totals.ts';
+import type { PaymentRow } from '../../db/tables/payments.table.ts';
+import { statusAfterRefunds } from './payments.refund-totals.ts';
 
 /**
  * Takes the transaction-scoped advisory lock of `provider`/`reference` on PostgreSQL (SQLite
@@ -34,7 +34,7 @@ export async function lockReference(trx: Transaction<Database>, provider: string
  * the order two batches, a lone report (its reference, then its canonical one) and a lone
  * link (alias `in_…`, then canonical `pi_…`) all agree on, so concurrent batches queue behind
  * each other instead of deadlocking (a deadlock in a batch that has already processed rows
- * could only be resolved by failing rows: processing-batches.ts). A link committed while this waits can still name a
+ * could only be resolved by failing rows: inbox.batches.ts). A link committed while this waits can still name a
  * canonical reference not locked here: lockPaymentReference then takes it late (correct,
  * only no longer deadlock-free). Does nothing on SQLite (one writer) or for no references.
  */

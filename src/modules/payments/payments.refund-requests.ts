@@ -14,9 +14,9 @@ import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
-import type { PaymentRow, RefundRow } from './payments.table.ts';
-import { refundableAmount } from './refund-totals.ts';
-import { earliest, type JobScope, REAL_TIME, whereInScope } from '../job.ts';
+import type { PaymentRow, RefundRow } from '../../db/tables/payments.table.ts';
+import { refundableAmount } from './payments.refund-totals.ts';
+import { earliest, type JobScope, REAL_TIME, whereInScope } from '../../db/scope.ts';
 
 /** Payment `paymentId`'s refunds as refund-totals.ts reads them (reference, amount, status). */
 export async function refundFactsOf(trx: Transaction<Database>, paymentId: string) {

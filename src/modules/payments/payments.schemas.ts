@@ -2,7 +2,7 @@
 // serialize and document the routes, and `Payment`/`Refund` are their static types.
 import Type, { type Static } from 'typebox';
 import { Nullable, nullableTimestamp, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
-import { PAYMENT_STATUSES, REFUND_STATUSES } from './payments.table.ts';
+import { PAYMENT_STATUSES, REFUND_STATUSES } from '../../db/tables/payments.table.ts';
 
 export const PAYMENT_SORT_FIELDS = ['created_at', 'amount'] as const;
 export const REFUND_SORT_FIELDS = ['created_at', 'amount'] as const;

@@ -7,7 +7,7 @@ import { NotFoundError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { type Payment, PAYMENT_SORT_FIELDS, type Refund, REFUND_SORT_FIELDS } from './payments.schemas.ts';
-import type { PaymentStatus } from './payments.table.ts';
+import type { PaymentStatus } from '../../db/tables/payments.table.ts';
 
 export type { Payment, Refund };
 

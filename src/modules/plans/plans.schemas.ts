@@ -2,7 +2,7 @@
 // serialize and document the routes; `Plan` and the inputs are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
-import { PLAN_INTERVALS } from './plans.table.ts';
+import { PLAN_INTERVALS } from '../../db/tables/plans.table.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
 /**

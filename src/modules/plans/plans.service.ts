@@ -7,7 +7,7 @@ import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
-import { mergeMetadata } from '../../shared/metadata.ts';
+import { mergeMetadata } from '../../http/metadata.ts';
 import {
   type CreatePlanInput,
   MAX_INTERVAL_COUNT,
@@ -16,7 +16,7 @@ import {
   planSchema,
   type UpdatePlanInput,
 } from './plans.schemas.ts';
-import type { PlanRow } from './plans.table.ts';
+import type { PlanRow } from '../../db/tables/plans.table.ts';
 
 /** A plans row as the API shows it: `active` as a boolean (SQLite stores 1/0), `metadata` parsed. */
 export function toPlan(row: PlanRow): Plan {

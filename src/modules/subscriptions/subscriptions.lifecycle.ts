@@ -9,10 +9,10 @@ import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
-import type { Topic } from '../events/topics.ts';
-import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscription-status.ts';
+import type { Topic } from '../events/events.topics.ts';
+import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscriptions.status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
-import type { SubscriptionRow, SubscriptionsTable } from './subscriptions.table.ts';
+import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
 
 export type { Subscription };
 

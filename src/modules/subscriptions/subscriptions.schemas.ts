@@ -10,8 +10,8 @@ import {
   StringEnum,
   timestamp,
 } from '../../http/schemas.ts';
-import { SUBSCRIPTION_STATUSES } from './subscription-status.ts';
-import { CANCELLATION_REASONS, type CancellationReason } from './subscriptions.table.ts';
+import { SUBSCRIPTION_STATUSES } from './subscriptions.status.ts';
+import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
 /** A subscription as the API returns it (SPEC §4 fields). */
 export const subscriptionSchema = Type.Object(

@@ -12,9 +12,10 @@ import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
 import { encryptSecret } from '../../shared/encryption.ts';
 import { CLOCK_AWARE_JOBS } from '../../worker/jobs.ts';
 import { Worker } from '../../worker/runner.ts';
-import { chargeInvoices, requestInvoiceCharge } from '../collection/charges.ts';
+import { requestInvoiceCharge } from '../../billing/charges.ts';
+import { chargeInvoices } from '../../worker/charges.jobs.ts';
 import { lockInvoice } from '../invoices/invoices.lifecycle.ts';
-import { advanceTestClocks } from './test-clocks.jobs.ts';
+import { advanceTestClocks } from '../../worker/test-clocks.jobs.ts';
 
 const failLog = { error: (object: object) => assert.fail(`worker job failed: ${String(Object.values(object)[0])}`) };
 

@@ -11,11 +11,11 @@ import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts'
 import { PROVIDER_ENV } from '../../../test/helpers/provider-events.ts';
 import {
   callProviderForCharge,
-  chargeInvoices,
   claimCharges,
   recordChargeResult,
   requestInvoiceCharge,
-} from '../collection/charges.ts';
+} from '../../billing/charges.ts';
+import { chargeInvoices } from '../../worker/charges.jobs.ts';
 import { lockInvoice } from '../invoices/invoices.lifecycle.ts';
 
 const T0 = '2026-01-01T00:00:00.000Z';

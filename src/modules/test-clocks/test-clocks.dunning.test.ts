@@ -7,7 +7,7 @@ import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createPlan } from '../../../test/helpers/factories.ts';
 import { CLOCK_AWARE_JOBS } from '../../worker/jobs.ts';
 import { Worker } from '../../worker/runner.ts';
-import { advanceTestClocks } from './test-clocks.jobs.ts';
+import { advanceTestClocks } from '../../worker/test-clocks.jobs.ts';
 
 const failLog = { error: (object: object) => assert.fail(`worker job failed: ${String(Object.values(object)[0])}`) };
 

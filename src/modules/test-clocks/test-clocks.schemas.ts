@@ -2,7 +2,7 @@
 // serialize and document the routes.
 import Type, { type Static } from 'typebox';
 import { Nullable, pageOf, StringEnum, timestamp, timestampInput } from '../../http/schemas.ts';
-import { TEST_CLOCK_STATUSES } from './test-clocks.table.ts';
+import { TEST_CLOCK_STATUSES } from '../../db/tables/test-clocks.table.ts';
 
 export const TEST_CLOCK_SORT_FIELDS = ['created_at', 'frozen_time'] as const;
 

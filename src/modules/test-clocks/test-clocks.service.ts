@@ -2,7 +2,6 @@
 // ask for an advance — which the worker runs (test-clocks.jobs.ts). Every change of a clock
 // and its event commit together.
 import type { Kysely, Transaction } from 'kysely';
-import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
@@ -11,10 +10,8 @@ import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
-import { findChargesInFlight } from '../collection/payment-attempts.ts';
 import { parseTimestamp } from '../../shared/timestamps.ts';
 import { emitEvent } from '../events/events.service.ts';
-import { deleteTestClockInvoiceNumbers } from '../invoices/invoices.lifecycle.ts';
 import {
   type AdvanceTestClockInput,
   type CreateTestClockInput,
@@ -22,7 +19,7 @@ import {
   type TestClock,
   testClockSchema,
 } from './test-clocks.schemas.ts';
-import type { TestClockRow } from './test-clocks.table.ts';
+import type { TestClockRow } from '../../db/tables/test-clocks.table.ts';
 
 /** How far one advance may go: 2 calendar years past the clock's time (Stripe's bound). */
 export const MAX_ADVANCE_YEARS = 2;
@@ -79,7 +76,8 @@ export async function listTestClocks(db: Kysely<Database>, params: ListParams): 
   return testClocksList.page(db, params);
 }
 
-async function lockTestClock(trx: Transaction<Database>, id: string): Promise<TestClockRow> {
+/** Locks test clock `id` for a change. Throws 404 `not_found` for an unknown or malformed id. */
+export async function lockTestClock(trx: Transaction<Database>, id: string): Promise<TestClockRow> {
   const query = trx.selectFrom('test_clocks').selectAll().where('id', '=', id);
   const row = isIdOf('testClock', id) ? await forUpdate(query, trx).executeTakeFirst() : undefined;
   if (!row) throw new NotFoundError('test clock', id);
@@ -133,91 +131,5 @@ export async function advanceTestClock(
     const advancing = toTestClock({ ...row, ...changes });
     await emitEvent(trx, clock, 'test_clock.advancing', advancing);
     return advancing;
-  });
-}
-
-/**
- * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
- * (and payment attempts, and the clock's invoice number sequence), dunning cases (and steps),
- * payment methods and provider subscription references;
- * payments recorded for them stay, detached (customer, subscription and invoice null), and
- * so do the events already emitted. Locks parents before children (db/locking.ts) so a
- * worker step in flight finishes first and the next one finds nothing. Throws 404 for
- * unknown ids; 409 `conflict` (nothing deleted; `details.charges_in_flight`: attempt id,
- * invoice id, status) while a charge of its invoices is in flight with the provider
- * (findChargesInFlight, SPEC §11 "Deleting"): its answer would have nowhere to go. Any
- * status otherwise: deleting an advancing clock stops its advance.
- */
-export async function deleteTestClock(db: Kysely<Database>, id: string): Promise<void> {
-  await transactionWithRetry(db, async (trx) => {
-    await lockTestClock(trx, id);
-    const ids = async (table: 'customers' | 'subscriptions' | 'invoices' | 'dunning_cases') =>
-      (
-        await forUpdate(trx.selectFrom(table).select('id').where('test_clock_id', '=', id).orderBy('id'), trx).execute()
-      ).map((row) => row.id);
-    const customers = await ids('customers');
-    const liveCustomers = await trx
-      .selectFrom('customers')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('test_clock_id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirstOrThrow();
-    const subscriptions = await ids('subscriptions');
-    const invoices = await ids('invoices');
-    // Under the invoices' locks: a charge claimed before is visible now, a later claim skips them.
-    const inFlight = await findChargesInFlight(trx, invoices);
-    if (inFlight.length > 0) {
-      throw new AppError(
-        'conflict',
-        `test clock ${id} has ${inFlight.length} charge(s) in flight with the provider; delete it once the worker has their outcome`,
-        {
-          charges_in_flight: inFlight.map((attempt) => ({
-            attempt_id: attempt.id,
-            invoice_id: attempt.invoice_id,
-            status: attempt.status,
-          })),
-        },
-      );
-    }
-    const cases = await ids('dunning_cases');
-    if (cases.length > 0) {
-      await trx.deleteFrom('dunning_steps').where('case_id', 'in', cases).execute();
-      await trx.deleteFrom('dunning_cases').where('id', 'in', cases).execute();
-    }
-    if (customers.length > 0) {
-      await trx
-        .updateTable('payments')
-        .set({ customer_id: null, subscription_id: null, invoice_id: null })
-        .where('customer_id', 'in', customers)
-        .execute();
-    }
-    // Their refunds stay with the payments, back on real time: the real-time worker resolves
-    // a pending one still without a provider answer.
-    await trx.updateTable('refunds').set({ test_clock_id: null }).where('test_clock_id', '=', id).execute();
-    if (subscriptions.length > 0) {
-      await trx
-        .updateTable('payments')
-        .set({ subscription_id: null, invoice_id: null })
-        .where('subscription_id', 'in', subscriptions)
-        .execute();
-      await trx.deleteFrom('provider_subscription_references').where('subscription_id', 'in', subscriptions).execute();
-    }
-    if (invoices.length > 0) {
-      await trx.updateTable('payments').set({ invoice_id: null }).where('invoice_id', 'in', invoices).execute();
-      await trx.deleteFrom('invoice_payment_attempts').where('invoice_id', 'in', invoices).execute();
-      await trx.deleteFrom('invoices').where('id', 'in', invoices).execute();
-      await addToCount(trx, 'invoices', -invoices.length);
-    }
-    await deleteTestClockInvoiceNumbers(trx, id);
-    if (subscriptions.length > 0) {
-      await trx.deleteFrom('subscriptions').where('id', 'in', subscriptions).execute();
-      await addToCount(trx, 'subscriptions', -subscriptions.length);
-    }
-    if (customers.length > 0) {
-      await trx.deleteFrom('payment_methods').where('customer_id', 'in', customers).execute();
-      await trx.deleteFrom('customers').where('id', 'in', customers).execute();
-      await addToCount(trx, 'customers', -Number(liveCustomers.n));
-    }
-    await trx.deleteFrom('test_clocks').where('id', '=', id).execute();
   });
 }

@@ -10,9 +10,10 @@ import { PROVIDER_ENV, paystackCharge, postPaystack } from '../../../test/helper
 import type { Deps } from '../../deps.ts';
 import { CLOCK_AWARE_JOBS, JOBS } from '../../worker/jobs.ts';
 import { Worker } from '../../worker/runner.ts';
-import { payInvoiceOutOfBand } from '../invoices/invoices.pay.ts';
-import { earliest, type Job, REAL_TIME, whereInScope } from '../job.ts';
-import { advanceTestClocks } from './test-clocks.jobs.ts';
+import { payInvoiceOutOfBand } from '../../billing/pay-out-of-band.ts';
+import { type Job } from '../../worker/job.ts';
+import { earliest, REAL_TIME, whereInScope } from '../../db/scope.ts';
+import { advanceTestClocks } from '../../worker/test-clocks.jobs.ts';
 
 const ENV = { TEST_CLOCKS: 'true' };
 const HOUR = 3_600_000;

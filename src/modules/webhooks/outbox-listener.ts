@@ -2,7 +2,7 @@
 // connection per worker process, so a worker hears about events committed by any process at
 // once. Reconnects after errors; while it is down the worker's poll carries on alone.
 import pg from 'pg';
-import { outboxChannel } from '../events/outbox-signal.ts';
+import { outboxChannel } from '../events/events.outbox-signal.ts';
 
 export interface OutboxListenerOptions {
   /** The postgres:// URL of DATABASE_URL. */

@@ -1,10 +1,9 @@
 // How outbound webhooks reach the network: the DNS resolver and the TLS roots. Production
 // uses the system resolver (getaddrinfo, like any connection would) and Node's CA store
 // (plus NODE_EXTRA_CA_CERTS); tests swap in a resolver that needs no DNS and a CA for their
-// self-signed receivers, per Deps, without touching anything else of the process.
+// self-signed receivers, per Deps object, without touching anything else of the process.
 import { lookup } from 'node:dns/promises';
-import type { Deps } from '../../deps.ts';
-import type { Resolver } from './url-safety.ts';
+import type { Resolver } from './webhooks.url-safety.ts';
 
 export interface WebhookNetwork {
   /** Every address of a host name (A and AAAA). */
@@ -22,14 +21,14 @@ export const systemResolver: Resolver = async (hostname) =>
 
 const DEFAULT_NETWORK: WebhookNetwork = { resolve: systemResolver, ca: undefined };
 
-const overrides = new WeakMap<Deps, WebhookNetwork>();
+const overrides = new WeakMap<object, WebhookNetwork>();
 
 /** Replaces parts of the network settings used with `deps` (tests: resolver, CA). */
-export function setWebhookNetwork(deps: Deps, network: Partial<WebhookNetwork>): void {
+export function setWebhookNetwork(deps: object, network: Partial<WebhookNetwork>): void {
   overrides.set(deps, { ...webhookNetwork(deps), ...network });
 }
 
 /** The network settings used with `deps`: the system's unless a test set others. */
-export function webhookNetwork(deps: Deps): WebhookNetwork {
+export function webhookNetwork(deps: object): WebhookNetwork {
   return overrides.get(deps) ?? DEFAULT_NETWORK;
 }

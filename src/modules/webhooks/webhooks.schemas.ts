@@ -5,9 +5,14 @@
 // schema does.
 import Type, { type Static } from 'typebox';
 import { Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
-import { TOPICS } from '../events/topics.ts';
-import { MAX_URL_LENGTH } from './url-safety.ts';
-import { DELIVERY_STATUSES, DISABLED_REASONS, type DisabledReason, ENDPOINT_STATUSES } from './webhooks.table.ts';
+import { TOPICS } from '../events/events.topics.ts';
+import { MAX_URL_LENGTH } from './webhooks.url-safety.ts';
+import {
+  DELIVERY_STATUSES,
+  DISABLED_REASONS,
+  type DisabledReason,
+  ENDPOINT_STATUSES,
+} from '../../db/tables/webhooks.table.ts';
 
 export const ENDPOINT_SORT_FIELDS = ['created_at', 'updated_at', 'url'] as const;
 export const DELIVERY_SORT_FIELDS = ['created_at', 'updated_at'] as const;

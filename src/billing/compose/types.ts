@@ -1,0 +1,69 @@
+// The shapes of the composing pipeline (SPEC §12): what its steps read (ComposeInput), what
+// they write (InvoiceLineDraft, in pipeline order) and what composeInvoice returns. Plain
+// data: the next features (proration §13, discounts/credit/tax §14, usage §15) add fields.
+import type {
+  InvoiceContent,
+  InvoiceLine,
+  InvoiceLineDraft,
+  InvoiceLineKind,
+} from '../../modules/invoices/invoices.schemas.ts';
+
+export type { InvoiceLine, InvoiceLineDraft, InvoiceLineKind };
+
+/**
+ * A composed invoice: its lines in pipeline order, without ids, and their totals (minor
+ * units). The pipeline is deterministic — the same input gives the same lines, in a preview
+ * and in the issued invoice (SPEC §13) — so it assigns no ids: the invoice's writer
+ * (issueInvoice) gives each stored line an `il_…` id, and a preview shows none.
+ */
+export type ComposedInvoice = InvoiceContent;
+
+/** Why an invoice is composed: Stripe's billing reasons, ours (SPEC §12). */
+export type InvoiceReason = 'first_period' | 'renewal' | 'one_off' | 'preview';
+
+/** The price a subscription line bills: a plan's id, name and price per period (minor units of `currency`). */
+export interface ComposePlan {
+  id: string;
+  name: string;
+  amount: number;
+  currency: string;
+}
+
+/** The subscription period an invoice bills (ISO 8601 bounds, `[period_start, period_end)`). */
+export interface ComposeSubscription {
+  id: string;
+  plan: ComposePlan;
+  /** Units of the plan billed: an integer ≥ 1 (1 until SPEC §13's quantities). */
+  quantity: number;
+  period_start: string;
+  period_end: string;
+}
+
+/**
+ * Everything the steps read. Money is integer minor units of `currency` (ISO 4217, upper
+ * case), the one currency of every line. The lists SPEC §14 and §15 will fill are typed
+ * `readonly never[]` until then: only `[]` fits, so nothing passed there can be ignored by
+ * their identity steps.
+ */
+export interface ComposeInput {
+  reason: InvoiceReason;
+  currency: string;
+  /** The customer and their credit balance in `currency`: an integer ≥ 0 (SPEC §14; 0 until it exists). */
+  customer: { id: string; balance: number };
+  /** The period billed; null for a one-off invoice (no subscription fee). */
+  subscription: ComposeSubscription | null;
+  /** Proration lines a plan or quantity change left for the next invoice (SPEC §13): `kind: proration`. */
+  pending_items: readonly InvoiceLineDraft[];
+  /** Usage to bill in arrears (SPEC §15). */
+  usage: readonly never[];
+  /** Coupons applied to this invoice (SPEC §14). */
+  discounts: readonly never[];
+  /** Tax rates applied to this invoice (SPEC §14). */
+  tax_rates: readonly never[];
+}
+
+/**
+ * One step of the pipeline: a pure function from the lines so far (and the input) to the
+ * lines after it — usually the same lines with its own appended. No database, no clock.
+ */
+export type ComposeStep = (lines: readonly InvoiceLineDraft[], input: ComposeInput) => readonly InvoiceLineDraft[];

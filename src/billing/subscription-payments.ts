@@ -1,0 +1,222 @@
+// How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4). Called by the
+// provider-events processing in the same transaction that records the payment. Reports may
+// arrive in any order: the status follows the latest report by provider time (SPEC §5
+// stale reports), while every successful payment still buys its period.
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/database.ts';
+import { closeOpenCase, type DunningContext, openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
+import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
+import type { PaymentIdentity } from '../modules/payment-attempts/payment-attempts.ts';
+import { countFailedAttempt, findSettlementTarget, issuePaidPeriodInvoice, settleInvoice } from './settle.ts';
+import { findPlan } from '../modules/plans/plans.service.ts';
+import { periodAfterPayment } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
+import {
+  lockSubscription,
+  type Subscription,
+  toSubscription,
+  transitionSubscription,
+  updateSubscription,
+} from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
+
+/**
+ * What the payment-effect functions need to know about the payment that caused them, for
+ * dunning (SPEC §4 dunning case: `payment_id`, `amount_due`, `currency`). `paymentId` is the
+ * `pay_…` id of the recorded payment; `amount` is in minor units; `currency` is ISO 4217
+ * upper case. Optional so lifecycle tests can call without a recorded payment.
+ */
+export interface PaymentFacts {
+  paymentId: string | null;
+  amount: number;
+  currency: string;
+  /**
+   * ISO 8601: when the provider says the payment succeeded or failed. Orders reports that
+   * arrive out of order (stale reports); without it the report is taken as the newest.
+   */
+  occurredAt?: string;
+}
+
+type PaymentTime = 'last_payment_succeeded_at' | 'last_payment_failed_at';
+
+type Time = string | null | undefined;
+
+/** True when ISO 8601 times `a` and `b` are both known and `a` is before `b`. */
+function isBefore(a: Time, b: Time): boolean {
+  return typeof a === 'string' && typeof b === 'string' && Date.parse(a) < Date.parse(b);
+}
+
+/** True when ISO 8601 times `a` and `b` are both known and `a` is not after `b`. */
+function isNotAfter(a: Time, b: Time): boolean {
+  return typeof a === 'string' && typeof b === 'string' && Date.parse(a) <= Date.parse(b);
+}
+
+/**
+ * True when the latest failure applied to `row` is newer than a success that happened at
+ * `at` and than every success applied: the status is the failure's, and stays so.
+ */
+function failureStands(row: SubscriptionRow, at: Time): boolean {
+  const failedAt = row.last_payment_failed_at;
+  return isBefore(at, failedAt) && !isNotAfter(failedAt, row.last_payment_succeeded_at);
+}
+
+/**
+ * Remembers `at` as the subscription's latest successful or failed payment applied, unless
+ * a later one is remembered already. Internal bookkeeping: no event, `updated_at` stays.
+ */
+async function rememberPaymentTime(
+  trx: Transaction<Database>,
+  row: SubscriptionRow,
+  column: PaymentTime,
+  at: string | undefined,
+): Promise<void> {
+  if (at === undefined || isNotAfter(at, row[column])) return;
+  await trx.updateTable('subscriptions').set(column, at).where('id', '=', row.id).execute();
+}
+
+/** What moving subscriptions by payments needs: the clock, dunning and invoice settings (Deps fits). */
+export type PaymentContext = DunningContext & InvoiceContext;
+
+/** A succeeded or failed payment, and the invoice it names (provider metadata `invoice_id`, POST …/pay). */
+export interface InvoicedPaymentFacts extends PaymentFacts {
+  /** The invoice (`inv_…`) the payer meant to pay; wins when valid (findSettlementTarget). */
+  invoiceId?: string | null;
+  /** The payment as its provider knows it: finishes the automatic charge it is (settleInvoice). */
+  identity?: PaymentIdentity | null;
+}
+
+/**
+ * A successful payment for subscription `id` (SPEC §4, §9). First the invoice: the payment
+ * settles the subscription's oldest open/uncollectible invoice in its currency (or the one it
+ * names, invoices.settlement.ts). A partial payment stops there: the invoice stays open and
+ * the subscription does not move until the invoice is paid. A payment that settles nothing —
+ * in another currency than what the subscription owes (or than its plan's, when it owes
+ * nothing), or arriving after the invoice it names was voided — is recorded by the caller
+ * and moves nothing. When the invoice is paid, or when the subscription owed nothing (then
+ * the payment buys the next period and that period's invoice is created and settled at once,
+ * `invoice.created` then `invoice.paid`), the subscription moves as before: `incomplete`,
+ * `trialing`, `past_due` and `unpaid` → `active`, the period starts or extends per SPEC §4
+ * (from the payment's time when late: the subscription's period may then start after the
+ * invoice's), and the open dunning case recovers when it chases that invoice (or none).
+ * A payment for a `cancelled`, `incomplete_expired` or `paused` subscription still settles
+ * an open/uncollectible invoice, but does not revive the subscription. A success older
+ * (`payment.occurredAt`) than the latest failure applied, when that failure is the latest
+ * report, still buys its period — money buys time, so the number of periods paid is the
+ * number of settled invoices whatever the order — but moves neither the status nor the
+ * dunning case (`subscription.updated`): the newer failure stands. On a tie the success wins.
+ * Without `payment` (lifecycle tests) it pays exactly what the oldest invoice owes, or the
+ * plan's price. `ctx` is the clock and config (Deps fits). Returns the subscription after.
+ * Throws 404 `not_found` for an unknown id.
+ */
+export async function applySuccessfulPayment(
+  trx: Transaction<Database>,
+  ctx: PaymentContext,
+  id: string,
+  payment?: InvoicedPaymentFacts,
+): Promise<Subscription> {
+  const { clock } = ctx;
+  const row = await lockSubscription(trx, id);
+  const plan = await findPlan(trx, row.plan_id);
+  if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
+  const currency = payment?.currency ?? plan.currency;
+  const target = await findSettlementTarget(trx, row, currency, payment?.invoiceId);
+  if (target.kind === 'nothing') return toSubscription(row);
+  // The subscription's money is in its plan's currency: owing nothing, a payment in another buys nothing.
+  if (target.kind === 'none' && currency !== plan.currency) return toSubscription(row);
+  const paymentId = payment?.paymentId ?? null;
+  let settledInvoiceId: string | null = null;
+  if (target.kind === 'invoice') {
+    const owed = Number(target.row.amount_due) - Number(target.row.amount_paid);
+    const settlement = await settleInvoice(trx, ctx, target.row, {
+      paymentId,
+      amount: payment?.amount ?? owed,
+      identity: payment?.identity,
+    });
+    if (!settlement.paid) return toSubscription(row);
+    settledInvoiceId = target.row.id;
+  }
+  if (!nextStatus(row.status, 'payment_succeeded')) return toSubscription(row);
+  const now = clock.now();
+  const currentEnd = row.current_period_end ? new Date(row.current_period_end) : null;
+  const period = periodAfterPayment({
+    active: row.status === 'active',
+    now,
+    currentPeriodStart: row.current_period_start ? new Date(row.current_period_start) : null,
+    currentPeriodEnd: currentEnd,
+    interval: plan.interval,
+    intervalCount: plan.interval_count,
+  });
+  if (target.kind === 'none') {
+    // An early payment while active extends the period: what it bought starts at the old end.
+    const extended = row.status === 'active' && currentEnd !== null && currentEnd.getTime() > now.getTime();
+    await issuePaidPeriodInvoice(trx, ctx, {
+      subscription: row,
+      plan,
+      periodStart: (extended ? currentEnd : period.start).toISOString(),
+      periodEnd: period.end.toISOString(),
+      payment: { paymentId, amount: payment?.amount ?? Number(plan.amount), identity: payment?.identity },
+    });
+  }
+  const periodPaid = {
+    current_period_start: period.start.toISOString(),
+    current_period_end: period.end.toISOString(),
+  };
+  const stale = failureStands(row, payment?.occurredAt);
+  await rememberPaymentTime(trx, row, 'last_payment_succeeded_at', payment?.occurredAt);
+  if (stale) return updateSubscription(trx, clock, row, periodPaid, 'subscription.updated');
+  const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', periodPaid);
+  await closeOpenCase(trx, clock, id, 'recovered', settledInvoiceId);
+  return subscription;
+}
+
+/**
+ * A failed payment for subscription `id`. The invoice it was for (the one it names, else the
+ * oldest open/uncollectible one in its currency) counts one more `attempt_count` and emits
+ * `invoice.payment_failed` (SPEC §9). Then the subscription: `active`/`trialing` →
+ * `past_due`, and a `past_due` subscription has a dunning case: opened (`dunning.started`,
+ * reason `payment_failed`, for that invoice and owing what remains of it — else the
+ * payment's amount, or the plan's when `payment` is not given), or, when one is open,
+ * counted as one more attempt. Other states are left as they are (no dunning while `paused`;
+ * `unpaid` has exhausted its dunning; `incomplete` expires). A stale failure —
+ * `payment.occurredAt` no later than the latest successful payment applied (SPEC §5) —
+ * changes nothing: that period is paid. `ctx` is the clock and config (Deps fits). Returns
+ * the subscription after. Throws 404 `not_found` for an unknown id.
+ */
+export async function applyFailedPayment(
+  trx: Transaction<Database>,
+  ctx: PaymentContext,
+  id: string,
+  payment?: InvoicedPaymentFacts,
+): Promise<Subscription> {
+  const row = await lockSubscription(trx, id);
+  if (isNotAfter(payment?.occurredAt, row.last_payment_succeeded_at)) return toSubscription(row);
+  const target = payment ? await findSettlementTarget(trx, row, payment.currency, payment.invoiceId) : undefined;
+  const invoice = target?.kind === 'invoice' ? await countFailedAttempt(trx, ctx, target.row) : undefined;
+  const subscription = nextStatus(row.status, 'payment_failed')
+    ? await transitionSubscription(trx, ctx.clock, row, 'payment_failed')
+    : toSubscription(row);
+  if (subscription.status !== 'past_due') return subscription;
+  // Only a failure that holds the subscription past_due orders later successes.
+  await rememberPaymentTime(trx, row, 'last_payment_failed_at', payment?.occurredAt);
+  const owed = invoice
+    ? { amount: invoice.amount_remaining, currency: invoice.currency }
+    : (payment ?? (await planPrice(trx, row.plan_id)));
+  await openOrCountDunningCase(trx, ctx, row, {
+    reason: 'payment_failed',
+    paymentId: payment?.paymentId ?? null,
+    amountDue: owed.amount,
+    currency: owed.currency,
+    invoiceId: invoice?.id ?? null,
+  });
+  return subscription;
+}
+
+/** The plan's price `{amount (minor units), currency}`; throws when the plan is missing. */
+export async function planPrice(
+  trx: Transaction<Database>,
+  planId: string,
+): Promise<{ amount: number; currency: string }> {
+  const plan = await findPlan(trx, planId);
+  if (!plan) throw new Error(`plan ${planId} is missing`);
+  return { amount: plan.amount, currency: plan.currency };
+}

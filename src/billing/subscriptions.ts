@@ -1,0 +1,194 @@
+// What a subscription request means (SPEC §3, §4): create (with its first invoice), cancel,
+// pause, resume. Status changes go through the record's lifecycle
+// (modules/subscriptions/subscriptions.lifecycle.ts); reads are the record's own.
+import { closeOpenCase } from '../modules/dunning/dunning.cases.ts';
+import type { Kysely } from 'kysely';
+import { addToCount } from '../db/counts.ts';
+import type { Database } from '../db/database.ts';
+import { transactionWithRetry } from '../db/transaction.ts';
+import { AppError, NotFoundError, StateConflictError } from '../http/errors.ts';
+import type { Clock } from '../shared/clock.ts';
+import { newId } from '../shared/ids.ts';
+import { lockCustomer } from '../modules/customers/customers.service.ts';
+import { emitEvent } from '../modules/events/events.service.ts';
+import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
+import { issuePeriodInvoice } from './settle.ts';
+import { findPlan } from '../modules/plans/plans.service.ts';
+import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import {
+  ForbiddenTransitionError,
+  lockSubscription,
+  type Subscription,
+  toSubscription,
+  transitionSubscription,
+} from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import type { CancelInput, CreateSubscriptionInput } from '../modules/subscriptions/subscriptions.schemas.ts';
+import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
+import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
+
+export type { CancelInput, CreateSubscriptionInput };
+
+const DAY_MS = 86_400_000;
+
+/** The exact 409 body text for a cancel the state forbids (SPEC §2). */
+export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current state';
+
+/**
+ * Creates a subscription: `trialing` when trial days (from the request, else the plan) are
+ * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`. An
+ * `incomplete` one gets its first invoice in the same transaction (SPEC §9): the plan's price
+ * for `[created_at, +interval]`, due at once (`invoice.created`) — the invoice the first
+ * payment settles; a trial gets none until it ends (the renewal job issues it). `ctx` is the
+ * clock and the invoice settings (Deps fits). Throws 404 naming an unknown (or deleted)
+ * customer or plan, 422 `invalid_state` for an archived plan.
+ */
+export async function createSubscription(
+  db: Kysely<Database>,
+  apiCtx: InvoiceContext,
+  input: CreateSubscriptionInput,
+): Promise<Subscription> {
+  return transactionWithRetry(db, async (trx) => {
+    // Locked, not just read: a concurrent delete of the customer either commits first (and
+    // this is 404) or waits for this commit and then sees the live subscription (409).
+    const customer = await lockCustomer(trx, input.customer_id);
+    const ctx = await withClockFor(trx, apiCtx, customer.test_clock_id);
+    const { clock } = ctx;
+    const plan = await findPlan(trx, input.plan_id);
+    if (!plan) throw new NotFoundError('plan', input.plan_id);
+    if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
+
+    const now = clock.now();
+    const trialDays = input.trial_period_days ?? plan.trial_period_days;
+    const trialEnd = trialDays > 0 ? new Date(now.getTime() + trialDays * DAY_MS).toISOString() : null;
+    const row: SubscriptionRow = {
+      id: newId('subscription'),
+      customer_id: customer.id,
+      test_clock_id: customer.test_clock_id,
+      plan_id: plan.id,
+      status: trialEnd ? 'trialing' : 'incomplete',
+      current_period_start: trialEnd ? now.toISOString() : null,
+      current_period_end: trialEnd,
+      trial_end: trialEnd,
+      cancel_at_period_end: false,
+      cancelled_at: null,
+      ended_at: null,
+      cancellation_reason: null,
+      cancellation_comment: null,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
+      last_payment_succeeded_at: null,
+      last_payment_failed_at: null,
+    };
+    await trx.insertInto('subscriptions').values(row).execute();
+    await addToCount(trx, 'subscriptions', 1);
+    const subscription = toSubscription(row);
+    await emitEvent(trx, clock, 'subscription.created', subscription);
+    if (!trialEnd) {
+      const start = now.toISOString();
+      const end = addInterval(now, plan.interval, plan.interval_count).toISOString();
+      await issuePeriodInvoice(trx, ctx, row, plan, { reason: 'first_period', start, end, dueAt: start });
+    }
+    return subscription;
+  });
+}
+
+function cannotCancel(): StateConflictError {
+  return new StateConflictError(CANNOT_CANCEL);
+}
+
+/**
+ * Cancels now (default: `cancelled`, `cancelled_at`/`ended_at` = now, reason `requested`,
+ * emits `subscription.cancelled`, closes an open dunning case as `cancelled`) or, with `at_period_end`, flags the subscription so the
+ * worker cancels it at `current_period_end` (only from `trialing`/`active`; emits
+ * `subscription.updated`). Throws 404 for unknown ids; 409 `validation_error` with
+ * CANNOT_CANCEL when the state forbids it — nothing changes then.
+ */
+export async function cancelSubscription(
+  db: Kysely<Database>,
+  apiClock: Clock,
+  id: string,
+  input: CancelInput,
+): Promise<Subscription> {
+  return transactionWithRetry(db, async (trx) => {
+    const row = await lockSubscription(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const now = clock.now().toISOString();
+    const comment = input.comment ?? row.cancellation_comment;
+    try {
+      if (input.at_period_end) {
+        // Asking again changes nothing, unless it brings a new comment.
+        if (row.cancel_at_period_end && comment === row.cancellation_comment) return toSubscription(row);
+        return await transitionSubscription(trx, clock, row, 'schedule_cancel', {
+          cancel_at_period_end: true,
+          cancelled_at: row.cancelled_at ?? now,
+          cancellation_reason: 'requested',
+          cancellation_comment: comment,
+        });
+      }
+      const cancelled = await transitionSubscription(trx, clock, row, 'cancel', {
+        cancel_at_period_end: false,
+        cancelled_at: now,
+        ended_at: now,
+        cancellation_reason: 'requested',
+        cancellation_comment: comment,
+      });
+      await closeOpenCase(trx, clock, id, 'cancelled');
+      return cancelled;
+    } catch (error) {
+      if (error instanceof ForbiddenTransitionError) throw cannotCancel();
+      throw error;
+    }
+  });
+}
+
+/** `active` → `paused` (no renewals, no dunning). Throws 404; 409 `validation_error` from other states. */
+export async function pauseSubscription(db: Kysely<Database>, apiClock: Clock, id: string): Promise<Subscription> {
+  return transactionWithRetry(db, async (trx) => {
+    const row = await lockSubscription(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    try {
+      return await transitionSubscription(trx, clock, row, 'pause');
+    } catch (error) {
+      if (error instanceof ForbiddenTransitionError) {
+        throw new StateConflictError(`subscription cannot be paused in its current state (${row.status})`);
+      }
+      throw error;
+    }
+  });
+}
+
+/**
+ * `paused` → `active` with its payment due at once (the period restarts now, so the worker
+ * marks it `past_due` after RENEWAL_GRACE unless paid); or, on a `trialing`/`active`
+ * subscription flagged to cancel at period end, clears the flag. Throws 404; 409
+ * `validation_error` otherwise.
+ */
+export async function resumeSubscription(db: Kysely<Database>, apiClock: Clock, id: string): Promise<Subscription> {
+  return transactionWithRetry(db, async (trx) => {
+    const row = await lockSubscription(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const now = clock.now().toISOString();
+    if (row.status === 'paused') {
+      return transitionSubscription(trx, clock, row, 'resume', {
+        current_period_start: now,
+        current_period_end: now,
+        cancel_at_period_end: false,
+        cancelled_at: null,
+        cancellation_reason: null,
+        cancellation_comment: null,
+      });
+    }
+    if (row.cancel_at_period_end) {
+      return transitionSubscription(trx, clock, row, 'unschedule_cancel', {
+        cancel_at_period_end: false,
+        cancelled_at: null,
+        cancellation_reason: null,
+        cancellation_comment: null,
+      });
+    }
+    throw new StateConflictError(
+      `subscription cannot be resumed in its current state (${row.status}, no pending cancellation)`,
+    );
+  });
+}

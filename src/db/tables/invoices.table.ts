@@ -1,0 +1,66 @@
+// Row shapes of `invoices` and `invoice_numbers` (SPEC §9). `status` is only ever written
+// through the transition table (invoice-status.ts) by invoices.lifecycle.ts.
+import type { Selectable } from 'kysely';
+
+/** Every status (the transition table beside the module says how one moves to the next). */
+export const INVOICE_STATUSES = ['open', 'paid', 'void', 'uncollectible'] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+
+export interface InvoicesTable {
+  id: string;
+  /** `<INVOICE_PREFIX>-<000001>`: gap-free per prefix, unique (invoice_numbers). */
+  number: string;
+  customer_id: string;
+  /** Null is reserved for one-off invoices (none are issued yet). */
+  subscription_id: string | null;
+  status: InvoiceStatus;
+  /** ISO 4217, upper case. */
+  currency: string;
+  /** Minor units, signed: the subscription, proration, usage and adjustment lines (SPEC §9 "Totals"). */
+  subtotal: number;
+  /** Minor units, ≥ 0: −(the sum of the discount lines). */
+  total_discount: number;
+  /** Minor units: the sum of the tax lines. */
+  total_tax: number;
+  /** Minor units, signed: the sum of every line. */
+  total: number;
+  /** Minor units, ≥ 0: the customer's credit balance applied to this invoice. */
+  applied_balance: number;
+  /** Minor units, ≥ 0: total − applied_balance. */
+  amount_due: number;
+  /** Minor units: what payments settled, never above `amount_due` (an overpayment stays on the payment). */
+  amount_paid: number;
+  period_start: string;
+  period_end: string;
+  due_at: string;
+  /** Failed payments reported for this invoice. */
+  attempt_count: number;
+  next_payment_attempt_at: string | null;
+  /**
+   * When automatic charges of this invoice stopped for good (SPEC §10 "Dunning retries"): a
+   * charge needed the customer (authentication, OTP, a paused charge). Null while the worker
+   * may charge it.
+   */
+  charges_stopped_at: string | null;
+  /** JSON array of InvoiceLine (invoices.schemas.ts); fixed when the invoice is issued. */
+  lines: string;
+  /** 32 random bytes, base64url: the secret part of `hosted_invoice_url` (`/i/<token>`). */
+  hosted_token: string;
+  paid_at: string | null;
+  voided_at: string | null;
+  marked_uncollectible_at: string | null;
+  /** JSON object of string values. */
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+  /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
+  test_clock_id: string | null;
+}
+
+/** One counter per INVOICE_PREFIX: the last number issued. */
+export interface InvoiceNumbersTable {
+  prefix: string;
+  last_number: number;
+}
+
+export type InvoiceRow = Selectable<InvoicesTable>;

@@ -1,0 +1,48 @@
+// Row shape of `subscriptions`. `status` is only ever written through the transition
+// table (subscription-status.ts) by subscriptions.lifecycle.ts.
+import type { Selectable } from 'kysely';
+
+/** Every status (the transition table beside the module says how one moves to the next). */
+export const SUBSCRIPTION_STATUSES = [
+  'incomplete',
+  'incomplete_expired',
+  'trialing',
+  'active',
+  'past_due',
+  'unpaid',
+  'paused',
+  'cancelled',
+] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+export const CANCELLATION_REASONS = ['requested', 'dunning_exhausted', 'incomplete_expired'] as const;
+export type CancellationReason = (typeof CANCELLATION_REASONS)[number];
+
+export interface SubscriptionsTable {
+  id: string;
+  customer_id: string;
+  plan_id: string;
+  status: SubscriptionStatus;
+  current_period_start: string | null;
+  current_period_end: string | null;
+  trial_end: string | null;
+  /** 1/0 on SQLite, boolean on PostgreSQL. */
+  cancel_at_period_end: boolean | number;
+  cancelled_at: string | null;
+  ended_at: string | null;
+  cancellation_reason: CancellationReason | null;
+  cancellation_comment: string | null;
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+  /**
+   * Provider time (ISO 8601) of the latest successful / failed payment applied to the
+   * subscription (subscriptions.payments.ts: stale reports). Internal; not in the API.
+   */
+  last_payment_succeeded_at: string | null;
+  last_payment_failed_at: string | null;
+  /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
+  test_clock_id: string | null;
+}
+
+export type SubscriptionRow = Selectable<SubscriptionsTable>;

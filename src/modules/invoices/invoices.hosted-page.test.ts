@@ -1,0 +1,237 @@
+// The hosted page renderer (pure): money in each currency's own decimals, escaping of every
+// value (a property over arbitrary text), the stylesheet's hash in the CSP, the stamps.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import {
+  escapeHtml,
+  formatMoney,
+  HOSTED_PAGE_CSP,
+  type HostedInvoice,
+  renderInvoicePage,
+  renderContinuePage,
+  renderProblemPage,
+} from './invoices.hosted-page.ts';
+import type { Invoice } from './invoices.schemas.ts';
+
+/** A fixed invoice: two lines, NGN, open, partly paid. */
+function invoice(overrides: Partial<Invoice> = {}): Invoice {
+  const line: Invoice['lines'][number] = {
+    id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    kind: 'subscription',
+    description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
+    amount: 500000,
+    currency: 'NGN',
+    quantity: 1,
+    unit_amount: 500000,
+    period_start: '2026-01-15T10:00:00.000Z',
+    period_end: '2026-02-15T10:00:00.000Z',
+    plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    proration: false,
+  };
+  return {
+    id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    number: 'INV-000042',
+    customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    status: 'open',
+    currency: 'NGN',
+    subtotal: 650000,
+    total_discount: 0,
+    total_tax: 0,
+    total: 650000,
+    applied_balance: 0,
+    amount_due: 650000,
+    amount_paid: 100000,
+    amount_remaining: 550000,
+    period_start: '2026-01-15T10:00:00.000Z',
+    period_end: '2026-02-15T10:00:00.000Z',
+    due_at: '2026-01-22T10:00:00.000Z',
+    attempt_count: 0,
+    next_payment_attempt_at: null,
+    lines: [
+      line,
+      {
+        ...line,
+        id: 'il_2',
+        description: 'Extra seats',
+        amount: 150000,
+        quantity: 3,
+        unit_amount: 50000,
+        plan_id: null,
+      },
+    ],
+    hosted_invoice_url: 'https://billing.example.com/i/token',
+    paid_at: null,
+    voided_at: null,
+    metadata: {},
+    created_at: '2026-01-15T10:00:00.000Z',
+    updated_at: '2026-01-15T10:00:00.000Z',
+    ...overrides,
+  };
+}
+
+function page(overrides: Partial<Invoice> = {}, rest: Partial<HostedInvoice> = {}): string {
+  return renderInvoicePage({
+    invoice: invoice(overrides),
+    customer: { name: 'Ada Lovelace', email: 'ada@example.com' },
+    businessName: 'Acme Cloud Ltd',
+    ...rest,
+  });
+}
+
+/** The page's markup with every text node removed: what escaping must never change. */
+function tags(html: string): string[] {
+  return html.match(/<[^>]*>/g) ?? [];
+}
+
+test('money is shown in the currency’s own decimals, exactly, from minor units', () => {
+  assert.equal(formatMoney(500000, 'NGN'), '₦5,000.00');
+  assert.equal(formatMoney(1, 'USD'), '$0.01');
+  assert.equal(formatMoney(0, 'USD'), '$0.00');
+  assert.equal(formatMoney(5000, 'JPY'), '¥5,000'); // no decimals
+  assert.equal(formatMoney(1500, 'KWD'), 'KWD\u00a01.500'); // three decimals, a no-break space after the code
+  assert.equal(formatMoney(7, 'KWD'), 'KWD\u00a00.007');
+  assert.equal(formatMoney(-250, 'EUR'), '-€2.50');
+  // The largest safe integer, without a float's rounding (9007199254740991 / 100 is not exact).
+  assert.equal(formatMoney(Number.MAX_SAFE_INTEGER, 'USD'), '$90,071,992,547,409.91');
+  // A code Intl refuses still shows the amount and the code, never throws.
+  assert.equal(formatMoney(1234, 'N1G'), '12.34 N1G');
+});
+
+test('escapeHtml escapes & < > " \' and replaces control characters', () => {
+  assert.equal(
+    escapeHtml(`<script>alert("x" & 'y')</script>`),
+    '&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;',
+  );
+  assert.equal(escapeHtml('a\u0000b\u001bc\u0085d\te\nf'), 'a\ufffdb\ufffdc\ufffdd\te\nf');
+});
+
+test('the CSP allows exactly the page’s one inline stylesheet, by its SHA-256, and forms to itself and the checkout pages', () => {
+  for (const html of [page(), renderProblemPage(404, 'Acme')]) {
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)];
+    assert.equal(styles.length, 1);
+    const hash = createHash('sha256').update(styles[0]![1]!).digest('base64');
+    assert.equal(
+      HOSTED_PAGE_CSP,
+      `default-src 'none'; style-src 'sha256-${hash}'; base-uri 'none'; ` +
+        "form-action 'self' https://checkout.paystack.com https://checkout.stripe.com; frame-ancestors 'none'",
+    );
+    assert.doesNotMatch(html, /<script|<img|<link|<iframe|<form|\sstyle=|\son[a-z]+=/i);
+    assert.match(html, /<meta name="robots" content="noindex, nofollow">/);
+  }
+});
+
+test('an open invoice says what is due and when; totals are due, paid and remaining; no stamp', () => {
+  const html = page();
+  assert.match(html, /<p class="business"><bdi>Acme Cloud Ltd<\/bdi><\/p>/);
+  assert.match(html, /<h1>Invoice<\/h1>\n<div class="number">INV-000042<\/div>/);
+  assert.match(html, /<p class="summary">₦5,500.00 due 22 January 2026<\/p>/);
+  assert.match(html, /<dt>Date of issue<\/dt><dd>15 January 2026<\/dd>/);
+  assert.match(html, /<dt>Date due<\/dt><dd>22 January 2026<\/dd>/);
+  assert.match(html, /<dt>Period<\/dt><dd>15 Jan 2026 – 15 Feb 2026<\/dd>/);
+  assert.match(html, /<td><bdi>Extra seats<\/bdi><\/td>\n<td class="num">3<\/td>\n<td class="num">₦1,500.00<\/td>/);
+  assert.match(html, /Amount due<\/th><td class="num">₦6,500.00</);
+  assert.match(html, /Amount paid<\/th><td class="num">₦1,000.00</);
+  assert.match(html, /Amount remaining<\/th><td class="num">₦5,500.00</);
+  assert.match(html, /<p class="name"><bdi>Ada Lovelace<\/bdi><\/p>\n<p><bdi>ada@example.com<\/bdi><\/p>/);
+  assert.doesNotMatch(html, /class="stamp"/);
+  assert.match(html, /<main class="sheet status-open">/);
+});
+
+test('paid, void and uncollectible invoices carry their stamp and say why nothing (or what) is owed', () => {
+  const paid = page({ status: 'paid', amount_paid: 650000, amount_remaining: 0, paid_at: '2026-01-20T08:00:00.000Z' });
+  assert.match(paid, /<div class="stamp" aria-hidden="true">Paid<\/div>/);
+  assert.match(paid, /₦6,500.00 paid<small>Paid on 20 January 2026. Thank you.<\/small>/);
+  assert.match(paid, /<main class="sheet status-paid">/);
+
+  const voided = page({ status: 'void', voided_at: '2026-01-21T08:00:00.000Z' });
+  assert.match(voided, /<div class="stamp" aria-hidden="true">Void<\/div>/);
+  assert.match(voided, /Nothing to pay<small>This invoice was voided on 21 January 2026.<\/small>/);
+  assert.match(voided, /No payment is due on it/);
+
+  const uncollectible = page({ status: 'uncollectible' });
+  assert.match(uncollectible, /<div class="stamp" aria-hidden="true">Uncollectible<\/div>/);
+  assert.match(uncollectible, /₦5,500.00 outstanding/);
+});
+
+test('the Pay button: a plain POST form to `pay.action`, only on an open invoice with something remaining', () => {
+  const pay = { action: '/i/tok"en/pay', provider: 'Paystack' };
+  const html = page({}, { pay });
+  assert.match(
+    html,
+    /<p class="summary">₦5,500.00 due 22 January 2026<\/p>\n<form class="pay" method="post" action="\/i\/tok&quot;en\/pay">\n<button type="submit">Pay ₦5,500.00<\/button>\n<small>Secure payment with Paystack<\/small>\n<\/form>\n<\/div>/,
+  );
+  assert.equal(html.match(/<form/g)?.length, 1);
+  assert.doesNotMatch(html, /<input|<script|\son[a-z]+=/i, 'no field, nothing run');
+  assert.doesNotMatch(page(), /<form/, 'no provider can collect: no button');
+  for (const overrides of [
+    { status: 'paid', amount_paid: 650000, amount_remaining: 0 },
+    { status: 'void' },
+    { status: 'uncollectible' },
+    { amount_paid: 650000, amount_remaining: 0 },
+  ] as Partial<Invoice>[]) {
+    assert.doesNotMatch(page(overrides, { pay }), /<form/, JSON.stringify(overrides));
+  }
+});
+
+test('a customer without a name shows the email; a missing customer shows a dash', () => {
+  const noName = page({}, { customer: { name: null, email: 'ada@example.com' } });
+  assert.match(noName, /<h2>Billed to<\/h2>\n<p><bdi>ada@example.com<\/bdi><\/p>\n<\/div>/);
+  assert.match(page({}, { customer: undefined }), /<h2>Billed to<\/h2>\n<p>—<\/p>/);
+});
+
+test('property: whatever text the customer, the lines and the business name hold, the markup is unchanged', () => {
+  const reference = tags(page());
+  const text = fc.string({
+    unit: fc.constantFrom('<', '>', '&', '"', "'", '/', 's', 'c', '=', ' ', '\u202e', '\u0000'),
+  });
+  const anyText = fc.oneof(text, fc.string({ unit: 'binary' }), fc.constant('<script>alert(1)</script>'));
+  fc.assert(
+    fc.property(anyText, anyText, anyText, anyText, anyText, (name, email, first, second, business) => {
+      const base = invoice();
+      const html = renderInvoicePage({
+        invoice: {
+          ...base,
+          lines: [
+            { ...base.lines[0]!, description: first },
+            { ...base.lines[1]!, description: second },
+          ],
+        },
+        customer: { name: name === '' ? 'x' : name, email },
+        businessName: business,
+      });
+      assert.deepEqual(tags(html), reference);
+      assert.doesNotMatch(html, /<script/i);
+      assert.ok(!html.includes('\u0000'), 'no NUL character');
+    }),
+    { numRuns: 200 },
+  );
+});
+
+test('user text is bidi-isolated: a right-to-left override in a name cannot reorder the page around it', () => {
+  const html = page({}, { customer: { name: 'Mallory \u202eevil', email: 'm@example.com' } });
+  assert.match(html, /<p class="name"><bdi>Mallory \u202eevil<\/bdi><\/p>/);
+});
+
+test('the problem pages name the business only, and never an invoice', () => {
+  const html = renderProblemPage(404, 'Acme <Cloud>');
+  assert.match(html, /<title>Invoice not found · Acme &lt;Cloud&gt;<\/title>/);
+  assert.match(html, /<p class="summary">Invoice not found<\/p>/);
+  assert.match(renderProblemPage(429, 'Acme'), /Too many requests/);
+  assert.match(renderProblemPage(500, 'Acme'), /Invoice unavailable/);
+  const busy = renderProblemPage(503, 'Acme', '/i/token');
+  assert.match(busy, /<p class="summary">Payment not started<\/p>/);
+  assert.match(busy, /try again in a few minutes/);
+  assert.match(busy, /<a class="back" href="\/i\/token">Back to the invoice<\/a>/);
+  assert.doesNotMatch(renderProblemPage(404, 'Acme'), /<a /);
+});
+
+test('the continue page links to a checkout URL the CSP would not let the form redirect to', () => {
+  const html = renderContinuePage('https://pay.example.com/c/pay/cs_1?a=1&b="2"', 'Stripe', 'Acme');
+  assert.match(
+    html,
+    /<a class="back" href="https:\/\/pay\.example\.com\/c\/pay\/cs_1\?a=1&amp;b=&quot;2&quot;" rel="noreferrer">Continue to Stripe<\/a>/,
+  );
+});

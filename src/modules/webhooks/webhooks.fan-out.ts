@@ -1,0 +1,105 @@
+// Fan-out (SPEC §6): each committed event becomes one delivery per enabled endpoint whose
+// `events` match (or `"*"`), exactly once. A batch of events is claimed (SKIP LOCKED on
+// PostgreSQL, so several workers split the work), its deliveries written and the events marked
+// fanned out in ONE transaction: a crash rolls the whole batch back, nothing half-done remains,
+// and the (event, endpoint) unique constraint makes a double write impossible anyway.
+import type { Insertable, Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import { claimRows } from '../../db/locking.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { newId } from '../../shared/ids.ts';
+import { markEventsFannedOut } from '../events/events.delivery-state.ts';
+import type { WebhookDeliveriesTable } from '../../db/tables/webhooks.table.ts';
+
+const INSERT_CHUNK = 500;
+
+interface Subscriber {
+  id: string;
+  created_at: string;
+  all: boolean;
+  topics: ReadonlySet<string>;
+}
+
+/**
+ * Fans out up to `limit` events not fanned out yet, oldest first. An endpoint receives the
+ * events written from its own creation on, in real time (not an older backlog): an event's
+ * `emitted_at`, never its `created_at`, which a test clock may have stamped before the
+ * endpoint existed (SPEC §6, §11). `webhook.test` never fans
+ * out: its one delivery is written with it (deliveries.service.ts). An event with no
+ * delivery due is delivered at once. Returns how many events were fanned out.
+ */
+export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: number): Promise<number> {
+  // Most passes find nothing: look first, without taking SQLite's write lock for it.
+  const waiting = await db.selectFrom('events').select('id').where('fanned_out_at', 'is', null).limit(1).execute();
+  if (waiting.length === 0) return 0;
+  return db.transaction().execute(async (trx) => {
+    const enabledEndpoints = trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'events', 'created_at'])
+      .where('status', '=', 'enabled');
+    const events = await claimRows(
+      trx
+        .selectFrom('events')
+        .select(['id', 'topic', 'emitted_at', 'created_at'])
+        .where('fanned_out_at', 'is', null)
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(limit),
+      trx,
+    ).execute();
+    if (events.length === 0) return 0;
+
+    const endpoints = await enabledEndpoints.execute();
+    const subscribers: Subscriber[] = endpoints.map((endpoint) => {
+      const topics = JSON.parse(endpoint.events) as string[];
+      return {
+        id: endpoint.id,
+        created_at: endpoint.created_at,
+        all: topics.includes('*'),
+        topics: new Set(topics),
+      };
+    });
+
+    const now = clock.now().toISOString();
+    const rows: Insertable<WebhookDeliveriesTable>[] = [];
+    const eventsByCount = new Map<number, string[]>();
+    for (const event of events) {
+      let count = 0;
+      // Rows written before `emitted_at` existed were stamped with real time.
+      const emittedAt = event.emitted_at ?? event.created_at;
+      if (event.topic !== 'webhook.test') {
+        for (const endpoint of subscribers) {
+          if (endpoint.created_at > emittedAt) continue;
+          if (!endpoint.all && !endpoint.topics.has(event.topic)) continue;
+          count += 1;
+          rows.push({
+            id: newId('delivery'),
+            endpoint_id: endpoint.id,
+            event_id: event.id,
+            topic: event.topic,
+            status: 'pending',
+            attempt_count: 0,
+            next_attempt_at: now,
+            locked_until: null,
+            locked_by: null,
+            last_attempt_at: null,
+            delivered_at: null,
+            created_at: now,
+            updated_at: now,
+          });
+        }
+      }
+      eventsByCount.set(count, [...(eventsByCount.get(count) ?? []), event.id]);
+    }
+
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      await trx
+        .insertInto('webhook_deliveries')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
+        .execute();
+    }
+    for (const [count, ids] of eventsByCount) await markEventsFannedOut(trx, ids, count, now);
+    return events.length;
+  });
+}

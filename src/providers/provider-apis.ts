@@ -1,0 +1,42 @@
+// The provider API clients of one process (SPEC §10), made from the configuration: a
+// provider without an API key has no client and cannot collect (it still receives events).
+import type { CollectingProvider, Config } from '../config.ts';
+import { PaystackApi } from './paystack/api.ts';
+import { StripeApi } from './stripe/api.ts';
+
+export interface ProviderApis {
+  /** Present when PAYSTACK_SECRET_KEY is set. */
+  paystack: PaystackApi | undefined;
+  /** Present when STRIPE_API_KEY is set. */
+  stripe: StripeApi | undefined;
+  /** Closes the clients' connections. */
+  close(): Promise<void>;
+}
+
+/** The variable whose absence keeps `provider` from collecting (named in the 422). */
+export const API_KEY_VARIABLE: Record<CollectingProvider, string> = {
+  paystack: 'PAYSTACK_SECRET_KEY',
+  stripe: 'STRIPE_API_KEY',
+};
+
+/** One client per provider that has an API key, with PROVIDER_TIMEOUT as each call's deadline. */
+export function createProviderApis(
+  config: Pick<Config, 'paystackSecretKey' | 'paystackApiUrl' | 'stripeApiKey' | 'stripeApiUrl' | 'providerTimeoutMs'>,
+): ProviderApis {
+  const timeoutMs = config.providerTimeoutMs;
+  const paystack =
+    config.paystackSecretKey === ''
+      ? undefined
+      : new PaystackApi({ baseUrl: config.paystackApiUrl, secretKey: config.paystackSecretKey, timeoutMs });
+  const stripe =
+    config.stripeApiKey === ''
+      ? undefined
+      : new StripeApi({ apiUrl: config.stripeApiUrl, apiKey: config.stripeApiKey, timeoutMs });
+  return {
+    paystack,
+    stripe,
+    async close() {
+      await paystack?.close();
+    },
+  };
+}

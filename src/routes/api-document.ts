@@ -1,0 +1,205 @@
+// The API document's content, owned by the entry points: every named schema the routes
+// reference, the tags in the order /docs shows them, and the `data` component of every
+// outbound topic. http/openapi.ts turns it into /openapi.json without importing a module.
+import type { TSchema } from 'typebox';
+import type { ApiDocument } from '../http/openapi.ts';
+import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
+import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
+import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
+import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
+import { customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
+import {
+  caseListSchema,
+  caseSchema,
+  caseWithStepsSchema,
+  pastDueListSchema,
+  pastDueSchema,
+  reminderSchema,
+  stepSchema,
+  upcomingListSchema,
+  upcomingSchema,
+} from '../modules/dunning/dunning.schemas.ts';
+import { eventListSchema, eventSchema } from '../modules/events/events.schemas.ts';
+import type { Topic } from '../modules/events/events.topics.ts';
+import { healthSchema } from './health.schemas.ts';
+import {
+  mergedPaymentSchema,
+  paymentListSchema,
+  paymentSchema,
+  refundListSchema,
+  refundSchema,
+} from '../modules/payments/payments.schemas.ts';
+import {
+  invoiceDetailSchema,
+  invoiceLineSchema,
+  invoiceListSchema,
+  invoiceSchema,
+} from '../modules/invoices/invoices.schemas.ts';
+import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
+import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
+import { notifyReceiptSchema } from './notify.schemas.ts';
+import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
+import { subscriptionListSchema, subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
+import { testClockListSchema, testClockSchema } from '../modules/test-clocks/test-clocks.schemas.ts';
+import {
+  attemptSchema,
+  deliveryListSchema,
+  deliverySchema,
+  endpointListSchema,
+  endpointSchema,
+} from '../modules/webhooks/webhooks.schemas.ts';
+
+/**
+ * Every named schema of the API (`$id` = the name under `components.schemas`), registered with
+ * the app before the routes so that `{$ref: 'Customer#'}` resolves for validation,
+ * serialization and the document alike. A new resource or list envelope goes here.
+ */
+export const COMPONENT_SCHEMAS: readonly object[] = [
+  healthSchema,
+  customerSchema,
+  customerListSchema,
+  planSchema,
+  planListSchema,
+  subscriptionSchema,
+  subscriptionListSchema,
+  paymentSchema,
+  paymentListSchema,
+  mergedPaymentSchema,
+  refundSchema,
+  refundListSchema,
+  caseSchema,
+  caseListSchema,
+  stepSchema,
+  caseWithStepsSchema,
+  reminderSchema,
+  upcomingSchema,
+  upcomingListSchema,
+  pastDueSchema,
+  pastDueListSchema,
+  endpointSchema,
+  endpointListSchema,
+  attemptSchema,
+  deliverySchema,
+  deliveryListSchema,
+  eventSchema,
+  eventListSchema,
+  apiKeySchema,
+  apiKeyListSchema,
+  createdKeySchema,
+  notifyReceiptSchema,
+  providerEventSchema,
+  providerEventListSchema,
+  providerEventDetailSchema,
+  invoiceLineSchema,
+  invoiceSchema,
+  invoiceListSchema,
+  checkoutLinkSchema,
+  paymentAttemptSchema,
+  invoiceDetailSchema,
+  paymentAttemptedSchema,
+  paymentMethodSchema,
+  paymentMethodListSchema,
+  testClockSchema,
+  testClockListSchema,
+];
+
+/** The top-level tags, in the order /docs shows them; every operation uses one of these. */
+export const TAGS = [
+  { name: 'Health', description: 'Liveness and readiness of the service and its database.' },
+  { name: 'Customers', description: 'The people and companies who pay. Emails are unique among live customers.' },
+  { name: 'Plans', description: 'Prices: an amount per billing interval. Immutable once created; archive instead.' },
+  {
+    name: 'Subscriptions',
+    description: 'A customer on a plan, moving through trialing, active, past_due, paused, cancelled (SPEC §4).',
+  },
+  {
+    name: 'Payments',
+    description:
+      'Payments and refunds, recorded from verified provider events; refunds can be requested through the API (POST /api/payments/{id}/refund).',
+  },
+  {
+    name: 'Invoices',
+    description:
+      'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments, voided or written off; collecting it through Paystack or Stripe.',
+  },
+  { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
+  {
+    name: 'Webhooks',
+    description:
+      'Your endpoints for outbound events, their deliveries and attempts; the payloads are under `webhooks`.',
+  },
+  { name: 'Events', description: 'Everything that happened, with the same `data` the webhooks carry.' },
+  { name: 'API keys', description: 'Keys with `read`, `write` or `admin` scope (admin only): create, rotate, revoke.' },
+  { name: 'Provider events', description: 'Inbound events from Paystack and Stripe, verified by their signatures.' },
+  {
+    name: 'Test clocks',
+    description:
+      'Simulated time per customer for staging and CI (TEST_CLOCKS=true; otherwise 404): months of renewals, invoices and dunning in seconds.',
+  },
+] as const;
+
+/** The component each topic's `data` is (docs/webhooks.md), and when the topic is sent. */
+export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
+  'customer.created': { schema: customerSchema, when: 'A customer was created (through the API or attribution).' },
+  'customer.updated': { schema: customerSchema, when: 'A customer changed.' },
+  'customer.deleted': { schema: customerSchema, when: 'A customer was deleted.' },
+  'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
+  'subscription.updated': {
+    schema: subscriptionSchema,
+    when: 'A subscription changed status (paused, resumed, activated, …).',
+  },
+  'subscription.renewed': { schema: subscriptionSchema, when: 'A payment started a new billing period.' },
+  'subscription.past_due': { schema: subscriptionSchema, when: 'A renewal went unpaid.' },
+  'subscription.cancelled': { schema: subscriptionSchema, when: 'A subscription ended.' },
+  'payment.succeeded': { schema: paymentSchema, when: 'A provider reported a successful payment.' },
+  'payment.failed': { schema: paymentSchema, when: 'A provider reported a failed payment.' },
+  'payment.refunded': { schema: paymentSchema, when: 'A refund succeeded; `amount_refunded` includes it.' },
+  'payment.refund_failed': {
+    schema: paymentSchema,
+    when: 'A refund (succeeded, or pending after POST /api/payments/{id}/refund) failed or was cancelled at the provider.',
+  },
+  'payment.merged': {
+    schema: mergedPaymentSchema,
+    when: 'Two records of one charge became one (a Stripe invoice and its PaymentIntent).',
+  },
+  'invoice.created': {
+    schema: invoiceSchema,
+    when: 'An invoice was issued (subscription start, trial end or renewal).',
+  },
+  'invoice.paid': { schema: invoiceSchema, when: 'Payments settled the whole amount due.' },
+  'invoice.payment_failed': {
+    schema: invoiceSchema,
+    when: 'A payment for the invoice failed; `attempt_count` counts it.',
+  },
+  'invoice.payment_attempted': {
+    schema: paymentAttemptedSchema,
+    when: "The service charged a saved method for the invoice (SPEC §10): the attempt's outcome (succeeded, failed, requires_action).",
+  },
+  'invoice.voided': { schema: invoiceSchema, when: 'The invoice was voided: nothing is owed on it any more.' },
+  'invoice.marked_uncollectible': {
+    schema: invoiceSchema,
+    when: 'The invoice was marked uncollectible (by the API or dunning cancelling the subscription).',
+  },
+  'payment_method.attached': {
+    schema: paymentMethodSchema,
+    when: 'A succeeded payment carried a reusable card or account not saved for its customer yet.',
+  },
+  'payment_method.detached': { schema: paymentMethodSchema, when: 'A saved payment method was removed (DELETE).' },
+  'dunning.started': { schema: caseSchema, when: 'A failed payment opened a dunning case.' },
+  'dunning.reminder': { schema: reminderSchema, when: 'A reminder step of the dunning schedule is due.' },
+  'dunning.recovered': { schema: caseSchema, when: 'A payment closed the dunning case.' },
+  'dunning.exhausted': { schema: caseSchema, when: 'The schedule ran out; the final action follows.' },
+  'webhook_endpoint.disabled': {
+    schema: endpointSchema,
+    when: 'An endpoint was disabled (by PATCH, a 410, or 5 days of failures).',
+  },
+  'webhook.test': { schema: endpointSchema, when: 'POST /api/webhooks/{id}/test: sent to that endpoint only.' },
+  'test_clock.advancing': { schema: testClockSchema, when: 'An advance of the test clock was accepted.' },
+  'test_clock.ready': {
+    schema: testClockSchema,
+    when: 'The test clock reached its frozen_time: every due piece of work up to it has run.',
+  },
+};
+
+/** Everything routes/ contributes to /openapi.json, for registerOpenApi. */
+export const API_DOCUMENT: ApiDocument = { schemas: COMPONENT_SCHEMAS, tags: TAGS, topics: TOPIC_DATA };

@@ -1,0 +1,93 @@
+// /api/invoices: list, get, void, mark uncollectible (SPEC §3, §9). Invoices are issued by
+// the subscription flows and settled by payments; these routes read them and close them.
+import type { Deps } from '../deps.ts';
+import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
+import { defineRoute, type Route } from '../http/route.ts';
+import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
+import { INVOICE_STATUSES } from '../modules/invoices/invoices.status.ts';
+import { invoiceDetailSchema, invoiceListSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
+import * as service from '../modules/invoices/invoices.service.ts';
+
+const common = { tags: ['Invoices'], security: API_KEY_SECURITY };
+// No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.
+const idFilter = { type: 'string', maxLength: 64, pattern: '^[^\\u0000]*$' } as const;
+const stateChangeResponses = {
+  200: responseOf(invoiceSchema, 'The invoice in its new state'),
+  ...errorResponses(400, 401, 403, 404, 409, 415),
+};
+
+/** Routes of the invoices module. */
+export function invoiceRoutes(deps: Deps): Route[] {
+  const { db, config } = deps;
+  return [
+    defineRoute<{ Querystring: ListQueryInput & service.InvoiceFilters }>({
+      method: 'GET',
+      url: '/api/invoices',
+      schema: {
+        ...common,
+        operationId: 'listInvoices',
+        summary: 'List invoices',
+        description: 'Filters are exact matches; `sort_by` is `created_at` (default), `due_at` or `amount_due`.',
+        querystring: listQuerySchema(service.INVOICE_SORT_FIELDS, {
+          customer_id: idFilter,
+          subscription_id: idFilter,
+          status: { type: 'string', enum: [...INVOICE_STATUSES] },
+        }),
+        response: { 200: responseOf(invoiceListSchema, 'A page of invoices'), ...errorResponses(400, 401, 403) },
+      },
+      handler: async (request) => {
+        const { customer_id, subscription_id, status } = request.query;
+        return service.listInvoices(db, config.publicUrl, parseListParams(request.query), {
+          customer_id,
+          subscription_id,
+          status,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/invoices/:id',
+      schema: {
+        ...common,
+        operationId: 'getInvoice',
+        summary: 'Get an invoice',
+        description:
+          'The invoice and `payment_attempts`: every request the service made to a provider to collect it (checkout links, charges), oldest first, with provider, reference, status, failure code/message and timestamps. Only here: lists and `invoice.*` events show the invoice without them.',
+        params: idParams,
+        response: {
+          200: responseOf(invoiceDetailSchema, 'The invoice and its payment attempts'),
+          ...errorResponses(401, 403, 404),
+        },
+      },
+      handler: async (request) => service.getInvoice(db, config.publicUrl, request.params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/invoices/:id/void',
+      schema: {
+        ...common,
+        operationId: 'voidInvoice',
+        summary: 'Void an invoice',
+        description:
+          'From `open` or `uncollectible`: nothing is owed on it any more. Emits `invoice.voided`; an open dunning case chasing the invoice closes as `cancelled`. From `paid` or `void`: 409 `validation_error` "cannot be voided in its current state". No body.',
+        params: idParams,
+        response: stateChangeResponses,
+      },
+      handler: async (request) => service.voidInvoice(deps, request.params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/invoices/:id/mark-uncollectible',
+      schema: {
+        ...common,
+        operationId: 'markInvoiceUncollectible',
+        summary: 'Mark an invoice uncollectible',
+        description:
+          'From `open` only: the debt is written off but a later payment still settles it. Emits `invoice.marked_uncollectible`; an open dunning case chasing the invoice closes as `cancelled`. Otherwise 409 `validation_error` "cannot be marked uncollectible in its current state". No body.',
+        params: idParams,
+        response: stateChangeResponses,
+      },
+      handler: async (request) => service.markInvoiceUncollectible(deps, request.params.id),
+    }),
+  ];
+}

@@ -1,0 +1,29 @@
+// The automatic-charge job (SPEC §10): the billing core's chargeDueInvoices on a schedule.
+import { sql } from 'kysely';
+import { CHARGE_CONCURRENCY, chargeDueInvoices, OWNER } from '../billing/charges.ts';
+import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
+import { withHeldReports } from '../inbox/inbox.processing.ts';
+import type { Job } from './job.ts';
+
+/**
+ * The worker job (SPEC §10): charges invoices due for a charge, CHARGE_CONCURRENCY at once
+ * (see the header for the exactly-once steps).
+ */
+export const chargeInvoices: Job = {
+  name: 'charge_invoices',
+  batchSize: CHARGE_CONCURRENCY,
+  run: (deps, scope = REAL_TIME) => chargeDueInvoices(withHeldReports(deps), OWNER, CHARGE_CONCURRENCY, scope),
+  // The earliest open invoice of the scope due for a charge after `after` (SPEC §11).
+  nextDueAt: async (deps, scope, after) => {
+    const row = await whereInScope(
+      deps.db
+        .selectFrom('invoices')
+        .select((eb) => eb.fn.min('next_payment_attempt_at').as('due'))
+        .where('status', '=', sql.lit('open'))
+        .where('next_payment_attempt_at', '>', after.toISOString()),
+      'invoices.test_clock_id',
+      scope,
+    ).executeTakeFirst();
+    return earliest([row?.due]);
+  },
+};

@@ -1,0 +1,91 @@
+// The dunning schedule's work (SPEC §4, §7): each due step of an open case emits
+// `dunning.reminder` — first re-charging the saved default method when there is one and
+// waiting for that charge (dunning.steps.ts, SPEC §10 "Dunning retries") — and after the
+// last one the final action exhausts the case and cancels the subscription or marks it
+// `unpaid` (DUNNING_FINAL_ACTION). The final action charges nothing.
+//
+// Exactly once: a batch of due cases is claimed (SKIP LOCKED on PostgreSQL; SQLite's
+// BEGIN IMMEDIATE serializes writers) and each case's step, its event and the case's new
+// `next_action_at` commit in that one transaction. A crash mid-step rolls all of it back,
+// and the step is taken again by whichever worker claims the case next. The
+// `dunning_steps` primary key (case, step) refuses a second copy of any step.
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/database.ts';
+import { claimRows } from '../db/locking.ts';
+import { type Job } from './job.ts';
+import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
+import { emitEvent } from '../modules/events/events.service.ts';
+import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
+import { markInvoiceUncollectibleIfOpen } from '../billing/settle.ts';
+import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
+import { lockSubscription, transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import { closeCase, type DunningContext } from '../modules/dunning/dunning.cases.ts';
+import { isFinalActionNext } from '../modules/dunning/dunning.schedule.ts';
+import { takeStep } from '../billing/dunning-steps.ts';
+import type { DunningCaseRow } from '../db/tables/dunning.table.ts';
+
+const BATCH_SIZE = 50;
+
+/**
+ * The final action (SPEC §4, §9): the case becomes `exhausted` (`dunning.exhausted`) and a
+ * `past_due` subscription becomes `cancelled` with reason `dunning_exhausted`, or `unpaid`,
+ * per DUNNING_FINAL_ACTION, with its own event. With `cancel`, the invoice the case chases
+ * becomes `uncollectible` (`invoice.marked_uncollectible`) when still open: a later payment
+ * can still settle it. A subscription in any other state is left as it is (the transition
+ * table decides), and so is its invoice.
+ */
+async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext & InvoiceContext, row: DunningCaseRow) {
+  const { clock, config } = ctx;
+  const exhausted = await closeCase(trx, clock, row, 'exhausted');
+  await emitEvent(trx, clock, 'dunning.exhausted', exhausted);
+  const subscription = await lockSubscription(trx, row.subscription_id);
+  const now = clock.now().toISOString();
+  if (config.dunningFinalAction === 'cancel') {
+    if (!nextStatus(subscription.status, 'dunning_exhausted_cancel')) return;
+    await transitionSubscription(trx, clock, subscription, 'dunning_exhausted_cancel', {
+      cancel_at_period_end: false,
+      cancelled_at: now,
+      ended_at: now,
+      cancellation_reason: 'dunning_exhausted',
+    });
+    // Lock order: the subscription (above), then its invoice.
+    if (row.invoice_id !== null) await markInvoiceUncollectibleIfOpen(trx, ctx, row.invoice_id);
+  } else if (nextStatus(subscription.status, 'dunning_exhausted_unpaid')) {
+    await transitionSubscription(trx, clock, subscription, 'dunning_exhausted_unpaid');
+  }
+}
+
+/** Open cases whose next step or final action is due: one action per case per claim. */
+export const runDunningSchedule: Job = {
+  name: 'run_dunning_schedule',
+  batchSize: BATCH_SIZE,
+  run: (deps, scope = REAL_TIME) =>
+    deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now().toISOString();
+      const rows = await claimRows(
+        whereInScope(trx.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
+          .where('status', '=', 'open')
+          .where('next_action_at', '<=', now)
+          .orderBy('next_action_at')
+          .orderBy('id')
+          .limit(BATCH_SIZE),
+        trx,
+      ).execute();
+      for (const row of rows) {
+        if (isFinalActionNext(row.step, deps.config.dunningScheduleMs)) await applyFinalAction(trx, deps, row);
+        else await takeStep(trx, deps, row);
+      }
+      return rows.length;
+    }),
+  nextDueAt: async ({ db }, scope, after) => {
+    const row = await whereInScope(
+      db.selectFrom('dunning_cases').select((eb) => eb.fn.min('next_action_at').as('due')),
+      'dunning_cases.test_clock_id',
+      scope,
+    )
+      .where('status', '=', 'open')
+      .where('next_action_at', '>', after.toISOString())
+      .executeTakeFirst();
+    return earliest([row?.due]);
+  },
+};

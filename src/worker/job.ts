@@ -1,0 +1,52 @@
+// What the background worker runs (SPEC §7): a Job (due work, claimed in small batches) or a
+// WorkerService (work with its own loop). Each lives in worker/<name>.jobs.ts and calls the
+// billing core or a record module; worker/jobs.ts names them all; worker/runner.ts runs them.
+// Where due rows are claimed (JobScope, whereInScope) is a database matter: db/scope.ts.
+import type { Deps } from '../deps.ts';
+import type { JobScope } from '../db/scope.ts';
+
+/**
+ * One kind of due work. `run` handles at most `batchSize` items of `scope` (default
+ * REAL_TIME) that are due at `deps.clock.now()`, and returns how many.
+ *
+ * A job over customers' rows is clock-aware (SPEC §11): it filters what it claims with
+ * whereInScope(…, scope) on a `test_clock_id` column, takes "now" only from `deps.clock`, and
+ * has `nextDueAt`. A test clock's advance runs exactly the jobs with `nextDueAt`; the others
+ * (housekeeping: retries, purges, counts) run in real time only and ignore `scope`.
+ */
+export interface Job {
+  name: string;
+  batchSize: number;
+  run(deps: Deps, scope?: JobScope): Promise<number>;
+  /**
+   * The earliest instant strictly after `after` at which a row of `scope` becomes due for
+   * this job (the instant `run` at that time would first claim it), or null when none will
+   * without some other change. The advance steps from one such instant to the next.
+   */
+  nextDueAt?(deps: Deps, scope: JobScope, after: Date): Promise<Date | null>;
+}
+
+export interface WorkerLogger {
+  error(object: object, message: string): void;
+}
+
+export interface StopOptions {
+  /**
+   * How long services may finish in-flight work before it is aborted and its leases given
+   * back (default: wait for it all; webhook attempts are bounded by WEBHOOK_TIMEOUT).
+   */
+  graceMs?: number;
+}
+
+/** A long-running part of the worker with its own loop and concurrency. */
+export interface RunningService {
+  start(): void;
+  /** Stops taking work, drains or aborts what is in flight (StopOptions), releases resources. */
+  stop(options?: StopOptions): Promise<void>;
+}
+
+/** A service kind, registered in worker/jobs.ts SERVICES; created when the worker starts. */
+export interface WorkerService {
+  name: string;
+  create(deps: Deps, log: WorkerLogger): RunningService;
+}

@@ -1,0 +1,49 @@
+// The worker's part of refunds from the API (SPEC §10): a refund whose provider call got no
+// usable answer (or whose caller died mid-call) is asked again once `resume_at` has come —
+// looked up by our own id (Paystack's marker, Stripe's metadata.refund_id) and sent again
+// only when the look-up proves the provider has none — under a lease, so a
+// retry of the request and the worker never ask at once. It ends answered (still `pending`
+// until the provider's event), refused (`failed`), or due again a minute later. Clock-aware
+// (SPEC §11): a test clock customer's refund is resumed by its clock's advance, at its time.
+import { AppError } from '../http/errors.ts';
+import { type Job } from './job.ts';
+import { REAL_TIME } from '../db/scope.ts';
+import { claimDueRefundRequests, nextRefundResumeAt } from '../modules/payments/payments.refund-requests.ts';
+import type { CollectingProvider } from '../config.ts';
+import { PROVIDER_NAMES } from '../providers/provider-api.ts';
+import { refundClock, refundLeaseMs, resolveRefund } from '../billing/refunds.ts';
+
+const BATCH_SIZE = 10;
+
+/** Resolves up to BATCH_SIZE due refunds of the scope without a provider answer; returns how many it took. */
+export const resolveUnknownRefunds: Job = {
+  name: 'resolve_unknown_refunds',
+  batchSize: BATCH_SIZE,
+  async run(deps, scope = REAL_TIME) {
+    const refunds = await claimDueRefundRequests(deps.db, deps.clock, BATCH_SIZE, refundLeaseMs(deps), scope);
+    for (const refund of refunds) {
+      const payment = await deps.db
+        .selectFrom('payments')
+        .select('provider_reference')
+        .where('id', '=', refund.payment_id)
+        .executeTakeFirst();
+      // Only paystack/stripe payments get API refunds (a merge moves refunds with their payment).
+      if (!payment || !(refund.provider in PROVIDER_NAMES)) continue;
+      const call = {
+        refund,
+        provider: refund.provider as CollectingProvider,
+        paymentReference: payment.provider_reference,
+        resumed: true,
+        clock: await refundClock(deps.db, deps, refund),
+      };
+      try {
+        await resolveRefund(deps, call);
+      } catch (error) {
+        // Refused (now `failed`) or still no answer (due again): recorded on the refund.
+        if (!(error instanceof AppError)) throw error;
+      }
+    }
+    return refunds.length;
+  },
+  nextDueAt: (deps, scope, after) => nextRefundResumeAt(deps.db, scope, after),
+};

@@ -1,0 +1,238 @@
+// The subscription lifecycle's time-based work (SPEC §4, §7, §9): expire `incomplete`, issue
+// renewal invoices, mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
+// batch of due rows (SKIP LOCKED on PostgreSQL) and moves them in that same transaction,
+// so no row is handled twice at once and a crash rolls the whole batch back for a retry.
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { Deps } from '../deps.ts';
+import { claimRows } from '../db/locking.ts';
+import { type Job } from './job.ts';
+import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
+import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
+import { issuePeriodInvoice, voidUnpaidInvoices } from '../billing/settle.ts';
+import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
+import { findPlan } from '../modules/plans/plans.service.ts';
+import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
+
+const BATCH_SIZE = 50;
+
+async function claimDue(
+  trx: Transaction<Database>,
+  scope: JobScope,
+  where: (query: ReturnType<typeof base>) => ReturnType<typeof base>,
+): Promise<SubscriptionRow[]> {
+  return claimRows(where(base(trx, scope)).limit(BATCH_SIZE), trx).execute();
+}
+
+function base(trx: Transaction<Database>, scope: JobScope) {
+  return whereInScope(trx.selectFrom('subscriptions').selectAll(), 'subscriptions.test_clock_id', scope);
+}
+
+/** The earliest `column` value of `scope`'s subscriptions matching `where`, strictly after `after`. */
+async function earliestAfter(
+  deps: Deps,
+  scope: JobScope,
+  column: 'created_at' | 'current_period_end',
+  after: string,
+  where: (query: ReturnType<typeof minBase>) => ReturnType<typeof minBase>,
+): Promise<Date | null> {
+  const row = await where(minBase(deps, scope, column))
+    .where(column, '>', after)
+    .executeTakeFirst();
+  return earliest([row?.due]);
+}
+
+function minBase(deps: Deps, scope: JobScope, column: 'created_at' | 'current_period_end') {
+  return whereInScope(
+    deps.db.selectFrom('subscriptions').select((eb) => eb.fn.min(column).as('due')),
+    'subscriptions.test_clock_id',
+    scope,
+  );
+}
+
+/**
+ * `incomplete` with no payment for SUBSCRIPTION_INCOMPLETE_TTL → `incomplete_expired`; its
+ * first invoice, if nothing was paid on it, becomes `void` first (`invoice.voided`, SPEC §9).
+ */
+export const expireIncompleteSubscriptions: Job = {
+  name: 'expire_incomplete_subscriptions',
+  batchSize: BATCH_SIZE,
+  run: (deps, scope = REAL_TIME) =>
+    deps.db.transaction().execute(async (trx) => {
+      const { clock, config } = deps;
+      const now = clock.now();
+      const cutoff = new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
+      const rows = await claimDue(trx, scope, (q) =>
+        q.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at'),
+      );
+      for (const row of rows) {
+        await voidUnpaidInvoices(trx, deps, row.id);
+        await transitionSubscription(trx, clock, row, 'incomplete_expired', {
+          ended_at: now.toISOString(),
+          cancellation_reason: 'incomplete_expired',
+        });
+      }
+      return rows.length;
+    }),
+  nextDueAt: async (deps, scope, after) => {
+    const ttl = deps.config.subscriptionIncompleteTtlMs;
+    const created = await earliestAfter(deps, scope, 'created_at', new Date(after.getTime() - ttl).toISOString(), (q) =>
+      q.where('status', '=', 'incomplete'),
+    );
+    return created && new Date(created.getTime() + ttl);
+  },
+};
+
+/**
+ * `active`/`trialing` subscriptions reaching `current_period_end` (or trial end), not
+ * flagged to cancel at period end: the renewal invoice for `[current_period_end, +interval]`,
+ * due at `current_period_end`, `invoice.created` (SPEC §9). Exactly once per (subscription,
+ * period): a subscription whose invoice for that period exists is not claimed, the claim
+ * locks the subscription (SKIP LOCKED: two workers take different rows), issueInvoice checks
+ * again under that lock, and the unique (subscription_id, period_start) index is the
+ * backstop. A crash rolls the batch back; the next run issues it.
+ */
+export const issueRenewalInvoices: Job = {
+  name: 'issue_renewal_invoices',
+  batchSize: BATCH_SIZE,
+  run: (deps, scope = REAL_TIME) =>
+    deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now().toISOString();
+      const rows = await claimDue(trx, scope, (q) =>
+        q
+          .where('status', 'in', ['active', 'trialing'])
+          .where('cancel_at_period_end', '=', false)
+          .where('current_period_end', '<=', now)
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom('invoices')
+                  .select('invoices.id')
+                  .whereRef('invoices.subscription_id', '=', 'subscriptions.id')
+                  .whereRef('invoices.period_start', '=', 'subscriptions.current_period_end'),
+              ),
+            ),
+          )
+          .orderBy('current_period_end'),
+      );
+      for (const row of rows) {
+        const plan = await findPlan(trx, row.plan_id);
+        if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
+        const start = row.current_period_end!;
+        const end = addInterval(new Date(start), plan.interval, plan.interval_count).toISOString();
+        // A customer with a saved method is charged by the worker at once (SPEC §10, charges.ts).
+        const charge = await hasDefaultPaymentMethod(trx, row.customer_id);
+        await issuePeriodInvoice(trx, deps, row, plan, {
+          reason: 'renewal',
+          start,
+          end,
+          dueAt: start,
+          nextPaymentAttemptAt: charge ? now : null,
+        });
+      }
+      return rows.length;
+    }),
+  nextDueAt: (deps, scope, after) =>
+    earliestAfter(deps, scope, 'current_period_end', after.toISOString(), (q) =>
+      q.where('status', 'in', ['active', 'trialing']).where('cancel_at_period_end', '=', false),
+    ),
+};
+
+/**
+ * `active`/`trialing` subscriptions whose renewal invoice is still `open` RENEWAL_GRACE after
+ * its `due_at` → `past_due` (SPEC §9), with a dunning case for that invoice (reason
+ * `renewal_unpaid`, owing its `amount_remaining`; SPEC §4). A partly paid invoice is still
+ * open. Subscriptions flagged to cancel at period end are left to that job.
+ */
+export const markUnpaidRenewalsPastDue: Job = {
+  name: 'mark_unpaid_renewals_past_due',
+  batchSize: BATCH_SIZE,
+  run: (deps, scope = REAL_TIME) =>
+    deps.db.transaction().execute(async (trx) => {
+      const { clock, config } = deps;
+      const cutoff = new Date(clock.now().getTime() - config.renewalGraceMs).toISOString();
+      const rows = await claimDue(trx, scope, (q) =>
+        q
+          .where('status', 'in', ['active', 'trialing'])
+          .where('cancel_at_period_end', '=', false)
+          .where(({ exists, selectFrom }) =>
+            exists(
+              selectFrom('invoices')
+                .select('invoices.id')
+                .whereRef('invoices.subscription_id', '=', 'subscriptions.id')
+                .where('invoices.status', '=', 'open')
+                .where('invoices.due_at', '<=', cutoff),
+            ),
+          )
+          .orderBy('current_period_end'),
+      );
+      for (const row of rows) {
+        const invoice = await trx
+          .selectFrom('invoices')
+          .select(['id', 'amount_due', 'amount_paid', 'currency'])
+          .where('subscription_id', '=', row.id)
+          .where('status', '=', 'open')
+          .where('due_at', '<=', cutoff)
+          .orderBy('due_at')
+          .orderBy('id')
+          .executeTakeFirstOrThrow();
+        await transitionSubscription(trx, clock, row, 'renewal_unpaid');
+        await openOrCountDunningCase(trx, deps, row, {
+          reason: 'renewal_unpaid',
+          paymentId: null,
+          amountDue: Number(invoice.amount_due) - Number(invoice.amount_paid),
+          currency: invoice.currency,
+          invoiceId: invoice.id,
+        });
+      }
+      return rows.length;
+    }),
+  nextDueAt: async (deps, scope, after) => {
+    const grace = deps.config.renewalGraceMs;
+    const row = await whereInScope(
+      deps.db
+        .selectFrom('invoices')
+        .innerJoin('subscriptions', 'subscriptions.id', 'invoices.subscription_id')
+        .select((eb) => eb.fn.min('invoices.due_at').as('due')),
+      'invoices.test_clock_id',
+      scope,
+    )
+      .where('invoices.status', '=', 'open')
+      .where('invoices.due_at', '>', new Date(after.getTime() - grace).toISOString())
+      .where('subscriptions.status', 'in', ['active', 'trialing'])
+      .where('subscriptions.cancel_at_period_end', '=', false)
+      .executeTakeFirst();
+    const due = earliest([row?.due]);
+    return due && new Date(due.getTime() + grace);
+  },
+};
+
+/** Flagged `active`/`trialing` subscriptions reaching `current_period_end` → `cancelled`. */
+export const applyPeriodEndCancellations: Job = {
+  name: 'apply_period_end_cancellations',
+  batchSize: BATCH_SIZE,
+  run: ({ db, clock }, scope = REAL_TIME) =>
+    db.transaction().execute(async (trx) => {
+      const now = clock.now().toISOString();
+      const rows = await claimDue(trx, scope, (q) =>
+        q
+          .where('status', 'in', ['active', 'trialing'])
+          .where('cancel_at_period_end', '=', true)
+          .where('current_period_end', '<=', now)
+          .orderBy('current_period_end'),
+      );
+      for (const row of rows) {
+        await transitionSubscription(trx, clock, row, 'period_end_cancel', {
+          cancel_at_period_end: false,
+          ended_at: row.current_period_end,
+        });
+      }
+      return rows.length;
+    }),
+  nextDueAt: (deps, scope, after) =>
+    earliestAfter(deps, scope, 'current_period_end', after.toISOString(), (q) =>
+      q.where('status', 'in', ['active', 'trialing']).where('cancel_at_period_end', '=', true),
+    ),
+};
