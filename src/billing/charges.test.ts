@@ -12,7 +12,7 @@ import { FakePaystack } from '../../test/helpers/fake-paystack.ts';
 import { FakeStripe } from '../../test/helpers/fake-stripe.ts';
 import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
 import { PAYSTACK_SECRET } from '../../test/helpers/provider-events.ts';
-import type { CollectingProvider } from '../config.ts';
+import { PROVIDER_NAMES, type ProviderName } from '../shared/provider-names.ts';
 import { encryptSecret } from '../shared/encryption.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from './subscription-payments.ts';
@@ -30,13 +30,13 @@ interface Setup {
   invoiceId: string;
 }
 
-const CURRENCY: Record<CollectingProvider, string> = { paystack: 'NGN', stripe: 'USD' };
+const CURRENCY: Record<ProviderName, string> = { paystack: 'NGN', stripe: 'USD' };
 
 /**
  * An active subscription (paid once) of a customer with a saved `provider` method, the clock
  * at its period end and its renewal invoice issued (due for a charge).
  */
-async function setup(t: TestContext, provider: CollectingProvider, env: Record<string, string> = {}): Promise<Setup> {
+async function setup(t: TestContext, provider: ProviderName, env: Record<string, string> = {}): Promise<Setup> {
   const app = await appWithFakeProviders(t, env);
   const { paystack, stripe } = app;
   paystack.webhookTarget = { url: app.baseUrl };
@@ -96,7 +96,7 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
-for (const provider of ['paystack', 'stripe'] as const) {
+for (const provider of PROVIDER_NAMES) {
   test(`${provider}: a renewal invoice is charged once, paid, and the subscription renews`, async (t) => {
     const s = await setup(t, provider);
     assert.equal(await chargeDueInvoices(s.app.deps), 1);
@@ -268,7 +268,7 @@ test('paystack: a paused charge waits for the customer (requires_action with the
   );
 });
 
-for (const provider of ['paystack', 'stripe'] as const) {
+for (const provider of PROVIDER_NAMES) {
   test(`${provider}: the answer is lost (timeout): unknown, then resolved with the provider without a second charge`, async (t) => {
     const s = await setup(t, provider, { PROVIDER_TIMEOUT: '300ms' });
     s.fake.hold();
@@ -525,7 +525,7 @@ async function loseKeyOf(app: TestApp, id: string): Promise<void> {
 
 test('a saved method no configured key decrypts fails its own charge alone; the rest of the batch is charged', async (t) => {
   const app = await appWithFakeProviders(t);
-  const customers: { provider: CollectingProvider; readable: boolean; subscriptionId: string }[] = [];
+  const customers: { provider: ProviderName; readable: boolean; subscriptionId: string }[] = [];
   for (const [provider, readable] of [
     ['paystack', true],
     ['paystack', false],

@@ -35,12 +35,13 @@ import {
 import type { Deps } from '../deps.ts';
 import { JOBS } from '../worker/jobs.ts';
 import { Worker } from '../worker/runner.ts';
+import { PROVIDER_NAMES, type ProviderName } from '../shared/provider-names.ts';
 
 const RUNS = Number(process.env.LEDGER_PROPERTY_RUNS ?? 100);
 const SEED = process.env.LEDGER_PROPERTY_SEED === undefined ? undefined : Number(process.env.LEDGER_PROPERTY_SEED);
 
 type App = TestApp & FakeProviders;
-type Provider = 'paystack' | 'stripe';
+type Provider = ProviderName;
 type Outcome = 'success' | 'decline' | 'action';
 type Route = 'refund' | 'lookup' | 'charge' | 'verify';
 
@@ -140,7 +141,7 @@ function history(): fc.Arbitrary<History> {
   );
   return fc
     .record({
-      accounts: fc.array(fc.constantFrom<Provider>('paystack', 'stripe'), { minLength: 1, maxLength: 2 }),
+      accounts: fc.array(fc.constantFrom(...PROVIDER_NAMES), { minLength: 1, maxLength: 2 }),
       outcomes: fc.array(fc.constantFrom<Outcome>('success', 'decline', 'decline', 'action'), { maxLength: 3 }),
       steps: fc.array(step, { minLength: 1, maxLength: 8 }),
       renewAt: fc.nat(8),
@@ -364,7 +365,7 @@ function webhooksOf(run: Run): Webhook[] {
       hooks.push({ id: `charge:stripe:${payment}`, send: () => app.stripe.sendChargeWebhook(payment) });
     }
   }
-  for (const provider of ['paystack', 'stripe'] as const) {
+  for (const provider of PROVIDER_NAMES) {
     for (const made of fakeOf(app, provider).ledger.refunds) {
       if (made.preExisting || !payments.has(made.payment)) continue;
       const id = `refund:${provider}:${made.providerId}`;

@@ -5,8 +5,9 @@
 // caller owns the transaction.
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { COLLECTING_PROVIDERS, type CollectingProvider, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import type { Clock } from '../shared/clock.ts';
+import { isProviderName } from '../shared/provider-names.ts';
 import { repointCasePayments } from '../modules/dunning/dunning.cases.ts';
 import { rememberPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { recordPaymentReport, recordRefundReports } from '../modules/payments/payments.recording.ts';
@@ -43,7 +44,7 @@ export type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
  * move the subscription — success activates/renews, failure marks past_due (dunning hooks
  * in there) — exactly when the payment changed in a way that matters to it; a payment that
  * became paid releases the reports held for it (ProcessingContext.releaseHeld). The one path every payment report takes:
- * provider events, and the answers to the service's own charges (collection/charges.ts), so
+ * provider events, and the answers to the service's own charges (charges.ts), so
  * a charge and its webhook converge to one payment whichever is recorded first. Throws
  * UnusableEventError when the report cannot be recorded (another currency than the payment's).
  */
@@ -128,8 +129,8 @@ async function saveReusableMethod(
 ): Promise<void> {
   const method = report.method;
   if (!method || customerId === null || ctx.config.dataEncryptionKey === undefined) return;
-  if (!(COLLECTING_PROVIDERS as readonly string[]).includes(provider)) return;
-  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider: provider as CollectingProvider });
+  if (!isProviderName(provider)) return;
+  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider });
 }
 
 /**

@@ -1,6 +1,6 @@
 // What payments do to invoices (SPEC §9 "Settlement"): which invoice a payment settles, how
 // its amount adds up, what a failure counts, and the invoice a payment with nothing to settle
-// buys. The subscriptions module (subscriptions.payments.ts) calls these under the
+// buys. subscription-payments.ts calls these under the
 // subscription's lock, so the lock order stays subscriptions → invoices → dunning_cases.
 // Nothing here moves a subscription or a dunning case: the caller decides that from the result.
 import type { Transaction } from 'kysely';

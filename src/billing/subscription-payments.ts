@@ -1,5 +1,5 @@
-// How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4). Called by the
-// provider-events processing in the same transaction that records the payment. Reports may
+// How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4). Called by
+// payment-reports.ts and pay-out-of-band.ts in the same transaction that records the payment. Reports may
 // arrive in any order: the status follows the latest report by provider time (SPEC §5
 // stale reports), while every successful payment still buys its period.
 import type { Transaction } from 'kysely';
@@ -88,7 +88,7 @@ export interface InvoicedPaymentFacts extends PaymentFacts {
 /**
  * A successful payment for subscription `id` (SPEC §4, §9). First the invoice: the payment
  * settles the subscription's oldest open/uncollectible invoice in its currency (or the one it
- * names, invoices.settlement.ts). A partial payment stops there: the invoice stays open and
+ * names, settle.ts). A partial payment stops there: the invoice stays open and
  * the subscription does not move until the invoice is paid. A payment that settles nothing —
  * in another currency than what the subscription owes (or than its plan's, when it owes
  * nothing), or arriving after the invoice it names was voided — is recorded by the caller

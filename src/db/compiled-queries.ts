@@ -1,6 +1,6 @@
 // Compile-once Kysely queries. Building and compiling a query (the builder's immutable nodes,
 // then the compiler's visit of them) costs more per request than a small SQLite read itself
-// (profile of GET /api/customers, issue "Speed"). A query *shape* — everything but its values —
+// (a profile of GET /api/customers, docs/performance.md). A query *shape* — everything but its values —
 // is the same on every request, so it is built and compiled once per database and then
 // executed with new parameter values: the compiled SQL text is identical each time, which
 // also lets the SQLite adapter reuse its prepared statement and PostgreSQL its plan.
@@ -124,7 +124,7 @@ const syncReads = new WeakMap<AnyKysely, SyncSqliteRead>();
  * Lets `executeRead` run reads on `db` (a SQLite database's own Kysely instance, not a
  * transaction) through `read`, without Kysely's driver: on SQLite, Kysely's executor, its
  * connection lock and the promises around each query cost more than a small indexed read
- * itself (profile of GET /api/customers, issue "Speed"). Called by db/connect.ts.
+ * itself (a profile of GET /api/customers, docs/performance.md). Called by db/connect.ts.
  */
 export function registerSyncReads(db: AnyKysely, read: SyncSqliteRead): void {
   syncReads.set(db, read);

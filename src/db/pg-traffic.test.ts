@@ -121,18 +121,6 @@ test('savepoints keep their meaning when they travel with the next statement', p
   );
 });
 
-test('a statement with values is parsed once per connection and then only bound', pgOnly, async (t) => {
-  const { deps } = await buildTestApp(t);
-  const sent: string[] = [];
-  t.after(deps.database.watchStatements((text) => sent.push(text)));
-  await deps.db.connection().execute(async (db) => {
-    for (const delta of [1, 2, 3]) await db.insertInto('row_count_deltas').values({ name: 'events', delta }).execute();
-    const rows = await db.selectFrom('row_count_deltas').select('delta').where('delta', '>', 1).execute();
-    assert.deepEqual(rows.map((row) => Number(row.delta)).sort(), [2, 3]);
-  });
-  assert.equal(sent.filter((text) => text.startsWith('insert into "row_count_deltas"')).length, 1, sent.join('\n'));
-});
-
 test('an answerless statement outside a transaction, or on SQLite, simply runs', async (t) => {
   const { deps } = await buildTestApp(t);
   await sendWithNextStatement(deps.db, deps.db.insertInto('row_count_deltas').values({ name: 'events', delta: 4 }));

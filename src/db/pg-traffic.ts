@@ -11,10 +11,9 @@
 // one that commits without having sent anything. Functions of db/ that send statements whose
 // answer nobody reads (an advisory lock, a count delta, a NOTIFY) hand them over with
 // `sendWithNextStatement`: the same path, for db/ only — module code never names it.
-//
-// Statements that carry values are named prepared statements, one per distinct text (up to
-// PREPARED_TEXTS of them per process): PostgreSQL parses each once per connection instead of
-// once per execution, and pg sends Bind/Execute only from the second time on.
+// Statements are not named prepared statements: a `select *` prepared on a connection fails
+// ("cached plan must not change result type") once a migration adds a column while the
+// process runs.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Writable } from 'node:stream';
 import pg from 'pg';
@@ -67,20 +66,6 @@ export type StatementListener = (text: string) => void;
 
 /** Marks a statement db/ sends without reading its answer (a comment PostgreSQL ignores). */
 const WITH_NEXT_MARK = '/* with next */ ';
-
-/** Distinct statement texts prepared under a name; later texts run unnamed. */
-const PREPARED_TEXTS = 2000;
-const preparedNames = new Map<string, string>();
-
-/** The prepared statement name of `text` (one per distinct text, process-wide), or undefined past the cap. */
-function preparedName(text: string): string | undefined {
-  let name = preparedNames.get(text);
-  if (name === undefined && preparedNames.size < PREPARED_TEXTS) {
-    name = `billing_${preparedNames.size + 1}`;
-    preparedNames.set(text, name);
-  }
-  return name;
-}
 
 interface QueryResultLike {
   command: string;
@@ -158,12 +143,9 @@ class TrafficClient {
 
   #submit({ text, values }: Statement): Promise<QueryResultLike> {
     return new Promise((resolve, reject) => {
-      // A Query of our own: pg would copy a config object on every call to add the name.
       const query = new pg.Query(text, values as unknown[] | undefined, (error, result) =>
         error ? reject(error) : resolve(result as unknown as QueryResultLike),
       );
-      // A named statement is parsed once per connection (pg's Query reads `name` at submit).
-      if (values && values.length > 0) (query as unknown as { name?: string }).name = preparedName(text);
       this.#client.query(query);
     });
   }

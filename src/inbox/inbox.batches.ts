@@ -3,7 +3,7 @@
 // (nothing fails) runs the batch as one plain transaction; if anything throws, the batch is
 // rolled back and run again with a savepoint per row, so one failing row is rolled back alone
 // and recorded failed (retried by the worker unless a retry cannot help) while the others
-// commit. What one row does is provider-events.service.ts's.
+// commit. What one row does is inbox.processing.ts's.
 import type { Kysely, Transaction } from 'kysely';
 import { deferCounts, flushCounts } from '../db/counts.ts';
 import { isPostgres } from '../db/column-types.ts';

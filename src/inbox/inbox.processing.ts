@@ -2,7 +2,7 @@
 // event, pass it to the core by kind (payment report, refunds, link of two references), then
 // finish the row — processed, ignored, or held until its payment is known — and apply the
 // refunds a newly paid payment releases. The caller owns the transaction, and with it
-// batching and failure isolation (processing-batches.ts).
+// batching and failure isolation (inbox.batches.ts).
 import type { Transaction } from 'kysely';
 import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
@@ -29,7 +29,7 @@ export type ProcessingOutcome = 'processed' | 'ignored' | 'held' | 'failed' | 's
 
 /**
  * Processes the locked inbox `row` inside `trx`: applies its event and moves the row to
- * `processed`, `ignored` or `held` (inbox-status.ts). `body` is the row's payload already
+ * `processed`, `ignored` or `held` (inbox.status.ts). `body` is the row's payload already
  * parsed, when the caller has it. Returns `skipped` for a row that no longer needs
  * processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
  * AlreadyFinishedError when another processor finished the row meanwhile, or any database
@@ -83,7 +83,7 @@ export async function processInboxRow(
 /**
  * Records a failed attempt on row `id` (inside `trx`, after the attempt's effects were
  * rolled back): an UnusableEventError is final (no retry); anything else is retried with
- * backoff (retry-backoff.ts) at `next_attempt_at`.
+ * backoff (inbox.retry-backoff.ts) at `next_attempt_at`.
  */
 export async function recordFailedAttempt(
   trx: Transaction<Database>,

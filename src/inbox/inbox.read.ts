@@ -1,6 +1,6 @@
 // Reading the inbox for operators (GET /api/provider-events[/{id}]): the list,
 // and one event with its payload and the payment/refunds it reports on. Read-only: the inbox
-// is written by inbox.ts and processing (provider-events.service.ts).
+// is written by inbox.ts and processing (inbox.processing.ts).
 //
 // The links are derived when read, not stored: the event's own reading
 // (readProviderEvent, the code processing runs) names the payment reference and refund

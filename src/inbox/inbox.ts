@@ -254,7 +254,7 @@ export class AlreadyFinishedError extends Error {
 
 /**
  * Moves row `id` out of `from` (the status this processor read) to `changes`, a move the
- * status table allows (inbox-status.ts; anything else is a programming error). Throws
+ * status table allows (inbox.status.ts; anything else is a programming error). Throws
  * AlreadyFinishedError when the row is no longer in `from`: another processor got there
  * first, and the caller's transaction (or savepoint) must roll back its effects. On
  * PostgreSQL the update waits for that other transaction, so the check cannot be raced.

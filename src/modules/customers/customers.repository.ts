@@ -48,7 +48,7 @@ export async function findBilledCustomer(
   return db.selectFrom('customers').select(['name', 'email']).where('id', '=', id).executeTakeFirst();
 }
 
-/** The live customer whose `email_normalized` is `normalized` (see customer-email.ts). */
+/** The live customer whose `email_normalized` is `normalized` (see customers.email.ts). */
 export async function findCustomerByNormalizedEmail(
   db: Kysely<Database>,
   normalized: string,

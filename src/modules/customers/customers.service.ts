@@ -1,6 +1,7 @@
-// Customers: create, read, update, delete (SPEC §3), and find-or-create by email for
-// provider-event attribution. Each change writes its event in the same transaction. Emails
-// are unique among live customers, compared by normalizeEmail (customer-email.ts).
+// Customers: create, read, update (SPEC §3; deleting is billing/customers.ts), and
+// find-or-create by email for provider-event attribution. Each change writes its event in the
+// same transaction. Emails are unique among live customers, compared by normalizeEmail
+// (customers.email.ts).
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';

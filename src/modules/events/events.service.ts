@@ -57,7 +57,7 @@ function eventValues(clock: Clock, data: unknown): { data: string; created_at: s
 /**
  * Writes one event inside the caller's transaction — the same one that writes the state
  * change. `data` is serialized once here; webhook deliveries send these exact bytes.
- * The webhook worker fans it out after the commit (modules/webhooks/fan-out.ts). With a
+ * The webhook worker fans it out after the commit (modules/webhooks/webhooks.fan-out.ts). With a
  * test clock's time (`clock.testClockId`, SPEC §11) `data` (an object) gains `test_clock`.
  * Returns the new event id (`evt_…`).
  */

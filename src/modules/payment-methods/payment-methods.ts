@@ -3,7 +3,8 @@
 // credential is encrypted here with the newest of DATA_ENCRYPTION_KEYS and decrypted only by
 // the finders of a method to charge, for the provider call; nothing else sees it.
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type { CollectingProvider, Config } from '../../config.ts';
+import type { Config } from '../../config.ts';
+import type { ProviderName } from '../../shared/provider-names.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
@@ -27,7 +28,7 @@ export interface PaymentMethodContext {
 /** A reusable method as a provider reported it (SPEC §10). Display fields may be null. */
 export interface ReportedPaymentMethod {
   customerId: string;
-  provider: CollectingProvider;
+  provider: ProviderName;
   /** Paystack `authorization.signature`; Stripe PaymentMethod id. */
   fingerprint: string;
   /** Plaintext: Paystack `authorization_code`, Stripe PaymentMethod id `pm_…`. Stored encrypted. */
@@ -154,7 +155,7 @@ export async function rememberPaymentMethod(
 
 /** The live method of a customer with a provider and fingerprint, compiled once (notify path). */
 const liveMethodByFingerprint = compiledQuery(
-  (db, param: Param<{ customer_id: string; provider: CollectingProvider; fingerprint: string }>) =>
+  (db, param: Param<{ customer_id: string; provider: ProviderName; fingerprint: string }>) =>
     db
       .selectFrom('payment_methods')
       .select('id')
@@ -178,7 +179,7 @@ function toPaymentMethod(row: PaymentMethodRow, isDefault: boolean): PaymentMeth
 export interface ChargeableMethod {
   /** `pm_…` (ours). */
   id: string;
-  provider: CollectingProvider;
+  provider: ProviderName;
   /**
    * Plaintext Paystack authorization_code or Stripe PaymentMethod id. A secret: never log it.
    * Null when no configured key opens the stored value (DATA_ENCRYPTION_KEYS lost the key it
@@ -407,7 +408,7 @@ export async function updatePaymentMethod(
   return toPaymentMethod({ ...row, default_at: defaultAt } as PaymentMethodRow, true);
 }
 
-// ---- Automatic collection (collection/charges.ts) ----
+// ---- Automatic collection (billing/charges.ts) ----
 
 /** True when customer `customerId` has a live saved method (so a renewal invoice is charged). */
 export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: string): Promise<boolean> {

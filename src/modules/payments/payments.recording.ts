@@ -1,7 +1,7 @@
 // Writes payments and refunds from provider reports (SPEC §4, §5), each change with its
 // event in the caller's transaction. One payment per (provider, reference) and one refund
 // per (provider, refund reference), whichever event reports them and in whatever order;
-// `amount_refunded` is always the sum of the payment's succeeded refunds (refund-totals.ts).
+// `amount_refunded` is always the sum of the payment's succeeded refunds (payments.refund-totals.ts).
 import type { Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
@@ -44,7 +44,7 @@ export interface PaymentChange {
 
 /**
  * What recording a payment report did: the change, or why nothing was written (the caller
- * decides what a refusal means; the provider-events service makes the event unusable).
+ * decides what a refusal means; billing/payment-reports.ts makes the event unusable).
  */
 export type PaymentRecording = ({ refused: false } & PaymentChange) | { refused: true; reason: string };
 
@@ -193,7 +193,7 @@ export async function recordPaymentReport(
 
 /**
  * Links payment `paymentId` to invoice `invoiceId` (`inv_…`), the invoice it settled (SPEC §9,
- * invoices.settlement.ts). No event of its own: `invoice.paid` (or the invoice's change) tells
+ * billing/settle.ts). No event of its own: `invoice.paid` (or the invoice's change) tells
  * it, and GET /api/payments/{id} shows the link. The payment's `payment.succeeded` was emitted
  * when it was recorded, before settlement, so that event's `invoice_id` is still null.
  */
@@ -231,7 +231,7 @@ export type RefundRecording = { refused: false; payment: Payment } | { refused: 
 
 /**
  * Records refund reports of `payment` (locked by the caller; must not be `failed`), all or
- * nothing: planRefunds (refund-totals.ts) decides every report against the payment's
+ * nothing: planRefunds (payments.refund-totals.ts) decides every report against the payment's
  * recorded refunds first, and a refund that would take the succeeded sum above `amount` (or
  * whose reference belongs to another payment) refuses the whole batch, nothing written.
  * Otherwise refunds are inserted / marked failed / pending API refunds settled (SPEC §10: the

@@ -34,7 +34,7 @@ export async function lockReference(trx: Transaction<Database>, provider: string
  * the order two batches, a lone report (its reference, then its canonical one) and a lone
  * link (alias `in_…`, then canonical `pi_…`) all agree on, so concurrent batches queue behind
  * each other instead of deadlocking (a deadlock in a batch that has already processed rows
- * could only be resolved by failing rows: inbox.batches.ts). A link committed while this waits can still name a
+ * could only be resolved by failing rows: inbox/inbox.batches.ts). A link committed while this waits can still name a
  * canonical reference not locked here: lockPaymentReference then takes it late (correct,
  * only no longer deadlock-free). Does nothing on SQLite (one writer) or for no references.
  */
@@ -228,7 +228,7 @@ function mergeConflict(a: PaymentRow, b: PaymentRow, pending: number): string | 
     return `payments ${a.id} and ${b.id} belong to different subscriptions`;
   }
   // The survivor's refunds are both rows' (each row's amount_refunded is its refunds' sum):
-  // they must fit the amount the merged payment keeps (refund-totals.ts, SPEC §5). Pending
+  // they must fit the amount the merged payment keeps (payments.refund-totals.ts, SPEC §5). Pending
   // API refunds count too, as for a new request (SPEC §10): each may still succeed.
   const money = mergedMoney(a, b);
   const refunded = Number(a.amount_refunded) + Number(b.amount_refunded);
@@ -334,7 +334,7 @@ export interface LinkChange {
  *   `payment.merged` is emitted with the survivor and `merged_payment_id`). Attribution is
  *   filled from both; amount, currency, status and `paid_at` come from one report — the
  *   first paid one, else the first — as if the reports had arrived on one payment; refunds
- *   move over and `amount_refunded` is recomputed (refund-totals.ts).
+ *   move over and `amount_refunded` is recomputed (payments.refund-totals.ts).
  * The caller applies `owedEffect` and repoints what referenced the merged payment's id
  * outside this module (dunning cases, held inbox rows). Errors: none of its own.
  */

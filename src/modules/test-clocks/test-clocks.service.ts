@@ -1,6 +1,6 @@
-// Test clocks through the API (SPEC §11): create, read, delete with everything attached, and
-// ask for an advance — which the worker runs (test-clocks.jobs.ts). Every change of a clock
-// and its event commit together.
+// Test clocks through the API (SPEC §11): create, read, and ask for an advance — which the
+// worker runs (worker/test-clocks.jobs.ts); deleting a clock with everything attached is the
+// billing core's (billing/test-clocks.ts). Every change of a clock and its event commit together.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';

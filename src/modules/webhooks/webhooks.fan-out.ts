@@ -25,7 +25,7 @@ interface Subscriber {
  * events written from its own creation on, in real time (not an older backlog): an event's
  * `emitted_at`, never its `created_at`, which a test clock may have stamped before the
  * endpoint existed (SPEC §6, §11). `webhook.test` never fans
- * out: its one delivery is written with it (deliveries.service.ts). An event with no
+ * out: its one delivery is written with it (webhooks.deliveries.ts). An event with no
  * delivery due is delivered at once. Returns how many events were fanned out.
  */
 export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: number): Promise<number> {
