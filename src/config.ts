@@ -52,8 +52,8 @@ export interface Config {
   logLevel: LogLevel;
   metricsPort: number | undefined;
   /**
-   * Memory budget of the response cache in bytes (RESPONSE_CACHE_MB × 2^20); 0 turns the
-   * cache off (ETag and 304 still apply). See http/response-cache.ts.
+   * Memory budget of the response cache's bodies in bytes (RESPONSE_CACHE_MB × 2^20); 0, the
+   * default, keeps no bodies (ETag and 304 still apply). See http/response-cache.ts.
    */
   responseCacheBytes: number;
   /** INVOICE_PREFIX: invoice numbers are `<prefix>-<000001>` (SPEC §9). */
@@ -355,7 +355,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     redisUrl: redisUrl === '' ? undefined : redisUrl,
     logLevel: logLevel as LogLevel,
     metricsPort: metricsPort === '' ? undefined : integer(env, 'METRICS_PORT', '', 1, 65535),
-    responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '16', 0, 65_536) * 1_048_576,
+    responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '0', 0, 65_536) * 1_048_576,
     invoicePrefix,
     publicUrl: publicUrl.replace(/\/+$/, ''),
     businessName,

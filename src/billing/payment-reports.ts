@@ -4,11 +4,7 @@
 // reference), save a reusable method, and move the subscription through its invoices. The
 // caller owns the transaction.
 import type { Transaction } from 'kysely';
-import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
-import { prefetch } from '../db/pg-traffic.ts';
-import { isValidEmail, normalizeEmail } from '../modules/customers/customers.email.ts';
-import { customerByNormalizedEmail } from '../modules/customers/customers.repository.ts';
 import type { Config } from '../config.ts';
 import type { Clock } from '../shared/clock.ts';
 import { isProviderName } from '../shared/provider-names.ts';
@@ -59,7 +55,6 @@ export async function recordPaymentEvent(
   event: PaymentEvent,
 ): Promise<void> {
   const report = event.payment;
-  if (isPostgres(trx)) await prefetchPaymentReads(trx, provider, event);
   const locked = await lockPaymentReference(trx, provider, report.reference);
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
@@ -120,8 +115,8 @@ export async function recordPaymentEvent(
 
 /**
  * SPEC §10: the reusable method a succeeded payment used is saved for the payment's customer
- * (in the payment's transaction; a card already saved stays as it is and costs no round trip
- * on PostgreSQL: rememberPaymentMethod). Nothing is saved for a payment no customer is
+ * (in the payment's transaction; a card already saved stays as it is: rememberPaymentMethod).
+ * Nothing is saved for a payment no customer is
  * attributed to, or without DATA_ENCRYPTION_KEY (set whenever a provider has an API key; without
  * one nothing could charge the method, and its credential could not be stored encrypted).
  */
@@ -136,33 +131,6 @@ async function saveReusableMethod(
   if (!method || customerId === null || ctx.config.dataEncryptionKey === undefined) return;
   if (!isProviderName(provider)) return;
   await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider });
-}
-
-/**
- * PostgreSQL (round trips): the reads recordPayment will most likely make after
- * its payment lookup travel with that lookup (db/pg-traffic.ts prefetch), right after the
- * reference's advisory lock: the payer's customer by email (attribution by email: no
- * customer or subscription named in the metadata, no provider subscription reference), and
- * the refunds held for the reference (a success releases them; a held refund of this
- * reference is written under the same advisory lock, so none can appear in between). Reads
- * that end up unused, or that other statements overtake, are simply run again.
- */
-export async function prefetchPaymentReads(
-  trx: Transaction<Database>,
-  provider: string,
-  event: PaymentEvent,
-): Promise<void> {
-  const report = event.payment;
-  const { metadata } = report;
-  if (
-    report.email !== null &&
-    metadata.customer_id === undefined &&
-    metadata.subscription_id === undefined &&
-    report.subscriptionReference === null &&
-    isValidEmail(report.email)
-  ) {
-    await prefetch(trx, customerByNormalizedEmail.compile(trx, { normalized: normalizeEmail(report.email) }));
-  }
 }
 
 /**

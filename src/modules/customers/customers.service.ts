@@ -171,11 +171,10 @@ const customersList = defineList({
 
 /**
  * A page of live customers: the API's columns only, and `meta.total` from the kept count in
- * the same statement, not a scan. Returned at once where the database reads synchronously
- * (SQLite outside a transaction, CompiledList.pageNow), else a promise of it.
+ * the same statement, not a scan.
  */
-export function listCustomers(db: Kysely<Database>, params: ListParams): Page<Customer> | Promise<Page<Customer>> {
-  return customersList.pageNow(db, params);
+export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
+  return customersList.page(db, params);
 }
 
 /**

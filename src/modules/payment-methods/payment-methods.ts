@@ -5,11 +5,10 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { ProviderName } from '../../shared/provider-names.ts';
-import { isPostgres } from '../../db/column-types.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { encryptSecret, openSecret } from '../../shared/encryption.ts';
@@ -132,23 +131,18 @@ export async function savePaymentMethod(
 
 /**
  * savePaymentMethod for the notify path (a succeeded payment that carried a reusable method,
- * SPEC §10), answering nothing: the same insert-unless-saved and `payment_method.attached`,
- * and no read of the existing row. On PostgreSQL it is one statement that travels with the
- * transaction's next one (events.service emitEventIfInserted): a card already saved costs no
- * round trip. Throws EncryptionKeyMissingError without DATA_ENCRYPTION_KEY.
+ * SPEC §10), answering nothing: the same insert-unless-saved and `payment_method.attached`
+ * (events.service emitEventIfInserted), after one indexed read that spares the usual case — a
+ * returning payer's card, already saved — the encryption and the insert. Throws
+ * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY.
  */
 export async function rememberPaymentMethod(
   trx: Transaction<Database>,
   ctx: PaymentMethodContext,
   method: ReportedPaymentMethod,
 ): Promise<void> {
-  // SQLite reads in-process (microseconds): asking first spares the usual case — a returning
-  // payer's card, already saved — the encryption and the insert. On PostgreSQL the question
-  // would cost a round trip; the insert that finds the card saved is deferred instead.
-  if (!isPostgres(trx)) {
-    const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
-    if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
-  }
+  const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
+  if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
   const row = newMethodRow(ctx, method);
   await emitEventIfInserted(
     trx,
@@ -269,6 +263,14 @@ async function defaultMethodId(db: Kysely<Database>, customerId: string): Promis
   return row?.id;
 }
 
+const paymentMethodsList = defineList({
+  from: (db, param: Param<{ customerId: string }>) =>
+    db.selectFrom('payment_methods').where('customer_id', '=', param('customerId')).where('status', '=', 'active'),
+  select: (query) => query.select(VIEW_COLUMNS),
+  sortable: PAYMENT_METHOD_SORT_FIELDS,
+  map: (rows: ViewRow[]) => rows,
+});
+
 /**
  * A page of customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`), each
  * with `default`. Detached methods are not listed. The caller checks the customer is live
@@ -280,13 +282,7 @@ export async function listPaymentMethods(
   params: ListParams,
 ): Promise<Page<PaymentMethod>> {
   const [page, defaultId] = await Promise.all([
-    listPage({
-      query: db.selectFrom('payment_methods').where('customer_id', '=', customerId).where('status', '=', 'active'),
-      select: (query) => query.select(VIEW_COLUMNS),
-      sortable: PAYMENT_METHOD_SORT_FIELDS,
-      params,
-      map: (rows: ViewRow[]) => rows,
-    }),
+    paymentMethodsList.page(db, params, {}, { customerId }),
     defaultMethodId(db, customerId),
   ]);
   return {
