@@ -33,7 +33,7 @@ test('0025 anchors existing subscriptions where their periods continue, and adds
     : ({ kind: 'sqlite', path: ':memory:' } as const);
   const handle = openDatabase(config, { schema: database.schema });
   t.after(() => handle.close());
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the schema as it was before 0025
+
   const db = handle.db as unknown as Kysely<any>;
   const { '0025_billing_anchor_balances': _added, ...before } = APP_MIGRATIONS;
   await migrateToLatest(handle, before);
