@@ -420,21 +420,32 @@ async function unsettled(run: Run): Promise<{ refunds: number; attempts: number 
   return { refunds: Number(refunds.n), attempts: Number(attempts.n) };
 }
 
-/** When the worker next asks about an unresolved charge of the run's customers (ms), or null. */
+/**
+ * When the worker next asks about an unresolved charge of the run's customers (ms), or null:
+ * its invoice's next ask on the resolve backoff, or — once the worker has stopped asking on
+ * its own, the attempt a day old (SPEC §10 "Outcomes") — the next step of the invoice's open
+ * dunning case, whose charge asks once more.
+ */
 async function nextAskedAbout(run: Run): Promise<number | null> {
-  const row = await run.app.deps.db
-    .selectFrom('invoices')
-    .innerJoin('invoice_payment_attempts', 'invoice_payment_attempts.invoice_id', 'invoices.id')
+  const customers = run.accounts.map((a) => a.customerId);
+  const unresolved = (qb: typeof run.app.deps.db) =>
+    qb
+      .selectFrom('invoices')
+      .innerJoin('invoice_payment_attempts', 'invoice_payment_attempts.invoice_id', 'invoices.id')
+      .where('invoices.customer_id', 'in', customers)
+      .where('invoices.status', '=', 'open')
+      .where('invoice_payment_attempts.status', 'in', ['pending', 'unknown']);
+  const { db } = run.app.deps;
+  const asked = await unresolved(db)
     .select((eb) => eb.fn.min('invoices.next_payment_attempt_at').as('due'))
-    .where(
-      'invoices.customer_id',
-      'in',
-      run.accounts.map((a) => a.customerId),
-    )
-    .where('invoices.status', '=', 'open')
-    .where('invoice_payment_attempts.status', 'in', ['pending', 'unknown'])
     .executeTakeFirst();
-  return typeof row?.due === 'string' ? Date.parse(row.due) : null;
+  const step = await unresolved(db)
+    .innerJoin('dunning_cases', 'dunning_cases.invoice_id', 'invoices.id')
+    .where('dunning_cases.status', '=', 'open')
+    .select((eb) => eb.fn.min('dunning_cases.next_action_at').as('due'))
+    .executeTakeFirst();
+  const times = [asked?.due, step?.due].flatMap((due) => (typeof due === 'string' ? [Date.parse(due)] : []));
+  return times.length === 0 ? null : Math.min(...times);
 }
 
 /**
@@ -449,7 +460,8 @@ async function settle(run: Run): Promise<void> {
   for (let round = 0; ; round++) {
     assert.ok(round < 10, `settled within 10 rounds: ${JSON.stringify(await unsettled(run))}`);
     app.clock.advance(2 * MINUTE + 2 * app.deps.config.providerTimeoutMs);
-    // An unknown charge is asked about again on a backoff of up to an hour: go there.
+    // An unknown charge is asked about again on a backoff of up to an hour, or a day old at a
+    // dunning step (the renewal went past due meanwhile): go there.
     const due = await nextAskedAbout(run);
     if (due !== null && due > app.clock.now().getTime()) app.clock.set(new Date(due));
     await runWorker(app, false);
