@@ -33,7 +33,6 @@ test('0025 anchors existing subscriptions where their periods continue, and adds
     : ({ kind: 'sqlite', path: ':memory:' } as const);
   const handle = openDatabase(config, { schema: database.schema });
   t.after(() => handle.close());
-
   const db = handle.db as unknown as Kysely<any>;
   const { '0025_billing_anchor_balances': _added, ...before } = APP_MIGRATIONS;
   await migrateToLatest(handle, before);
