@@ -16,6 +16,7 @@ const LAYERS = [
   ['src/modules/events/'],
   ['src/modules/test-clocks/'],
   ['src/modules/customers/'],
+  ['src/modules/balances/'],
   ['src/modules/plans/'],
   ['src/modules/api-keys/'],
   ['src/modules/idempotency/'],

@@ -49,7 +49,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Get a customer */
+    /**
+     * Get a customer
+     * @description `balances`: the credit balance per currency, in minor units (non-zero ones only).
+     */
     get: operations['getCustomer'];
     put?: never;
     post?: never;
@@ -162,7 +165,7 @@ export interface paths {
     put?: never;
     /**
      * Create a subscription
-     * @description `trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, with its first invoice (`[created_at, +interval]`, due at once; `invoice.created`). Emits `subscription.created`.
+     * @description `trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, in its first period `[created_at, +interval]` with the invoice of that period (due at once; `invoice.created`). Periods follow `billing_cycle_anchor` (creation, or the trial end). Emits `subscription.created`.
      */
     post: operations['createSubscription'];
     delete?: never;
@@ -978,7 +981,7 @@ export interface webhooks {
     put?: never;
     /**
      * subscription.updated event
-     * @description A subscription changed status (paused, resumed, activated, …). Sent to every enabled endpoint subscribed to `subscription.updated` (or `*`); see docs/webhooks.md.
+     * @description A subscription changed: status (paused, resumed, activated, …), or its renewal into the next billing period. Sent to every enabled endpoint subscribed to `subscription.updated` (or `*`); see docs/webhooks.md.
      */
     post: operations['subscriptionUpdatedWebhook'];
     delete?: never;
@@ -998,7 +1001,7 @@ export interface webhooks {
     put?: never;
     /**
      * subscription.renewed event
-     * @description A payment started a new billing period. Sent to every enabled endpoint subscribed to `subscription.renewed` (or `*`); see docs/webhooks.md.
+     * @description An invoice of the subscription was paid: it is active (its period does not move; the renewal moves it). Sent to every enabled endpoint subscribed to `subscription.renewed` (or `*`); see docs/webhooks.md.
      */
     post: operations['subscriptionRenewedWebhook'];
     delete?: never;
@@ -1574,6 +1577,45 @@ export interface components {
       updated_at: string;
     };
     /**
+     * @description A customer and its credit balances (GET /api/customers/{id}).
+     * @example {
+     *       "id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "email": "ada@example.com",
+     *       "name": "Ada Lovelace",
+     *       "phone": "+2348012345678",
+     *       "metadata": {
+     *         "crm_id": "4711"
+     *       },
+     *       "test_clock": null,
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z",
+     *       "balances": {
+     *         "NGN": 25000
+     *       }
+     *     }
+     */
+    CustomerDetail: {
+      /** @example cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** Format: idn-email */
+      email: string;
+      name: string | null;
+      phone: string | null;
+      metadata: {
+        [key: string]: string;
+      };
+      /** @description The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time. */
+      test_clock: string | null;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @description Credit balance per currency (ISO 4217) in minor units: what payments left over beyond the invoices they paid, less what later invoices took (their `applied_balance`). Only non-zero balances are listed; `{}` when there are none. */
+      balances: {
+        [key: string]: number;
+      };
+    };
+    /**
      * @description A page of Customer objects and where it is in the whole list.
      * @example {
      *       "data": [
@@ -1691,6 +1733,7 @@ export interface components {
      *       "current_period_start": "2026-01-15T10:00:00.000Z",
      *       "current_period_end": "2026-01-29T10:00:00.000Z",
      *       "trial_end": "2026-01-29T10:00:00.000Z",
+     *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
      *       "cancel_at_period_end": false,
      *       "cancelled_at": null,
      *       "ended_at": null,
@@ -1717,6 +1760,11 @@ export interface components {
       current_period_end: string | null;
       /** Format: date-time */
       trial_end: string | null;
+      /**
+       * Format: date-time
+       * @description Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.
+       */
+      billing_cycle_anchor: string;
       cancel_at_period_end: boolean;
       /** Format: date-time */
       cancelled_at: string | null;
@@ -1746,6 +1794,7 @@ export interface components {
      *           "current_period_start": "2026-01-15T10:00:00.000Z",
      *           "current_period_end": "2026-01-29T10:00:00.000Z",
      *           "trial_end": "2026-01-29T10:00:00.000Z",
+     *           "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
      *           "cancel_at_period_end": false,
      *           "cancelled_at": null,
      *           "ended_at": null,
@@ -4006,7 +4055,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The customer */
+      /** @description The customer and its credit balances */
       200: {
         headers: {
           [name: string]: unknown;
@@ -4023,10 +4072,13 @@ export interface operations {
            *       },
            *       "test_clock": null,
            *       "created_at": "2026-01-15T10:00:00.000Z",
-           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *       "updated_at": "2026-01-15T10:00:00.000Z",
+           *       "balances": {
+           *         "NGN": 25000
+           *       }
            *     }
            */
-          'application/json': components['schemas']['Customer'];
+          'application/json': components['schemas']['CustomerDetail'];
         };
       };
       /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
@@ -4651,6 +4703,7 @@ export interface operations {
            *           "current_period_start": "2026-01-15T10:00:00.000Z",
            *           "current_period_end": "2026-01-29T10:00:00.000Z",
            *           "trial_end": "2026-01-29T10:00:00.000Z",
+           *           "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
            *           "cancel_at_period_end": false,
            *           "cancelled_at": null,
            *           "ended_at": null,
@@ -4732,6 +4785,7 @@ export interface operations {
            *       "current_period_start": "2026-01-15T10:00:00.000Z",
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -4787,6 +4841,7 @@ export interface operations {
            *       "current_period_start": "2026-01-15T10:00:00.000Z",
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -4860,6 +4915,7 @@ export interface operations {
            *       "current_period_start": "2026-01-15T10:00:00.000Z",
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -4914,6 +4970,7 @@ export interface operations {
            *       "current_period_start": "2026-01-15T10:00:00.000Z",
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -4968,6 +5025,7 @@ export interface operations {
            *       "current_period_start": "2026-01-15T10:00:00.000Z",
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -7879,6 +7937,7 @@ export interface operations {
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -7941,6 +8000,7 @@ export interface operations {
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8003,6 +8063,7 @@ export interface operations {
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8065,6 +8126,7 @@ export interface operations {
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8127,6 +8189,7 @@ export interface operations {
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,

@@ -17,7 +17,8 @@ import { encryptSecret } from '../shared/encryption.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from './subscription-payments.ts';
 import { chargeDueInvoices, RESOLVE_DELAY_MS } from './charges.ts';
-import { MAX_RESOLVE_DELAY_MS } from './resolve-schedule.ts';
+import { MAX_RESOLVE_DELAY_MS, RESOLVE_WINDOW_MS } from './resolve-schedule.ts';
+import { runWorker } from '../../test/helpers/invoice-payments.ts';
 import { listInvoiceAttempts } from '../modules/payment-attempts/payment-attempts.ts';
 
 interface Setup {
@@ -354,6 +355,47 @@ test('paystack: a look-up that proves nothing (verify refused or 500; a late dup
   assert.equal(s.paystack.ledger.charges.length, 1, 'charged once');
   assert.equal((await invoiceOf(s)).status, 'paid');
 });
+
+for (const provider of PROVIDER_NAMES) {
+  test(`${provider}: a charge left unknown while the worker was away a day: one look-up proves nothing, the worker stops asking, and the dunning step's charge asks once more: charged once`, async (t) => {
+    const s = await setup(t, provider, { PROVIDER_TIMEOUT: '300ms', DUNNING_SCHEDULE: '1h,2h' });
+    const routes =
+      provider === 'paystack'
+        ? { charge: '/transaction/charge_authorization', lookUp: /^\/transaction\/verify\// }
+        : { charge: '/v1/payment_intents', lookUp: /^\/v1\/payment_intents\?/ };
+    s.fake.inject('error', { method: 'POST', path: routes.charge }); // nothing charged, a 500
+    s.fake.inject('error', { method: 'GET', path: routes.lookUp });
+    await runWorker(s.app.deps);
+    const [started] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+    assert.equal(started!.status, 'unknown');
+    assert.equal(s.fake.calls.length, 1);
+
+    // The next ask was due a minute later; the worker runs again only a day after the charge.
+    s.app.clock.advance(RESOLVE_WINDOW_MS);
+    await runWorker(s.app.deps);
+    assert.equal(s.fake.calls.length, 2, 'asked once');
+    const [asked, ...others] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+    assert.deepEqual([asked!.id, asked!.status, others.length], [started!.id, 'unknown', 0]);
+    let invoice = await invoiceOf(s);
+    assert.equal(invoice.status, 'open');
+    assert.equal(invoice.next_payment_attempt_at, null, 'a day old: the worker stops asking on its own');
+    const sub = (await s.app.request('GET', `/api/subscriptions/${s.subscriptionId}`)).body;
+    assert.equal(sub.status, 'past_due', 'the renewal is overdue: a dunning case chases it');
+
+    s.app.clock.advance(MAX_RESOLVE_DELAY_MS - 1);
+    await runWorker(s.app.deps);
+    assert.equal(s.fake.calls.length, 2, 'not asked again before the dunning step');
+    s.app.clock.advance(1);
+    await runWorker(s.app.deps);
+    const [resolved, ...more] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
+    assert.deepEqual([resolved!.id, resolved!.status, more.length], [started!.id, 'succeeded', 0]);
+    assert.equal(s.fake.totalCharges, 1, 'charged once, with the same reference');
+    assert.equal(s.fake.chargeCount(started!.reference), 1);
+    invoice = await invoiceOf(s);
+    assert.equal(invoice.status, 'paid');
+    assert.equal((await s.app.request('GET', `/api/subscriptions/${s.subscriptionId}`)).body.status, 'active');
+  });
+}
 
 test('stripe: a charge whose answer was lost, resolved 25 hours later when Stripe has forgotten the Idempotency-Key, is found by payment_attempt_id behind 150 other PaymentIntents: charged once', async (t) => {
   const s = await setup(t, 'stripe', { PROVIDER_TIMEOUT: '300ms' });

@@ -1,5 +1,5 @@
-// Deleting a customer (SPEC §3): refused while a subscription is live; its saved payment
-// methods are detached with it.
+// A customer as the core sees it (SPEC §3, §14): read with its credit balances; deleted —
+// refused while a subscription is live — with its saved payment methods detached.
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
@@ -10,7 +10,19 @@ import { detachCustomerPaymentMethods } from '../modules/payment-methods/payment
 import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import { customerHasLiveSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import * as repo from '../modules/customers/customers.repository.ts';
-import { toCustomer, lockCustomer } from '../modules/customers/customers.service.ts';
+import { getCustomer, toCustomer, lockCustomer } from '../modules/customers/customers.service.ts';
+import type { CustomerDetail } from '../modules/customers/customers.schemas.ts';
+import { customerBalances } from '../modules/balances/balances.ledger.ts';
+
+/**
+ * Customer `id` with its credit balances (GET /api/customers/{id}, SPEC §14): currency →
+ * minor units, the non-zero ones. Read outside a transaction. Throws 404 `not_found` for
+ * unknown, deleted or malformed ids.
+ */
+export async function getCustomerWithBalances(db: Kysely<Database>, id: string): Promise<CustomerDetail> {
+  const customer = await getCustomer(db, id);
+  return { ...customer, balances: await customerBalances(db, id) };
+}
 
 /**
  * Deletes a customer (the row is kept, marked deleted, so payments keep their owner) and

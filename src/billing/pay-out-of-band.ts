@@ -15,7 +15,7 @@ import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecyc
 import { applySuccessfulPayment, type PaymentContext } from './subscription-payments.ts';
 import { isPayable } from '../modules/invoices/invoices.status.ts';
 import { findInvoiceRow, type Invoice, lockInvoice, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
-import { settleInvoice } from './settle.ts';
+import { settlePayment } from './settle.ts';
 import { withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
 /** The exact 409 body text for paying an invoice that is `paid` or `void` (SPEC §2). */
@@ -88,7 +88,7 @@ export async function payInvoiceOutOfBand(
     if (change.refused) throw new Error(`manual payment refused: ${change.reason}`);
     const facts = { paymentId: change.payment.id, amount, currency: row.currency, occurredAt: now, invoiceId: row.id };
     if (row.subscription_id !== null) await applySuccessfulPayment(trx, ctx, row.subscription_id, facts);
-    else await settleInvoice(trx, ctx, row, facts);
+    else await settlePayment(trx, ctx, { customerId: row.customer_id, subscriptionId: null }, facts);
     return toInvoice(await lockInvoice(trx, id), ctx.config.publicUrl);
   });
 }

@@ -3,7 +3,8 @@
 // subscriptions with one or two open invoices, posted in random order and partly at once.
 // Whatever happens: per invoice 0 ≤ amount_paid ≤ amount_due and amount_paid is what its
 // payments brought, capped (min(amount_due, Σ their amounts)); paid exactly when nothing
-// remains; one invoice per (subscription, period); every invoice event once per change.
+// remains; one invoice per (subscription, period); every invoice event once per change; the
+// payments' money is the invoices' amount_paid plus the credit they left over.
 // INVOICE_PROPERTY_RUNS histories (default 25); INVOICE_PROPERTY_SEED=<seed> replays one.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -14,9 +15,7 @@ import { invoicesOf, type ProviderPayment, reportPayment } from '../../test/help
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
-import { issueInvoice } from '../modules/invoices/invoices.lifecycle.ts';
-import { periodInvoiceInput } from './compose/input.ts';
-import { composeInvoice } from './compose/pipeline.ts';
+import { issueRenewalInvoice } from './issue.ts';
 
 const RUNS = Number(process.env.INVOICE_PROPERTY_RUNS ?? 25);
 const SEED = process.env.INVOICE_PROPERTY_SEED === undefined ? undefined : Number(process.env.INVOICE_PROPERTY_SEED);
@@ -46,30 +45,13 @@ const history = fc.record({
   together: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 5 }),
 });
 
-/** A second open invoice for the month after the first, issued as a renewal would. */
+/** A second open invoice for the month after the first, issued as a renewal does (issue.ts). */
 async function issueSecond(app: TestApp, subscriptionId: string, start: string) {
   await app.deps.db.transaction().execute(async (trx) => {
     const row = await lockSubscription(trx, subscriptionId);
     const plan = (await findPlan(trx, row.plan_id))!;
-    const end = new Date(Date.parse(start) + 31 * 86_400_000).toISOString();
-    await issueInvoice(trx, app.deps, {
-      customerId: row.customer_id,
-      subscriptionId: row.id,
-      currency: plan.currency,
-      periodStart: start,
-      periodEnd: end,
-      dueAt: start,
-      content: composeInvoice(
-        periodInvoiceInput({
-          reason: 'renewal',
-          customerId: row.customer_id,
-          subscriptionId: row.id,
-          plan: plan,
-          periodStart: start,
-          periodEnd: end,
-        }),
-      ),
-    });
+    const end = new Date(Date.parse(start) + 31 * 86_400_000);
+    await issueRenewalInvoice(trx, app.deps, row, plan, { start: new Date(start), end }, null);
   });
 }
 
@@ -173,6 +155,20 @@ async function checkInvoices(app: TestApp, subs: readonly string[], sent: readon
         `${invoice.id}: one payment_failed per attempt counted`,
       );
     }
+    // Money is conserved: what the NGN payments brought is what the invoices took plus the credit left over.
+    const ledger = await db
+      .selectFrom('customer_balance_transactions')
+      .innerJoin('subscriptions', 'subscriptions.customer_id', 'customer_balance_transactions.customer_id')
+      .select(['customer_balance_transactions.kind', 'customer_balance_transactions.amount'])
+      .where('subscriptions.id', '=', subscriptionId)
+      .execute();
+    const credited = ledger.filter((t) => t.kind === 'overpayment').reduce((sum, t) => sum + Number(t.amount), 0);
+    const brought = payments
+      .filter((p) => p.currency === 'NGN' && p.status !== 'failed')
+      .reduce((sum, p) => sum + Number(p.amount), 0);
+    const took = invoices.reduce((sum, i) => sum + i.amount_paid, 0);
+    assert.equal(brought, took + credited, `${subscriptionId}: payments = invoices' amount_paid + credit`);
+    assert.ok(ledger.reduce((sum, t) => sum + Number(t.amount), 0) >= 0, `${subscriptionId}: balance ≥ 0`);
     for (const payment of payments) {
       if (payment.currency !== 'NGN')
         assert.equal(payment.invoice_id, null, `${payment.id}: another currency settles nothing`);

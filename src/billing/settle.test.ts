@@ -317,41 +317,57 @@ test('a payment naming a void invoice is recorded and settles nothing', async (t
   assert.equal((await subscription(app, sub.id)).status, 'incomplete');
 });
 
-test("with nothing owed a payment buys the next period as before; that period's invoice is created and paid at once", async (t) => {
+test("with nothing owed a payment pays the next period's invoice in advance, on the anchor; what it leaves over is credit the next invoice takes", async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const sub = await createSubscription(app, { trialPeriodDays: 14 });
   const { reference } = await reportPayment(app, { subscriptionId: sub.id, amount: 7000 });
   const after = await subscription(app, sub.id);
   assert.equal(after.status, 'active');
-  assert.equal(after.current_period_start, sub.trial_end);
+  // The subscription's period is not the payment's to move (SPEC §12): still the trial.
+  assert.deepEqual([after.current_period_start, after.current_period_end], [sub.current_period_start, sub.trial_end]);
   const [invoice] = await invoicesOf(app, sub.id);
-  assert.equal(invoice!.status, 'paid');
-  assert.equal(invoice!.amount_due, 5000);
-  assert.equal(invoice!.amount_paid, 5000);
-  assert.equal(invoice!.period_start, sub.trial_end);
-  assert.equal(invoice!.period_end, after.current_period_end);
+  assert.deepEqual(
+    [invoice!.status, invoice!.amount_due, invoice!.amount_paid, invoice!.period_start, invoice!.due_at],
+    ['paid', 5000, 5000, sub.trial_end, sub.trial_end],
+  );
+  assert.equal(invoice!.period_end, '2026-02-28T10:00:00.000Z');
   assert.equal((await paymentByReference(app, reference)).invoice_id, invoice!.id);
   assert.deepEqual(
     (await invoiceEvents(app)).map((e) => e.topic),
     ['invoice.created', 'invoice.paid'],
   );
-  // An early payment while active extends the period: its invoice is for the extension.
+  const customer = async () => (await app.request('GET', `/api/customers/${sub.customer_id}`)).body;
+  assert.deepEqual((await customer()).balances, { NGN: 2000 }, 'the 2000 it overpaid is credit');
+  // The next payment pays the period after, which takes the credit first.
   await reportPayment(app, { subscriptionId: sub.id, amount: 5000 });
-  const [, extension] = await invoicesOf(app, sub.id);
-  assert.equal(extension!.period_start, after.current_period_end);
-  assert.equal(extension!.period_end, (await subscription(app, sub.id)).current_period_end);
-  assert.equal(extension!.status, 'paid');
-  // A payment below the price buys the period at what it paid (SPEC §9 "Nothing owed"): the line bills that.
-  await reportPayment(app, { subscriptionId: sub.id, amount: 3000 });
-  const [, , cheaper] = await invoicesOf(app, sub.id);
+  const [, second] = await invoicesOf(app, sub.id);
   assert.deepEqual(
-    [cheaper!.status, cheaper!.subtotal, cheaper!.total, cheaper!.amount_due, cheaper!.amount_paid],
-    ['paid', 3000, 3000, 3000, 3000],
+    [second!.period_start, second!.period_end, second!.status],
+    // The anchor is the 29th: February clamps to the 28th, March is the 29th again.
+    ['2026-02-28T10:00:00.000Z', '2026-03-29T10:00:00.000Z', 'paid'],
   );
   assert.deepEqual(
-    cheaper!.lines.map((line) => [line.kind, line.amount, line.unit_amount, line.quantity]),
-    [['subscription', 3000, 3000, 1]],
+    [second!.total, second!.applied_balance, second!.amount_due, second!.amount_paid],
+    [5000, 2000, 3000, 3000],
   );
+  assert.deepEqual((await customer()).balances, { NGN: 2000 }, '2000 taken, 2000 left over again');
+  // A payment below what is due leaves that period's invoice open (no period is bought at a discount).
+  await reportPayment(app, { subscriptionId: sub.id, amount: 1000 });
+  const [, , third] = await invoicesOf(app, sub.id);
+  assert.deepEqual(
+    [third!.status, third!.total, third!.applied_balance, third!.amount_due, third!.amount_paid],
+    ['open', 5000, 2000, 3000, 1000],
+  );
+  assert.deepEqual(
+    third!.lines.map((line) => [line.kind, line.amount, line.unit_amount, line.quantity]),
+    [['subscription', 5000, 5000, 1]],
+  );
+  assert.deepEqual((await customer()).balances, {}, 'no credit left: only non-zero balances show');
+  // The next payment settles it (the oldest payable invoice) and its surplus is credit.
+  await reportPayment(app, { subscriptionId: sub.id, amount: 2500 });
+  assert.equal((await invoiceById(app, third!.id)).status, 'paid');
+  assert.equal((await invoicesOf(app, sub.id)).length, 3);
+  assert.deepEqual((await customer()).balances, { NGN: 500 });
 });
 
 test('failed payments count attempts on the invoice (invoice.payment_failed each); the dunning case is for that invoice and recovers when it is paid, not before', async (t) => {
@@ -460,7 +476,13 @@ test(
       for (const id of ids) {
         const invoices = await invoicesOf(app, id);
         assert.equal(invoices.length, 2, id);
-        assert.equal(invoices[1]!.period_start, (await subscription(app, id)).current_period_end, id);
+        // The renewal moved the subscription into the period it invoiced.
+        const renewed = await subscription(app, id);
+        assert.deepEqual(
+          [invoices[1]!.period_start, invoices[1]!.period_end],
+          [renewed.current_period_start, renewed.current_period_end],
+          id,
+        );
       }
       const created = (await invoiceEvents(app)).filter((e) => e.topic === 'invoice.created');
       assert.equal(created.length, 60);

@@ -1,7 +1,8 @@
-// What payments do to invoices (SPEC §9 "Settlement"): which invoice a payment settles, how
-// its amount adds up, what a failure counts, and the invoice a payment with nothing to settle
-// buys. subscription-payments.ts calls these under the
-// subscription's lock, so the lock order stays subscriptions → invoices → dunning_cases.
+// What payments do to invoices (SPEC §9 "Settlement", §12): the ONE place a payment is
+// applied — which invoice it settles, how its amount adds up, where a surplus goes (the
+// customer's credit balance), what a failure counts, and the next period's invoice a payment
+// with nothing to pay issues (through issue.ts) and settles. Callers hold the subscription's
+// lock, so the lock order stays subscriptions → customer balance → invoices → dunning_cases.
 // Nothing here moves a subscription or a dunning case: the caller decides that from the result.
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
@@ -12,69 +13,66 @@ import { toPaymentAttempt } from '../modules/payment-attempts/payment-attempts.s
 import { emitEvent } from '../modules/events/events.service.ts';
 import { linkPaymentToInvoice } from '../modules/payments/payments.recording.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
+import { recordBalanceTransaction } from '../modules/balances/balances.ledger.ts';
 import { isPayable } from '../modules/invoices/invoices.status.ts';
-import { periodInvoiceInput } from './compose/input.ts';
-import { composeInvoice } from './compose/pipeline.ts';
 import {
   type Invoice,
   type InvoiceContext,
-  issueInvoice,
   toInvoice,
   transitionInvoice,
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
+import { type BilledSubscription, issueAdvanceInvoice } from './issue.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 
-/** The subscription a payment is attributed to (its id and customer). */
-export interface PayingSubscription {
-  id: string;
-  customer_id: string;
-  /** Its customer's test clock (SPEC §11); null: real time. */
-  test_clock_id: string | null;
+/** Who a payment is for: a subscription (its invoices), or only a customer (their one-off invoices). */
+export interface Payer {
+  customerId: string;
+  /** Null: the payment is the customer's only (no subscription attributed). */
+  subscriptionId: string | null;
 }
 
 /**
  * Which invoice a payment of `currency` settles (SPEC §9):
  * - `invoice`: this one (locked);
- * - `none`: the subscription has no open/uncollectible invoice at all — the payment buys the
- *   next period (issuePaidPeriodInvoice);
+ * - `none`: nothing is payable at all — a subscription's payment then pays in advance
+ *   (settlePayment);
  * - `nothing`: the payment settles nothing and moves nothing — it names an invoice of this
- *   subscription that is void, or every payable invoice is in another currency.
+ *   payer that is void, or every payable invoice is in another currency.
  */
 export type SettlementTarget = { kind: 'invoice'; row: InvoiceRow } | { kind: 'none' } | { kind: 'nothing' };
 
 /**
- * Finds (and locks, on PostgreSQL) what a payment of `currency` for `subscription` settles.
- * `namedInvoiceId` (the provider metadata `invoice_id`, or the invoice POST …/pay names) wins
- * when it is an invoice of this subscription and customer, payable and in `currency`; a
- * named invoice that is `void` makes the payment settle nothing (it arrived after the void);
- * one that is `paid`, of someone else, malformed or unknown is ignored. Otherwise the oldest
- * (by period, then creation) open/uncollectible invoice in `currency`.
+ * Finds (and locks, on PostgreSQL) what a payment of `currency` from `payer` settles, among
+ * the subscription's invoices — or, for a payment of a customer only, among the customer's
+ * one-off invoices (no subscription). `namedInvoiceId` (the provider metadata `invoice_id`, or
+ * the invoice POST …/pay names) wins when it is one of those, payable and in `currency`; a
+ * named one that is `void` makes the payment settle nothing (it arrived after the void); one
+ * that is `paid`, someone else's, malformed or unknown is ignored. Otherwise the oldest (by
+ * period, then creation) open/uncollectible one in `currency`.
  */
 export async function findSettlementTarget(
   trx: Transaction<Database>,
-  subscription: PayingSubscription,
+  payer: Payer,
   currency: string,
   namedInvoiceId?: string | null,
 ): Promise<SettlementTarget> {
+  const payers = () => {
+    const mine = trx.selectFrom('invoices').selectAll();
+    return payer.subscriptionId === null
+      ? mine.where('customer_id', '=', payer.customerId).where('subscription_id', 'is', null)
+      : mine.where('subscription_id', '=', payer.subscriptionId);
+  };
   if (typeof namedInvoiceId === 'string' && isIdOf('invoice', namedInvoiceId)) {
     const named = await forUpdate(
-      trx
-        .selectFrom('invoices')
-        .selectAll()
-        .where('id', '=', namedInvoiceId)
-        .where('subscription_id', '=', subscription.id)
-        .where('customer_id', '=', subscription.customer_id),
+      payers().where('id', '=', namedInvoiceId).where('customer_id', '=', payer.customerId),
       trx,
     ).executeTakeFirst();
     if (named?.status === 'void') return { kind: 'nothing' };
     if (named && isPayable(named.status) && named.currency === currency) return { kind: 'invoice', row: named };
   }
   const payable = await forUpdate(
-    trx
-      .selectFrom('invoices')
-      .selectAll()
-      .where('subscription_id', '=', subscription.id)
+    payers()
       .where('status', 'in', ['open', 'uncollectible'])
       .orderBy('period_start')
       .orderBy('created_at')
@@ -90,8 +88,8 @@ export async function findSettlementTarget(
 export interface SettlingPayment {
   /** The recorded payment (`pay_…`), linked to the invoice it settles; null in lifecycle tests. */
   paymentId: string | null;
-  /** Minor units, in the invoice's currency (findSettlementTarget checked it). */
-  amount: number;
+  /** Minor units, in the invoice's currency (findSettlementTarget checked it); null: exactly what the invoice owes. */
+  amount: number | null;
   /** The payment as its provider knows it: tells whether it is an automatic charge's (SPEC §10). */
   identity?: PaymentIdentity | null;
 }
@@ -102,16 +100,19 @@ export interface Settlement {
   invoice: Invoice;
   /** Minor units the payment added to `amount_paid` (≤ the payment's amount). */
   applied: number;
-  /** The payment made `amount_remaining` reach 0 (`invoice.paid` was emitted). */
+  /** Minor units of the payment beyond what the invoice owed: added to the customer's credit balance. */
+  credited: number;
+  /** The invoice is paid now, by this payment or (an invoice it issued) by the credit balance. */
   paid: boolean;
 }
 
 /**
  * Applies `payment` to the locked payable invoice `row` (SPEC §9): `amount_paid` grows by
- * min(amount, amount_remaining), capped at `amount_due` — the rest stays on the payment,
- * unapplied, and opens no credit. When nothing remains the invoice becomes `paid`
- * (`invoice.paid`); a partial payment leaves it `open`/`uncollectible` with no event of its
- * own (the payment's `payment.succeeded` tells it). The payment is linked to the invoice
+ * min(amount, amount_remaining), never beyond `amount_due`; the rest of the payment goes to
+ * the customer's credit balance in the invoice's currency (an `overpayment` transaction
+ * naming the invoice and the payment, SPEC §14). When nothing remains the invoice becomes
+ * `paid` (`invoice.paid`); a partial payment leaves it `open`/`uncollectible` with no event of
+ * its own (the payment's `payment.succeeded` tells it). The payment is linked to the invoice
  * (`payments.invoice_id`). A paid invoice's unresolved automatic charges are finished —
  * `succeeded` when this payment is the charge's, else closed — each with
  * `invoice.payment_attempted` (SPEC §10 "Exactly once"). All in `trx`.
@@ -125,9 +126,11 @@ export async function settleInvoice(
   if (!isPayable(row.status)) throw new Error(`invoice ${row.id} is ${row.status}: nothing to settle`);
   const due = Number(row.amount_due);
   const before = Number(row.amount_paid);
-  const applied = Math.max(0, Math.min(payment.amount, due - before));
+  const amount = payment.amount ?? due - before;
+  const applied = Math.max(0, Math.min(amount, due - before));
   const amountPaid = before + applied;
   if (payment.paymentId !== null) await linkPaymentToInvoice(trx, ctx.clock, payment.paymentId, row.id);
+  const credited = await creditSurplus(trx, ctx, row, payment.paymentId, amount - applied);
   if (amountPaid >= due) {
     const invoice = await transitionInvoice(trx, ctx, row, 'paid', { amount_paid: amountPaid });
     // A charge still waiting for its answer (its worker may be dead) would block nothing now,
@@ -135,114 +138,89 @@ export async function settleInvoice(
     for (const attempt of await finishChargesOfPaidInvoice(trx, ctx.clock, row.id, payment.identity)) {
       await emitEvent(trx, ctx.clock, 'invoice.payment_attempted', { invoice, attempt: toPaymentAttempt(attempt) });
     }
-    return { invoice, applied, paid: true };
+    return { invoice, applied, credited, paid: true };
   }
-  if (applied === 0) return { invoice: toInvoice(row, ctx.config.publicUrl), applied, paid: false };
+  if (applied === 0) return { invoice: toInvoice(row, ctx.config.publicUrl), applied, credited, paid: false };
   const invoice = await updateInvoice(trx, ctx, row, { amount_paid: amountPaid });
-  return { invoice, applied, paid: false };
+  return { invoice, applied, credited, paid: false };
 }
 
-/** The period a payment bought, and who pays it. */
-export interface PaidPeriod {
-  subscription: PayingSubscription;
+/** Adds `surplus` (minor units; nothing when ≤ 0) of payment `paymentId` to the credit balance of `invoice`'s customer. */
+async function creditSurplus(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  invoice: Pick<InvoiceRow, 'id' | 'customer_id' | 'currency' | 'test_clock_id'>,
+  paymentId: string | null,
+  surplus: number,
+): Promise<number> {
+  if (surplus <= 0) return 0;
+  await recordBalanceTransaction(trx, ctx.clock, {
+    customerId: invoice.customer_id,
+    testClockId: invoice.test_clock_id,
+    currency: invoice.currency,
+    amount: surplus,
+    kind: 'overpayment',
+    invoiceId: invoice.id,
+    paymentId,
+  });
+  return surplus;
+}
+
+/** A subscription paying in advance: what issuing its next period needs. */
+export interface AdvancingSubscription {
+  row: BilledSubscription;
   plan: PlanRow;
-  /** ISO 8601. */
-  periodStart: string;
-  periodEnd: string;
-  payment: SettlingPayment;
+}
+
+/** A succeeded payment to apply (SPEC §9 "Settlement"). */
+export interface PaymentToSettle extends SettlingPayment {
+  /** ISO 4217, upper case. */
+  currency: string;
+  /** The invoice the payer named (provider metadata `invoice_id`, POST …/pay); wins when valid. */
+  invoiceId?: string | null;
 }
 
 /**
- * The invoice of a period a payment bought while the subscription owed nothing (SPEC §9:
- * "created already paid"): composed (SPEC §12) at the plan's price, or at the payment's amount
- * when that is less (the provider charged it, and it bought the period: SPEC §4), due now, and
- * settled at once — `invoice.created` then `invoice.paid`. An overpayment stays on the
- * payment. Exactly once per (subscription, period): when that period's invoice exists
- * already it is settled if payable and left alone otherwise. Returns the settlement, or
- * undefined when nothing was settled.
+ * Applies a succeeded payment of `payer` to invoices (SPEC §9, §12) — the one path every
+ * payment takes, whoever reports it:
+ * 1. the invoice it names when valid, else the oldest payable one in its currency
+ *    (findSettlementTarget), settled with settleInvoice (a surplus becomes credit);
+ * 2. nothing payable and `advance` given (a subscription that a payment may move, in its
+ *    plan's currency): the invoice of the next period not invoiced yet is issued through
+ *    issue.ts — the customer's credit applied first — and settled by the payment (paying in
+ *    advance; a surplus becomes credit again). A payment never moves a period by itself.
+ * Returns the settlement, or null when the payment settles nothing (another currency than
+ * what is owed, an invoice it names was voided, nothing payable and no advance allowed).
  */
-export async function issuePaidPeriodInvoice(
+export async function settlePayment(
   trx: Transaction<Database>,
   ctx: InvoiceContext,
-  period: PaidPeriod,
-): Promise<Settlement | undefined> {
-  // The period is billed at the price the payment paid when that is less (SPEC §9 "Nothing owed").
-  const price = Math.min(Number(period.plan.amount), period.payment.amount);
-  const content = composeInvoice(
-    periodInvoiceInput({
-      reason: 'renewal',
-      customerId: period.subscription.customer_id,
-      subscriptionId: period.subscription.id,
-      plan: { ...period.plan, amount: price },
-      periodStart: period.periodStart,
-      periodEnd: period.periodEnd,
-    }),
-  );
-  const { invoice, created } = await issueInvoice(trx, ctx, {
-    customerId: period.subscription.customer_id,
-    testClockId: period.subscription.test_clock_id,
-    subscriptionId: period.subscription.id,
-    currency: period.plan.currency,
-    periodStart: period.periodStart,
-    periodEnd: period.periodEnd,
-    dueAt: ctx.clock.now().toISOString(),
-    content,
-  });
-  if (created && invoice.status === 'paid') {
-    // It owed 0 (a free plan): issued paid, still the invoice this payment bought.
-    if (period.payment.paymentId !== null)
-      await linkPaymentToInvoice(trx, ctx.clock, period.payment.paymentId, invoice.id);
-    return undefined;
+  payer: Payer,
+  payment: PaymentToSettle,
+  advance?: AdvancingSubscription,
+): Promise<Settlement | null> {
+  const target = await findSettlementTarget(trx, payer, payment.currency, payment.invoiceId);
+  if (target.kind === 'invoice') return settleInvoice(trx, ctx, target.row, payment);
+  if (target.kind === 'nothing' || !advance || advance.plan.currency !== payment.currency) return null;
+  const { invoice, created } = await issueAdvanceInvoice(trx, ctx, advance.row, advance.plan);
+  if (!created) throw new Error(`invoice ${invoice.id} of the next period exists already: nothing was payable`);
+  if (invoice.status === 'paid') {
+    // Its credit (or a free plan) paid it when issued: all of the payment is surplus.
+    if (payment.paymentId !== null) await linkPaymentToInvoice(trx, ctx.clock, payment.paymentId, invoice.id);
+    const credited = await creditSurplus(
+      trx,
+      ctx,
+      { ...invoice, test_clock_id: advance.row.test_clock_id },
+      payment.paymentId,
+      payment.amount ?? 0,
+    );
+    return { invoice, applied: 0, credited, paid: true };
   }
   const row = await forUpdate(
     trx.selectFrom('invoices').selectAll().where('id', '=', invoice.id),
     trx,
   ).executeTakeFirstOrThrow();
-  // An invoice of that period existed already: settled if it is still payable, else left alone.
-  if (!isPayable(row.status) || row.currency !== period.plan.currency) return undefined;
-  return settleInvoice(trx, ctx, row, period.payment);
-}
-
-/**
- * Issues the invoice of one subscription period (SPEC §9 "When invoices are created"), its
- * lines and totals composed by the pipeline (SPEC §12) for `period.reason` — the first
- * period at creation, a renewal (a trial's end too) from the worker: `open`, due at `dueAt`,
- * exactly once per (subscription, period). The caller holds the subscription's lock. Returns
- * the invoice and whether it is new.
- */
-export async function issuePeriodInvoice(
-  trx: Transaction<Database>,
-  ctx: InvoiceContext,
-  subscription: PayingSubscription,
-  plan: PlanRow,
-  period: {
-    reason: 'first_period' | 'renewal';
-    start: string;
-    end: string;
-    dueAt: string;
-    nextPaymentAttemptAt?: string | null;
-  },
-): Promise<{ invoice: Invoice; created: boolean }> {
-  return issueInvoice(trx, ctx, {
-    nextPaymentAttemptAt: period.nextPaymentAttemptAt ?? null,
-    customerId: subscription.customer_id,
-    testClockId: subscription.test_clock_id,
-    subscriptionId: subscription.id,
-    currency: plan.currency,
-    periodStart: period.start,
-    periodEnd: period.end,
-    dueAt: period.dueAt,
-    content: composeInvoice(
-      periodInvoiceInput({
-        reason: period.reason,
-        customerId: subscription.customer_id,
-        subscriptionId: subscription.id,
-        plan,
-        periodStart: period.start,
-        periodEnd: period.end,
-      }),
-    ),
-  });
+  return settleInvoice(trx, ctx, row, payment);
 }
 
 /**

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createSubscription } from '../../test/helpers/factories.ts';
+import { invoicesOf } from '../../test/helpers/invoice-payments.ts';
 import { lockSubscription, transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { applyFailedPayment, applySuccessfulPayment } from './subscription-payments.ts';
 
@@ -32,26 +33,25 @@ async function active(app: TestApp, plan?: Record<string, unknown>) {
   return pay(app, (await createSubscription(app, { plan })).id);
 }
 
-test('a payment activates an incomplete subscription for one interval from now, with subscription.updated', async (t) => {
+test('a payment activates an incomplete subscription without moving its first period, with subscription.updated', async (t) => {
   const app = await buildTestApp(t);
   const sub = await createSubscription(app);
+  assert.equal(sub.current_period_start, NOW, 'the first period starts at creation');
+  assert.equal(sub.current_period_end, '2026-02-15T10:00:00.000Z');
   app.clock.advance(HOUR);
   const after = await pay(app, sub.id);
-  assert.deepEqual(after, {
-    ...sub,
-    status: 'active',
-    entitled: true,
-    current_period_start: '2026-01-15T11:00:00.000Z',
-    current_period_end: '2026-02-15T11:00:00.000Z',
-    updated_at: '2026-01-15T11:00:00.000Z',
-  });
+  // Paid an hour late: the period stays on the anchor (SPEC §4), only the status moves.
+  assert.deepEqual(after, { ...sub, status: 'active', entitled: true, updated_at: '2026-01-15T11:00:00.000Z' });
   assert.deepEqual((await app.request('GET', `/api/subscriptions/${sub.id}`)).body, after);
   const event = await lastEvent(app);
   assert.equal(event?.topic, 'subscription.updated');
   assert.deepEqual(event?.data, after);
+  const [invoice] = await invoicesOf(app, sub.id);
+  assert.equal(invoice?.status, 'paid');
+  assert.deepEqual([invoice?.period_start, invoice?.period_end], [NOW, '2026-02-15T10:00:00.000Z']);
 });
 
-test("a payment's period follows the plan's interval and interval_count", async (t) => {
+test("the first period follows the plan's interval and interval_count", async (t) => {
   const app = await buildTestApp(t);
   const cases: [Record<string, unknown>, string][] = [
     [{ interval: 'day', interval_count: 10 }, '2026-01-25T10:00:00.000Z'],
@@ -63,41 +63,54 @@ test("a payment's period follows the plan's interval and interval_count", async 
     const after = await active(app, plan);
     assert.equal(after.current_period_start, NOW, JSON.stringify(plan));
     assert.equal(after.current_period_end, end, JSON.stringify(plan));
+    assert.equal(after.billing_cycle_anchor, NOW, JSON.stringify(plan));
   }
 });
 
-test('a payment during a trial activates it with the paid period starting at trial_end, as subscription.renewed', async (t) => {
+/** The periods of a subscription's invoices, oldest first, with their statuses. */
+async function invoicedPeriods(app: TestApp, id: string): Promise<string[]> {
+  return (await invoicesOf(app, id)).map((i) => `${i.period_start} ${i.period_end} ${i.status}`);
+}
+
+test('a payment during a trial pays the first period after it in advance (from trial_end) and activates it, as subscription.renewed', async (t) => {
   const app = await buildTestApp(t);
   const sub = await createSubscription(app, { trialPeriodDays: 14 });
+  assert.equal(sub.billing_cycle_anchor, '2026-01-29T10:00:00.000Z', 'the periods count from the trial end');
   app.clock.advance(DAY);
   const after = await pay(app, sub.id);
   assert.equal(after.status, 'active');
   assert.equal(after.trial_end, '2026-01-29T10:00:00.000Z');
-  assert.equal(after.current_period_start, '2026-01-29T10:00:00.000Z');
-  assert.equal(after.current_period_end, '2026-02-28T10:00:00.000Z');
+  // The subscription stays in its trial period until the renewal reaches its end.
+  assert.equal(after.current_period_start, NOW);
+  assert.equal(after.current_period_end, '2026-01-29T10:00:00.000Z');
+  assert.deepEqual(await invoicedPeriods(app, sub.id), ['2026-01-29T10:00:00.000Z 2026-02-28T10:00:00.000Z paid']);
   assert.equal((await lastEvent(app))?.topic, 'subscription.renewed');
 });
 
-test('a payment after the trial ended (not yet past_due) starts the paid period now', async (t) => {
+test('a payment after the trial ended pays the period that starts at trial_end, not at the payment', async (t) => {
   const app = await buildTestApp(t);
   const sub = await createSubscription(app, { trialPeriodDays: 7 });
   app.clock.advance(7 * DAY + 30 * 60_000);
   const after = await pay(app, sub.id);
   assert.equal(after.status, 'active');
-  assert.equal(after.current_period_start, '2026-01-22T10:30:00.000Z');
-  assert.equal(after.current_period_end, '2026-02-22T10:30:00.000Z');
+  assert.deepEqual(await invoicedPeriods(app, sub.id), ['2026-01-22T10:00:00.000Z 2026-02-22T10:00:00.000Z paid']);
 });
 
-test('an early payment while active extends current_period_end by one interval, as subscription.renewed', async (t) => {
+test('early payments while active pay the next periods in advance, one invoice each, without moving the period', async (t) => {
   const app = await buildTestApp(t);
   const sub = await active(app);
   app.clock.advance(20 * DAY);
   const after = await pay(app, sub.id);
   assert.equal(after.status, 'active');
   assert.equal(after.current_period_start, NOW);
-  assert.equal(after.current_period_end, '2026-03-15T10:00:00.000Z');
+  assert.equal(after.current_period_end, '2026-02-15T10:00:00.000Z');
   const twice = await pay(app, sub.id);
-  assert.equal(twice.current_period_end, '2026-04-15T10:00:00.000Z');
+  assert.equal(twice.current_period_end, '2026-02-15T10:00:00.000Z');
+  assert.deepEqual(await invoicedPeriods(app, sub.id), [
+    '2026-01-15T10:00:00.000Z 2026-02-15T10:00:00.000Z paid',
+    '2026-02-15T10:00:00.000Z 2026-03-15T10:00:00.000Z paid',
+    '2026-03-15T10:00:00.000Z 2026-04-15T10:00:00.000Z paid',
+  ]);
   const events = await subscriptionEvents(app);
   assert.deepEqual(
     events.map((e) => e.topic),
@@ -106,13 +119,16 @@ test('an early payment while active extends current_period_end by one interval, 
   assert.deepEqual(events[3]?.data, twice);
 });
 
-test('a renewal payment while active after the period ended starts a new period now', async (t) => {
+test('a payment after the period ended pays the next period on the anchor: paying late never shifts it', async (t) => {
   const app = await buildTestApp(t);
   const sub = await active(app);
   app.clock.set(new Date('2026-02-15T10:20:00.000Z'));
   const after = await pay(app, sub.id);
-  assert.equal(after.current_period_start, '2026-02-15T10:20:00.000Z');
-  assert.equal(after.current_period_end, '2026-03-15T10:20:00.000Z');
+  assert.equal(after.billing_cycle_anchor, NOW);
+  assert.deepEqual(
+    (await invoicedPeriods(app, sub.id)).at(-1),
+    '2026-02-15T10:00:00.000Z 2026-03-15T10:00:00.000Z paid',
+  );
   assert.equal((await lastEvent(app))?.topic, 'subscription.renewed');
 });
 
@@ -133,26 +149,34 @@ test('a failed payment moves active and trialing to past_due (still entitled), p
   }
 });
 
-test('a payment recovers past_due to active; the new period starts at max(now, current_period_end)', async (t) => {
+test('a payment recovers past_due to active without moving its period; what it pays is on the anchor', async (t) => {
   const app = await buildTestApp(t);
-  // Failed mid-period: the current period still runs, so the paid one follows it.
+  // Failed mid-period (no invoice owed): the payment pays the next period in advance.
   const midPeriod = await failPayment(app, (await active(app)).id);
   app.clock.advance(DAY);
   const recovered = await pay(app, midPeriod.id);
   assert.equal(recovered.status, 'active');
   assert.equal(recovered.entitled, true);
-  assert.equal(recovered.current_period_start, '2026-02-15T10:00:00.000Z');
-  assert.equal(recovered.current_period_end, '2026-03-15T10:00:00.000Z');
+  assert.equal(recovered.current_period_start, NOW);
+  assert.equal(recovered.current_period_end, '2026-02-15T10:00:00.000Z');
+  assert.deepEqual(
+    (await invoicedPeriods(app, midPeriod.id)).at(-1),
+    '2026-02-15T10:00:00.000Z 2026-03-15T10:00:00.000Z paid',
+  );
   assert.equal((await lastEvent(app))?.topic, 'subscription.renewed');
-  // Period already over: the paid period starts now.
+  // Period already over: still the period that starts at its end, not at the payment.
   const late = await failPayment(app, (await active(app)).id);
   app.clock.set(new Date('2026-03-01T08:00:00.000Z'));
   const paidLate = await pay(app, late.id);
-  assert.equal(paidLate.current_period_start, '2026-03-01T08:00:00.000Z');
-  assert.equal(paidLate.current_period_end, '2026-04-01T08:00:00.000Z');
+  // Created a day later: its anchor is Jan 16.
+  assert.equal(paidLate.current_period_end, '2026-02-16T10:00:00.000Z');
+  assert.deepEqual(
+    (await invoicedPeriods(app, late.id)).at(-1),
+    '2026-02-16T10:00:00.000Z 2026-03-16T10:00:00.000Z paid',
+  );
 });
 
-test('a payment recovers unpaid to active with a new period from now', async (t) => {
+test('a payment recovers unpaid to active; the period it pays is on the anchor', async (t) => {
   const app = await buildTestApp(t);
   const pastDue = await failPayment(app, (await active(app)).id);
   const unpaid = await app.deps.db.transaction().execute(async (trx) => {
@@ -164,8 +188,11 @@ test('a payment recovers unpaid to active with a new period from now', async (t)
   app.clock.set(new Date('2026-03-10T00:00:00.000Z'));
   const after = await pay(app, unpaid.id);
   assert.equal(after.status, 'active');
-  assert.equal(after.current_period_start, '2026-03-10T00:00:00.000Z');
-  assert.equal(after.current_period_end, '2026-04-10T00:00:00.000Z');
+  assert.equal(after.current_period_end, '2026-02-15T10:00:00.000Z');
+  assert.deepEqual(
+    (await invoicedPeriods(app, unpaid.id)).at(-1),
+    '2026-02-15T10:00:00.000Z 2026-03-15T10:00:00.000Z paid',
+  );
   assert.equal((await lastEvent(app))?.topic, 'subscription.renewed');
 });
 

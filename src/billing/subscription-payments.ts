@@ -1,22 +1,21 @@
-// How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4). Called by
-// payment-reports.ts and pay-out-of-band.ts in the same transaction that records the payment. Reports may
-// arrive in any order: the status follows the latest report by provider time (SPEC §5
-// stale reports), while every successful payment still buys its period.
+// How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4): through the
+// invoices they settle (settle.ts). Called by payment-reports.ts and pay-out-of-band.ts in the
+// same transaction that records the payment. Reports may arrive in any order: the status follows
+// the latest report by provider time (SPEC §5 stale reports), while every successful payment
+// is still applied to invoices.
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { closeOpenCase, type DunningContext, openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
 import type { PaymentIdentity } from '../modules/payment-attempts/payment-attempts.ts';
-import { countFailedAttempt, findSettlementTarget, issuePaidPeriodInvoice, settleInvoice } from './settle.ts';
+import { countFailedAttempt, findSettlementTarget, settlePayment } from './settle.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
-import { periodAfterPayment } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import {
   lockSubscription,
   type Subscription,
   toSubscription,
   transitionSubscription,
-  updateSubscription,
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 
@@ -86,27 +85,26 @@ export interface InvoicedPaymentFacts extends PaymentFacts {
 }
 
 /**
- * A successful payment for subscription `id` (SPEC §4, §9). First the invoice: the payment
- * settles the subscription's oldest open/uncollectible invoice in its currency (or the one it
- * names, settle.ts). A partial payment stops there: the invoice stays open and
- * the subscription does not move until the invoice is paid. A payment that settles nothing —
- * in another currency than what the subscription owes (or than its plan's, when it owes
- * nothing), or arriving after the invoice it names was voided — is recorded by the caller
- * and moves nothing. When the invoice is paid, or when the subscription owed nothing (then
- * the payment buys the next period and that period's invoice is created and settled at once,
- * `invoice.created` then `invoice.paid`), the subscription moves as before: `incomplete`,
- * `trialing`, `past_due` and `unpaid` → `active`, the period starts or extends per SPEC §4
- * (from the payment's time when late: the subscription's period may then start after the
- * invoice's), and the open dunning case recovers when it chases that invoice (or none).
- * A payment for a `cancelled`, `incomplete_expired` or `paused` subscription still settles
- * an open/uncollectible invoice, but does not revive the subscription. A success older
- * (`payment.occurredAt`) than the latest failure applied, when that failure is the latest
- * report, still buys its period — money buys time, so the number of periods paid is the
- * number of settled invoices whatever the order — but moves neither the status nor the
- * dunning case (`subscription.updated`): the newer failure stands. On a tie the success wins.
- * Without `payment` (lifecycle tests) it pays exactly what the oldest invoice owes, or the
- * plan's price. `ctx` is the clock and config (Deps fits). Returns the subscription after.
- * Throws 404 `not_found` for an unknown id.
+ * A successful payment for subscription `id` (SPEC §4, §9, §12). The payment settles
+ * invoices first (settle.ts settlePayment: the one it names, else the oldest payable one in
+ * its currency; a surplus becomes the customer's credit; with nothing payable, the next
+ * period's invoice is issued and settled — paying in advance). A partial payment stops there:
+ * the invoice stays open and the subscription does not move until it is paid. A payment that
+ * settles nothing — in another currency than what the subscription owes (or than its plan's,
+ * when it owes nothing), or arriving after the invoice it names was voided — is recorded by
+ * the caller and moves nothing. When an invoice is paid the subscription moves without
+ * changing its period (the periods follow the billing cycle anchor, whenever they are paid):
+ * `incomplete`, `trialing`, `past_due` and `unpaid` → `active` (`active` stays, with
+ * `subscription.renewed`), and the open dunning case recovers when it chases that invoice (or
+ * none). A subscription with no period yet (one created before invoices) takes the paid
+ * invoice's. A payment for a `cancelled`, `incomplete_expired` or `paused` subscription still
+ * settles an open/uncollectible invoice (its surplus becomes credit), but pays nothing in
+ * advance and revives nothing. A success older (`payment.occurredAt`) than the latest failure
+ * applied, when that failure is the latest report, still settles its invoice — money is
+ * applied whatever the order — but moves neither the status nor the dunning case: the newer
+ * failure stands. On a tie the success wins. Without `payment` (lifecycle tests) it pays
+ * exactly what the oldest invoice owes, or the next period's invoice. `ctx` is the clock and
+ * config (Deps fits). Returns the subscription after. Throws 404 `not_found` for an unknown id.
  */
 export async function applySuccessfulPayment(
   trx: Transaction<Database>,
@@ -118,54 +116,31 @@ export async function applySuccessfulPayment(
   const row = await lockSubscription(trx, id);
   const plan = await findPlan(trx, row.plan_id);
   if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
-  const currency = payment?.currency ?? plan.currency;
-  const target = await findSettlementTarget(trx, row, currency, payment?.invoiceId);
-  if (target.kind === 'nothing') return toSubscription(row);
-  // The subscription's money is in its plan's currency: owing nothing, a payment in another buys nothing.
-  if (target.kind === 'none' && currency !== plan.currency) return toSubscription(row);
-  const paymentId = payment?.paymentId ?? null;
-  let settledInvoiceId: string | null = null;
-  if (target.kind === 'invoice') {
-    const owed = Number(target.row.amount_due) - Number(target.row.amount_paid);
-    const settlement = await settleInvoice(trx, ctx, target.row, {
-      paymentId,
-      amount: payment?.amount ?? owed,
+  const movable = nextStatus(row.status, 'payment_succeeded') !== undefined;
+  const settlement = await settlePayment(
+    trx,
+    ctx,
+    { customerId: row.customer_id, subscriptionId: row.id },
+    {
+      paymentId: payment?.paymentId ?? null,
+      amount: payment?.amount ?? null,
+      currency: payment?.currency ?? plan.currency,
+      invoiceId: payment?.invoiceId,
       identity: payment?.identity,
-    });
-    if (!settlement.paid) return toSubscription(row);
-    settledInvoiceId = target.row.id;
-  }
-  if (!nextStatus(row.status, 'payment_succeeded')) return toSubscription(row);
-  const now = clock.now();
-  const currentEnd = row.current_period_end ? new Date(row.current_period_end) : null;
-  const period = periodAfterPayment({
-    active: row.status === 'active',
-    now,
-    currentPeriodStart: row.current_period_start ? new Date(row.current_period_start) : null,
-    currentPeriodEnd: currentEnd,
-    interval: plan.interval,
-    intervalCount: plan.interval_count,
-  });
-  if (target.kind === 'none') {
-    // An early payment while active extends the period: what it bought starts at the old end.
-    const extended = row.status === 'active' && currentEnd !== null && currentEnd.getTime() > now.getTime();
-    await issuePaidPeriodInvoice(trx, ctx, {
-      subscription: row,
-      plan,
-      periodStart: (extended ? currentEnd : period.start).toISOString(),
-      periodEnd: period.end.toISOString(),
-      payment: { paymentId, amount: payment?.amount ?? Number(plan.amount), identity: payment?.identity },
-    });
-  }
-  const periodPaid = {
-    current_period_start: period.start.toISOString(),
-    current_period_end: period.end.toISOString(),
-  };
+    },
+    movable ? { row, plan } : undefined,
+  );
+  if (!settlement?.paid || !movable) return toSubscription(row);
+  const paid = settlement.invoice;
   const stale = failureStands(row, payment?.occurredAt);
   await rememberPaymentTime(trx, row, 'last_payment_succeeded_at', payment?.occurredAt);
-  if (stale) return updateSubscription(trx, clock, row, periodPaid, 'subscription.updated');
-  const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', periodPaid);
-  await closeOpenCase(trx, clock, id, 'recovered', settledInvoiceId);
+  if (stale) return toSubscription(row);
+  const firstPeriod =
+    row.current_period_end === null
+      ? { current_period_start: paid.period_start, current_period_end: paid.period_end }
+      : {};
+  const subscription = await transitionSubscription(trx, clock, row, 'payment_succeeded', firstPeriod);
+  await closeOpenCase(trx, clock, id, 'recovered', paid.id);
   return subscription;
 }
 
@@ -190,7 +165,8 @@ export async function applyFailedPayment(
 ): Promise<Subscription> {
   const row = await lockSubscription(trx, id);
   if (isNotAfter(payment?.occurredAt, row.last_payment_succeeded_at)) return toSubscription(row);
-  const target = payment ? await findSettlementTarget(trx, row, payment.currency, payment.invoiceId) : undefined;
+  const payer = { customerId: row.customer_id, subscriptionId: row.id };
+  const target = payment ? await findSettlementTarget(trx, payer, payment.currency, payment.invoiceId) : undefined;
   const invoice = target?.kind === 'invoice' ? await countFailedAttempt(trx, ctx, target.row) : undefined;
   const subscription = nextStatus(row.status, 'payment_failed')
     ? await transitionSubscription(trx, ctx.clock, row, 'payment_failed')

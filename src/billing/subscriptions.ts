@@ -12,9 +12,9 @@ import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
-import { issuePeriodInvoice } from './settle.ts';
+import { issueFirstPeriodInvoice } from './issue.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
-import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import {
   ForbiddenTransitionError,
   lockSubscription,
@@ -35,10 +35,12 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
 
 /**
  * Creates a subscription: `trialing` when trial days (from the request, else the plan) are
- * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`. An
- * `incomplete` one gets its first invoice in the same transaction (SPEC §9): the plan's price
- * for `[created_at, +interval]`, due at once (`invoice.created`) — the invoice the first
- * payment settles; a trial gets none until it ends (the renewal job issues it). `ctx` is the
+ * above 0, else `incomplete` awaiting its first payment. Emits `subscription.created`. Its
+ * billing cycle anchor is the trial's end, else its creation (SPEC §4). An `incomplete` one
+ * is in its first period `[created_at, +interval]` from the start and gets that period's
+ * invoice in the same transaction (SPEC §9, through issue.ts: the customer's credit applied),
+ * due at once (`invoice.created`) — the invoice the first payment settles; a trial gets none
+ * until it ends (the renewal job issues it). `ctx` is the
  * clock and the invoice settings (Deps fits). Throws 404 naming an unknown (or deleted)
  * customer or plan, 422 `invalid_state` for an archived plan.
  */
@@ -60,15 +62,21 @@ export async function createSubscription(
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
     const trialEnd = trialDays > 0 ? new Date(now.getTime() + trialDays * DAY_MS).toISOString() : null;
+    // The periods are counted from the trial's end, else from now (SPEC §4 "Billing cycle anchor").
+    const anchor = trialEnd ?? now.toISOString();
+    const first = trialEnd
+      ? null
+      : nextPeriodOnAnchor({ anchor: now, after: now, interval: plan.interval, intervalCount: plan.interval_count });
     const row: SubscriptionRow = {
       id: newId('subscription'),
       customer_id: customer.id,
       test_clock_id: customer.test_clock_id,
       plan_id: plan.id,
       status: trialEnd ? 'trialing' : 'incomplete',
-      current_period_start: trialEnd ? now.toISOString() : null,
-      current_period_end: trialEnd,
+      current_period_start: now.toISOString(),
+      current_period_end: trialEnd ?? first!.end.toISOString(),
       trial_end: trialEnd,
+      billing_cycle_anchor: anchor,
       cancel_at_period_end: false,
       cancelled_at: null,
       ended_at: null,
@@ -84,11 +92,7 @@ export async function createSubscription(
     await addToCount(trx, 'subscriptions', 1);
     const subscription = toSubscription(row);
     await emitEvent(trx, clock, 'subscription.created', subscription);
-    if (!trialEnd) {
-      const start = now.toISOString();
-      const end = addInterval(now, plan.interval, plan.interval_count).toISOString();
-      await issuePeriodInvoice(trx, ctx, row, plan, { reason: 'first_period', start, end, dueAt: start });
-    }
+    if (first) await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
     return subscription;
   });
 }
@@ -159,7 +163,8 @@ export async function pauseSubscription(db: Kysely<Database>, apiClock: Clock, i
 }
 
 /**
- * `paused` → `active` with its payment due at once (the period restarts now, so the worker
+ * `paused` → `active` with its payment due at once (the periods restart now — the billing
+ * cycle anchor moves to now — so the worker issues the invoice of `[now, +interval]` and
  * marks it `past_due` after RENEWAL_GRACE unless paid); or, on a `trialing`/`active`
  * subscription flagged to cancel at period end, clears the flag. Throws 404; 409
  * `validation_error` otherwise.
@@ -170,7 +175,9 @@ export async function resumeSubscription(db: Kysely<Database>, apiClock: Clock, 
     const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     const now = clock.now().toISOString();
     if (row.status === 'paused') {
+      // The periods restart now: the renewal job issues the first one's invoice at once.
       return transitionSubscription(trx, clock, row, 'resume', {
+        billing_cycle_anchor: now,
         current_period_start: now,
         current_period_end: now,
         cancel_at_period_end: false,

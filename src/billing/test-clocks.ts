@@ -9,11 +9,12 @@ import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError } from '../http/errors.ts';
 import { findChargesInFlight } from '../modules/payment-attempts/payment-attempts.ts';
 import { deleteTestClockInvoiceNumbers } from '../modules/invoices/invoices.lifecycle.ts';
+import { deleteTestClockBalanceTransactions } from '../modules/balances/balances.ledger.ts';
 
 /**
  * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
  * (and payment attempts, and the clock's invoice number sequence), dunning cases (and steps),
- * payment methods and provider subscription references;
+ * payment methods, credit balance transactions and provider subscription references;
  * payments recorded for them stay, detached (customer, subscription and invoice null), and
  * so do the events already emitted. Locks parents before children (db/locking.ts) so a
  * worker step in flight finishes first and the next one finds nothing. Throws 404 for
@@ -76,6 +77,8 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
         .execute();
       await trx.deleteFrom('provider_subscription_references').where('subscription_id', 'in', subscriptions).execute();
     }
+    // The clock's customers' credit ledger goes with them (it names their invoices).
+    await deleteTestClockBalanceTransactions(trx, id);
     if (invoices.length > 0) {
       await trx.updateTable('payments').set({ invoice_id: null }).where('invoice_id', 'in', invoices).execute();
       await trx.deleteFrom('invoice_payment_attempts').where('invoice_id', 'in', invoices).execute();

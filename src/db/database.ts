@@ -1,6 +1,7 @@
 // The whole schema as Kysely sees it: one entry per table, each typed in tables/*.table.ts.
 import type { ApiKeysTable } from './tables/api-keys.table.ts';
 import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
+import type { CustomerBalanceTransactionsTable } from './tables/balances.table.ts';
 import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
@@ -18,6 +19,7 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 export interface Database {
   api_keys: ApiKeysTable;
   customers: CustomersTable;
+  customer_balance_transactions: CustomerBalanceTransactionsTable;
   dunning_cases: DunningCasesTable;
   dunning_steps: DunningStepsTable;
   events: EventsTable;

@@ -5,11 +5,13 @@
 // THE LOCK ORDER. A transaction that locks (or updates) rows of several of these tables
 // takes them in this order, parent before child, and several rows of one table in id order:
 //
-//   customers → subscriptions → invoices → dunning_cases
+//   customers → subscriptions → customer balance → invoices → dunning_cases
 //     (creating a subscription locks its customer first, as deleting the customer does; a
 //     payment locks its subscription, then the invoice it settles, then the dunning case; an
 //     API change of an invoice that also moves its subscription locks the subscription first;
-//     void / mark-uncollectible lock the invoice, then the case chasing it)
+//     void / mark-uncollectible lock the invoice, then the case chasing it; an invoice that
+//     takes credit locks its customer's balance — an advisory lock, balances.ledger.ts —
+//     before it takes a number, and the renewal job locks its whole batch's balances at once)
 //   webhook_endpoints → webhook_deliveries → events
 //     (the API's PATCH, delete, retry and test lock the endpoint first; so does the worker
 //     recording attempts: its batch's endpoints in id order, before any delivery; an event's

@@ -1,8 +1,10 @@
-// The money path as properties (SPEC §4, §5): random
-// histories of provider reports for a few subscriptions — successes, failures, partial and
-// full refunds, refund reversals, redeliveries, one payment reported by two Stripe event
-// types — posted in a random order, some at once, through the real POST /api/notify. After
-// each history the stored state must be what the reports say, whatever the arrival order.
+// The money path as properties (SPEC §4, §5, §9, §12): random
+// histories of provider reports for a few subscriptions — successes of any amount, failures,
+// partial and full refunds, refund reversals, redeliveries, one payment reported by two Stripe
+// event types — posted in a random order, some at once, through the real POST /api/notify.
+// After each history the stored state must be what the reports say, whatever the arrival
+// order: every payment once, refunds within it, the money conserved between payments,
+// invoices and the credit balance, the invoices on the billing cycle anchor.
 //
 // Runs MONEY_PROPERTY_RUNS histories per database (default 100); a failure prints
 // fast-check's seed and path, and MONEY_PROPERTY_SEED=<seed> replays it (MONEY_PROPERTY_SHRINK=1
@@ -11,7 +13,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 import fc from 'fast-check';
 import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
-import { periodAfterPayment } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import { nextStatus, type SubscriptionStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan, createWebhookEndpoint } from '../../test/helpers/factories.ts';
@@ -58,36 +60,106 @@ async function deliver(app: TestApp, reports: readonly Report[], together: reado
   return answers;
 }
 
-/** The subscription per the transition table, folding the payments' outcomes in provider-time order. */
-function expectedSubscription(sub: Subscription, index: number, payments: readonly ModelPayment[], now: Date) {
+/** The plans' prices (minor units): a success of at least this much always pays a whole invoice. */
+const PRICES = { NGN: 500000, USD: 2000 } as const;
+
+/**
+ * The status per the transition table, folding the payments' outcomes in provider-time order
+ * (SPEC §5 stale reports) — when every success pays an invoice. That holds when no success is
+ * below the price: each finds nothing payable (no partly paid invoice can exist), so it issues
+ * the next period's invoice, the credit taken first, and pays it in full. Null otherwise: which
+ * success completes a partly paid invoice then depends on the arrival order.
+ */
+function expectedStatus(
+  sub: Subscription,
+  index: number,
+  payments: readonly ModelPayment[],
+): SubscriptionStatus | null {
   const facts: { at: number; event: 'payment_succeeded' | 'payment_failed' }[] = [];
   for (const payment of payments) {
     if (payment.subscription !== index) continue;
+    if (payment.succeededAt !== null && payment.amount < PRICES[sub.currency as keyof typeof PRICES]) return null;
     if (payment.failedAt !== null) facts.push({ at: payment.failedAt, event: 'payment_failed' });
     if (payment.succeededAt !== null) facts.push({ at: payment.succeededAt, event: 'payment_succeeded' });
   }
   facts.sort((a, b) => a.at - b.at);
   let status: SubscriptionStatus = 'trialing';
-  let start = new Date(sub.start);
-  let end = new Date(sub.end);
-  for (const fact of facts) {
-    const transition = nextStatus(status, fact.event);
-    if (!transition) continue;
-    if (fact.event === 'payment_succeeded') {
-      const period = periodAfterPayment({
-        active: status === 'active',
-        now,
-        currentPeriodStart: start,
-        currentPeriodEnd: end,
-        interval: sub.interval,
-        intervalCount: 1,
-      });
-      start = period.start;
-      end = period.end;
-    }
-    status = transition.to;
+  for (const fact of facts) status = nextStatus(status, fact.event)?.to ?? status;
+  return status;
+}
+
+/**
+ * The money of one subscription's customer (SPEC §9, §12, §14), whatever the order: what its
+ * succeeded payments brought is what its invoices took plus the credit they left over; the
+ * credit its invoices took left the balance; the balance is the ledger's sum and never below 0;
+ * its invoices are the periods after the trial, one after the other on the anchor, all paid
+ * but the last, which may be partly paid.
+ */
+async function checkMoney(app: TestApp, sub: Subscription, successes: number) {
+  const { db } = app.deps;
+  const invoices = await db
+    .selectFrom('invoices')
+    .selectAll()
+    .where('subscription_id', '=', sub.id)
+    .orderBy('period_start')
+    .execute();
+  const paid = await db
+    .selectFrom('payments')
+    .select(['id', 'amount', 'invoice_id'])
+    .where('subscription_id', '=', sub.id)
+    .where('status', '!=', 'failed')
+    .execute();
+  const ledger = await db
+    .selectFrom('customer_balance_transactions')
+    .selectAll()
+    .where('customer_id', '=', sub.customerId)
+    .execute();
+  const sum = (values: readonly (number | string)[]) => values.reduce<number>((total, v) => total + Number(v), 0);
+  const overpaid = sum(ledger.filter((t) => t.kind === 'overpayment').map((t) => t.amount));
+  const taken = sum(ledger.filter((t) => t.kind === 'applied_to_invoice').map((t) => t.amount));
+  assert.ok(
+    ledger.every((t) => t.currency === sub.currency),
+    `${sub.id}: credit in the plan's currency`,
+  );
+  assert.equal(
+    sum(paid.map((p) => p.amount)),
+    sum(invoices.map((i) => i.amount_paid)) + overpaid,
+    `${sub.id}: payments = what invoices took + the credit left over`,
+  );
+  assert.equal(sum(invoices.map((i) => i.applied_balance)) + taken, 0, `${sub.id}: credit applied = credit taken`);
+  const balance = overpaid + taken;
+  assert.ok(balance >= 0, `${sub.id}: balance ${balance} ≥ 0`);
+  const shown = (await app.request('GET', `/api/customers/${sub.customerId}`)).body.balances;
+  assert.deepEqual(shown, balance === 0 ? {} : { [sub.currency]: balance }, `${sub.id}: the balance shown`);
+  assert.ok(invoices.length <= successes, `${sub.id}: no invoice without a payment that issued it`);
+  let start = sub.end;
+  for (const [i, invoice] of invoices.entries()) {
+    const period = nextPeriodOnAnchor({
+      anchor: new Date(sub.end),
+      after: new Date(start),
+      interval: sub.interval,
+      intervalCount: 1,
+    });
+    assert.deepEqual(
+      [invoice.period_start, invoice.period_end],
+      [start, period.end.toISOString()],
+      `${invoice.id}: the next period on the anchor`,
+    );
+    start = invoice.period_end;
+    const due = Number(invoice.amount_due);
+    const amountPaid = Number(invoice.amount_paid);
+    assert.equal(Number(invoice.total), Number(invoice.applied_balance) + due, `${invoice.id}: total = credit + due`);
+    assert.equal(invoice.status === 'paid', amountPaid === due, `${invoice.id}: paid iff nothing remains`);
+    if (i < invoices.length - 1) assert.equal(invoice.status, 'paid', `${invoice.id}: only the last may be open`);
+    else if (invoice.status !== 'paid') assert.ok(amountPaid > 0 && amountPaid < due, `${invoice.id}: partly paid`);
   }
-  return { status, current_period_end: end.toISOString() };
+  // Every succeeded payment settled an invoice, and every invoice was issued for a payment.
+  assert.deepEqual(
+    new Set(paid.map((p) => p.invoice_id)),
+    new Set(invoices.map((i) => i.id)),
+    `${sub.id}: payments and the invoices they settled`,
+  );
+  return invoices;
 }
 
 async function checkHistory(app: TestApp, subs: readonly Subscription[], history: History) {
@@ -115,7 +187,6 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
     }
   }
 
-  const now = app.clock.now();
   for (const payment of payments) {
     const rows = await db
       .selectFrom('payments')
@@ -186,9 +257,28 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
 
   for (const [index, sub] of subs.entries()) {
     const row = await db.selectFrom('subscriptions').selectAll().where('id', '=', sub.id).executeTakeFirstOrThrow();
-    const expected = expectedSubscription(sub, index, payments, now);
-    assert.equal(row.status, expected.status, `${sub.id}: status`);
-    assert.equal(row.current_period_end, expected.current_period_end, `${sub.id}: period end`);
+    const successes = payments.filter((p) => p.subscription === index && p.succeededAt !== null);
+    const failures = payments.filter((p) => p.subscription === index && p.failedAt !== null);
+    const invoices = await checkMoney(app, sub, successes.length);
+    const anyPaid = invoices.some((invoice) => invoice.status === 'paid');
+    const expected = expectedStatus(sub, index, payments);
+    if (expected !== null) {
+      assert.equal(row.status, expected, `${sub.id}: status`);
+      // SPEC §12: every success found nothing payable, so it issued the next period's invoice and paid it.
+      assert.equal(invoices.length, successes.length, `${sub.id}: one invoice per success`);
+      assert.ok(anyPaid || successes.length === 0);
+    } else if (failures.length === 0) {
+      assert.equal(row.status, anyPaid ? 'active' : 'trialing', `${sub.id}: active once an invoice is paid`);
+    } else {
+      // A failure report of a payment that succeeded too may arrive after the success: then it
+      // changes nothing. Only a payment that never succeeded surely ends the trial.
+      const standalone = failures.some((p) => p.succeededAt === null);
+      const possible = standalone ? ['active', 'past_due'] : ['trialing', 'active', 'past_due'];
+      assert.ok(possible.includes(row.status), `${sub.id}: ${row.status}`);
+      if (row.status === 'active') assert.ok(anyPaid, `${sub.id}: active only once an invoice is paid`);
+    }
+    // Payments move no period: the trial's stays until a renewal (SPEC §4 billing cycle anchor).
+    assert.equal(row.current_period_end, sub.end, `${sub.id}: period end`);
     const open = await db
       .selectFrom('dunning_cases')
       .select(['amount_due'])
@@ -201,45 +291,26 @@ async function checkHistory(app: TestApp, subs: readonly Subscription[], history
       `${sub.id}: an open dunning case exactly while past_due`,
     );
     for (const dunningCase of open) assert.ok(dunningCase.amount_due > 0, `${sub.id}: a case owes money`);
-    // SPEC §9: these subscriptions never owe an invoice (trials, no worker), so every success
-    // bought a period and that period's invoice, created and settled at once by it.
-    const invoices = await db.selectFrom('invoices').selectAll().where('subscription_id', '=', sub.id).execute();
-    const successes = payments.filter((p) => p.subscription === index && p.succeededAt !== null);
-    assert.equal(invoices.length, successes.length, `${sub.id}: one invoice per period bought`);
-    assert.equal(new Set(invoices.map((i) => i.period_start)).size, invoices.length, `${sub.id}: one per period`);
-    for (const invoice of invoices) {
-      assert.equal(invoice.status, 'paid', `${invoice.id}: paid at once`);
-      assert.equal(Number(invoice.amount_paid), Number(invoice.amount_due), `${invoice.id}: settled in full`);
-    }
-    const linked = await db
-      .selectFrom('payments')
-      .select('invoice_id')
-      .where('subscription_id', '=', sub.id)
-      .where('status', '!=', 'failed')
-      .execute();
-    assert.deepEqual(
-      new Set(linked.map((p) => p.invoice_id)),
-      new Set(invoices.map((i) => i.id)),
-      `${sub.id}: each paid payment settled its own invoice`,
-    );
     const events = await db
       .selectFrom('events')
-      .select(['data'])
+      .select(['topic', 'data'])
       .where('topic', 'like', 'subscription.%')
       .where('data', 'like', `%${sub.id}%`)
       .orderBy('created_at')
       .orderBy('id')
       .execute();
     const shown = events
-      .map((event) => JSON.parse(event.data) as Record<string, unknown>)
-      .filter((data) => data.id === sub.id);
-    const last = shown.at(-1)!;
+      .map((event) => ({ topic: event.topic, data: JSON.parse(event.data) as Record<string, unknown> }))
+      .filter(({ data }) => data.id === sub.id);
+    const last = shown.at(-1)!.data;
     assert.equal(last.status, row.status, `${sub.id}: last event status`);
     assert.equal(last.current_period_end, row.current_period_end, `${sub.id}: last event period end`);
     for (let i = 1; i < shown.length; i += 1) {
-      const [before, after] = [shown[i - 1]!, shown[i]!];
+      const [before, after] = [shown[i - 1]!.data, shown[i]!.data];
+      // subscription.renewed also tells an invoice paid while the subscription stays active.
       assert.ok(
-        before.status !== after.status ||
+        shown[i]!.topic === 'subscription.renewed' ||
+          before.status !== after.status ||
           before.current_period_end !== after.current_period_end ||
           before.cancel_at_period_end !== after.cancel_at_period_end,
         `${sub.id}: event ${i} records a change`,

@@ -359,7 +359,7 @@ test('unhandled Paystack types are stored and ignored', async (t) => {
   assert.equal((await app.request('GET', '/api/events')).body.meta.total, 0);
 });
 
-test('a renewal payment extends an active subscription (subscription.renewed); after cancel a payment is recorded but revives nothing', async (t) => {
+test('a payment before the renewal pays the next period in advance (subscription.renewed); after cancel a payment is recorded but revives nothing', async (t) => {
   const app = await buildTestApp(t, { env: PROVIDER_ENV });
   const subscription = await createSubscription(app);
   const metadata = { subscription_id: subscription.id };
@@ -371,7 +371,18 @@ test('a renewal payment extends an active subscription (subscription.renewed); a
   await postPaystack(app, paystackCharge({ amount: 5000, metadata }));
   const renewed = (await app.request('GET', `/api/subscriptions/${subscription.id}`)).body;
   assert.equal(renewed.status, 'active');
-  assert.equal(renewed.current_period_end, '2026-03-15T10:00:00.000Z');
+  // The period moves at the renewal, not at the payment (SPEC §4); the next one is paid.
+  assert.equal(renewed.current_period_end, '2026-02-15T10:00:00.000Z');
+  const invoices = (
+    await app.request('GET', `/api/invoices?subscription_id=${subscription.id}&sort_by=due_at&sort_order=asc`)
+  ).body;
+  assert.deepEqual(
+    invoices.data.map((i: { period_start: string; status: string }) => [i.period_start, i.status]),
+    [
+      ['2026-01-15T10:00:00.000Z', 'paid'],
+      ['2026-02-15T10:00:00.000Z', 'paid'],
+    ],
+  );
   assert.equal((await eventsOf(app, 'subscription.renewed')).length, 1);
 
   assert.equal((await app.request('PUT', `/api/subscriptions/${subscription.id}/cancel`)).status, 200);

@@ -1,5 +1,6 @@
 // SPEC §5 stale reports: a subscription's status follows the latest payment report by
-// provider time, whatever order the reports arrive in; every successful payment buys its period.
+// provider time, whatever order the reports arrive in; every successful payment is applied to
+// invoices (a period paid in advance when nothing is owed), and no payment moves a period.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
@@ -62,8 +63,16 @@ async function outcome(app: TestApp, subscriptionId: string) {
   const subscription = (await app.request('GET', `/api/subscriptions/${subscriptionId}`)).body;
   const payments = (await app.request('GET', '/api/payments?limit=100')).body.data as { status: string }[];
   const rows = await app.deps.db.selectFrom('provider_events').select('status').execute();
+  const paid = await app.deps.db
+    .selectFrom('invoices')
+    .select('period_start')
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', '=', 'paid')
+    .orderBy('period_start')
+    .execute();
   return {
     status: subscription.status,
+    paidPeriods: paid.map((invoice) => invoice.period_start),
     current_period_start: subscription.current_period_start,
     current_period_end: subscription.current_period_end,
     openCases: (await app.request('GET', '/api/dunning/cases?status=open')).body.total,
@@ -91,7 +100,7 @@ test('a failure report older than the last successful payment changes no subscri
   assert.equal(pastDue.body.data.length, 0);
 });
 
-test('a failure then a later success end the same in either arrival order: active, one period bought, no open case', async (t) => {
+test('a failure then a later success end the same in either arrival order: active, the next period paid, no open case', async (t) => {
   const ends = [];
   for (const failureFirst of [true, false]) {
     const { app, subscription, code } = await renewingSubscription(t);
@@ -102,8 +111,10 @@ test('a failure then a later success end the same in either arrival order: activ
   }
   assert.deepEqual(ends[0], {
     status: 'active',
-    current_period_start: '2026-02-15T10:00:30.000Z',
-    current_period_end: '2026-03-15T10:00:30.000Z',
+    // No worker ran: the period is still the first; the payment paid the next one (on the anchor).
+    current_period_start: '2026-01-15T10:00:00.000Z',
+    current_period_end: '2026-02-15T10:00:00.000Z',
+    paidPeriods: ['2026-01-15T10:00:00.000Z', '2026-02-15T10:00:00.000Z'],
     openCases: 0,
     succeededPayments: 2,
     failedPayments: 1,
@@ -112,7 +123,7 @@ test('a failure then a later success end the same in either arrival order: activ
   assert.deepEqual(ends[1], ends[0]);
 });
 
-test('a success older than a failure already applied buys its period but leaves the subscription past_due, in either arrival order', async (t) => {
+test('a success older than a failure already applied pays its invoice but leaves the subscription past_due, in either arrival order', async (t) => {
   const ends = [];
   for (const successFirst of [true, false]) {
     const { app, subscription, code } = await renewingSubscription(t);
@@ -124,8 +135,9 @@ test('a success older than a failure already applied buys its period but leaves 
   }
   assert.deepEqual(ends[0], {
     status: 'past_due',
-    current_period_start: '2026-02-15T10:00:30.000Z',
-    current_period_end: '2026-03-15T10:00:30.000Z',
+    current_period_start: '2026-01-15T10:00:00.000Z',
+    current_period_end: '2026-02-15T10:00:00.000Z',
+    paidPeriods: ['2026-01-15T10:00:00.000Z', '2026-02-15T10:00:00.000Z'],
     openCases: 1,
     succeededPayments: 2,
     failedPayments: 1,
@@ -151,7 +163,9 @@ test('an older success delivered late is not held back by a failure a newer succ
   await postPaystack(app, renewalFailure(code, '2026-02-15T10:00:10.000Z'));
   await postPaystack(app, renewalCharge(code, '2026-02-15T10:00:20.000Z'));
   app.clock.set(new Date('2026-03-15T12:00:00.000Z'));
-  // The renewal invoice for the period from 15 Mar, then that invoice overdue (SPEC §9).
+  // The renewal into the period from 15 Feb (paid in advance), then the one from 15 Mar,
+  // whose invoice is overdue (SPEC §9).
+  assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   assert.equal(await markUnpaidRenewalsPastDue.run(app.deps), 1);
   assert.equal((await outcome(app, subscription.id)).status, 'past_due');
@@ -159,7 +173,12 @@ test('an older success delivered late is not held back by a failure a newer succ
   await postPaystack(app, renewalCharge(code, '2026-02-15T10:00:05.000Z'));
   const after = await outcome(app, subscription.id);
   assert.equal(after.status, 'active');
-  assert.equal(after.current_period_end, '2026-04-15T12:00:00.000Z');
+  assert.equal(after.current_period_end, '2026-04-15T10:00:00.000Z');
+  assert.deepEqual(after.paidPeriods, [
+    '2026-01-15T10:00:00.000Z',
+    '2026-02-15T10:00:00.000Z',
+    '2026-03-15T10:00:00.000Z',
+  ]);
   assert.equal(after.openCases, 0);
   assert.equal(after.succeededPayments, 3);
 });

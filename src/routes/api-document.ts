@@ -7,7 +7,7 @@ import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api
 import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
 import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
-import { customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
+import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import {
   caseListSchema,
   caseSchema,
@@ -57,6 +57,7 @@ import {
 export const COMPONENT_SCHEMAS: readonly object[] = [
   healthSchema,
   customerSchema,
+  customerDetailSchema,
   customerListSchema,
   planSchema,
   planListSchema,
@@ -146,9 +147,12 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
   'subscription.updated': {
     schema: subscriptionSchema,
-    when: 'A subscription changed status (paused, resumed, activated, …).',
+    when: 'A subscription changed: status (paused, resumed, activated, …), or its renewal into the next billing period.',
   },
-  'subscription.renewed': { schema: subscriptionSchema, when: 'A payment started a new billing period.' },
+  'subscription.renewed': {
+    schema: subscriptionSchema,
+    when: 'An invoice of the subscription was paid: it is active (its period does not move; the renewal moves it).',
+  },
   'subscription.past_due': { schema: subscriptionSchema, when: 'A renewal went unpaid.' },
   'subscription.cancelled': { schema: subscriptionSchema, when: 'A subscription ended.' },
   'payment.succeeded': { schema: paymentSchema, when: 'A provider reported a successful payment.' },

@@ -6,6 +6,7 @@ import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/
 import {
   CUSTOMER_SORT_FIELDS,
   createCustomerBody,
+  customerDetailSchema,
   customerListSchema,
   customerSchema,
   updateCustomerBody,
@@ -58,10 +59,14 @@ export function customerRoutes(deps: Deps): Route[] {
         ...common,
         operationId: 'getCustomer',
         summary: 'Get a customer',
+        description: '`balances`: the credit balance per currency, in minor units (non-zero ones only).',
         params: idParams,
-        response: { 200: responseOf(customerSchema, 'The customer'), ...errorResponses(401, 403, 404) },
+        response: {
+          200: responseOf(customerDetailSchema, 'The customer and its credit balances'),
+          ...errorResponses(401, 403, 404),
+        },
       },
-      handler: async (request) => service.getCustomer(db, request.params.id),
+      handler: async (request) => billing.getCustomerWithBalances(db, request.params.id),
     }),
     defineRoute({
       method: 'PATCH',

@@ -54,7 +54,7 @@ function runWorker(app: TestApp) {
   return new Worker(app.deps, JOBS, log).runOnce();
 }
 
-test('create without a trial is incomplete, not entitled, with no period, and emits subscription.created', async (t) => {
+test('create without a trial is incomplete, not entitled, in its first period on the anchor, and emits subscription.created', async (t) => {
   const app = await buildTestApp(t);
   const customer = await createCustomer(app);
   const plan = await createPlan(app);
@@ -69,9 +69,11 @@ test('create without a trial is incomplete, not entitled, with no period, and em
     plan_id: plan.id,
     status: 'incomplete',
     entitled: false,
-    current_period_start: null,
-    current_period_end: null,
+    // The first period runs from creation (SPEC §4): paying late does not move it.
+    current_period_start: NOW,
+    current_period_end: '2026-02-15T10:00:00.000Z',
     trial_end: null,
+    billing_cycle_anchor: NOW,
     cancel_at_period_end: false,
     cancelled_at: null,
     ended_at: null,

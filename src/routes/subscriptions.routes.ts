@@ -31,7 +31,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         operationId: 'createSubscription',
         summary: 'Create a subscription',
         description:
-          '`trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, with its first invoice (`[created_at, +interval]`, due at once; `invoice.created`). Emits `subscription.created`.',
+          '`trialing` when trial days (request, else plan) are above 0; otherwise `incomplete` until the first payment, in its first period `[created_at, +interval]` with the invoice of that period (due at once; `invoice.created`). Periods follow `billing_cycle_anchor` (creation, or the trial end). Emits `subscription.created`.',
         body: createSubscriptionBody,
         response: {
           201: responseOf(subscriptionSchema, 'The new subscription'),

@@ -20,6 +20,7 @@ export const ID_PREFIXES = {
   paymentAttempt: 'pat',
   testClock: 'clock',
   paymentMethod: 'pm',
+  balanceTransaction: 'cbtxn',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

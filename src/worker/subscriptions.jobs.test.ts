@@ -110,7 +110,14 @@ test('an active subscription unpaid RENEWAL_GRACE after current_period_end becom
   app.clock.advance(1);
   assert.equal((await runWorker(app.deps)).mark_unpaid_renewals_past_due, 1);
   const pastDue = await get(app, sub.id);
-  assert.deepEqual(pastDue, { ...sub, status: 'past_due', updated_at: '2026-02-15T11:00:00.000Z' });
+  // The renewal moved it into its next period (SPEC §4), paid or not.
+  assert.deepEqual(pastDue, {
+    ...sub,
+    status: 'past_due',
+    current_period_start: '2026-02-15T10:00:00.000Z',
+    current_period_end: '2026-03-15T10:00:00.000Z',
+    updated_at: '2026-02-15T11:00:00.000Z',
+  });
   assert.equal(pastDue.entitled, true);
   const events = await app.request('GET', '/api/events?limit=1&topic=subscription.past_due');
   assert.equal(events.body.data[0].topic, 'subscription.past_due');

@@ -1,5 +1,5 @@
-// The subscription lifecycle's time-based work (SPEC §4, §7, §9): expire `incomplete`, issue
-// renewal invoices, mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
+// The subscription lifecycle's time-based work (SPEC §4, §7, §9): expire `incomplete`, renew
+// periods (their invoices), mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
 // batch of due rows (SKIP LOCKED on PostgreSQL) and moves them in that same transaction,
 // so no row is handled twice at once and a crash rolls the whole batch back for a retry.
 import type { Transaction } from 'kysely';
@@ -9,10 +9,9 @@ import { claimRows } from '../db/locking.ts';
 import { type Job } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
-import { issuePeriodInvoice, voidUnpaidInvoices } from '../billing/settle.ts';
-import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
-import { findPlan } from '../modules/plans/plans.service.ts';
-import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { voidUnpaidInvoices } from '../billing/settle.ts';
+import { renewSubscription } from '../billing/renewals.ts';
+import { lockCustomerBalances } from '../modules/balances/balances.ledger.ts';
 import { transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 
@@ -87,12 +86,13 @@ export const expireIncompleteSubscriptions: Job = {
 
 /**
  * `active`/`trialing` subscriptions reaching `current_period_end` (or trial end), not
- * flagged to cancel at period end: the renewal invoice for `[current_period_end, +interval]`,
- * due at `current_period_end`, `invoice.created` (SPEC §9). Exactly once per (subscription,
- * period): a subscription whose invoice for that period exists is not claimed, the claim
- * locks the subscription (SKIP LOCKED: two workers take different rows), issueInvoice checks
- * again under that lock, and the unique (subscription_id, period_start) index is the
- * backstop. A crash rolls the batch back; the next run issues it.
+ * flagged to cancel at period end, renew into their next period on the billing cycle anchor
+ * (billing/renewals.ts, SPEC §4, §9): its invoice issued (`invoice.created`, due at the
+ * period's start) unless a payment in advance issued it already, and the subscription's
+ * period moved to it. Exactly once per (subscription, period): the claim locks the
+ * subscription (SKIP LOCKED: two workers take different rows) and the period moves in the
+ * same transaction, so a renewed row is not due again; the invoices' unique (subscription_id,
+ * period_start) index is the backstop. A crash rolls the batch back; the next run renews it.
  */
 export const issueRenewalInvoices: Job = {
   name: 'issue_renewal_invoices',
@@ -105,33 +105,14 @@ export const issueRenewalInvoices: Job = {
           .where('status', 'in', ['active', 'trialing'])
           .where('cancel_at_period_end', '=', false)
           .where('current_period_end', '<=', now)
-          .where(({ not, exists, selectFrom }) =>
-            not(
-              exists(
-                selectFrom('invoices')
-                  .select('invoices.id')
-                  .whereRef('invoices.subscription_id', '=', 'subscriptions.id')
-                  .whereRef('invoices.period_start', '=', 'subscriptions.current_period_end'),
-              ),
-            ),
-          )
           .orderBy('current_period_end'),
       );
-      for (const row of rows) {
-        const plan = await findPlan(trx, row.plan_id);
-        if (!plan) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
-        const start = row.current_period_end!;
-        const end = addInterval(new Date(start), plan.interval, plan.interval_count).toISOString();
-        // A customer with a saved method is charged by the worker at once (SPEC §10, charges.ts).
-        const charge = await hasDefaultPaymentMethod(trx, row.customer_id);
-        await issuePeriodInvoice(trx, deps, row, plan, {
-          reason: 'renewal',
-          start,
-          end,
-          dueAt: start,
-          nextPaymentAttemptAt: charge ? now : null,
-        });
-      }
+      // Every balance the batch may spend, in one order, before any invoice takes a number.
+      await lockCustomerBalances(
+        trx,
+        rows.map((row) => row.customer_id),
+      );
+      for (const row of rows) await renewSubscription(trx, deps, row);
       return rows.length;
     }),
   nextDueAt: (deps, scope, after) =>

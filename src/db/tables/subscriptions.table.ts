@@ -26,6 +26,11 @@ export interface SubscriptionsTable {
   current_period_start: string | null;
   current_period_end: string | null;
   trial_end: string | null;
+  /**
+   * Where the billing periods are counted from (SPEC §4): creation, or the trial's end; each
+   * period ends at the anchor plus a whole number of intervals, whenever it is paid.
+   */
+  billing_cycle_anchor: string;
   /** 1/0 on SQLite, boolean on PostgreSQL. */
   cancel_at_period_end: boolean | number;
   cancelled_at: string | null;

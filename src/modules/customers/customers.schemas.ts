@@ -13,6 +13,17 @@ export const EMAIL_FORMATS = { 'idn-email': isValidEmail } as const;
 
 export const CUSTOMER_SORT_FIELDS = ['created_at', 'updated_at', 'email', 'name'] as const;
 
+const CUSTOMER_EXAMPLE = {
+  id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  email: 'ada@example.com',
+  name: 'Ada Lovelace',
+  phone: '+2348012345678',
+  metadata: { crm_id: '4711' },
+  test_clock: null,
+  created_at: '2026-01-15T10:00:00.000Z',
+  updated_at: '2026-01-15T10:00:00.000Z',
+};
+
 export const customerSchema = Type.Object(
   {
     id: Type.String({ examples: ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
@@ -31,22 +42,33 @@ export const customerSchema = Type.Object(
   {
     $id: 'Customer',
     description: 'Someone who pays: the email is unique among live customers.',
-    examples: [
-      {
-        id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-        email: 'ada@example.com',
-        name: 'Ada Lovelace',
-        phone: '+2348012345678',
-        metadata: { crm_id: '4711' },
-        test_clock: null,
-        created_at: '2026-01-15T10:00:00.000Z',
-        updated_at: '2026-01-15T10:00:00.000Z',
-      },
-    ],
+    examples: [CUSTOMER_EXAMPLE],
   },
 );
 
 export const customerListSchema = pageOf('CustomerList', customerSchema);
+
+/**
+ * One customer with its credit balances (SPEC §14): GET /api/customers/{id} only. Lists,
+ * changes and `customer.*` events show the plain Customer.
+ */
+export const customerDetailSchema = Type.Object(
+  {
+    ...customerSchema.properties,
+    balances: Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Type.Integer(), {
+      description:
+        'Credit balance per currency (ISO 4217) in minor units: what payments left over beyond the invoices they paid, less what later invoices took (their `applied_balance`). Only non-zero balances are listed; `{}` when there are none.',
+    }),
+  },
+  {
+    $id: 'CustomerDetail',
+    description: 'A customer and its credit balances (GET /api/customers/{id}).',
+    examples: [{ ...CUSTOMER_EXAMPLE, balances: { NGN: 25000 } }],
+  },
+);
+
+/** A customer with its balances, as GET /api/customers/{id} returns it. */
+export type CustomerDetail = Static<typeof customerDetailSchema>;
 
 /** A customer as the API returns it. */
 export type Customer = Static<typeof customerSchema>;

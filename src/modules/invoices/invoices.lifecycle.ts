@@ -130,7 +130,8 @@ export interface InvoiceDraft {
   customerId: string;
   /** The customer's test clock (SPEC §11), copied onto the invoice; null: real time. */
   testClockId?: string | null;
-  subscriptionId: string;
+  /** Null for a one-off invoice (SPEC §12): no subscription, no period of one. */
+  subscriptionId: string | null;
   /** ISO 4217, upper case: every line must be in it. */
   currency: string;
   periodStart: string;
@@ -145,7 +146,9 @@ export interface InvoiceDraft {
 
 /**
  * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
- * when one exists already it is returned with `created: false` and nothing is written.
+ * when one exists already it is returned with `created: false` and nothing is written (a
+ * one-off invoice, of no subscription, is always new). Called only by the billing core's
+ * issue.ts, which composes `draft.content`.
  * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
  * owes 0), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
  * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
@@ -160,12 +163,15 @@ export async function issueInvoice(
   ctx: InvoiceContext,
   draft: InvoiceDraft,
 ): Promise<{ invoice: Invoice; created: boolean }> {
-  const existing = await trx
-    .selectFrom('invoices')
-    .selectAll()
-    .where('subscription_id', '=', draft.subscriptionId)
-    .where('period_start', '=', draft.periodStart)
-    .executeTakeFirst();
+  const existing =
+    draft.subscriptionId === null
+      ? undefined
+      : await trx
+          .selectFrom('invoices')
+          .selectAll()
+          .where('subscription_id', '=', draft.subscriptionId)
+          .where('period_start', '=', draft.periodStart)
+          .executeTakeFirst();
   if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
   const { content } = draft;
   const sum = content.lines.reduce((total, line) => total + BigInt(line.amount), 0n);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addInterval, periodAfterPayment } from './subscriptions.billing-period.ts';
+import { addInterval, nextPeriodOnAnchor } from './subscriptions.billing-period.ts';
 
 const at = (iso: string) => new Date(iso);
 const iso = (date: Date) => date.toISOString();
@@ -42,93 +42,63 @@ test('addInterval does not overflow into the next month when the target is short
 
 const monthly = { interval: 'month' as const, intervalCount: 1 };
 
-test('a payment for a subscription that is not active starts a period now when it has no period', () => {
-  const now = at('2026-01-15T10:00:00.000Z');
-  const period = periodAfterPayment({
-    active: false,
-    now,
-    currentPeriodStart: null,
-    currentPeriodEnd: null,
-    ...monthly,
-  });
-  assert.deepEqual(period, { start: now, end: at('2026-02-15T10:00:00.000Z') });
+test('the period after one ends at the next boundary of the anchor, whatever the time it is computed', () => {
+  const anchor = at('2026-01-15T10:00:00.000Z');
+  const first = nextPeriodOnAnchor({ anchor, after: anchor, ...monthly });
+  assert.deepEqual(first, { start: anchor, end: at('2026-02-15T10:00:00.000Z') });
+  const third = nextPeriodOnAnchor({ anchor, after: at('2026-03-15T10:00:00.000Z'), ...monthly });
+  assert.deepEqual(third, { start: at('2026-03-15T10:00:00.000Z'), end: at('2026-04-15T10:00:00.000Z') });
 });
 
-test('a payment for a subscription that is not active starts at max(now, current_period_end)', () => {
-  // A trial still running: the paid period starts when the trial ends.
-  const running = periodAfterPayment({
-    active: false,
-    now: at('2026-01-15T10:00:00.000Z'),
-    currentPeriodStart: at('2026-01-10T10:00:00.000Z'),
-    currentPeriodEnd: at('2026-01-24T10:00:00.000Z'),
-    ...monthly,
+test('an anchor on the 31st comes back after a short month: Jan 31 → Feb 28 → Mar 31 (Stripe)', () => {
+  const anchor = at('2026-01-31T10:00:00.000Z');
+  const february = nextPeriodOnAnchor({ anchor, after: anchor, ...monthly });
+  assert.deepEqual(february.end, at('2026-02-28T10:00:00.000Z'));
+  const march = nextPeriodOnAnchor({ anchor, after: february.end, ...monthly });
+  assert.deepEqual(march, { start: at('2026-02-28T10:00:00.000Z'), end: at('2026-03-31T10:00:00.000Z') });
+  const april = nextPeriodOnAnchor({ anchor, after: march.end, ...monthly });
+  assert.deepEqual(april.end, at('2026-04-30T10:00:00.000Z'));
+  // Every three months and every year from a leap day: the boundaries are the anchor's.
+  const quarterly = nextPeriodOnAnchor({
+    anchor,
+    after: at('2026-04-30T10:00:00.000Z'),
+    interval: 'month',
+    intervalCount: 3,
   });
-  assert.deepEqual(running, { start: at('2026-01-24T10:00:00.000Z'), end: at('2026-02-24T10:00:00.000Z') });
-  // A past_due subscription whose period ended: the new period starts now.
-  const ended = periodAfterPayment({
-    active: false,
-    now: at('2026-03-05T12:00:00.000Z'),
-    currentPeriodStart: at('2026-01-15T10:00:00.000Z'),
-    currentPeriodEnd: at('2026-02-15T10:00:00.000Z'),
-    ...monthly,
+  assert.deepEqual(quarterly.end, at('2026-07-31T10:00:00.000Z'));
+  const leap = at('2028-02-29T00:00:00.000Z');
+  const y2029 = nextPeriodOnAnchor({ anchor: leap, after: leap, interval: 'year', intervalCount: 1 });
+  assert.deepEqual(y2029.end, at('2029-02-28T00:00:00.000Z'));
+  const y2032 = nextPeriodOnAnchor({
+    anchor: leap,
+    after: at('2031-02-28T00:00:00.000Z'),
+    interval: 'year',
+    intervalCount: 1,
   });
-  assert.deepEqual(ended, { start: at('2026-03-05T12:00:00.000Z'), end: at('2026-04-05T12:00:00.000Z') });
+  assert.deepEqual(y2032.end, at('2032-02-29T00:00:00.000Z'));
 });
 
-test('an early payment while active extends current_period_end by one interval, keeping the start', () => {
-  const period = periodAfterPayment({
-    active: true,
-    now: at('2026-02-10T10:00:00.000Z'),
-    currentPeriodStart: at('2026-01-15T10:00:00.000Z'),
-    currentPeriodEnd: at('2026-02-15T10:00:00.000Z'),
+test('days and weeks count fixed steps from the anchor', () => {
+  const anchor = at('2026-01-15T10:00:00.000Z');
+  const days = nextPeriodOnAnchor({ anchor, after: at('2026-01-29T10:00:00.000Z'), interval: 'day', intervalCount: 7 });
+  assert.deepEqual(days.end, at('2026-02-05T10:00:00.000Z'));
+  const weeks = nextPeriodOnAnchor({
+    anchor,
+    after: at('2026-01-29T10:00:00.000Z'),
     interval: 'week',
     intervalCount: 2,
   });
-  assert.deepEqual(period, { start: at('2026-01-15T10:00:00.000Z'), end: at('2026-03-01T10:00:00.000Z') });
+  assert.deepEqual(weeks.end, at('2026-02-12T10:00:00.000Z'));
 });
 
-test('a payment while active after the period ended starts a new period now', () => {
-  const now = at('2026-02-15T10:30:00.000Z');
-  const period = periodAfterPayment({
-    active: true,
-    now,
-    currentPeriodStart: at('2026-01-15T10:00:00.000Z'),
-    currentPeriodEnd: at('2026-02-15T10:00:00.000Z'),
-    ...monthly,
-  });
-  assert.deepEqual(period, { start: now, end: at('2026-03-15T10:30:00.000Z') });
-});
-
-test('a payment exactly at current_period_end starts the next period at that instant', () => {
-  const end = at('2026-02-15T10:00:00.000Z');
-  for (const active of [true, false]) {
-    const period = periodAfterPayment({
-      active,
-      now: end,
-      currentPeriodStart: at('2026-01-15T10:00:00.000Z'),
-      currentPeriodEnd: end,
-      ...monthly,
-    });
-    assert.deepEqual(period, { start: end, end: at('2026-03-15T10:00:00.000Z') }, `active=${active}`);
-  }
-});
-
-test('periodAfterPayment uses the plan interval and count', () => {
-  const now = at('2026-01-31T00:00:00.000Z');
-  const base = { active: false, now, currentPeriodStart: null, currentPeriodEnd: null };
-  assert.equal(iso(periodAfterPayment({ ...base, interval: 'day', intervalCount: 7 }).end), '2026-02-07T00:00:00.000Z');
-  assert.equal(
-    iso(periodAfterPayment({ ...base, interval: 'month', intervalCount: 1 }).end),
-    '2026-02-28T00:00:00.000Z',
-  );
-  assert.equal(
-    iso(periodAfterPayment({ ...base, interval: 'month', intervalCount: 3 }).end),
-    '2026-04-30T00:00:00.000Z',
-  );
-  assert.equal(
-    iso(periodAfterPayment({ ...base, interval: 'year', intervalCount: 1 }).end),
-    '2027-01-31T00:00:00.000Z',
-  );
+test('a period that does not end on the anchor (before anchors existed) is followed by one full interval', () => {
+  const anchor = at('2026-01-15T10:00:00.000Z');
+  // An old subscription whose late payment had moved its period to 10:30.
+  const period = nextPeriodOnAnchor({ anchor, after: at('2026-02-15T10:30:00.000Z'), ...monthly });
+  assert.deepEqual(period, { start: at('2026-02-15T10:30:00.000Z'), end: at('2026-03-15T10:30:00.000Z') });
+  // Before the anchor: the same.
+  const before = nextPeriodOnAnchor({ anchor, after: at('2025-12-15T10:00:00.000Z'), ...monthly });
+  assert.deepEqual(before.end, at('2026-01-15T10:00:00.000Z'));
 });
 
 test('a period end past year 9999 is clamped to 9999-12-31T23:59:59.999Z, never stored as +010000-…', () => {
@@ -144,23 +114,15 @@ test('a period end past year 9999 is clamped to 9999-12-31T23:59:59.999Z, never 
   assert.equal(iso(addInterval(at('9998-12-31T23:59:59.999Z'), 'year', 1)), max);
 });
 
-test('an early payment near year 9999 extends current_period_end only up to the last storable instant', () => {
-  const period = periodAfterPayment({
-    active: true,
-    now: at('2026-01-15T10:00:00.000Z'),
-    currentPeriodStart: at('2026-01-01T00:00:00.000Z'),
-    currentPeriodEnd: at('9998-03-01T00:00:00.000Z'),
+test('periods near year 9999 end at the last storable instant, and the one after it is empty', () => {
+  const anchor = at('2026-01-01T00:00:00.000Z');
+  const last = nextPeriodOnAnchor({
+    anchor,
+    after: at('9997-01-01T00:00:00.000Z'),
     interval: 'year',
     intervalCount: 3,
   });
-  assert.deepEqual(period, { start: at('2026-01-01T00:00:00.000Z'), end: at('9999-12-31T23:59:59.999Z') });
-  const again = periodAfterPayment({
-    active: true,
-    now: at('2026-01-15T10:00:00.000Z'),
-    currentPeriodStart: period.start,
-    currentPeriodEnd: period.end,
-    interval: 'year',
-    intervalCount: 3,
-  });
-  assert.deepEqual(again, period, 'already at the end of time: nothing left to extend');
+  assert.deepEqual(last.end, at('9999-12-31T23:59:59.999Z'));
+  const after = nextPeriodOnAnchor({ anchor, after: last.end, interval: 'year', intervalCount: 3 });
+  assert.deepEqual(after, { start: last.end, end: last.end }, 'already at the end of time: nothing left');
 });

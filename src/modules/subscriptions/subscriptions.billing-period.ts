@@ -1,7 +1,7 @@
 // Billing periods (SPEC §4): pure date arithmetic in UTC. Month and year steps keep the
 // day of month where it exists and clamp to the month's last day where it does not
-// (Jan 31 + 1 month = Feb 28/29). Each step starts from the previous period's end, so a
-// clamped day stays clamped (Feb 28 → Mar 28); unlike Stripe there is no stored anchor day.
+// (Jan 31 + 1 month = Feb 28/29). Periods are counted from the subscription's billing cycle
+// anchor (Stripe's model), so a clamped day comes back (anchor Jan 31: Feb 28, then Mar 31).
 //
 // Every period end is checked before it is stored: one past the last storable instant
 // (src/shared/timestamps.ts, year 9999) is clamped to it. A subscription paid that far ahead
@@ -35,27 +35,37 @@ export interface Period {
   end: Date;
 }
 
+/** The anchor's `k`-th period boundary `anchor + k × count × interval` is `at`: returns k, else null. */
+function boundaryIndex(anchor: Date, at: Date, interval: PlanInterval, count: number): number | null {
+  let k: number;
+  if (interval === 'day' || interval === 'week') {
+    const length = (interval === 'day' ? 1 : 7) * count * DAY_MS;
+    k = Math.round((at.getTime() - anchor.getTime()) / length);
+  } else {
+    const months = (at.getUTCFullYear() - anchor.getUTCFullYear()) * 12 + at.getUTCMonth() - anchor.getUTCMonth();
+    k = Math.round(months / (interval === 'month' ? count : count * 12));
+  }
+  if (k < 0 || addInterval(anchor, interval, k * count).getTime() !== at.getTime()) return null;
+  return k;
+}
+
 /**
- * The period a successful payment pays for (SPEC §4): when the subscription is not active
- * or its period has ended, a new period `[max(now, current_period_end), +interval]`; an
- * early payment while active extends the current period by one interval. Both bounds are
- * storable instants: an end past year 9999 is clamped to MAX_TIMESTAMP (see addInterval).
+ * The billing period that follows one ending at `after` (SPEC §4 "Billing cycle anchor"):
+ * it starts at `after` and ends at the next boundary `anchor + k × intervalCount × interval`,
+ * counted from the anchor itself so a clamped month end comes back (anchor Jan 31: Feb 28,
+ * then Mar 31, as Stripe does). A period that does not end on the anchor (a subscription's
+ * periods from before anchors existed) is followed by one full interval from its end. Pure;
+ * both bounds are storable instants (MAX_TIMESTAMP at most, see addInterval).
  */
-export function periodAfterPayment(input: {
-  active: boolean;
-  now: Date;
-  currentPeriodStart: Date | null;
-  currentPeriodEnd: Date | null;
+export function nextPeriodOnAnchor(input: {
+  anchor: Date;
+  after: Date;
   interval: PlanInterval;
   intervalCount: number;
 }): Period {
-  const { now, currentPeriodEnd: end } = input;
-  if (input.active && end && end.getTime() > now.getTime()) {
-    return {
-      start: input.currentPeriodStart ?? now,
-      end: addInterval(end, input.interval, input.intervalCount),
-    };
-  }
-  const start = end && end.getTime() > now.getTime() ? end : now;
-  return { start, end: addInterval(start, input.interval, input.intervalCount) };
+  const { anchor, after, interval, intervalCount } = input;
+  const k = boundaryIndex(anchor, after, interval, intervalCount);
+  const end =
+    k === null ? addInterval(after, interval, intervalCount) : addInterval(anchor, interval, (k + 1) * intervalCount);
+  return { start: after, end };
 }

@@ -24,6 +24,11 @@ export const subscriptionSchema = Type.Object(
     current_period_start: nullableTimestamp,
     current_period_end: nullableTimestamp,
     trial_end: nullableTimestamp,
+    billing_cycle_anchor: Type.String({
+      format: 'date-time',
+      description:
+        'Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.',
+    }),
     cancel_at_period_end: Type.Boolean(),
     cancelled_at: nullableTimestamp,
     ended_at: nullableTimestamp,
@@ -49,6 +54,7 @@ export const subscriptionSchema = Type.Object(
         current_period_start: '2026-01-15T10:00:00.000Z',
         current_period_end: '2026-01-29T10:00:00.000Z',
         trial_end: '2026-01-29T10:00:00.000Z',
+        billing_cycle_anchor: '2026-01-29T10:00:00.000Z',
         cancel_at_period_end: false,
         cancelled_at: null,
         ended_at: null,

@@ -1,0 +1,348 @@
+// Issuing invoices (SPEC §9 "When invoices are created", §12): the ONLY way an invoice comes
+// to exist. Each kind — a subscription's first period, a renewal, the next period paid in
+// advance, a one-off — builds the pipeline's input from the records, composes it
+// (billing/compose) with the customer's credit balance, and hands the result to the
+// invoices record (issueInvoice). previewInvoice composes the same way and stores nothing.
+// Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice).
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/database.ts';
+import { isPostgres } from '../db/column-types.ts';
+import type { PlanRow } from '../db/tables/plans.table.ts';
+import type { InvoiceRow } from '../db/tables/invoices.table.ts';
+import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
+import { NotFoundError } from '../http/errors.ts';
+import { isIdOf } from '../shared/ids.ts';
+import {
+  customerBalance,
+  lockCustomerBalances,
+  recordBalanceTransaction,
+} from '../modules/balances/balances.ledger.ts';
+import {
+  type Invoice,
+  type InvoiceContext,
+  issueInvoice,
+  toInvoice,
+  updateInvoice,
+} from '../modules/invoices/invoices.lifecycle.ts';
+import { findPlan } from '../modules/plans/plans.service.ts';
+import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { periodInvoiceInput } from './compose/input.ts';
+import { composeInvoice } from './compose/pipeline.ts';
+import type { ComposedInvoice, InvoiceLineDraft } from './compose/types.ts';
+
+/** The subscription an invoice bills: its id, customer, the customer's test clock, its anchor. */
+export type BilledSubscription = Pick<
+  SubscriptionRow,
+  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end'
+>;
+
+/** An invoice issued, or found issued already for that (subscription, period). */
+export interface IssuedInvoice {
+  invoice: Invoice;
+  /** False: the period's invoice existed; nothing was written. */
+  created: boolean;
+}
+
+/**
+ * The credit balance of `customerId` in `currency` that an invoice issued in `trx` may take
+ * (minor units, ≥ 0). A zero balance is read without a lock (nothing can be spent twice);
+ * otherwise the balance is locked (lockCustomerBalances) and read again under the lock, so
+ * two invoices issued at once never both take the same credit.
+ */
+async function spendableBalance(trx: Transaction<Database>, customerId: string, currency: string): Promise<number> {
+  const seen = await customerBalance(trx, customerId, currency);
+  if (seen <= 0 || !isPostgres(trx)) return Math.max(seen, 0);
+  await lockCustomerBalances(trx, [customerId]);
+  return Math.max(await customerBalance(trx, customerId, currency), 0);
+}
+
+/** The invoice of (subscription, period start), or undefined: what "exactly once" checks under the subscription's lock. */
+async function findPeriodInvoice(
+  trx: Transaction<Database>,
+  subscriptionId: string,
+  periodStart: string,
+): Promise<InvoiceRow | undefined> {
+  return trx
+    .selectFrom('invoices')
+    .selectAll()
+    .where('subscription_id', '=', subscriptionId)
+    .where('period_start', '=', periodStart)
+    .executeTakeFirst();
+}
+
+/** What a period's invoice is issued for: why, when it is due, when the saved method is charged. */
+interface PeriodIssue {
+  reason: 'first_period' | 'renewal';
+  period: Period;
+  /** ISO 8601. */
+  dueAt: string;
+  /** When the worker charges the customer's saved method (SPEC §10); null: it does not. */
+  nextPaymentAttemptAt: string | null;
+}
+
+/**
+ * Issues (exactly once) the invoice of one period of `subscription` on `plan`: composed with
+ * the customer's credit balance in the plan's currency, stored `open` (or `paid` at once when
+ * the credit or a free plan leaves nothing due), and the credit it took recorded as an
+ * `applied_to_invoice` transaction. An invoice of that period that exists already is
+ * returned as it is — except that an open one not yet scheduled for a charge is scheduled
+ * when `nextPaymentAttemptAt` is given (a period partly paid in advance, reached by its
+ * renewal). The caller holds the subscription's lock.
+ */
+async function issuePeriodInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  issue: PeriodIssue,
+): Promise<IssuedInvoice> {
+  const start = issue.period.start.toISOString();
+  const existing = await findPeriodInvoice(trx, subscription.id, start);
+  if (existing) {
+    const chargeable =
+      issue.nextPaymentAttemptAt !== null &&
+      existing.status === 'open' &&
+      existing.next_payment_attempt_at === null &&
+      existing.charges_stopped_at === null;
+    const invoice = chargeable
+      ? await updateInvoice(trx, ctx, existing, { next_payment_attempt_at: issue.nextPaymentAttemptAt })
+      : toInvoice(existing, ctx.config.publicUrl);
+    return { invoice, created: false };
+  }
+  const end = issue.period.end.toISOString();
+  const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
+  const content = composeInvoice(
+    periodInvoiceInput({
+      reason: issue.reason,
+      customerId: subscription.customer_id,
+      subscriptionId: subscription.id,
+      plan,
+      periodStart: start,
+      periodEnd: end,
+      balance,
+    }),
+  );
+  const issued = await issueInvoice(trx, ctx, {
+    customerId: subscription.customer_id,
+    testClockId: subscription.test_clock_id,
+    subscriptionId: subscription.id,
+    currency: plan.currency,
+    periodStart: start,
+    periodEnd: end,
+    dueAt: issue.dueAt,
+    nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
+    content,
+  });
+  if (issued.created) await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
+  return issued;
+}
+
+/** Records the credit `invoice` took (`applied_balance`) as leaving the customer's balance. */
+async function takeAppliedCredit(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  invoice: Invoice,
+  testClockId: string | null,
+): Promise<void> {
+  if (invoice.applied_balance === 0) return;
+  await recordBalanceTransaction(trx, ctx.clock, {
+    customerId: invoice.customer_id,
+    testClockId,
+    currency: invoice.currency,
+    amount: -invoice.applied_balance,
+    kind: 'applied_to_invoice',
+    invoiceId: invoice.id,
+  });
+}
+
+/**
+ * The first invoice of `subscription` (SPEC §9): its first period `period` on the anchor,
+ * due at its start (`invoice.created`) — the invoice the first payment settles. Exactly
+ * once. The caller holds the subscription (or its customer's) lock.
+ */
+export async function issueFirstPeriodInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  period: Period,
+): Promise<IssuedInvoice> {
+  const dueAt = period.start.toISOString();
+  return issuePeriodInvoice(trx, ctx, subscription, plan, {
+    reason: 'first_period',
+    period,
+    dueAt,
+    nextPaymentAttemptAt: null,
+  });
+}
+
+/**
+ * The renewal invoice of `subscription` for `period` (SPEC §9: a trial's end too), due at the
+ * period's start; charged at `nextPaymentAttemptAt` when given (the customer has a saved
+ * method, SPEC §10). When the period was invoiced already (paid in advance) that invoice is
+ * returned, `created: false`. The caller holds the subscription's lock.
+ */
+export async function issueRenewalInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  period: Period,
+  nextPaymentAttemptAt: string | null,
+): Promise<IssuedInvoice> {
+  return issuePeriodInvoice(trx, ctx, subscription, plan, {
+    reason: 'renewal',
+    period,
+    dueAt: period.start.toISOString(),
+    nextPaymentAttemptAt,
+  });
+}
+
+/**
+ * The next period of `subscription` that has no invoice yet (SPEC §12 "paying in advance"):
+ * the one after the later of its current period's end and the end of its last invoiced
+ * period, on its billing cycle anchor. A subscription with no period yet starts at its anchor.
+ */
+export async function nextUninvoicedPeriod(
+  db: Kysely<Database> | Transaction<Database>,
+  subscription: BilledSubscription,
+  plan: Pick<PlanRow, 'interval' | 'interval_count'>,
+): Promise<Period> {
+  const last = await db
+    .selectFrom('invoices')
+    .select((eb) => eb.fn.max('period_end').as('end'))
+    .where('subscription_id', '=', subscription.id)
+    .executeTakeFirst();
+  const ends = [last?.end, subscription.current_period_end]
+    .filter((end): end is string => typeof end === 'string')
+    .map((end) => new Date(end).getTime());
+  const anchor = new Date(subscription.billing_cycle_anchor);
+  const after = ends.length === 0 ? anchor : new Date(Math.max(...ends));
+  return nextPeriodOnAnchor({ anchor, after, interval: plan.interval, intervalCount: plan.interval_count });
+}
+
+/**
+ * The invoice of the next period not invoiced yet (nextUninvoicedPeriod), issued for a
+ * payment that found nothing to pay (SPEC §12: a payment never buys a period by itself; it
+ * issues the next period's invoice and settles it). Due at the period's start: what the
+ * payment does not cover is owed when the period begins. The caller holds the subscription's
+ * lock and settles the invoice (settle.ts).
+ */
+export async function issueAdvanceInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+): Promise<IssuedInvoice> {
+  const period = await nextUninvoicedPeriod(trx, subscription, plan);
+  return issuePeriodInvoice(trx, ctx, subscription, plan, {
+    reason: 'renewal',
+    period,
+    dueAt: period.start.toISOString(),
+    nextPaymentAttemptAt: null,
+  });
+}
+
+/** A one-off invoice: lines that belong to no subscription period. */
+export interface OneOffInvoiceInput {
+  customerId: string;
+  /** The customer's test clock (SPEC §11); null: real time. */
+  testClockId: string | null;
+  /** ISO 4217, upper case: every item's currency. */
+  currency: string;
+  /** Pending items to bill (`kind: proration` until other kinds are allowed by the pipeline), rounded already. */
+  items: readonly InvoiceLineDraft[];
+  /** The span the invoice covers (ISO 8601) and when it is due. */
+  periodStart: string;
+  periodEnd: string;
+  dueAt: string;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Issues a one-off invoice (SPEC §12: reason `one_off`; no subscription fee, no subscription)
+ * for `input.items`, composed with the customer's credit balance in `input.currency` and
+ * taking that credit (`applied_to_invoice`). Every call issues a new invoice: callers that
+ * may retry make it idempotent themselves. A negative total owes 0 (composing never turns it
+ * into credit). The caller holds the customer's lock. Throws ComposeInputError for items the
+ * pipeline refuses (another currency, not a proration) and AmountOutOfRangeError (400)
+ * beyond Number.MAX_SAFE_INTEGER.
+ */
+export async function issueOneOffInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  input: OneOffInvoiceInput,
+): Promise<Invoice> {
+  const balance = await spendableBalance(trx, input.customerId, input.currency);
+  const content = composeInvoice({
+    reason: 'one_off',
+    currency: input.currency,
+    customer: { id: input.customerId, balance },
+    subscription: null,
+    pending_items: input.items,
+    usage: [],
+    discounts: [],
+    tax_rates: [],
+  });
+  const { invoice } = await issueInvoice(trx, ctx, {
+    customerId: input.customerId,
+    testClockId: input.testClockId,
+    subscriptionId: null,
+    currency: input.currency,
+    periodStart: input.periodStart,
+    periodEnd: input.periodEnd,
+    dueAt: input.dueAt,
+    content,
+    metadata: input.metadata,
+  });
+  await takeAppliedCredit(trx, ctx, invoice, input.testClockId);
+  return invoice;
+}
+
+/** An invoice as it would be issued: composed, never stored (no id, no number). */
+export interface InvoicePreview extends ComposedInvoice {
+  customer_id: string;
+  subscription_id: string;
+  currency: string;
+  /** ISO 8601. */
+  period_start: string;
+  period_end: string;
+}
+
+/**
+ * The upcoming invoice of subscription `subscriptionId` (SPEC §13 "preview" without a change):
+ * the next period not invoiced yet, composed exactly as issuing would compose it now —
+ * the same lines to the minor unit, the customer's current credit balance applied — and
+ * nothing stored or locked. Throws 404 `not_found` for an unknown subscription.
+ */
+export async function previewInvoice(db: Kysely<Database>, subscriptionId: string): Promise<InvoicePreview> {
+  const subscription = isIdOf('subscription', subscriptionId)
+    ? await db.selectFrom('subscriptions').selectAll().where('id', '=', subscriptionId).executeTakeFirst()
+    : undefined;
+  if (!subscription) throw new NotFoundError('subscription', subscriptionId);
+  const plan = await findPlan(db, subscription.plan_id);
+  if (!plan) throw new Error(`plan ${subscription.plan_id} of subscription ${subscription.id} is missing`);
+  const period = await nextUninvoicedPeriod(db, subscription, plan);
+  const periodStart = period.start.toISOString();
+  const periodEnd = period.end.toISOString();
+  const balance = Math.max(await customerBalance(db, subscription.customer_id, plan.currency), 0);
+  const composed = composeInvoice(
+    periodInvoiceInput({
+      reason: 'preview',
+      customerId: subscription.customer_id,
+      subscriptionId: subscription.id,
+      plan,
+      periodStart,
+      periodEnd,
+      balance,
+    }),
+  );
+  return {
+    ...composed,
+    customer_id: subscription.customer_id,
+    subscription_id: subscription.id,
+    currency: plan.currency,
+    period_start: periodStart,
+    period_end: periodEnd,
+  };
+}
