@@ -323,15 +323,19 @@ test(
         .select(['topic', 'data'])
         .where('created_at', '>=', app.clock.now().toISOString())
         .where('topic', 'like', 'subscription.%')
+        .orderBy('id')
         .execute();
       const byId = new Map<string, string[]>();
       for (const event of events) {
         const id = JSON.parse(event.data).id as string;
         byId.set(id, [...(byId.get(id) ?? []), event.topic]);
       }
-      assert.equal(events.length, 60);
+      assert.equal(events.length, 80);
       for (const id of ids.expire) assert.deepEqual(byId.get(id), ['subscription.updated'], id);
-      for (const id of ids.pastDue) assert.deepEqual(byId.get(id), ['subscription.past_due'], id);
+      // Renewed into its next period (subscription.updated), then past due on its unpaid invoice.
+      for (const id of ids.pastDue) {
+        assert.deepEqual(byId.get(id), ['subscription.updated', 'subscription.past_due'], id);
+      }
       for (const id of ids.cancel) assert.deepEqual(byId.get(id), ['subscription.cancelled'], id);
     } finally {
       await second.close();
