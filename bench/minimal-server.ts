@@ -1,5 +1,5 @@
 // The bench's floor for a list: a minimal Fastify route doing the same page read as
-// GET /api/customers (issue "Speed"): one prepared node:sqlite statement for the page's
+// GET /api/customers (docs/performance.md): one prepared node:sqlite statement for the page's
 // rows (the response's columns, newest first, id tie-break, through the same index), one
 // for the kept total, metadata parsed from its JSON text, and the app's own response schema.
 // No auth, hooks, logging, metrics or Kysely. Run as a child of bench/run.ts on HOST:PORT

@@ -62,7 +62,7 @@ function loadNote(): string {
 }
 
 /** Runs `text` on the server at `url` with a one-off client (3 s connect timeout). */
-async function adminQuery(url: string, text: string): Promise<pg.QueryResult> {
+export async function adminQuery(url: string, text: string): Promise<pg.QueryResult> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   await client.connect();
   try {
@@ -72,16 +72,19 @@ async function adminQuery(url: string, text: string): Promise<pg.QueryResult> {
   }
 }
 
-interface App extends RunningServer {
+export interface App extends RunningServer {
   /** `http://127.0.0.1:<port>/metrics` of the instance (its round-trip counters). */
   metricsUrl: string;
 }
 
-/** One instance of the app (`npm start`: API + worker) on the PostgreSQL database `databaseUrl`. */
-async function startApp(databaseUrl: string, options: ServerOptions = {}): Promise<App> {
+/**
+ * One instance of the app (`npm start`: API + worker) on the PostgreSQL database `databaseUrl`;
+ * `root` is the checkout whose src/main.ts runs (default: this one).
+ */
+export async function startApp(databaseUrl: string, options: ServerOptions = {}, root = ROOT): Promise<App> {
   const metricsPort = await freePort();
   const server = await startServer(
-    join(ROOT, 'src/main.ts'),
+    join(root, 'src/main.ts'),
     {
       DATABASE_URL: databaseUrl,
       API_KEYS: API_KEY,
@@ -102,7 +105,7 @@ async function startApp(databaseUrl: string, options: ServerOptions = {}): Promi
   return { ...server, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 }
 
-interface Traffic {
+export interface Traffic {
   roundTrips: number;
   statements: number;
   /** The part of roundTrips its worker sent (jobs, webhook fan-out and dispatch). */
@@ -110,7 +113,7 @@ interface Traffic {
 }
 
 /** What an instance has sent to PostgreSQL so far (its /metrics counters). */
-async function traffic(app: App): Promise<Traffic> {
+export async function traffic(app: App): Promise<Traffic> {
   const text = await (await fetch(app.metricsUrl)).text();
   const value = (name: string) => {
     const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
@@ -139,7 +142,7 @@ export interface TripsPerEvent {
 }
 
 /** CPU seconds of every process named `postgres` (the server and its backends), or undefined without /proc. */
-function postgresCpuSeconds(): number | undefined {
+export function postgresCpuSeconds(): number | undefined {
   try {
     let total = 0;
     for (const entry of readdirSync('/proc')) {

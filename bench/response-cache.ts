@@ -142,7 +142,7 @@ async function main(workDir: string): Promise<void> {
   const sqlite = { DATABASE_URL: `sqlite:${file}`, API_KEYS: API_KEY };
   const servers = [
     await start('bare Fastify GET /', 'bench/bare-server.ts', {}, '/'),
-    await start('SQLite, cache on', 'src/main.ts', sqlite, PATH),
+    await start('SQLite, cache on', 'src/main.ts', { ...sqlite, RESPONSE_CACHE_MB: '16' }, PATH),
     await start('SQLite, cache off', 'src/main.ts', { ...sqlite, RESPONSE_CACHE_MB: '0' }, PATH),
   ];
   log('SQLite:');
@@ -163,7 +163,12 @@ async function main(workDir: string): Promise<void> {
     url.pathname = `/${database}`;
     await seedCustomersPostgres(url.href, ROWS);
     const env = { DATABASE_URL: url.href, API_KEYS: API_KEY };
-    const busyOn = await start('PostgreSQL, cache on, busy cluster', 'src/main.ts', env, PATH);
+    const busyOn = await start(
+      'PostgreSQL, cache on, busy cluster',
+      'src/main.ts',
+      { ...env, RESPONSE_CACHE_MB: '16' },
+      PATH,
+    );
     const busyOff = await start(
       'PostgreSQL, cache off, busy cluster',
       'src/main.ts',
@@ -174,7 +179,7 @@ async function main(workDir: string): Promise<void> {
     busyOff.during = busyOn.during;
     const pgServers = [
       servers[0]!,
-      await start('PostgreSQL, cache on', 'src/main.ts', env, PATH),
+      await start('PostgreSQL, cache on', 'src/main.ts', { ...env, RESPONSE_CACHE_MB: '16' }, PATH),
       await start('PostgreSQL, cache off', 'src/main.ts', { ...env, RESPONSE_CACHE_MB: '0' }, PATH),
       busyOn,
       busyOff,

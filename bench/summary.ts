@@ -1,4 +1,4 @@
-// The one summary table `npm run bench` ends with: every ratio of issue "Speed"'s table, its
+// The one summary table `npm run bench` ends with: every ratio of docs/performance.md's table, its
 // target, and met/missed, from figures measured in this run. The notify, PostgreSQL and
 // deliveries sections report theirs as their functions' return values (the *Figures shapes
 // below); a figure a section did not return (or could not measure) prints "not measured".

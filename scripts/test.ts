@@ -1,38 +1,121 @@
 // `npm test`: the whole suite on SQLite, then — when TEST_DATABASE_URL names PostgreSQL —
 // the same suite again on PostgreSQL. Extra arguments select test files.
 import { spawnSync } from 'node:child_process';
-import { globSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { globSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const pgUrl = process.env.TEST_DATABASE_URL ?? '';
 const selected = process.argv.slice(2);
 const files = selected.length > 0 ? selected : globSync('{src,test}/**/*.test.ts').sort();
-// Test files spend most of their time waiting on sockets and the database, not on a core:
-// running more files than cores at once (Node's default is cores − 1) shortens the run.
-// Each test owns its data (its own in-memory SQLite or PostgreSQL schema), so files never
-// share state. TEST_CONCURRENCY overrides.
+// Test files spend part of their time waiting on sockets, child processes and the database:
+// one process more than there are cores keeps the cores busy. TEST_CONCURRENCY overrides.
 const concurrency = Number(process.env.TEST_CONCURRENCY ?? Math.max(2, availableParallelism() + 1));
+// Test files run in a few processes (shards), several files each, rather than a process per
+// file: a process pays ≈ 1 s of CPU to load the app and compile the route schemas its tests
+// reach, and 100+ files paid it 100+ times. Each test still owns its data (its own in-memory
+// SQLite or PostgreSQL schema) and no test changes process-wide state. More shards than
+// processes at once, so a shard that ends early leaves no core idle. TEST_SHARDS overrides;
+// TEST_SHARDS=0 runs a process per file.
+const shardCount = Math.min(files.length, Number(process.env.TEST_SHARDS ?? concurrency * 3));
 
-// Every test file is its own process that loads (and strips the types of) the whole app:
-// Node's compile cache halves that start-up (≈ 1 s → 0.5 s of CPU each). Entries are keyed
-// by the source's hash, so a stale cache is never used.
+// Every test process loads (and strips the types of) the whole app: Node's compile cache
+// halves that start-up (≈ 1 s → 0.5 s of CPU). Entries are keyed by the source's hash, so a
+// stale cache is never used.
 const compileCache = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'billing-test-compile-cache');
+const TIMINGS_REPORTER = fileURLToPath(new URL('./test-timings.ts', import.meta.url));
+
+/** Milliseconds by test file path, as scripts/test-timings.ts reports them. */
+type Timings = Record<string, number>;
+
+/** Where the last measured durations of this checkout's `label` pass are kept. */
+function timingsPath(label: string): string {
+  const checkout = createHash('sha256').update(process.cwd()).digest('hex').slice(0, 12);
+  return join(tmpdir(), `billing-test-timings-${checkout}-${label}.json`);
+}
+
+function readTimings(path: string): Timings {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Timings;
+  } catch {
+    return {}; // no run measured yet (or a half-written file): sizes stand in
+  }
+}
+
+/**
+ * Splits `paths` into `count` shards of about equal expected time, the slowest shard first:
+ * a file's last measured duration, or for a file never measured, its size at the measured
+ * files' milliseconds per byte (a rough guess: 1 ms a byte when nothing was measured).
+ */
+function splitIntoShards(paths: string[], count: number, timings: Timings): string[][] {
+  const sized = paths.map((path) => ({ path, bytes: statSync(path).size, ms: timings[path] }));
+  const measured = sized.filter((file) => file.ms !== undefined);
+  const measuredBytes = measured.reduce((sum, file) => sum + file.bytes, 0);
+  const msPerByte = measuredBytes > 0 ? measured.reduce((sum, file) => sum + file.ms!, 0) / measuredBytes : 1;
+  const weighed = sized.map((file) => ({ path: file.path, weight: file.ms ?? file.bytes * msPerByte }));
+  const shards = Array.from({ length: count }, () => ({ weight: 0, files: [] as string[] }));
+  for (const file of weighed.sort((a, b) => b.weight - a.weight)) {
+    const lightest = shards.reduce((min, shard) => (shard.weight < min.weight ? shard : min));
+    lightest.weight += file.weight;
+    lightest.files.push(file.path);
+  }
+  return shards.sort((a, b) => b.weight - a.weight).map((shard) => shard.files.sort());
+}
+
+/**
+ * The files the test runner is given: each file itself, or — with shards — one generated
+ * module per shard, in `dir`, importing its files in turn (their tests then run one after
+ * another in that process; a failing test is still reported at its own file and line). A
+ * file that fails to load is reported as a failing test named after it, and the shard goes
+ * on with its other files.
+ */
+function runnerFiles(dir: string, timings: Timings): string[] {
+  if (shardCount <= 0) return files;
+  return splitIntoShards(files, shardCount, timings).map((shard, index) => {
+    const path = join(dir, `shard-${index + 1}-of-${shardCount}.mjs`);
+    const lines = shard.map((file) => {
+      const url = JSON.stringify(pathToFileURL(resolve(file)).href);
+      const name = JSON.stringify(`${file} loads`);
+      return `try { await import(${url}); } catch (error) { test(${name}, () => { throw error; }); }`;
+    });
+    writeFileSync(path, `import { test } from 'node:test';\n${lines.join('\n')}\n`);
+    return path;
+  });
+}
 
 function run(label: string, databaseUrl: string | undefined): boolean {
-  process.stdout.write(`\n=== tests on ${label} (${files.length} files) ===\n`);
+  const how = shardCount > 0 ? `in ${shardCount} processes` : 'a process each';
+  process.stdout.write(`\n=== tests on ${label} (${files.length} files, ${how}) ===\n`);
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_COMPILE_CACHE: compileCache };
   delete env.TEST_DATABASE_URL;
   if (databaseUrl) env.TEST_DATABASE_URL = databaseUrl;
-  const result = spawnSync(
-    process.execPath,
-    ['--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
-    {
-      stdio: 'inherit',
-      env,
-    },
-  );
-  return result.status === 0;
+  const timingsFile = timingsPath(label);
+  const timings = readTimings(timingsFile);
+  const dir = mkdtempSync(join(tmpdir(), 'billing-test-shards-'));
+  try {
+    const measured = join(dir, 'timings.json');
+    const result = spawnSync(
+      process.execPath,
+      [
+        '--test',
+        `--test-concurrency=${concurrency}`,
+        '--test-reporter=spec',
+        '--test-reporter-destination=stdout',
+        `--test-reporter=${TIMINGS_REPORTER}`,
+        `--test-reporter-destination=${measured}`,
+        ...runnerFiles(dir, timings),
+      ],
+      { stdio: 'inherit', env },
+    );
+    // Written whole, then renamed: a run starting meanwhile never reads half of it.
+    writeFileSync(`${timingsFile}.${process.pid}`, JSON.stringify({ ...timings, ...readTimings(measured) }));
+    renameSync(`${timingsFile}.${process.pid}`, timingsFile);
+    return result.status === 0;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 let ok = run('SQLite', undefined);

@@ -172,8 +172,9 @@ test('the process stops with exit code 78 and one line naming the variable', () 
   assert.doesNotMatch(result.stderr, /at .*\.ts/);
 });
 
-test('RESPONSE_CACHE_MB: 16 MiB by default, 0 turns the cache off, anything else but 0–65536 stops the start', () => {
-  assert.equal(loadConfig({}).responseCacheBytes, 16 * 1_048_576);
+test('RESPONSE_CACHE_MB: 0 (no bodies kept) by default, a size turns the cache on, anything else but 0–65536 stops the start', () => {
+  assert.equal(loadConfig({}).responseCacheBytes, 0);
+  assert.equal(loadConfig({ RESPONSE_CACHE_MB: '16' }).responseCacheBytes, 16 * 1_048_576);
   assert.equal(loadConfig({ RESPONSE_CACHE_MB: '0' }).responseCacheBytes, 0);
   assert.equal(loadConfig({ RESPONSE_CACHE_MB: '256' }).responseCacheBytes, 256 * 1_048_576);
   for (const bad of ['-1', '1.5', '16MB', '65537']) {

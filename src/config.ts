@@ -2,6 +2,7 @@
 // every other module receives the Config it needs.
 import ipaddr from 'ipaddr.js';
 import { parseDuration, parseDurationList } from './shared/durations.ts';
+import { isProviderName, PROVIDER_NAMES, type ProviderName } from './shared/provider-names.ts';
 
 export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -21,7 +22,7 @@ export interface Config {
   /** STRIPE_API_URL: an origin (scheme, host, port; no path), default https://api.stripe.com. */
   stripeApiUrl: string;
   /** DEFAULT_PROVIDER: the provider a checkout uses when the request names none (SPEC §10). */
-  defaultProvider: CollectingProvider;
+  defaultProvider: ProviderName;
   /** PROVIDER_TIMEOUT in ms: the deadline of one provider API call, answer included. */
   providerTimeoutMs: number;
   /**
@@ -51,8 +52,8 @@ export interface Config {
   logLevel: LogLevel;
   metricsPort: number | undefined;
   /**
-   * Memory budget of the response cache in bytes (RESPONSE_CACHE_MB × 2^20); 0 turns the
-   * cache off (ETag and 304 still apply). See http/response-cache.ts.
+   * Memory budget of the response cache's bodies in bytes (RESPONSE_CACHE_MB × 2^20); 0, the
+   * default, keeps no bodies (ETag and 304 still apply). See http/response-cache.ts.
    */
   responseCacheBytes: number;
   /** INVOICE_PREFIX: invoice numbers are `<prefix>-<000001>` (SPEC §9). */
@@ -64,10 +65,6 @@ export interface Config {
   /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
   testClocks: boolean;
 }
-
-/** The providers the service can collect through (SPEC §10). */
-export const COLLECTING_PROVIDERS = ['paystack', 'stripe'] as const;
-export type CollectingProvider = (typeof COLLECTING_PROVIDERS)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
@@ -197,10 +194,10 @@ function collectionConfig(env: Env) {
     );
   }
   // "Default: the one configured": Stripe when only Stripe has a key, otherwise Paystack.
-  const implied: CollectingProvider = stripeApiKey !== '' && paystackSecretKey === '' ? 'stripe' : 'paystack';
+  const implied: ProviderName = stripeApiKey !== '' && paystackSecretKey === '' ? 'stripe' : 'paystack';
   const defaultProvider = read(env, 'DEFAULT_PROVIDER', implied);
-  if (!(COLLECTING_PROVIDERS as readonly string[]).includes(defaultProvider)) {
-    throw new ConfigError('DEFAULT_PROVIDER', `must be paystack or stripe (got "${defaultProvider}")`);
+  if (!isProviderName(defaultProvider)) {
+    throw new ConfigError('DEFAULT_PROVIDER', `must be ${PROVIDER_NAMES.join(' or ')} (got "${defaultProvider}")`);
   }
   const keyVariable = defaultProvider === 'stripe' ? 'STRIPE_API_KEY' : 'PAYSTACK_SECRET_KEY';
   if (env.DEFAULT_PROVIDER?.trim() && (defaultProvider === 'stripe' ? stripeApiKey : paystackSecretKey) === '') {
@@ -218,7 +215,7 @@ function collectionConfig(env: Env) {
     paystackApiUrl: paystackApiUrl.replace(/\/+$/, ''),
     stripeApiKey,
     stripeApiUrl,
-    defaultProvider: defaultProvider as CollectingProvider,
+    defaultProvider,
     providerTimeoutMs: duration(env, 'PROVIDER_TIMEOUT', '30s'),
     dataEncryptionKeys: Object.freeze(dataEncryptionKeys),
     dataEncryptionKey: dataEncryptionKeys[0],
@@ -358,7 +355,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     redisUrl: redisUrl === '' ? undefined : redisUrl,
     logLevel: logLevel as LogLevel,
     metricsPort: metricsPort === '' ? undefined : integer(env, 'METRICS_PORT', '', 1, 65535),
-    responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '16', 0, 65_536) * 1_048_576,
+    responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '0', 0, 65_536) * 1_048_576,
     invoicePrefix,
     publicUrl: publicUrl.replace(/\/+$/, ''),
     businessName,

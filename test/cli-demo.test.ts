@@ -14,6 +14,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
 import { ON_POSTGRES, TEST_DATABASE_URL } from './helpers/database.ts';
+import { SHARED_SCHEMA_COMPILERS } from './helpers/schema-compilers.ts';
 
 const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
 const KEY = 'demo_test_admin_key_0123456789';
@@ -91,7 +92,7 @@ async function api(t: TestContext, databaseUrl: string) {
   const deps = await createDeps(
     loadConfig({ DATABASE_URL: databaseUrl, API_KEYS: KEY, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0' }),
   );
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { schemaController: SHARED_SCHEMA_COMPILERS });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(async () => {
     await app.close();

@@ -22,6 +22,7 @@ import { createDeps } from '../src/deps.ts';
 import { createCustomer } from '../src/modules/customers/customers.service.ts';
 import { findPaymentMethodToCharge, savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
 import { VERSION } from '../src/shared/version.ts';
+import { SHARED_SCHEMA_COMPILERS } from './helpers/schema-compilers.ts';
 
 const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
 const UNAUTHORIZED = '{"code":"authentication_error","message":"unauthorized","details":null}';
@@ -89,7 +90,7 @@ function billingProcess(args: string[], env: Record<string, string>): Promise<Cl
 /** The API over the same database file as the CLI, on a real port; stopped after the test. */
 async function startApp(t: TestContext, databaseUrl: string): Promise<(key: string) => Promise<Response>> {
   const deps = await createDeps(loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0' }));
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { schemaController: SHARED_SCHEMA_COMPILERS });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(async () => {
     await app.close();

@@ -10,7 +10,7 @@ import { appWithFakeProviders } from '../../test/helpers/provider-apps.ts';
 import { createSubscription } from '../../test/helpers/factories.ts';
 import { FakeStripe } from '../../test/helpers/fake-stripe.ts';
 import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
-import type { CollectingProvider } from '../config.ts';
+import { PROVIDER_NAMES, type ProviderName } from '../shared/provider-names.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from './subscription-payments.ts';
 import {
@@ -23,10 +23,10 @@ import {
 } from './charges.ts';
 import { listInvoiceAttempts } from '../modules/payment-attempts/payment-attempts.ts';
 
-const CURRENCY: Record<CollectingProvider, string> = { paystack: 'NGN', stripe: 'USD' };
+const CURRENCY: Record<ProviderName, string> = { paystack: 'NGN', stripe: 'USD' };
 
 /** An active subscription with a saved `provider` method and its renewal invoice due for a charge. */
-async function setup(t: TestContext, provider: CollectingProvider) {
+async function setup(t: TestContext, provider: ProviderName) {
   const app = await appWithFakeProviders(t);
   const fake = provider === 'paystack' ? app.paystack : app.stripe;
   app.paystack.webhookTarget = { url: app.baseUrl };
@@ -79,7 +79,7 @@ async function laterWorkersChargeNothing(s: Setup) {
   assert.equal(s.fake.totalCharges, 1, 'charged once');
 }
 
-for (const provider of ['paystack', 'stripe'] as const) {
+for (const provider of PROVIDER_NAMES) {
   test(`${provider}: the charge's own event pays the invoice while its worker is dead: the attempt succeeds, and nothing is charged again`, async (t) => {
     const s = await setup(t, provider);
     const { charge, result } = await chargeThenDie(s);

@@ -1,7 +1,7 @@
 // The checkout link (SPEC §10), defined once: these TypeBox schemas validate, serialize and
 // document POST /api/invoices/{id}/checkout.
 import Type, { type Static } from 'typebox';
-import { COLLECTING_PROVIDERS } from '../config.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
 import { Nullable, StringEnum } from '../http/schemas.ts';
 
 /** Longest callback_url accepted (as webhook urls). */
@@ -10,7 +10,7 @@ export const MAX_CALLBACK_URL_LENGTH = 2048;
 const checkoutFields = Type.Object(
   {
     provider: Type.Optional(
-      StringEnum(COLLECTING_PROVIDERS, { description: 'The provider to collect through; default DEFAULT_PROVIDER.' }),
+      StringEnum(PROVIDER_NAMES, { description: 'The provider to collect through; default DEFAULT_PROVIDER.' }),
     ),
     callback_url: Type.Optional(
       Type.String({
@@ -35,7 +35,7 @@ export const checkoutBody = Type.Unsafe<CheckoutInput | null>({
 
 export const checkoutLinkSchema = Type.Object(
   {
-    provider: StringEnum(COLLECTING_PROVIDERS),
+    provider: StringEnum(PROVIDER_NAMES),
     url: Type.String({ description: "The provider's payment page: send the customer there." }),
     reference: Type.String({
       description:

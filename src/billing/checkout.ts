@@ -17,7 +17,7 @@ import {
   recordAttemptOutcome,
   startAttempt,
 } from '../modules/payment-attempts/payment-attempts.ts';
-import { ProviderCallError, PROVIDER_NAMES } from '../providers/provider-api.ts';
+import { ProviderCallError, PROVIDER_DISPLAY_NAMES } from '../providers/provider-api.ts';
 import { API_KEY_VARIABLE } from '../providers/provider-apis.ts';
 import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
@@ -118,7 +118,7 @@ export async function createCheckoutLink(
     if (!deps.providers[provider]) {
       throw new AppError(
         'invalid_state',
-        `${PROVIDER_NAMES[provider]} cannot collect payments: ${API_KEY_VARIABLE[provider]} is not set`,
+        `${PROVIDER_DISPLAY_NAMES[provider]} cannot collect payments: ${API_KEY_VARIABLE[provider]} is not set`,
       );
     }
     if (options.reuseLiveLink) {
@@ -218,7 +218,7 @@ async function waitForLink(deps: Deps, attempt: PaymentAttemptRow): Promise<Chec
     if (now?.status === 'requires_action' && now.url !== null) return linkOf(now, now.url);
     if (now?.status !== 'pending' || performance.now() >= deadline) {
       throw new ProviderUnavailableError(
-        `${PROVIDER_NAMES[attempt.provider]} gave no link to the payment started at the same time; retry later`,
+        `${PROVIDER_DISPLAY_NAMES[attempt.provider]} gave no link to the payment started at the same time; retry later`,
         {
           provider: attempt.provider,
           reference: attempt.reference,

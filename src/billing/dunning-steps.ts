@@ -5,9 +5,9 @@
 //   1. the dunning job (its claim transaction) sets the invoice's `next_payment_attempt_at`
 //      to now and the case's `retry_requested_at`; the case's `next_action_at` becomes the
 //      end of the wait (RETRY_WAIT_MS), so the case is not claimed again meanwhile. No
-//      provider call here: collection's `charge_invoices` job makes it, outside any
-//      transaction, exactly once per invoice (collection/charges.ts);
-//   2. the charge's outcome is recorded in collection's transaction, which calls
+//      provider call here: the `charge_invoices` job makes it, outside any
+//      transaction, exactly once per invoice (charges.ts);
+//   2. the charge's outcome is recorded in charges.ts's transaction, which calls
 //      finishRetryStep: a failure (declined, refused, needs the customer) sends this step's
 //      `dunning.reminder` there and then; a success pays the invoice through the payment
 //      path, which recovers the case (`dunning.recovered`) — no reminder;
@@ -42,7 +42,7 @@ export const RETRY_WAIT_MS = 3_600_000;
 /** What a step needs: the time, the schedule, and PUBLIC_URL for the hosted invoice page. */
 export type DunningStepContext = DunningContext & InvoiceContext;
 
-/** What a failed retry tells the reminder (collection/charges.ts fills it). */
+/** What a failed retry tells the reminder (charges.ts fills it). */
 export interface FailedRetry {
   charge: ReminderCharge;
   /** The provider's page for the customer (Paystack `authorization_url`), when it gave one. */
@@ -129,7 +129,7 @@ export async function takeStep(
   if (invoice && isChargeable(invoice) && (await hasDefaultPaymentMethod(trx, invoice.customer_id))) {
     const now = ctx.clock.now();
     const nowIso = now.toISOString();
-    // The charge job's request (collection's requestInvoiceCharge does the same write).
+    // The charge job's request (charges.ts requestInvoiceCharge does the same write).
     await updateInvoice(trx, ctx, invoice, { next_payment_attempt_at: nowIso });
     await trx
       .updateTable('dunning_cases')
@@ -147,7 +147,7 @@ export async function takeStep(
 }
 
 /**
- * Called by collection in the transaction that records a charge of invoice `invoiceId`
+ * Called by charges.ts in the transaction that records a charge of invoice `invoiceId`
  * (`inv_…`), which holds the invoice's lock (lock order: invoices → dunning_cases): when the
  * open case chasing it awaits a retry, the step's reminder goes out now, with `retry` (the
  * failed charge), or with no charge when `retry` is null (nothing was charged: the method or

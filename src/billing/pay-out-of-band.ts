@@ -44,7 +44,7 @@ export type PayInvoiceInput = Static<typeof payInvoiceBody>;
  * Pays invoice `id` out of band: records a succeeded payment (provider `manual`, reference
  * `input.reference` or a generated `oob_…`) for its `amount_remaining` in its currency, which
  * settles it (`paid`, `invoice.paid`) and moves its subscription like any payment
- * (subscriptions.payments.ts). Locks the subscription, then the invoice (db/locking.ts).
+ * (subscription-payments.ts). Locks the subscription, then the invoice (db/locking.ts).
  * Returns the invoice after. Throws 404 `not_found` for an unknown invoice; 409
  * `validation_error` (CANNOT_PAY) when it is `paid` or `void`, or when a manual payment with
  * that reference is recorded already — nothing changes then.

@@ -4,13 +4,10 @@
 // reference), save a reusable method, and move the subscription through its invoices. The
 // caller owns the transaction.
 import type { Transaction } from 'kysely';
-import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
-import { prefetch } from '../db/pg-traffic.ts';
-import { isValidEmail, normalizeEmail } from '../modules/customers/customers.email.ts';
-import { customerByNormalizedEmail } from '../modules/customers/customers.repository.ts';
-import { COLLECTING_PROVIDERS, type CollectingProvider, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import type { Clock } from '../shared/clock.ts';
+import { isProviderName } from '../shared/provider-names.ts';
 import { repointCasePayments } from '../modules/dunning/dunning.cases.ts';
 import { rememberPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { recordPaymentReport, recordRefundReports } from '../modules/payments/payments.recording.ts';
@@ -47,7 +44,7 @@ export type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
  * move the subscription — success activates/renews, failure marks past_due (dunning hooks
  * in there) — exactly when the payment changed in a way that matters to it; a payment that
  * became paid releases the reports held for it (ProcessingContext.releaseHeld). The one path every payment report takes:
- * provider events, and the answers to the service's own charges (collection/charges.ts), so
+ * provider events, and the answers to the service's own charges (charges.ts), so
  * a charge and its webhook converge to one payment whichever is recorded first. Throws
  * UnusableEventError when the report cannot be recorded (another currency than the payment's).
  */
@@ -58,7 +55,6 @@ export async function recordPaymentEvent(
   event: PaymentEvent,
 ): Promise<void> {
   const report = event.payment;
-  if (isPostgres(trx)) await prefetchPaymentReads(trx, provider, event);
   const locked = await lockPaymentReference(trx, provider, report.reference);
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
@@ -119,8 +115,8 @@ export async function recordPaymentEvent(
 
 /**
  * SPEC §10: the reusable method a succeeded payment used is saved for the payment's customer
- * (in the payment's transaction; a card already saved stays as it is and costs no round trip
- * on PostgreSQL: rememberPaymentMethod). Nothing is saved for a payment no customer is
+ * (in the payment's transaction; a card already saved stays as it is: rememberPaymentMethod).
+ * Nothing is saved for a payment no customer is
  * attributed to, or without DATA_ENCRYPTION_KEY (set whenever a provider has an API key; without
  * one nothing could charge the method, and its credential could not be stored encrypted).
  */
@@ -133,35 +129,8 @@ async function saveReusableMethod(
 ): Promise<void> {
   const method = report.method;
   if (!method || customerId === null || ctx.config.dataEncryptionKey === undefined) return;
-  if (!(COLLECTING_PROVIDERS as readonly string[]).includes(provider)) return;
-  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider: provider as CollectingProvider });
-}
-
-/**
- * PostgreSQL (round trips): the reads recordPayment will most likely make after
- * its payment lookup travel with that lookup (db/pg-traffic.ts prefetch), right after the
- * reference's advisory lock: the payer's customer by email (attribution by email: no
- * customer or subscription named in the metadata, no provider subscription reference), and
- * the refunds held for the reference (a success releases them; a held refund of this
- * reference is written under the same advisory lock, so none can appear in between). Reads
- * that end up unused, or that other statements overtake, are simply run again.
- */
-export async function prefetchPaymentReads(
-  trx: Transaction<Database>,
-  provider: string,
-  event: PaymentEvent,
-): Promise<void> {
-  const report = event.payment;
-  const { metadata } = report;
-  if (
-    report.email !== null &&
-    metadata.customer_id === undefined &&
-    metadata.subscription_id === undefined &&
-    report.subscriptionReference === null &&
-    isValidEmail(report.email)
-  ) {
-    await prefetch(trx, customerByNormalizedEmail.compile(trx, { normalized: normalizeEmail(report.email) }));
-  }
+  if (!isProviderName(provider)) return;
+  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider });
 }
 
 /**

@@ -13,6 +13,7 @@ import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError, NotFoundError, ProviderUnavailableError, StateConflictError } from '../http/errors.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
 import { idTime, isIdOf } from '../shared/ids.ts';
+import { isProviderName, type ProviderName } from '../shared/provider-names.ts';
 import { lockPaymentByReference } from '../modules/payments/payments.references.ts';
 import {
   claimRefundRequest,
@@ -26,9 +27,8 @@ import {
 import { MANUAL_PROVIDER, type RefundRow } from '../db/tables/payments.table.ts';
 import { type Refund } from '../modules/payments/payments.schemas.ts';
 import { merchantNoteOf } from '../providers/paystack/api.ts';
-import { ProviderCallError, PROVIDER_NAMES } from '../providers/provider-api.ts';
+import { ProviderCallError, PROVIDER_DISPLAY_NAMES } from '../providers/provider-api.ts';
 import { API_KEY_VARIABLE } from '../providers/provider-apis.ts';
-import type { CollectingProvider } from '../config.ts';
 import type { RefundRequestInput } from './refunds.schemas.ts';
 import { clockFor, withClockForCustomer } from '../modules/test-clocks/test-clocks.time.ts';
 
@@ -70,7 +70,7 @@ export const RESUME_DELAY_MS = 60_000;
 /** What the provider is asked, decided under the payment's lock. */
 export interface RefundCall {
   refund: RefundRow;
-  provider: CollectingProvider;
+  provider: ProviderName;
   /** The payment's provider reference: Paystack's transaction reference, Stripe's PaymentIntent. */
   paymentReference: string;
   /** True when this request resumes a refund whose earlier call got no usable answer. */
@@ -169,13 +169,13 @@ async function startRefund(
     ? await trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirst()
     : undefined;
   if (!found) throw new NotFoundError('payment', paymentId);
-  if (found.provider === MANUAL_PROVIDER || !(found.provider in PROVIDER_NAMES)) {
+  if (found.provider === MANUAL_PROVIDER || !isProviderName(found.provider)) {
     throw new AppError(
       'invalid_state',
       `payment ${found.id} was recorded out of band (provider ${found.provider}): refund it the same way`,
     );
   }
-  const provider = found.provider as CollectingProvider;
+  const provider = found.provider;
   // The payment's reference lock, as its events' processing takes it: a refund request and a
   // refund event of one payment take turns (db/locking.ts; payments.references.ts).
   const payment = await lockPaymentByReference(trx, provider, found.provider_reference);
@@ -194,7 +194,7 @@ async function startRefund(
   if (!deps.providers[provider]) {
     throw new AppError(
       'invalid_state',
-      `${PROVIDER_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
+      `${PROVIDER_DISPLAY_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
     );
   }
   const { refundable, refunded, pending } = await refundableOf(trx, payment);
@@ -240,8 +240,8 @@ export function lookupWindow(refundId: string, now: Date = systemClock.now()): {
 /**
  * Asks the provider for the refund; returns the provider's refund id. A resumed refund is
  * looked up first, by our own id only — Paystack: the marker ending merchant_note
- * (paystack-api.ts findRefund); Stripe: `metadata.refund_id` among the PaymentIntent's
- * refunds (stripe-api.ts findRefund) — and sent again (Stripe: with the same Idempotency-Key)
+ * (providers/paystack/api.ts findRefund); Stripe: `metadata.refund_id` among the PaymentIntent's
+ * refunds (providers/stripe/api.ts findRefund) — and sent again (Stripe: with the same Idempotency-Key)
  * only when the look-up PROVES the provider has none; a look-up that proves nothing throws
  * (outcome unknown: nothing sent). SPEC §10 "Refunds from the API".
  */
@@ -288,10 +288,10 @@ async function askProvider(deps: Deps, call: RefundCall): Promise<string> {
  * A resumed refund whose provider has no key (any more): the provider may have made the
  * refund, so the outcome stays unknown (asked again once the key is back).
  */
-function missingKey(provider: CollectingProvider): ProviderCallError {
+function missingKey(provider: ProviderName): ProviderCallError {
   return new ProviderCallError(
     provider,
     'unavailable',
-    `${PROVIDER_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
+    `${PROVIDER_DISPLAY_NAMES[provider]} cannot refund payments: ${API_KEY_VARIABLE[provider]} is not set`,
   );
 }

@@ -1,6 +1,6 @@
 // How payments move subscriptions (SPEC §4) and their dunning cases (SPEC §4): through the
-// invoices they settle (settle.ts). Called by the provider-events processing in the same
-// transaction that records the payment. Reports may arrive in any order: the status follows
+// invoices they settle (settle.ts). Called by payment-reports.ts and pay-out-of-band.ts in the
+// same transaction that records the payment. Reports may arrive in any order: the status follows
 // the latest report by provider time (SPEC §5 stale reports), while every successful payment
 // is still applied to invoices.
 import type { Transaction } from 'kysely';

@@ -1,6 +1,6 @@
 // Compile-once Kysely queries. Building and compiling a query (the builder's immutable nodes,
 // then the compiler's visit of them) costs more per request than a small SQLite read itself
-// (profile of GET /api/customers, issue "Speed"). A query *shape* — everything but its values —
+// (a profile of GET /api/customers, docs/performance.md). A query *shape* — everything but its values —
 // is the same on every request, so it is built and compiled once per database and then
 // executed with new parameter values: the compiled SQL text is identical each time, which
 // also lets the SQLite adapter reuse its prepared statement and PostgreSQL its plan.
@@ -121,10 +121,10 @@ async function run<O>(db: AnyKysely, query: CompiledQuery<O>): Promise<QueryResu
 const syncReads = new WeakMap<AnyKysely, SyncSqliteRead>();
 
 /**
- * Lets `executeNow` run reads on `db` (a SQLite database's own Kysely instance, not a
+ * Lets `executeRead` run reads on `db` (a SQLite database's own Kysely instance, not a
  * transaction) through `read`, without Kysely's driver: on SQLite, Kysely's executor, its
  * connection lock and the promises around each query cost more than a small indexed read
- * itself (profile of GET /api/customers, issue "Speed"). Called by db/connect.ts.
+ * itself (a profile of GET /api/customers, docs/performance.md). Called by db/connect.ts.
  */
 export function registerSyncReads(db: AnyKysely, read: SyncSqliteRead): void {
   syncReads.set(db, read);
@@ -141,12 +141,12 @@ export interface CompiledShape<P, O, DB = Database> {
   /** Runs a statement without rows (insert/update/delete); resolves to the rows it changed. */
   executeWrite(db: Kysely<DB>, params: P): Promise<bigint>;
   /**
-   * Runs a SELECT and returns every row at once where it can: on a SQLite database with
-   * registerSyncReads and no transaction open on its connection. Anywhere else (PostgreSQL,
-   * a Transaction, a transaction in progress) it is `execute`: a promise of the same rows.
+   * Runs a SELECT; resolves to every row. On a SQLite database with registerSyncReads and no
+   * transaction open on its connection the statement runs at once, without Kysely's driver;
+   * anywhere else (PostgreSQL, a Transaction, a transaction in progress) it is `execute`.
    * Never for statements that write.
    */
-  executeNow(db: Kysely<DB>, params: P): O[] | Promise<O[]>;
+  executeRead(db: Kysely<DB>, params: P): Promise<O[]>;
 }
 
 function shapeOf<P, O, DB>(template: (db: AnyKysely) => Template): CompiledShape<P, O, DB> {
@@ -156,12 +156,12 @@ function shapeOf<P, O, DB>(template: (db: AnyKysely) => Template): CompiledShape
     execute: async (db, params) => (await run(db, compile(db, params))).rows,
     executeTakeFirst: async (db, params) => (await run(db, compile(db, params))).rows[0],
     executeWrite: async (db, params) => (await run(db, compile(db, params))).numAffectedRows ?? 0n,
-    executeNow: (db, params) => {
+    executeRead: async (db, params) => {
       const query = compile(db, params);
       const read = syncReads.get(db);
       const rows = read === undefined ? undefined : read(query.sql, query.parameters);
       if (rows !== undefined) return rows as O[];
-      return run(db, query).then((result) => result.rows);
+      return (await run(db, query)).rows;
     },
   };
 }

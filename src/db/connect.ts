@@ -26,7 +26,7 @@ import { type CommitVersionSource, postgresCommitVersion, sqliteCommitVersion } 
 import { registerSyncReads } from './compiled-queries.ts';
 import type { Database } from './database.ts';
 import { readPgTimestamp } from './pg-timestamps.ts';
-import { type DatabaseTraffic, newTraffic, trafficPool } from './pg-traffic.ts';
+import { type DatabaseTraffic, newTraffic, type StatementListener, trafficPool } from './pg-traffic.ts';
 import { adaptNodeSqlite } from './sqlite-adapter.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -42,6 +42,11 @@ export interface DatabaseHandle {
   commitVersion: CommitVersionSource;
   /** What was sent to PostgreSQL: round trips and statements (pg-traffic.ts); zeros on SQLite. */
   traffic: Readonly<DatabaseTraffic>;
+  /**
+   * PostgreSQL: calls `listener` with the text of every statement written to the server from
+   * now on (values travel apart, as parameters). Returns the unsubscribe. A no-op on SQLite.
+   */
+  watchStatements(listener: StatementListener): () => void;
   close(): Promise<void>;
 }
 
@@ -123,6 +128,7 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
     serialize: () => database.serialize(),
     commitVersion: sqliteCommitVersion(database, inMemory),
     traffic: newTraffic(),
+    watchStatements: () => () => {},
     // Kysely closes the database only if a query ever opened its connection: close it anyway,
     // so no query runs after close (a migrated test database may never have been queried).
     // Closing twice is a no-op.
@@ -234,12 +240,18 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
     max: options.poolSize ?? 10,
     types: pgTypes,
     options: sessionOptions(options.schema),
+    // Statements are written without waiting for earlier answers (db/pg-traffic.ts).
+    pipeline: true,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const traffic: DatabaseTraffic = newTraffic();
+  const listeners = new Set<StatementListener>();
   const db = new Kysely<Database>({
-    dialect: new SchemaScopedPostgresDialect({ pool: trafficPool(pool, traffic) as unknown as pg.Pool }, schema),
+    dialect: new SchemaScopedPostgresDialect(
+      { pool: trafficPool(pool, traffic, listeners) as unknown as pg.Pool },
+      schema,
+    ),
   });
   return {
     db,
@@ -247,6 +259,10 @@ function openPostgres(url: string, options: ConnectOptions): DatabaseHandle {
     schema,
     commitVersion: postgresCommitVersion(pool),
     traffic,
+    watchStatements: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     // As on SQLite: Kysely ends the pool only if a query ever used it; closing twice is a no-op.
     close: async () => {
       if (pool.ended) return;

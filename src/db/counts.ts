@@ -10,7 +10,7 @@ import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
 import { compiledQuery, type Param } from './compiled-queries.ts';
 import type { Database } from './database.ts';
-import { executeDeferred } from './pg-traffic.ts';
+import { sendWithNextStatement } from './pg-traffic.ts';
 
 export type CountName = 'customers' | 'events' | 'subscriptions' | 'payments' | 'refunds' | 'invoices';
 
@@ -71,7 +71,7 @@ async function writeCounts(
 ): Promise<void> {
   if (isPostgres(trx)) {
     // Nobody reads its answer: it travels with the next statement (pg-traffic.ts).
-    await executeDeferred(
+    await sendWithNextStatement(
       trx,
       trx.insertInto('row_count_deltas').values(moves.map(([name, delta]) => ({ name, delta }))),
     );

@@ -1,4 +1,4 @@
-// The whole schema as Kysely sees it: one entry per table, each typed in its module.
+// The whole schema as Kysely sees it: one entry per table, each typed in tables/*.table.ts.
 import type { ApiKeysTable } from './tables/api-keys.table.ts';
 import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
 import type { CustomerBalanceTransactionsTable } from './tables/balances.table.ts';

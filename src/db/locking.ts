@@ -27,8 +27,10 @@
 // Two transactions that follow it queue instead of deadlocking. A deadlock or serialization
 // failure that happens anyway (PostgreSQL 40P01 / 40001) is retried by transactionWithRetry
 // (transaction.ts), which the API's services use, so it never reaches a client as a 500.
-import type { SelectQueryBuilder } from 'kysely';
+import { type RawBuilder, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
+import type { Database } from './database.ts';
+import { sendWithNextStatement } from './pg-traffic.ts';
 
 /** Adds FOR UPDATE on PostgreSQL: concurrent changes of the row queue behind this transaction. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- works for any select
@@ -49,4 +51,25 @@ export function claimRows<QB extends SelectQueryBuilder<any, any, any>>(
   trx: Parameters<typeof isPostgres>[0],
 ): QB {
   return (isPostgres(trx) ? query.forUpdate().skipLocked() : query) as QB;
+}
+
+/**
+ * PostgreSQL: takes the transaction-scoped advisory lock named `key` (held until the
+ * transaction ends; reentrant). Its only answer is "locked", so it is written in front of the
+ * transaction's next statement (pg-traffic.ts). Does nothing on SQLite (one writer at a time).
+ */
+export async function lockKey(trx: Transaction<Database>, key: string): Promise<void> {
+  if (!isPostgres(trx)) return;
+  await sendWithNextStatement(trx, sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
+}
+
+/**
+ * PostgreSQL: takes, in ONE statement, the transaction-scoped advisory locks named by the rows
+ * of `keys` (a query with one text column `key`), in the order of its rows — the caller's
+ * order is the lock order. Written in front of the next statement like lockKey. Does
+ * nothing on SQLite.
+ */
+export async function lockKeys(trx: Transaction<Database>, keys: RawBuilder<{ key: string }>): Promise<void> {
+  if (!isPostgres(trx)) return;
+  await sendWithNextStatement(trx, sql`select pg_advisory_xact_lock(hashtextextended(k.key, 0)) from (${keys}) as k`);
 }

@@ -1,28 +1,21 @@
-// PostgreSQL traffic: what the pool sends, counted, with fewer round trips.
+// PostgreSQL traffic: what the pool sends, counted, with fewer round trips — every value bound
+// as a parameter, never written into SQL text.
 //
-// Every statement costs a network round trip. Two kinds of statement need no answer before
-// the next one is sent, so they wait and travel WITH the next statement, as one simple-query
-// message (`a; b; c`, run in order, one round trip):
-//   - BEGIN (and SAVEPOINT): their only answer is "ok";
-//   - statements a caller marks deferrable (`executeDeferred`): an INSERT nobody reads back,
-//     an advisory lock, a NOTIFY. Their result is never returned; an error they raise is
-//     thrown by the statement they travel with (the transaction is aborted either way, so
-//     nothing commits and the caller's retry or rollback runs as before).
-// A transaction rolled back before anything was sent costs nothing; a COMMIT carries what
-// is waiting. Only inside a transaction: outside one, every statement is sent as it comes.
-// A read whose answer a caller will want soon can be PREFETCHED (`prefetch`): it travels
-// right AFTER the next statement, in the same message, and its answer is kept; when the
-// caller then runs exactly that statement (same text, same values) it gets the kept answer
-// without a round trip. A kept answer is dropped as soon as anything else is sent (it stands
-// for "the statement as run now"; the caller vouches that the writes it deferred in between
-// cannot change it), and at COMMIT/ROLLBACK; an unused prefetch costs the server a read, never
-// a round trip. Not sent at all when the statement it would follow cannot carry it.
-// Travelling together needs the parameters written into the text: only strings, finite
-// numbers, booleans and null are (escaped by pg's escapeLiteral), and only in place of `$n`
-// outside quotes and comments (a `$1` inside a literal is never touched; a statement with
-// E'' strings, dollar quotes or nested comments is not rewritten); otherwise the waiting
-// statements go first in a round trip of their own.
+// Clients run in pg's pipeline mode: a statement is written to the socket without waiting for
+// the answers of those before it, each with its own Parse/Bind/Execute/Sync, so its values
+// travel as parameters. A statement whose only answer is "ok" — BEGIN, SAVEPOINT, RELEASE —
+// is not sent on its own: it waits and is written right before the transaction's next
+// statement, and the caller waits once for both (one round trip). Its error, if it has one,
+// is thrown by that next statement (a transaction whose BEGIN or SAVEPOINT failed cannot go
+// on anyway). A transaction rolled back before anything was sent costs nothing, and so does
+// one that commits without having sent anything. Functions of db/ that send statements whose
+// answer nobody reads (an advisory lock, a count delta, a NOTIFY) hand them over with
+// `sendWithNextStatement`: the same path, for db/ only — module code never names it.
+// Statements are not named prepared statements: a `select *` prepared on a connection fails
+// ("cached plan must not change result type") once a migration adds a column while the
+// process runs.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Writable } from 'node:stream';
 import pg from 'pg';
 import type { CompiledQuery, Kysely, RawBuilder, Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
@@ -30,7 +23,7 @@ import type { Database } from './database.ts';
 
 /** Counts of messages sent to PostgreSQL (monotonic; zero on SQLite). */
 export interface TrafficCount {
-  /** Messages sent and answered: each one network round trip. */
+  /** Times the client sent and then waited for answers: each one network round trip. */
   roundTrips: number;
   /** SQL statements they carried, BEGIN/COMMIT/SAVEPOINT included (≥ roundTrips). */
   statements: number;
@@ -68,10 +61,11 @@ function count(traffic: DatabaseTraffic, roundTrips: number, statements: number)
   }
 }
 
-/** Marks a statement deferrable (a comment PostgreSQL ignores). */
-const DEFER_MARK = '/* deferrable */ ';
-/** Marks a statement to prefetch (stripped before it is sent). */
-const PREFETCH_MARK = '/* prefetch */ ';
+/** Receives the text of every statement as it is written to the socket (tests). */
+export type StatementListener = (text: string) => void;
+
+/** Marks a statement db/ sends without reading its answer (a comment PostgreSQL ignores). */
+const WITH_NEXT_MARK = '/* with next */ ';
 
 interface QueryResultLike {
   command: string;
@@ -81,64 +75,48 @@ interface QueryResultLike {
 
 const answered = (command: string): QueryResultLike => ({ command, rowCount: null, rows: [] });
 
-/** `value` as an SQL literal, or undefined when it is not a plain scalar. */
-function literal(value: unknown): string | undefined {
-  if (value === null || value === undefined) return 'NULL';
-  if (typeof value === 'string') return value.includes('\0') ? undefined : pg.escapeLiteral(value);
-  if (typeof value === 'number') return Number.isFinite(value) ? `(${value})` : undefined;
-  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
-  return undefined;
+interface Statement {
+  text: string;
+  values: readonly unknown[] | undefined;
+}
+
+const isBegin = (command: string) => command === 'begin' || command.startsWith('start transaction');
+const isSavepointOrRelease = (command: string) => /^(savepoint|release)\s/.test(command);
+
+/** The part of pg's Connection that writes statement texts (pg 8: parse for extended, query for simple). */
+interface WireConnection {
+  parse(query: { text: string; name?: string }): void;
+  query(text: string): void;
 }
 
 /**
- * One token of SQL text that `$n` must not be replaced in (a quoted literal or identifier, a
- * comment), a `$n`, or a `$` of anything else (a dollar quote: the text is not rewritten).
+ * Shows `listeners` the text of every statement `client` writes, as it goes onto the wire
+ * (below pg and any wrapper: what the server is sent).
  */
-const SQL_TOKENS = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|(?<![\w$])\$(\d+)(?![\w$])|\$/g;
-/** The start of an E'' string (backslash escapes), which SQL_TOKENS would misread. */
-const UNSCANNABLE = /(?<![\w$])[eE]'/;
-
-/** `text` with `$n` replaced by the literal of `values[n-1]`, or undefined when that is unsafe (see header). */
-function inline(text: string, values: readonly unknown[] | undefined): string | undefined {
-  if (!values || values.length === 0) return text;
-  // E'' strings (backslash escapes) and unclosed quotes or comments: not scanned right.
-  if (UNSCANNABLE.test(text) || /['"]|\/\*/.test(text.replace(SQL_TOKENS, ''))) return undefined;
-  const literals: string[] = [];
-  for (const value of values) {
-    const written = literal(value);
-    if (written === undefined) return undefined;
-    literals.push(written);
-  }
-  let ok = true;
-  const result = text.replace(SQL_TOKENS, (token: string, n: string | undefined) => {
-    if (n !== undefined) {
-      const written = literals[Number(n) - 1];
-      if (written === undefined) ok = false;
-      return written ?? '';
-    }
-    // A dollar quote, or a comment that may nest (PostgreSQL's do): leave the text alone.
-    if (token === '$' || (token.startsWith('/*') && token.slice(2).includes('/*'))) ok = false;
-    return token;
-  });
-  return ok ? result : undefined;
+function watchWire(client: pg.Client, listeners: ReadonlySet<StatementListener>): void {
+  const connection = (client as unknown as { connection: WireConnection }).connection;
+  const parse = connection.parse.bind(connection);
+  const simple = connection.query.bind(connection);
+  connection.parse = (query) => {
+    for (const listener of listeners) listener(query.text);
+    parse(query);
+  };
+  connection.query = (text) => {
+    for (const listener of listeners) listener(text);
+    simple(text);
+  };
 }
 
-const isSavepoint = (text: string) => /^savepoint\s/i.test(text);
-
 /**
- * A pool client that counts what it sends and lets BEGIN, SAVEPOINT and deferrable
- * statements travel with the next statement (see the header). Kysely's PostgreSQL driver
- * uses `query(text, values)`, `release()` and `processID`; cursors pass through.
+ * A pool client that counts what it sends and lets BEGIN, SAVEPOINT, RELEASE and db/'s
+ * answerless statements travel in front of the next statement (see the header). Kysely's
+ * PostgreSQL driver uses `query(text, values)`, `release()` and `processID`.
  */
 class TrafficClient {
   readonly #client: pg.PoolClient;
   readonly #traffic: DatabaseTraffic;
-  /** Statements waiting for the next one, parameters written in. */
-  #waiting: string[] = [];
-  /** Prefetches waiting to travel after the next statement, parameters written in. */
-  #trailing: string[] = [];
-  /** Answers of the prefetches of the last message, by their text (parameters written in). */
-  #prefetched = new Map<string, QueryResultLike>();
+  /** Statements waiting for the next one. */
+  #waiting: Statement[] = [];
   #inTransaction = false;
   /** True while BEGIN itself is still waiting (nothing of the transaction was sent). */
   #beginWaiting = false;
@@ -159,112 +137,75 @@ class TrafficClient {
 
   #endTransaction(): void {
     this.#waiting = [];
-    this.#trailing = [];
-    this.#prefetched.clear();
     this.#inTransaction = false;
     this.#beginWaiting = false;
   }
 
-  /**
-   * Sends `text` (with `values`, or with the waiting statements before it and the
-   * prefetches after it when `parts` says how many of each it carries) and answers the
-   * caller's statement's result; keeps the prefetches' answers.
-   */
-  async #send(
-    text: string,
-    values: readonly unknown[] | undefined,
-    parts: { before: number; after: readonly string[] } = { before: 0, after: [] },
-  ): Promise<QueryResultLike> {
-    const statements = parts.before + 1 + parts.after.length;
-    this.#prefetched.clear();
-    count(this.#traffic, 1, statements);
-    const result = (await this.#client.query(text, values as unknown[] | undefined)) as
-      QueryResultLike | QueryResultLike[];
-    // A message of several statements answers one result each, in order.
-    if (!Array.isArray(result)) return result;
-    parts.after.forEach((prefetch, i) => this.#prefetched.set(prefetch, result[parts.before + 1 + i]!));
-    return result[parts.before]!;
+  #submit({ text, values }: Statement): Promise<QueryResultLike> {
+    return new Promise((resolve, reject) => {
+      const query = new pg.Query(text, values as unknown[] | undefined, (error, result) =>
+        error ? reject(error) : resolve(result as unknown as QueryResultLike),
+      );
+      this.#client.query(query);
+    });
   }
 
-  async #flush(): Promise<void> {
-    if (this.#waiting.length === 0) return;
-    const waiting = this.#waiting;
+  /**
+   * Writes the waiting statements and `last` back to back (pipeline mode: one round trip,
+   * one write to the socket), waits for all of them and answers `last`'s result; the first
+   * error among them is thrown.
+   */
+  async #send(last: Statement): Promise<QueryResultLike> {
+    if (this.#waiting.length === 0) {
+      count(this.#traffic, 1, 1);
+      return this.#submit(last);
+    }
+    const statements = [...this.#waiting, last];
     this.#waiting = [];
     this.#beginWaiting = false;
-    const last = waiting.pop()!;
-    await this.#send([...waiting, last].join(';\n'), undefined, { before: waiting.length, after: [] });
+    count(this.#traffic, 1, statements.length);
+    const stream = (this.#client as unknown as { connection: { stream: Writable } }).connection.stream;
+    stream.cork();
+    let answers: Promise<QueryResultLike>[];
+    try {
+      answers = statements.map((statement) => this.#submit(statement));
+    } finally {
+      stream.uncork();
+    }
+    const settled = await Promise.allSettled(answers);
+    for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+    return (settled.at(-1) as PromiseFulfilledResult<QueryResultLike>).value;
   }
 
   async query(text: unknown, values?: readonly unknown[]): Promise<unknown> {
-    if (typeof text !== 'string') {
-      // A cursor (streamed query): sent on its own, after whatever waits.
-      await this.#flush();
-      this.#prefetched.clear();
-      count(this.#traffic, 1, 1);
-      return this.#client.query(text as pg.QueryConfig, values as unknown[] | undefined);
-    }
-    if (this.#prefetched.size > 0) {
-      const kept = this.#prefetched.get(inline(text, values) ?? '');
-      if (kept !== undefined) {
-        this.#prefetched.delete(inline(text, values)!);
-        return kept;
-      }
-    }
-    const command = text.trim().toLowerCase();
-    if (command === 'begin' && !this.#inTransaction) {
+    if (typeof text !== 'string') throw new TypeError('only SQL text with bound values is sent');
+    const command = text.trimStart().slice(0, 24).toLowerCase();
+    if (isBegin(command) && !this.#inTransaction) {
       this.#inTransaction = true;
       this.#beginWaiting = true;
-      this.#waiting = ['begin'];
+      this.#waiting = [{ text, values }];
       return answered('BEGIN');
     }
-    if (text.startsWith(PREFETCH_MARK)) {
-      // Only an optimisation: outside a transaction, or not writable into text, it is dropped.
-      const written = this.#inTransaction ? inline(text.slice(PREFETCH_MARK.length), values) : undefined;
-      // One already answered (and not asked for yet) or on its way needs no second run.
-      if (written !== undefined && !this.#prefetched.has(written) && !this.#trailing.includes(written)) {
-        this.#trailing.push(written);
-      }
-      return answered('PREFETCH');
-    }
-    if (this.#inTransaction && (isSavepoint(command) || text.startsWith(DEFER_MARK))) {
-      const written = inline(text, values);
-      if (written !== undefined) {
-        this.#waiting.push(written);
-        return answered(isSavepoint(command) ? 'SAVEPOINT' : 'DEFERRED');
-      }
+    if (this.#inTransaction && (isSavepointOrRelease(command) || text.startsWith(WITH_NEXT_MARK))) {
+      this.#waiting.push({ text, values });
+      return answered(command.startsWith('savepoint') ? 'SAVEPOINT' : command.startsWith('release') ? 'RELEASE' : '');
     }
     if (command === 'rollback') {
       const nothingSent = this.#beginWaiting;
       this.#endTransaction();
       // Nothing of the transaction reached the server: there is nothing to roll back.
       if (nothingSent) return answered('ROLLBACK');
-      return this.#send(text, values);
+      return this.#send({ text, values });
     }
     if (command === 'commit') {
       const empty = this.#beginWaiting && this.#waiting.length === 1;
       const waiting = this.#waiting;
       this.#endTransaction();
-      // An empty transaction: nothing to send.
       if (empty) return answered('COMMIT');
       this.#waiting = waiting;
+      return this.#send({ text, values });
     }
-    // Prefetches follow a statement of the transaction's own work, not its control.
-    const carries = this.#trailing.length > 0 && this.#inTransaction && !/^(rollback|release)\s/.test(command);
-    if (!carries) this.#trailing = [];
-    if (this.#waiting.length > 0 || carries) {
-      const written = inline(text, values);
-      if (written !== undefined) {
-        const before = this.#waiting;
-        // A prefetch of the very statement that carries it would only run it twice.
-        const after = carries ? this.#trailing.filter((prefetched) => prefetched !== written) : [];
-        this.#waiting = [];
-        this.#trailing = [];
-        this.#beginWaiting = false;
-        return this.#send([...before, written, ...after].join(';\n'), undefined, { before: before.length, after });
-      }
-      await this.#flush();
-    }
-    return this.#send(text, values);
+    return this.#send({ text, values });
   }
 }
 
@@ -277,11 +218,18 @@ interface PoolLike {
 }
 
 /**
- * Wraps `pool` for Kysely: each client counts into `traffic` and saves round trips (see the
- * header). One wrapper per pooled client, so Kysely's per-client state stays per client.
+ * Wraps `pool` (created with `pipeline: true`) for Kysely: each client counts into `traffic`,
+ * saves round trips (see the header) and shows every statement text it writes to
+ * `listeners`. One wrapper per pooled client, so Kysely's per-client state stays per client.
  */
-export function trafficPool(pool: pg.Pool, traffic: DatabaseTraffic): PoolLike {
+export function trafficPool(
+  pool: pg.Pool,
+  traffic: DatabaseTraffic,
+  listeners: ReadonlySet<StatementListener> = new Set(),
+): PoolLike {
   const wrappers = new WeakMap<pg.PoolClient, TrafficClient>();
+  // Every client of the pool, also those used without Kysely (the commit version's read).
+  pool.on('connect', (client) => watchWire(client, listeners));
   return {
     async connect() {
       const client = await pool.connect();
@@ -303,29 +251,20 @@ export function trafficPool(pool: pg.Pool, traffic: DatabaseTraffic): PoolLike {
 type Executable = { compile(): CompiledQuery } | RawBuilder<unknown>;
 
 /**
- * Runs `query` inside `trx` when its result is not needed: on PostgreSQL it travels with the
- * transaction's next statement (see the header), so an error it raises is thrown there
- * instead (the transaction fails either way). Use only for statements whose failure no
- * caller handles on its own (an INSERT of a fresh row, an advisory lock, a NOTIFY).
- * On SQLite it simply runs.
+ * For db/ only (locks, count deltas, NOTIFY): runs `query` inside `trx` when its answer is not
+ * needed. On PostgreSQL inside a transaction it is written in front of the transaction's next
+ * statement, values bound (see the header), so an error it raises is thrown there instead
+ * (the transaction fails either way). Only for statements whose failure no caller handles on
+ * its own. Elsewhere (SQLite, outside a transaction) it simply runs.
  */
-export async function executeDeferred(trx: Transaction<Database> | Kysely<Database>, query: Executable): Promise<void> {
+export async function sendWithNextStatement(
+  trx: Transaction<Database> | Kysely<Database>,
+  query: Executable,
+): Promise<void> {
   const compiled = query.compile(trx as Kysely<Database>);
-  if (!isPostgres(trx)) {
+  if (!isPostgres(trx) || !trx.isTransaction) {
     await trx.executeQuery(compiled);
     return;
   }
-  await trx.executeQuery({ ...compiled, sql: DEFER_MARK + compiled.sql });
-}
-
-/**
- * Sends `query` (a read whose answer the caller will want soon) right after the next
- * statement of `trx`, in the same message, and keeps its answer: running exactly `query`
- * (same text, same values) before anything else is sent returns it without a round trip
- * (see the header). The caller vouches that nothing it defers in between changes the answer.
- * Costs no round trip of its own; does nothing on SQLite or outside a transaction.
- */
-export async function prefetch(trx: Transaction<Database>, query: CompiledQuery): Promise<void> {
-  if (!isPostgres(trx)) return;
-  await trx.executeQuery({ ...query, sql: PREFETCH_MARK + query.sql });
+  await trx.executeQuery({ ...compiled, sql: WITH_NEXT_MARK + compiled.sql });
 }

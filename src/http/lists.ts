@@ -1,6 +1,6 @@
 // The one implementation of SPEC §2 "Lists": page/limit/sort_by/sort_order parsing,
 // whitelisted sort fields, filters, id tie-break, the total, and the two envelopes. Every
-// list of the API is one listPage call.
+// list of the API is one defineList definition at module level and its `page` per request.
 import type { Kysely, SelectQueryBuilder } from 'kysely';
 import { compiledQueries, type Param } from '../db/compiled-queries.ts';
 import { type CountName, keptTotalExpression } from '../db/counts.ts';
@@ -138,74 +138,7 @@ type BaseQuery = SelectQueryBuilder<any, any, object>;
  */
 export type FilterValue = string | number | { isNull: boolean } | undefined;
 
-export interface ListPageInput<Q extends BaseQuery, R, T> {
-  /**
-   * The rows the list is over: `selectFrom` plus any condition that always holds (the live
-   * customers, one endpoint's deliveries), before any select.
-   */
-  query: Q;
-  /** Selects the row columns (`(q) => q.selectAll()`, or a join's columns). */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any table's rows
-  select: (query: Q) => SelectQueryBuilder<any, any, R>;
-  /** The columns `sort_by` may name (the route's `listQuerySchema` whitelist); the first is the fallback. */
-  sortable: readonly string[];
-  /** Column → the client's filter value (see FilterValue); columns of `query`'s table. */
-  filters?: Record<string, FilterValue>;
-  params: ListParams;
-  /**
-   * The kept total of `query`'s rows (db/counts.ts), read instead of counting when no filter
-   * is set; without it every total is counted.
-   */
-  keptTotal?: () => Promise<number>;
-  /** Qualifies the sort and tie-break columns (`subscriptions` → `subscriptions.id`) when `select` joins. */
-  table?: string;
-  /** Turns the page's rows into the response items. */
-  map: (rows: R[]) => T[] | Promise<T[]>;
-}
-
-/**
- * One page of a list (SPEC §2 "Lists") as `{data, meta: {total, page, limit}}`: applies the
- * set filters, orders by `params.sortBy` (or `sortable[0]` when not whitelisted) then by `id`
- * in the same direction (the tie-break, so pages never overlap), cuts `limit` rows at
- * `offset`, and reads the total: the kept counter when given and no filter is set, else a
- * count of the filtered rows. The page and the total are two statements run side by side.
- */
-export async function listPage<Q extends BaseQuery, R, T>(input: ListPageInput<Q, R, T>): Promise<Page<T>> {
-  const { params, table } = input;
-  let query: BaseQuery = input.query;
-  let filtered = false;
-  for (const [column, value] of Object.entries(input.filters ?? {})) {
-    if (value === undefined) continue;
-    filtered = true;
-    query =
-      typeof value === 'object'
-        ? query.where(column, value.isNull ? 'is' : 'is not', null)
-        : query.where(column, '=', value);
-  }
-  const sortBy = input.sortable.includes(params.sortBy) ? params.sortBy : input.sortable[0];
-  const column = (name: string | undefined) => (table === undefined ? name : `${table}.${name}`);
-  const rowsQuery = (input.select(query as Q) as unknown as BaseQuery)
-    .orderBy(column(sortBy) as string, params.sortOrder)
-    .orderBy(column('id') as string, params.sortOrder)
-    .limit(params.limit)
-    .offset(params.offset);
-  const [rows, total] = await Promise.all([
-    rowsQuery.execute() as Promise<R[]>,
-    input.keptTotal && !filtered ? input.keptTotal() : countMatching(query),
-  ]);
-  return { data: await input.map(rows), meta: { total, page: params.page, limit: params.limit } };
-}
-
-/**
- * How many rows a list's filtered query matches (`query` is the `selectFrom` with its
- * `where`s, before any select). For unfiltered big lists listPage reads the kept count.
- */
-export async function countMatching(query: BaseQuery): Promise<number> {
-  const row = await query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-  return Number((row as { total: number | string }).total);
-}
-
-/** One list's definition for defineList: what listPage takes, minus the request's values. */
+/** One list's definition for defineList: everything but the request's values. */
 export interface ListDefinition<P extends object, Q extends BaseQuery, R, T> {
   /**
    * The rows the list is over: `selectFrom` plus any condition that always holds, before any
@@ -225,28 +158,22 @@ export interface ListDefinition<P extends object, Q extends BaseQuery, R, T> {
   keptTotal?: CountName;
   /** Qualifies the sort and tie-break columns (`subscriptions` → `subscriptions.id`) when `select` joins. */
   table?: string;
-  /** Turns the page's rows into the response items (rows may carry an extra `list_total` column: ignore it). */
-  map: (rows: R[]) => T[] | Promise<T[]>;
+  /**
+   * Turns the page's rows into the response items (rows may carry an extra `list_total`
+   * column: ignore it). Synchronous: a list that needs more reads per item (a delivery's
+   * attempts) makes them after `page`.
+   */
+  map: (rows: R[]) => T[];
 }
 
 /** A list compiled once per shape (see defineList). */
 export interface CompiledList<P extends object, T> {
   /**
-   * One page (SPEC §2 "Lists"), as listPage: `filters` are column → value (undefined = not
-   * filtered, see FilterValue), `values` the `param`s of the definition's `from`.
+   * One page (SPEC §2 "Lists") as `{data, meta: {total, page, limit}}`: `filters` are column →
+   * value (undefined = not filtered, see FilterValue), `values` the `param`s of the
+   * definition's `from`.
    */
   page(db: Kysely<Database>, params: ListParams, filters?: Record<string, FilterValue>, values?: P): Promise<Page<T>>;
-  /**
-   * The same page, returned at once where the database can read synchronously (SQLite
-   * outside a transaction: CompiledShape.executeNow) and the definition's `map` does not
-   * wait; else a promise of it. For hot read paths whose handler can return either.
-   */
-  pageNow(
-    db: Kysely<Database>,
-    params: ListParams,
-    filters?: Record<string, FilterValue>,
-    values?: P,
-  ): Page<T> | Promise<Page<T>>;
 }
 
 /** The structure of one page query: everything but its values. */
@@ -281,15 +208,17 @@ function withFilters(query: BaseQuery, shape: ListShape, param: Param<Record<str
 }
 
 /**
- * A list (SPEC §2 "Lists") whose statements are built and compiled once per shape — sort
- * field and direction, the set of filters present — and database, then run with each
- * request's values (db/compiled-queries.ts): the same contract as listPage (filters, order
- * by the sort field then `id` the same way, `limit` rows at `offset`, the kept total unless a
- * filter is set, else a count of the filtered rows), with less work per request. Without a
- * filter the page and the kept total are ONE statement (the total a scalar subquery beside
- * the rows); only a page past the end (no rows) reads the total on its own. With a filter,
- * the page and the count are two statements run side by side. Call at module level: the
- * compiled shapes live as long as the definition.
+ * A list (SPEC §2 "Lists"): `page` applies the set filters (a scalar keeps rows whose column
+ * equals it, `{ isNull }` tests for null), orders by `params.sortBy` (or `sortable[0]` when
+ * not whitelisted) then by `id` the same way (the tie-break, so pages never overlap), cuts
+ * `limit` rows at `offset`, and reads the total: the kept counter when one is named and no
+ * filter is set, else a count of the filtered rows. Its statements are built and compiled
+ * once per shape — sort field and direction, the set of filters present — and database,
+ * then run with each request's values (db/compiled-queries.ts). Without a filter the page
+ * and the kept total are ONE statement (the total a scalar subquery beside the rows); only
+ * a page past the end (no rows) reads the total on its own. With a filter, the page and the
+ * count are two statements run side by side. Call at module level: the compiled shapes live
+ * as long as the definition.
  */
 export function defineList<P extends object, Q extends BaseQuery, R, T>(
   definition: ListDefinition<P, Q, R, T>,
@@ -314,59 +243,41 @@ export function defineList<P extends object, Q extends BaseQuery, R, T>(
           eb.fn.countAll<number>().as('total'),
         ),
   );
-  const totalOf = (row: { total: number | string } | undefined) => Number(row?.total ?? 0);
-  const readTotal = async (db: Kysely<Database>, shape: ListShape, values: Values) =>
-    totalOf((await totals.get(shape).executeTakeFirst(db, values)) as { total: number | string } | undefined);
-  /** The page of `rows` with `total`: sync when `map` is. */
-  const assemble = (rows: R[], total: number, params: ListParams): Page<T> | Promise<Page<T>> => {
-    const meta = { total, page: params.page, limit: params.limit };
-    const data = definition.map(rows);
-    return data instanceof Promise ? data.then((items) => ({ data: items, meta })) : { data, meta };
-  };
-  /** A page whose statement also read the kept total; only a page past the end reads it apart. */
-  const withKeptTotal = (
-    db: Kysely<Database>,
-    shape: ListShape,
-    bound: Values,
-    rows: R[],
-    params: ListParams,
-  ): Page<T> | Promise<Page<T>> => {
-    const first = rows[0] as Record<string, unknown> | undefined;
-    if (first !== undefined) return assemble(rows, Number(first[TOTAL_COLUMN]), params);
-    const row = totals.get(shape).executeNow(db, bound);
-    return row instanceof Promise
-      ? row.then((all) => assemble(rows, totalOf(all[0] as { total: number | string } | undefined), params))
-      : assemble(rows, totalOf(row[0] as { total: number | string } | undefined), params);
-  };
-  const pageNow: CompiledList<P, T>['pageNow'] = (db, params, filters = {}, values) => {
-    const set: ListShape['filters'] = [];
-    const bound: Values = { ...values, limit: params.limit, offset: params.offset };
-    for (const name of Object.keys(filters).sort()) {
-      const value = filters[name];
-      if (value === undefined) continue;
-      set.push([name, value]);
-      if (typeof value !== 'object') bound[`filter:${name}`] = value;
-    }
-    const sortBy = definition.sortable.includes(params.sortBy) ? params.sortBy : definition.sortable[0]!;
-    const shape: ListShape = {
-      sortBy,
-      sortOrder: params.sortOrder,
-      filters: set,
-      withKeptTotal: definition.keptTotal !== undefined && set.length === 0,
-    };
-    const pageQuery = pages.get(shape);
-    if (!shape.withKeptTotal) {
-      return Promise.all([pageQuery.execute(db, bound) as Promise<R[]>, readTotal(db, shape, bound)]).then(
-        ([rows, total]) => assemble(rows, total, params),
-      );
-    }
-    const rows = pageQuery.executeNow(db, bound) as R[] | Promise<R[]>;
-    return rows instanceof Promise
-      ? rows.then((all) => withKeptTotal(db, shape, bound, all, params))
-      : withKeptTotal(db, shape, bound, rows, params);
-  };
+  const totalOf = (rows: unknown[]) => Number((rows[0] as { total?: number | string } | undefined)?.total ?? 0);
+  const assemble = (rows: R[], total: number, params: ListParams): Page<T> => ({
+    data: definition.map(rows),
+    meta: { total, page: params.page, limit: params.limit },
+  });
   return {
-    page: async (db, params, filters, values) => pageNow(db, params, filters, values),
-    pageNow,
+    async page(db, params, filters = {}, values) {
+      const set: ListShape['filters'] = [];
+      const bound: Values = { ...values, limit: params.limit, offset: params.offset };
+      for (const name of Object.keys(filters).sort()) {
+        const value = filters[name];
+        if (value === undefined) continue;
+        set.push([name, value]);
+        if (typeof value !== 'object') bound[`filter:${name}`] = value;
+      }
+      const sortBy = definition.sortable.includes(params.sortBy) ? params.sortBy : definition.sortable[0]!;
+      const shape: ListShape = {
+        sortBy,
+        sortOrder: params.sortOrder,
+        filters: set,
+        withKeptTotal: definition.keptTotal !== undefined && set.length === 0,
+      };
+      const pageQuery = pages.get(shape);
+      if (!shape.withKeptTotal) {
+        const [rows, total] = await Promise.all([
+          pageQuery.executeRead(db, bound) as Promise<R[]>,
+          totals.get(shape).executeRead(db, bound),
+        ]);
+        return assemble(rows, totalOf(total), params);
+      }
+      // The page's statement read the kept total too; only a page past the end reads it apart.
+      const rows = (await pageQuery.executeRead(db, bound)) as R[];
+      const first = rows[0] as Record<string, unknown> | undefined;
+      if (first !== undefined) return assemble(rows, Number(first[TOTAL_COLUMN]), params);
+      return assemble(rows, totalOf(await totals.get(shape).executeRead(db, bound)), params);
+    },
   };
 }

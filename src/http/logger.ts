@@ -77,7 +77,7 @@ type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
  * A request's logger that creates its pino child (bindings: the request id; redaction set up)
  * only when something is logged at an enabled level. Fastify makes a child per request; at
  * LOG_LEVEL=warn nearly every request logs nothing, and the child's cost was paid for nothing
- * (profile of the list under load, issue "Speed"). What is logged is exactly what the child
+ * (a profile of the list under load, docs/performance.md). What is logged is exactly what the child
  * would log.
  */
 class DeferredChildLogger {

@@ -46,7 +46,7 @@ declare module 'fastify' {
   }
 }
 
-/** `Idempotency-Key` as documented on every keyed POST/PUT (checked by http/idempotency.ts). */
+/** `Idempotency-Key` as documented on every keyed POST/PUT (checked by modules/idempotency/idempotency.hooks.ts). */
 const IDEMPOTENCY_KEY_HEADER = {
   type: 'object',
   properties: {

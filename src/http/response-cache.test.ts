@@ -21,9 +21,11 @@ import { etagOf, HitRateGuard, ifNoneMatchMatches, LruStore } from './response-c
 
 /** Both settings of the cache: every behaviour below must hold with it on and off. */
 const SETTINGS = [
-  { name: 'cache on', env: {} },
-  { name: 'cache off', env: { RESPONSE_CACHE_MB: '0' } },
+  { name: 'cache on', env: { RESPONSE_CACHE_MB: '16' } },
+  { name: 'cache off (the default)', env: {} },
 ] as const;
+/** The body cache is opt-in (RESPONSE_CACHE_MB=0 by default): the tests of its own behaviour turn it on. */
+const CACHE_ON = { RESPONSE_CACHE_MB: '16' };
 
 /** A temporary directory for a SQLite file database, removed after the test. */
 function tempDir(t: TestContext): string {
@@ -284,7 +286,7 @@ for (const setting of SETTINGS) {
 }
 
 test('a response that depends on the clock is never served from before the clock moved', async (t) => {
-  const app = await buildTestApp(t);
+  const app = await buildTestApp(t, { env: CACHE_ON });
   await pastDueSubscription(app);
   const days = async () => (await app.request('GET', '/api/dunning/past-due')).body.data[0]?.days_overdue;
   const first = await days();
@@ -296,7 +298,7 @@ test('a response that depends on the clock is never served from before the clock
 });
 
 test('authentication and rate limits run on every cached response; a revoked key is refused at once', async (t) => {
-  const app = await buildTestApp(t, { env: { RATE_LIMIT_MAX: '4', RATE_LIMIT_WINDOW: '1m' } });
+  const app = await buildTestApp(t, { env: { ...CACHE_ON, RATE_LIMIT_MAX: '4', RATE_LIMIT_WINDOW: '1m' } });
   const created = await app.request('POST', '/api/api-keys', { body: { name: 'reader', scope: 'read' } });
   assert.equal(created.status, 201);
   const key = created.body.key as string;
@@ -328,7 +330,7 @@ test('authentication and rate limits run on every cached response; a revoked key
 test('a route whose lookups all miss does not turn lookups off for a list that hits', async (t) => {
   // PostgreSQL's commit version is cluster-wide: the other tests' writes make the list miss too.
   if (ON_POSTGRES) return t.skip('SQLite: a commit version only this test moves'); // reason: PostgreSQL's version is cluster-wide
-  const app = await buildTestApp(t);
+  const app = await buildTestApp(t, { env: CACHE_ON });
   await createCustomer(app);
   // Gets of ids that were never asked before: every lookup misses (more than a window's worth).
   for (let i = 0; i < 300; i += 1) {
@@ -368,7 +370,7 @@ for (const setting of SETTINGS) {
 }
 
 test('interleaved writes from every writer: each read equals what an uncached instance answers', async (t) => {
-  const cached = await sharedApp(t);
+  const cached = await sharedApp(t, { env: CACHE_ON });
   const uncached = await buildTestApp(t, { env: { RESPONSE_CACHE_MB: '0' }, sameDatabaseAs: cached });
   const second = await connectSecondInstance(cached);
   t.after(() => second.close());

@@ -29,7 +29,7 @@ declare module 'fastify' {
     scope?: Scope;
     /**
      * `false` on routes whose response carries a secret shown once (a new API key): their
-     * responses are never stored, so `Idempotency-Key` is ignored there (http/idempotency.ts).
+     * responses are never stored, so `Idempotency-Key` is ignored there (modules/idempotency/idempotency.hooks.ts).
      */
     idempotency?: false;
   }

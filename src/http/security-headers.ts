@@ -1,13 +1,13 @@
 // Security headers (@fastify/helmet) for a JSON API: nothing a response says may be run,
 // framed or sniffed. /docs gets a policy that lets the locally served Scalar bundle run,
 // and no other origin. (The hosted invoice pages under /i replace the CSP with their own,
-// stricter one: modules/invoices/invoices.page.routes.ts.) No CORS: API keys must not be used from
+// stricter one: routes/invoices.page.routes.ts.) No CORS: API keys must not be used from
 // browsers (docs/operations.md "Security headers and CORS"), so no Access-Control-Allow-* header is ever sent for the API.
 //
 // The header set is constant per route class (API or /docs), so it is computed ONCE, by
 // @fastify/helmet itself on a throwaway instance, and set on every response from that copy:
 // the same names, values and spelling helmet sends, without rebuilding helmet's middleware
-// (parseDirectives, dashify …) per request (profile of the list under load, issue "Speed").
+// (parseDirectives, dashify …) per request (a profile of the list under load, docs/performance.md).
 import { createHash } from 'node:crypto';
 import helmet, { type FastifyHelmetOptions } from '@fastify/helmet';
 import Fastify, { type FastifyInstance, type onSendHookHandler } from 'fastify';

@@ -3,18 +3,18 @@
 // (nothing fails) runs the batch as one plain transaction; if anything throws, the batch is
 // rolled back and run again with a savepoint per row, so one failing row is rolled back alone
 // and recorded failed (retried by the worker unless a retry cannot help) while the others
-// commit. What one row does is provider-events.service.ts's.
+// commit. What one row does is inbox.processing.ts's.
 import type { Kysely, Transaction } from 'kysely';
 import { deferCounts, flushCounts } from '../db/counts.ts';
 import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
 import { isRetryableConflict } from '../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../db/transaction.ts';
-import { AlreadyFinishedError, type FinishOptions, lockInboxRow } from './inbox.ts';
+import { AlreadyFinishedError, deferFinishes, flushFinishes, lockInboxRow } from './inbox.ts';
 import { UnusableEventError } from '../providers/provider.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
 import {
-  prefetchBatchReads,
+  lockBatchReferences,
   type ProcessingContext,
   type ProcessingOutcome,
   processInboxRow,
@@ -37,15 +37,11 @@ export interface RowToProcess {
   log?: ProcessingLog;
 }
 
-/**
- * Processes each item in `trx`; any failure throws (the caller rolls back). `finish`: see
- * finishInboxRow (the batch's one transaction lets a lost race fail its commit instead).
- */
+/** Processes each item in `trx`; any failure throws (the caller rolls back). */
 async function processAll(
   trx: Transaction<Database>,
   ctx: ProcessingContext,
   items: readonly RowToProcess[],
-  finish: FinishOptions = {},
 ): Promise<ProcessingOutcome[]> {
   const outcomes: ProcessingOutcome[] = [];
   // A row read from the inbox (the worker, a redelivery) is locked first, so processors of
@@ -54,16 +50,16 @@ async function processAll(
   // before its lease ends but a redelivery, and finishInboxRow's check (the status still as
   // read; on PostgreSQL the update waits for any other transaction on the row) rolls back
   // whichever processor loses such a race.
-  // PostgreSQL: the stored rows' payment lookups and their locks travel in one message.
+  // PostgreSQL: the stored rows' payment references locked at once, in one order.
   if (items.length > 1 && isPostgres(trx)) {
-    await prefetchBatchReads(
+    await lockBatchReferences(
       trx,
       items.flatMap((item) => (item.row ? [{ row: item.row, body: item.body }] : [])),
     );
   }
   for (const item of items) {
     const row = item.row ?? (await lockInboxRow(trx, item.id));
-    outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body, finish) : 'skipped');
+    outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body) : 'skipped');
   }
   return outcomes;
 }
@@ -150,12 +146,16 @@ export async function runThenProcessEvents<T>(
 ): Promise<[T, ProcessingOutcome[]]> {
   try {
     return await db.transaction().execute(async (trx) => {
-      // The batch's payments, refunds, customers and events move their totals once, at the end.
+      // The batch's payments, refunds, customers and events move their totals once, at the
+      // end, and its rows are marked finished together.
       deferCounts(trx);
+      deferFinishes(trx);
       const head = await work(trx);
-      // A row another processor finished meanwhile fails this commit (finishInboxRow's
-      // failAtCommit); the rerun below then finds it, row by row, with the exact check.
-      const outcomes = await processAll(trx, ctx, items, { failAtCommit: true });
+      // A row another processor finished meanwhile fails the batch (AlreadyFinishedError, at
+      // the latest from flushFinishes); the rerun below then finds it, row by row, and skips
+      // it alone.
+      const outcomes = await processAll(trx, ctx, items);
+      await flushFinishes(trx);
       await flushCounts(trx);
       return [head, outcomes] as [T, ProcessingOutcome[]];
     });

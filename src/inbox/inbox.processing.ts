@@ -2,17 +2,14 @@
 // event, pass it to the core by kind (payment report, refunds, link of two references), then
 // finish the row — processed, ignored, or held until its payment is known — and apply the
 // refunds a newly paid payment releases. The caller owns the transaction, and with it
-// batching and failure isolation (processing-batches.ts).
+// batching and failure isolation (inbox.batches.ts).
 import type { Transaction } from 'kysely';
 import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
-import { prefetch } from '../db/pg-traffic.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
-import { lockReferences, paymentByReferenceForUpdate } from '../modules/payments/payments.references.ts';
+import { lockReferences } from '../modules/payments/payments.references.ts';
 import {
   linkPaymentReferences,
-  type PaymentEvent,
-  prefetchPaymentReads,
   type ProcessingContext,
   recordPaymentEvent,
   recordRefunds,
@@ -23,15 +20,7 @@ import { type ProviderEvent, UnusableEventError } from '../providers/provider.ts
 import { withoutNul } from '../providers/provider-values.ts';
 import { readProviderEvent } from '../providers/registry.ts';
 import type { Clock } from '../shared/clock.ts';
-import {
-  type FinishOptions,
-  finishInboxRow,
-  heldRowsQuery,
-  lockHeldRows,
-  lockInboxRow,
-  repointHeldRows,
-  updateInboxRow,
-} from './inbox.ts';
+import { finishInboxRow, lockHeldRows, lockInboxRow, repointHeldRows, updateInboxRow } from './inbox.ts';
 import { needsProcessing } from './inbox.status.ts';
 import { retryDelayMs } from './inbox.retry-backoff.ts';
 
@@ -40,11 +29,10 @@ export type ProcessingOutcome = 'processed' | 'ignored' | 'held' | 'failed' | 's
 
 /**
  * Processes the locked inbox `row` inside `trx`: applies its event and moves the row to
- * `processed`, `ignored` or `held` (inbox-status.ts). `body` is the row's payload already
- * parsed, when the caller has it; `finish` is passed to finishInboxRow. Returns `skipped`
- * for a row that no longer needs processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
- * AlreadyFinishedError when another processor finished the row meanwhile (unless
- * `finish.failAtCommit`: then the transaction fails, at the latest at commit), or any database
+ * `processed`, `ignored` or `held` (inbox.status.ts). `body` is the row's payload already
+ * parsed, when the caller has it. Returns `skipped` for a row that no longer needs
+ * processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
+ * AlreadyFinishedError when another processor finished the row meanwhile, or any database
  * error; the caller rolls back this row's effects and records the failure
  * (recordFailedAttempt).
  */
@@ -53,7 +41,6 @@ export async function processInboxRow(
   ctx: ProcessingContext,
   row: ProviderEventRow,
   body: unknown,
-  finish: FinishOptions = {},
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
@@ -68,16 +55,12 @@ export async function processInboxRow(
   };
   switch (event.kind) {
     case 'ignored':
-      await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' }, finish);
+      await finishInboxRow(trx, row.id, row.status, { ...done, status: 'ignored' });
       return 'ignored';
     case 'payment_succeeded':
-    case 'payment_failed': {
-      if (event.kind === 'payment_succeeded' && isPostgres(trx)) {
-        await prefetch(trx, heldRowsQuery(trx, row.provider, event.payment.reference));
-      }
+    case 'payment_failed':
       await recordPaymentEvent(trx, withHeldReports(ctx), row.provider, event);
       break;
-    }
     case 'payment_linked':
       // Held reports of the alias wait for the canonical reference from now on.
       await repointHeldRows(trx, row.provider, event.reference, event.canonicalReference);
@@ -87,20 +70,20 @@ export async function processInboxRow(
       const waitFor = await recordRefunds(trx, ctx, row.provider, event);
       if (waitFor !== null) {
         const held = { attempts: row.attempts + 1, error: null, next_attempt_at: null };
-        await finishInboxRow(trx, row.id, row.status, { ...held, status: 'held', held_reference: waitFor }, finish);
+        await finishInboxRow(trx, row.id, row.status, { ...held, status: 'held', held_reference: waitFor });
         return 'held';
       }
       break;
     }
   }
-  await finishInboxRow(trx, row.id, row.status, { ...done, status: 'processed' }, finish);
+  await finishInboxRow(trx, row.id, row.status, { ...done, status: 'processed' });
   return 'processed';
 }
 
 /**
  * Records a failed attempt on row `id` (inside `trx`, after the attempt's effects were
  * rolled back): an UnusableEventError is final (no retry); anything else is retried with
- * backoff (retry-backoff.ts) at `next_attempt_at`.
+ * backoff (inbox.retry-backoff.ts) at `next_attempt_at`.
  */
 export async function recordFailedAttempt(
   trx: Transaction<Database>,
@@ -123,28 +106,21 @@ export async function recordFailedAttempt(
 }
 
 /**
- * PostgreSQL (round trips; SPEC §5 one payment per provider payment): for a batch
- * of stored rows about to be processed in `trx` (processing-batches.ts), first takes the
- * advisory locks of EVERY reference the batch will read or write — payment reports', refunds'
- * payment references, both references of a link, and the canonical references they are known
- * aliases of — in one statement and one order (lockReferences), so that no row of the batch
- * takes a reference lock after another batch could hold it while waiting for one of ours
- * (a deadlock there fails rows: the link that would merge two payments of one charge among
- * them). Then prefetches each payment report's lookup and likely reads
- * (prefetchPaymentReads), so they all travel in the batch's first message. Each row's
- * processing then finds its answers kept, as long as nothing else was sent in between
- * (db/pg-traffic.ts): a report whose reference appeared earlier in the batch is left to read
- * for itself, after the earlier one's writes. A row whose event cannot be read is left to
- * processInboxRow to refuse.
+ * PostgreSQL (SPEC §5 one payment per provider payment): for a batch of stored rows about to
+ * be processed in `trx` (inbox.batches.ts), takes the advisory locks of EVERY reference the
+ * batch will read or write — payment reports', refunds' payment references, both references
+ * of a link, and the canonical references they are known aliases of — in one statement and
+ * one order (lockReferences), so that no row of the batch takes a reference lock after
+ * another batch could hold it while waiting for one of ours (a deadlock there fails rows: the
+ * link that would merge two payments of one charge among them). A row whose event cannot be
+ * read is left to processInboxRow to refuse. Does nothing on SQLite.
  */
-export async function prefetchBatchReads(
+export async function lockBatchReferences(
   trx: Transaction<Database>,
   items: readonly { row: ProviderEventRow; body: unknown }[],
 ): Promise<void> {
   if (!isPostgres(trx) || items.length < 2) return;
-  const reports: { provider: string; event: PaymentEvent }[] = [];
   const references: { provider: string; reference: string }[] = [];
-  const seen = new Set<string>();
   for (const { row, body } of items) {
     if (!needsProcessing(row)) continue;
     let event: ProviderEvent;
@@ -159,19 +135,11 @@ export async function prefetchBatchReads(
     if (event.kind === 'payment_linked') {
       references.push({ provider, reference: event.reference }, { provider, reference: event.canonicalReference });
     }
-    if (event.kind !== 'payment_succeeded' && event.kind !== 'payment_failed') continue;
-    references.push({ provider, reference: event.payment.reference });
-    const key = `${provider}\u0000${event.payment.reference}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    reports.push({ provider, event });
+    if (event.kind === 'payment_succeeded' || event.kind === 'payment_failed') {
+      references.push({ provider, reference: event.payment.reference });
+    }
   }
   await lockReferences(trx, references);
-  if (reports.length < 2) return;
-  for (const { provider, event } of reports) {
-    await prefetch(trx, paymentByReferenceForUpdate(provider, event.payment.reference).compile(trx));
-    await prefetchPaymentReads(trx, provider, event);
-  }
 }
 
 /** `ctx` with the inbox's held reports released by the core when their payment is paid. */

@@ -1,6 +1,6 @@
 // Reading the inbox for operators (GET /api/provider-events[/{id}]): the list,
 // and one event with its payload and the payment/refunds it reports on. Read-only: the inbox
-// is written by inbox.ts and processing (provider-events.service.ts).
+// is written by inbox.ts and processing (inbox.processing.ts).
 //
 // The links are derived when read, not stored: the event's own reading
 // (readProviderEvent, the code processing runs) names the payment reference and refund
@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { NotFoundError } from '../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../http/lists.ts';
 import { pickFields } from '../http/schemas.ts';
 import { isIdOf } from '../shared/ids.ts';
 import type { ProviderEvent } from '../providers/provider.ts';
@@ -70,20 +70,20 @@ export async function listProviderEvents(
   params: ListParams,
   filters: ProviderEventFilters,
 ): Promise<Page<ProviderEventView>> {
-  return listPage({
-    query: db.selectFrom('provider_events'),
-    select: (query) => query.select(LIST_COLUMNS),
-    sortable: PROVIDER_EVENT_SORT_FIELDS,
-    filters: {
-      provider: filters.provider,
-      status: filters.status,
-      event_type: filters.type,
-      event_key: filters.event_key,
-    },
-    params,
-    map: (rows) => rows.map(toView),
+  return providerEventsList.page(db, params, {
+    provider: filters.provider,
+    status: filters.status,
+    event_type: filters.type,
+    event_key: filters.event_key,
   });
 }
+
+const providerEventsList = defineList({
+  from: (db) => db.selectFrom('provider_events'),
+  select: (query) => query.select(LIST_COLUMNS),
+  sortable: PROVIDER_EVENT_SORT_FIELDS,
+  map: (rows) => rows.map(toView),
+});
 
 /** The row of provider event `id`, or 404 `not_found` (unknown or malformed ids, SPEC §2). */
 export async function findProviderEventRow(db: Kysely<Database>, id: string): Promise<ProviderEventRow> {

@@ -1,4 +1,4 @@
-// What the request path hands a receiver (receiver.ts) and gets back: the contract that keeps
+// What the request path hands a receiver (inbox.receiver.ts) and gets back: the contract that keeps
 // storage commits, batching and savepoints out of the route (SPEC §5 "Store, then process").
 import type { IncomingEvent } from './inbox.ts';
 import type { ProcessingLog } from './inbox.batches.ts';
@@ -15,7 +15,7 @@ export interface IncomingDelivery {
   log: ProcessingLog;
 }
 
-/** Stores and processes verified events for the notify route (receiver.ts picks one per database). */
+/** Stores and processes verified events for the notify route (inbox.receiver.ts picks one per database). */
 export interface Receiver {
   /**
    * Stores and processes one event; resolves once both committed. Rejects only when the

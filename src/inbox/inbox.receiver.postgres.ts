@@ -3,7 +3,7 @@
 // batches ran (at most MAX_BATCH):
 //   1. store: ONE multi-row INSERT commits the batch's events to the inbox (inbox.ts
 //      storeEvents; a statement is a transaction of its own, so no BEGIN/COMMIT);
-//   2. process: ONE transaction processes the stored batch (processing-batches.ts: a failing
+//   2. process: ONE transaction processes the stored batch (inbox.batches.ts: a failing
 //      row is rolled back alone in its savepoint and recorded failed).
 // An event is thus committed to the inbox before anything acts on it, and processed in a
 // later commit (SPEC §5 "Store, then process"); the request is answered after that commit.

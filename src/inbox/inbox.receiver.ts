@@ -1,9 +1,9 @@
 // Receiving one verified event on the request path: store it (committed), then process it
 // (committed), then answer (SPEC §5 "Store, then process"). Both databases share commits
 // between concurrent requests: SQLite in one pipelined transaction per cycle
-// (receiver.sqlite.ts), PostgreSQL in a multi-row store statement and a shared processing
-// transaction (receiver.postgres.ts). Batching and failure isolation:
-// processing-batches.ts; what an event does: provider-events.service.ts.
+// (inbox.receiver.sqlite.ts), PostgreSQL in a multi-row store statement and a shared
+// processing transaction (inbox.receiver.postgres.ts). Batching and failure isolation:
+// inbox.batches.ts; what an event does: inbox.processing.ts.
 import type { Deps } from '../deps.ts';
 import type { Receiver } from './inbox.receipt.ts';
 import { createPostgresReceiver } from './inbox.receiver.postgres.ts';

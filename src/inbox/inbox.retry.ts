@@ -1,6 +1,6 @@
 // POST /api/provider-events/{id}/retry: an operator reprocesses a `failed` or
 // `held` event now, through the processing the request path and the worker use
-// (processing-batches.ts → provider-events.service.ts), so a retry does exactly what the
+// (inbox.batches.ts → inbox.processing.ts), so a retry does exactly what the
 // worker's retry would, and races with it safely: every processor locks the inbox row and
 // finishes it only from the status it read (inbox.ts finishInboxRow), so one of them applies
 // the event and the others find it finished.
@@ -47,7 +47,7 @@ function heldPaymentReference(row: ProviderEventRow): string | null {
  *
  * Lock order: for a held refund the payment reference's locks are taken before the inbox
  * row, as a payment's processing takes them before releasing the refunds held for it
- * (provider-events.service.ts), so the two queue instead of deadlocking.
+ * (inbox.processing.ts), so the two queue instead of deadlocking.
  *
  * Throws 404 `not_found` (unknown or malformed id) or 409 `conflict` when the event is
  * `received`, `processed` or `ignored` — checked again under the row lock, so an event that

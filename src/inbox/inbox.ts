@@ -1,12 +1,10 @@
 // The inbox (SPEC §5 "Store, then process"): every verified event is committed here,
 // unique on (provider, event key), before anything acts on it. A repeat of a stored key is
 // a duplicate delivery and is not stored again.
-import { type Kysely, sql, type Transaction } from 'kysely';
-import { isPostgres } from '../db/column-types.ts';
+import type { Kysely, Transaction } from 'kysely';
 import { compiledQueries, compiledQuery, type Param } from '../db/compiled-queries.ts';
 import type { Database } from '../db/database.ts';
 import { forUpdate } from '../db/locking.ts';
-import { executeDeferred } from '../db/pg-traffic.ts';
 import { isRetryableConflict } from '../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../db/transaction.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -180,11 +178,6 @@ const heldRowsForUpdate = compiledQuery((db, param: Param<{ provider: string; re
   ),
 );
 
-/** lockHeldRows's statement, compiled (to prefetch it: db/pg-traffic.ts). */
-export function heldRowsQuery(trx: Transaction<Database>, provider: string, reference: string) {
-  return heldRowsForUpdate.compile(trx, { provider, reference });
-}
-
 /** The `held` rows of `provider` waiting for the payment `reference`, oldest first, locked. */
 export async function lockHeldRows(
   trx: Transaction<Database>,
@@ -261,36 +254,73 @@ export class AlreadyFinishedError extends Error {
 
 /**
  * Moves row `id` out of `from` (the status this processor read) to `changes`, a move the
- * status table allows (inbox-status.ts; anything else is a programming error). Throws
+ * status table allows (inbox.status.ts; anything else is a programming error). Throws
  * AlreadyFinishedError when the row is no longer in `from`: another processor got there
  * first, and the caller's transaction (or savepoint) must roll back its effects. On
  * PostgreSQL the update waits for that other transaction, so the check cannot be raced.
+ * In a transaction under deferFinishes a move out of processing (not `held`) is collected
+ * and made, with the same check, by flushFinishes.
  */
 export async function finishInboxRow(
   trx: Transaction<Database>,
   id: string,
   from: ProviderEventRow['status'],
   changes: InboxChanges & { status: ProviderEventRow['status'] },
-  options: FinishOptions = {},
 ): Promise<void> {
   if (!canMove(from, changes.status)) throw new Error(`an inbox row cannot move from ${from} to ${changes.status}`);
-  if (options.failAtCommit && isPostgres(trx)) {
-    // No other row than `id` moves, and none if it is no longer in `from`: then 1/0 fails
-    // the statement, so the transaction cannot commit.
-    const update = trx.updateTable('provider_events').set(changes).where('id', '=', id).where('status', '=', from);
-    await executeDeferred(trx, sql`with moved as (${update.returning('id')}) select 1 / count(*) from moved`);
+  const collected = deferredFinishes.get(trx);
+  // A held row is written at once: the batch's later rows look for held rows by status.
+  if (collected && changes.status !== 'held') {
+    collected.push({ id, from, changes });
     return;
   }
   if ((await updateInbox(trx, id, changes, from)) !== 1n) throw new AlreadyFinishedError(id);
 }
 
-/** How finishInboxRow reports a row another processor finished. */
-export interface FinishOptions {
-  /**
-   * On PostgreSQL, fail the transaction (any error, at the latest at its COMMIT) instead of
-   * throwing AlreadyFinishedError now, so the update travels with the next statement
-   * (round trips). For a caller that answers any failure by running again with
-   * the exact check (processing-batches.ts: the whole batch, then row by row).
-   */
-  failAtCommit?: boolean;
+interface Finish {
+  id: string;
+  from: InboxStatus;
+  changes: InboxChanges;
+}
+
+/** Finishes collected per transaction between deferFinishes and flushFinishes. */
+const deferredFinishes = new WeakMap<Transaction<Database>, Finish[]>();
+
+/**
+ * From now on, finishInboxRow in `trx` (this transaction object, not its savepoints) collects
+ * the rows it moves out of processing; flushFinishes(trx) moves them, one statement for all
+ * rows that move alike (the same changes from the same status: usually the whole batch).
+ * For a batch that processes many rows in one transaction (inbox.batches.ts). The
+ * caller MUST call flushFinishes before committing; a rollback just drops them.
+ */
+export function deferFinishes(trx: Transaction<Database>): void {
+  if (!deferredFinishes.has(trx)) deferredFinishes.set(trx, []);
+}
+
+/**
+ * Makes the moves collected since deferFinishes(trx) and stops collecting. Throws
+ * AlreadyFinishedError (naming one of them) when any row was no longer in the status it was
+ * read in — another processor finished it, or the batch met it twice — so the caller's
+ * transaction rolls back and its rows are run again one by one (inbox.batches.ts).
+ */
+export async function flushFinishes(trx: Transaction<Database>): Promise<void> {
+  const collected = deferredFinishes.get(trx);
+  deferredFinishes.delete(trx);
+  if (!collected) return;
+  const groups = new Map<string, Finish[]>();
+  for (const finish of collected) {
+    const key = JSON.stringify([finish.from, Object.entries(finish.changes).sort()]);
+    groups.set(key, [...(groups.get(key) ?? []), finish]);
+  }
+  for (const group of groups.values()) {
+    const { from, changes } = group[0]!;
+    const ids = group.map((finish) => finish.id);
+    const result = await trx
+      .updateTable('provider_events')
+      .set(changes)
+      .where('id', 'in', ids)
+      .where('status', '=', from)
+      .executeTakeFirst();
+    if (result.numUpdatedRows !== BigInt(ids.length)) throw new AlreadyFinishedError(ids[0]!);
+  }
 }

@@ -26,6 +26,7 @@ import {
   reportsOf,
 } from '../../test/helpers/money-model.ts';
 import { PROVIDER_ENV, postPaystack, postStripe } from '../../test/helpers/provider-events.ts';
+import type { ProviderName } from '../shared/provider-names.ts';
 
 const RUNS = Number(process.env.MONEY_PROPERTY_RUNS ?? 100);
 const SEED = process.env.MONEY_PROPERTY_SEED === undefined ? undefined : Number(process.env.MONEY_PROPERTY_SEED);
@@ -33,7 +34,7 @@ const SEED = process.env.MONEY_PROPERTY_SEED === undefined ? undefined : Number(
 interface Subscription {
   id: string;
   customerId: string;
-  provider: 'paystack' | 'stripe';
+  provider: ProviderName;
   currency: string;
   interval: 'month';
   start: string;
@@ -340,7 +341,7 @@ test('every history of provider reports ends in the state its reports describe, 
     stripe: (await createPlan(app, { currency: 'USD', amount: 2000 })).id as string,
   };
 
-  async function subscribe(provider: 'paystack' | 'stripe'): Promise<Subscription> {
+  async function subscribe(provider: ProviderName): Promise<Subscription> {
     const customer = await createCustomer(app);
     const res = await app.request('POST', '/api/subscriptions', {
       body: { customer_id: customer.id, plan_id: plans[provider], trial_period_days: 14 },

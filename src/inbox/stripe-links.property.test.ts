@@ -3,7 +3,7 @@
 // payment_intent.succeeded, invoice_payment.paid) are ordered and cut into batches processed
 // at once, there are exactly N payments, each keyed by its PaymentIntent and attributed to its
 // subscription, each subscription's period is paid once, and every report is processed on its
-// first attempt. On PostgreSQL the batches are concurrent transactions (processing-batches.ts),
+// first attempt. On PostgreSQL the batches are concurrent transactions (inbox.batches.ts),
 // the setting where a deadlock between a batch's link and another batch's reports once failed
 // the link row and left a charge counted twice.
 //

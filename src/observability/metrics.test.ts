@@ -5,6 +5,7 @@ import { type TestContext, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createSubscription, createWebhookEndpoint } from '../../test/helpers/factories.ts';
+import { SHARED_SCHEMA_COMPILERS } from '../../test/helpers/schema-compilers.ts';
 import { startReceiver } from '../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp } from '../../test/helpers/webhooks.ts';
 import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
@@ -154,7 +155,10 @@ test('queue and dunning gauges: pending and due deliveries, dunning cases by sta
 
 test('each app instance has its own registry (many apps in one process)', async (t) => {
   const first: TestApp = await buildTestApp(t);
-  const second = await buildApp(first.deps, { metrics: new Metrics(first.deps, silent) });
+  const second = await buildApp(first.deps, {
+    metrics: new Metrics(first.deps, silent),
+    schemaController: SHARED_SCHEMA_COMPILERS,
+  });
   t.after(() => second.close());
   await first.request('GET', '/api/customers');
   await second.inject({ method: 'GET', url: '/api/health' });

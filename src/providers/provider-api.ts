@@ -1,8 +1,8 @@
 // What a provider API call can come to besides an answer (SPEC §10), in our words, for both
-// clients (paystack-api.ts, stripe-api.ts). Messages are built here from facts we choose to
+// clients (paystack/api.ts, stripe/api.ts). Messages are built here from facts we choose to
 // keep: never a key, never a raw response body, and a provider's own message only after
 // anything that looks like a credential has been cut out of it.
-import type { CollectingProvider } from '../config.ts';
+import type { ProviderName } from '../shared/provider-names.ts';
 
 /**
  * - `timeout`: no answer within PROVIDER_TIMEOUT.
@@ -14,7 +14,7 @@ export type ProviderFailure = 'timeout' | 'unavailable' | 'unauthorized' | 'refu
 
 /** A provider call that did not succeed. `message` is safe to log and to show a client. */
 export class ProviderCallError extends Error {
-  readonly provider: CollectingProvider;
+  readonly provider: ProviderName;
   readonly failure: ProviderFailure;
   /** The provider's HTTP status, when an answer arrived. */
   readonly providerStatus: number | null;
@@ -22,7 +22,7 @@ export class ProviderCallError extends Error {
   readonly providerCode: string | null;
 
   constructor(
-    provider: CollectingProvider,
+    provider: ProviderName,
     failure: ProviderFailure,
     message: string,
     options: { providerStatus?: number | null; providerCode?: string | null } = {},
@@ -134,5 +134,5 @@ export function scrubProviderText(text: unknown, secrets: readonly string[]): st
   return safe.length > MAX_MESSAGE ? `${safe.slice(0, MAX_MESSAGE - 1)}…` : safe;
 }
 
-/** Display names for messages. */
-export const PROVIDER_NAMES: Record<CollectingProvider, string> = { paystack: 'Paystack', stripe: 'Stripe' };
+/** Each provider's name as messages and pages show it. */
+export const PROVIDER_DISPLAY_NAMES: Record<ProviderName, string> = { paystack: 'Paystack', stripe: 'Stripe' };

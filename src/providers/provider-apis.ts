@@ -1,6 +1,7 @@
 // The provider API clients of one process (SPEC §10), made from the configuration: a
 // provider without an API key has no client and cannot collect (it still receives events).
-import type { CollectingProvider, Config } from '../config.ts';
+import type { Config } from '../config.ts';
+import type { ProviderName } from '../shared/provider-names.ts';
 import { PaystackApi } from './paystack/api.ts';
 import { StripeApi } from './stripe/api.ts';
 
@@ -14,7 +15,7 @@ export interface ProviderApis {
 }
 
 /** The variable whose absence keeps `provider` from collecting (named in the 422). */
-export const API_KEY_VARIABLE: Record<CollectingProvider, string> = {
+export const API_KEY_VARIABLE: Record<ProviderName, string> = {
   paystack: 'PAYSTACK_SECRET_KEY',
   stripe: 'STRIPE_API_KEY',
 };

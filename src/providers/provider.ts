@@ -1,7 +1,9 @@
 // Providers speak our vocabulary (ARCHITECTURE "Style" 6): each adapter verifies a request
 // on its raw bytes and turns the provider's payload into a ProviderEvent. Only the files in
-// providers/ know a provider's field names; adding one is a file plus a registry line.
+// providers/ know a provider's field names; adding one is a folder, its name in
+// shared/provider-names.ts and a registry line.
 import type { Config } from '../config.ts';
+import type { ProviderName } from '../shared/provider-names.ts';
 
 /** A payment as one provider event reports it. */
 export interface PaymentReport {
@@ -114,7 +116,7 @@ export interface EventIdentity {
 /** A provider's webhook scheme and payloads. */
 export interface ProviderAdapter {
   /** The `p` query value, e.g. `paystack`. */
-  readonly name: string;
+  readonly name: ProviderName;
   /** The signature header (lower case), for the OpenAPI document. */
   readonly signatureHeader: string;
   /** The configured secret; empty when the provider is not set up (→ 401). */

@@ -18,7 +18,8 @@ import {
   stripeRefundedCharge,
 } from '../../test/helpers/provider-events.ts';
 import { SignatureError, UnusableEventError } from './provider.ts';
-import { findProvider, PROVIDER_NAMES, PROVIDERS } from './registry.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
+import { findProvider, PROVIDERS } from './registry.ts';
 import { paystack } from './paystack/events.ts';
 import { stripe } from './stripe/events.ts';
 
@@ -27,6 +28,7 @@ const raw = (value: unknown) => Buffer.from(JSON.stringify(value));
 
 test('the registry maps each p value to its adapter; unknown names (and prototype keys) find nothing', () => {
   assert.deepEqual(PROVIDER_NAMES, ['paystack', 'stripe']);
+  assert.deepEqual(Object.keys(PROVIDERS), PROVIDER_NAMES);
   for (const [name, adapter] of Object.entries(PROVIDERS)) assert.equal(adapter.name, name);
   assert.equal(findProvider('paystack'), paystack);
   for (const name of ['razorpay', 'toString', '__proto__', 'constructor', ''])

@@ -1,19 +1,17 @@
 // The provider registry: `p` of POST /api/notify → adapter. A new provider (Razorpay,
-// Flutterwave, Paddle…) is one file in this folder plus one line here.
+// Flutterwave, Paddle…) is a folder here, its name in shared/provider-names.ts and one line
+// below: the Record makes tsc refuse a name without an adapter, or an adapter without a name.
+import { isProviderName, type ProviderName } from '../shared/provider-names.ts';
 import { NulInValueError, type ProviderAdapter, type ProviderEvent, UnusableEventError } from './provider.ts';
 import { paystack } from './paystack/events.ts';
 import { stripe } from './stripe/events.ts';
 
-export const PROVIDERS: Readonly<Record<string, ProviderAdapter>> = Object.freeze({
-  [paystack.name]: paystack,
-  [stripe.name]: stripe,
-});
-
-export const PROVIDER_NAMES: readonly string[] = Object.keys(PROVIDERS);
+/** The adapter of each provider, keyed by its name (PROVIDER_NAMES, in that order). */
+export const PROVIDERS: Readonly<Record<ProviderName, ProviderAdapter>> = Object.freeze({ paystack, stripe });
 
 /** The adapter for `name`, or undefined for an unknown provider. */
 export function findProvider(name: string): ProviderAdapter | undefined {
-  return Object.hasOwn(PROVIDERS, name) ? PROVIDERS[name] : undefined;
+  return isProviderName(name) ? PROVIDERS[name] : undefined;
 }
 
 /**

@@ -1,12 +1,12 @@
 // POST /api/invoices/{id}/checkout: a payment page at Paystack or Stripe for an open invoice
-// (SPEC §10). The route validates and documents; checkout.ts does the work.
+// (SPEC §10). The route validates and documents; billing/checkout.ts does the work.
 import type { Deps } from '../deps.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
 import { createCheckoutLink } from '../billing/checkout.ts';
 import { checkoutBody, checkoutLinkSchema } from '../billing/checkout.schemas.ts';
 
-/** Routes of the collection module. */
+/** POST /api/invoices/{id}/checkout (SPEC §10): a checkout link through billing/checkout.ts. */
 export function checkoutRoutes(deps: Deps): Route[] {
   return [
     defineRoute({

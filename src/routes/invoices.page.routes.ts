@@ -7,7 +7,7 @@
 // caching. Not in /openapi.json: it is a document for people, not part of the JSON API.
 //
 // POST /i/{token}/pay is the page's Pay button (SPEC §9 "Pay button"): the token is its only
-// credential. It makes a checkout link through collection/checkout.ts exactly as POST
+// credential. It makes a checkout link through billing/checkout.ts exactly as POST
 // /api/invoices/{id}/checkout does (DEFAULT_PROVIDER, the hosted page as callback), reusing a
 // live link of the same amount, and answers 303 to the provider's page.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -15,7 +15,7 @@ import type { Deps } from '../deps.ts';
 import { AppError, errorResponse, ProviderUnavailableError, StateConflictError } from '../http/errors.ts';
 import { routeBudget } from '../http/rate-limit.ts';
 import { createCheckoutLink } from '../billing/checkout.ts';
-import { PROVIDER_NAMES } from '../providers/provider-api.ts';
+import { PROVIDER_DISPLAY_NAMES } from '../providers/provider-api.ts';
 import { getBilledCustomer } from '../modules/customers/customers.service.ts';
 import {
   CHECKOUT_ORIGINS,
@@ -87,7 +87,7 @@ function httpOrigin(url: string): string | undefined {
 export async function registerHostedInvoicePages(app: FastifyInstance, deps: Deps): Promise<void> {
   const { businessName, publicUrl, defaultProvider } = deps.config;
   // The Pay button collects through DEFAULT_PROVIDER, when it has an API key.
-  const payProvider = deps.providers[defaultProvider] ? PROVIDER_NAMES[defaultProvider] : undefined;
+  const payProvider = deps.providers[defaultProvider] ? PROVIDER_DISPLAY_NAMES[defaultProvider] : undefined;
   const problems = new Map<HostedPageProblem, string>();
   const problemPage = (problem: HostedPageProblem) => {
     let html = problems.get(problem);
@@ -160,7 +160,7 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
         if (origin === undefined) throw new ProviderUnavailableError('the provider answered no usable link', null);
         // A checkout host outside the CSP's form-action (a custom domain) would be refused by the browser.
         if ((CHECKOUT_ORIGINS as readonly string[]).includes(origin)) return seeOther(reply, link.url);
-        return sendPage(reply, 200, renderContinuePage(link.url, PROVIDER_NAMES[link.provider], businessName));
+        return sendPage(reply, 200, renderContinuePage(link.url, PROVIDER_DISPLAY_NAMES[link.provider], businessName));
       } catch (error) {
         if (error instanceof StateConflictError) {
           const now = await findInvoiceRowByToken(deps.db, request.params.token);

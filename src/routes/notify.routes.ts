@@ -1,6 +1,7 @@
 // POST /api/notify?p=paystack|stripe (SPEC §5): raw bytes → the provider's adapter verifies
 // → the event is committed to the inbox → processed → 200 {"received":true}. Registered in
-// its own Fastify context (raw-body.ts) so the bytes reach the signature check untouched.
+// its own Fastify context (inbox/inbox.raw-body.ts) so the bytes reach the signature check
+// untouched.
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError, ValidationError } from '../http/errors.ts';
@@ -8,7 +9,8 @@ import { defineRoute, type Route } from '../http/route.ts';
 import { errorResponses, responseOf } from '../http/schemas.ts';
 import { notifyBodyDocumentation, notifyReceiptSchema } from './notify.schemas.ts';
 import { BodyNotJsonError, NulInValueError, SignatureError } from '../providers/provider.ts';
-import { findProvider, PROVIDERS, PROVIDER_NAMES, refuseNulInValues } from '../providers/registry.ts';
+import { findProvider, PROVIDERS, refuseNulInValues } from '../providers/registry.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
 import { acceptRawBodies } from '../inbox/inbox.raw-body.ts';
 import type { Receiver } from '../inbox/inbox.receipt.ts';
 import { createReceiver } from '../inbox/inbox.receiver.ts';
@@ -32,7 +34,7 @@ function headerValues(headers: Record<string, unknown>): Record<string, string |
 
 /**
  * Registers POST /api/notify in `context`, an encapsulated child of the API context: raw
- * bodies (raw-body.ts) and the route; closing the app waits for events in flight, so
+ * bodies (inbox.raw-body.ts) and the route; closing the app waits for events in flight, so
  * none is cut between its two commits by the database closing.
  */
 export function registerNotifyRoutes(context: FastifyInstance, deps: Deps): void {

@@ -1,11 +1,11 @@
 // /api/payments and /api/refunds: read-only lists and lookups (SPEC §3). Payments and
 // refunds come into being through verified provider events (POST /api/notify); a refund can
-// also be requested through POST /api/payments/{id}/refund (collection/refunds.routes.ts).
+// also be requested through POST /api/payments/{id}/refund (refunds.routes.ts).
 import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
-import { PROVIDER_NAMES } from '../providers/registry.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
 import {
   PAYMENT_SORT_FIELDS,
   paymentListSchema,

@@ -1,6 +1,6 @@
 // /api/provider-events: the inbox of POST /api/notify for operators — list it,
 // read one event with its payload and the payment/refunds it reports on, and retry a failed
-// or held one now. Reads: provider-events.read.ts; the retry: provider-events.retry.ts.
+// or held one now. Reads: inbox/inbox.read.ts; the retry: inbox/inbox.retry.ts.
 import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
@@ -14,7 +14,7 @@ import {
 } from '../inbox/inbox.schemas.ts';
 import * as read from '../inbox/inbox.read.ts';
 import { retryProviderEvent } from '../inbox/inbox.retry.ts';
-import { PROVIDER_NAMES } from '../providers/registry.ts';
+import { PROVIDER_NAMES } from '../shared/provider-names.ts';
 
 const common = { tags: ['Provider events'], security: API_KEY_SECURITY };
 // No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.

@@ -1,5 +1,5 @@
 // POST /api/payments/{id}/refund: money back through the payment's provider (SPEC §10). The
-// route validates and documents; refunds.ts does the work.
+// route validates and documents; billing/refunds.ts does the work.
 import type { Deps } from '../deps.ts';
 import { defineRoute, type Route } from '../http/route.ts';
 import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/schemas.ts';
@@ -7,7 +7,7 @@ import { refundSchema } from '../modules/payments/payments.schemas.ts';
 import { refundPayment, refundRequestKey } from '../billing/refunds.ts';
 import { refundRequestBody } from '../billing/refunds.schemas.ts';
 
-/** The refund route of the collection module. */
+/** POST /api/payments/{id}/refund (SPEC §10): a refund through billing/refunds.ts. */
 export function refundRoutes(deps: Deps): Route[] {
   return [
     defineRoute({

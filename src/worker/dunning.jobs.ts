@@ -1,6 +1,6 @@
 // The dunning schedule's work (SPEC §4, §7): each due step of an open case emits
 // `dunning.reminder` — first re-charging the saved default method when there is one and
-// waiting for that charge (dunning.steps.ts, SPEC §10 "Dunning retries") — and after the
+// waiting for that charge (billing/dunning-steps.ts, SPEC §10 "Dunning retries") — and after the
 // last one the final action exhausts the case and cancels the subscription or marks it
 // `unpaid` (DUNNING_FINAL_ACTION). The final action charges nothing.
 //

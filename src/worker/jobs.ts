@@ -1,5 +1,5 @@
 // Every job the worker runs, in one list: the only place that names every module's jobs.
-// A new kind of due work is a Job (modules/job.ts) in its module plus a line here.
+// A new kind of due work is a Job (job.ts) in a worker/<name>.jobs.ts file plus a line here.
 import { FOLD_BATCH, foldCountDeltas } from '../db/counts.ts';
 import { resolveUnknownRefunds } from './refunds.jobs.ts';
 import { chargeInvoices } from './charges.jobs.ts';
@@ -25,7 +25,7 @@ const foldCountDeltasJob: Job = {
 
 /**
  * The jobs over customers' rows, in the order they run at one instant: each filters its rows
- * by JobScope and has `nextDueAt` (modules/job.ts), so a test clock's advance runs exactly
+ * by JobScope and has `nextDueAt` (job.ts), so a test clock's advance runs exactly
  * these, for its own rows, at its own time (SPEC §11).
  */
 export const CLOCK_AWARE_JOBS: readonly Job[] = [

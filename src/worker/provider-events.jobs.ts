@@ -1,6 +1,6 @@
 // The worker's share of SPEC §5: inbox rows whose processing failed (or whose request died
 // between storing and processing) are processed again once `next_attempt_at` has come,
-// with backoff (retry-backoff.ts). Claims take a lease first, so two workers never
+// with backoff (inbox/inbox.retry-backoff.ts). Claims take a lease first, so two workers never
 // process one row at once and a crashed worker's rows come due again.
 import type { Deps } from '../deps.ts';
 import { claimRows } from '../db/locking.ts';

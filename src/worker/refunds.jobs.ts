@@ -8,9 +8,8 @@
 import { AppError } from '../http/errors.ts';
 import { type Job } from './job.ts';
 import { REAL_TIME } from '../db/scope.ts';
+import { isProviderName } from '../shared/provider-names.ts';
 import { claimDueRefundRequests, nextRefundResumeAt } from '../modules/payments/payments.refund-requests.ts';
-import type { CollectingProvider } from '../config.ts';
-import { PROVIDER_NAMES } from '../providers/provider-api.ts';
 import { refundClock, refundLeaseMs, resolveRefund } from '../billing/refunds.ts';
 
 const BATCH_SIZE = 10;
@@ -28,10 +27,10 @@ export const resolveUnknownRefunds: Job = {
         .where('id', '=', refund.payment_id)
         .executeTakeFirst();
       // Only paystack/stripe payments get API refunds (a merge moves refunds with their payment).
-      if (!payment || !(refund.provider in PROVIDER_NAMES)) continue;
+      if (!payment || !isProviderName(refund.provider)) continue;
       const call = {
         refund,
-        provider: refund.provider as CollectingProvider,
+        provider: refund.provider,
         paymentReference: payment.provider_reference,
         resumed: true,
         clock: await refundClock(deps.db, deps, refund),

@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/deps.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
+import { afterTest } from './after.ts';
 import { createMigratedTestDatabase, createTestDatabase, type MigratedTestDatabase, ON_POSTGRES } from './database.ts';
 import { SHARED_SCHEMA_COMPILERS } from './schema-compilers.ts';
 
@@ -110,7 +111,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
-  t.after(async () => {
+  afterTest(t, async () => {
     await app.close();
     await deps.close();
     await database.drop();

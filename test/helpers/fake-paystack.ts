@@ -300,6 +300,17 @@ export class FakePaystack extends FakeProviderServer {
     return ids;
   }
 
+  /**
+   * Dates the refunds `ids` (from seedRefunds) `at` (default now) and every other refund an
+   * hour before it: a GET /refund window opened after that holds exactly those refunds and the
+   * ones made since, whatever real time earlier work took.
+   */
+  redateRefunds(ids: ReadonlySet<number>, at: Date = new Date()): void {
+    const seeded = at.toISOString();
+    const earlier = new Date(at.getTime() - 3_600_000).toISOString();
+    for (const refund of this.refunds.values()) refund.createdAt = ids.has(refund.id) ? seeded : earlier;
+  }
+
   #refundRoute(call: RecordedCall): FakeAnswer {
     if (call.method === 'POST') return this.#createRefund(call.body);
     if (call.method === 'GET') return this.#listRefunds(new URL(call.path, 'http://fake').searchParams);

@@ -17,6 +17,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
+import { afterTest } from './after.ts';
 
 export interface RecordedCall {
   method: string;
@@ -202,7 +203,7 @@ export class FakeProviderServer {
     this.#server.listen(0, '127.0.0.1');
     await once(this.#server, 'listening');
     this.#url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
-    t?.after(() => this.close());
+    if (t) afterTest(t, () => this.close());
     return this;
   }
 

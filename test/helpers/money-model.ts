@@ -14,8 +14,9 @@ import {
   stripePaymentIntent,
   stripeRefund,
 } from './provider-events.ts';
+import { PROVIDER_NAMES, type ProviderName } from '../../src/shared/provider-names.ts';
 
-export type Provider = 'paystack' | 'stripe';
+export type Provider = ProviderName;
 
 /**
  * How a Stripe payment is reported: by its PaymentIntent only; by the intent and its
@@ -96,7 +97,7 @@ const paymentPlan = fc.record({
 /** Histories of one or two subscriptions and up to four payments (with refunds only on paid ones). */
 export function money(_now: Date): fc.Arbitrary<History> {
   return fc.record({
-    subscriptions: fc.array(fc.constantFrom<Provider>('paystack', 'stripe'), { minLength: 1, maxLength: 2 }),
+    subscriptions: fc.array(fc.constantFrom(...PROVIDER_NAMES), { minLength: 1, maxLength: 2 }),
     payments: fc
       .uniqueArray(paymentPlan, { minLength: 1, maxLength: 4, selector: (payment) => payment.slot })
       // Refunds only of paid payments. A basil failure that is never paid stays two payments

@@ -1,6 +1,6 @@
 // Saved payment methods for tests: saved through the module's own writer (as a provider event
 // would), so tests of charging start from a real, encrypted row.
-import type { CollectingProvider } from '../../src/config.ts';
+import type { ProviderName } from '../../src/shared/provider-names.ts';
 import { type PaymentMethodRow, savePaymentMethod } from '../../src/modules/payment-methods/payment-methods.ts';
 import type { TestApp } from './app.ts';
 
@@ -14,7 +14,7 @@ let sequence = 0;
 export async function saveTestPaymentMethod(
   app: TestApp,
   customerId: string,
-  provider: CollectingProvider,
+  provider: ProviderName,
   overrides: { credential?: string; providerCustomerId?: string; email?: string; last4?: string } = {},
 ): Promise<PaymentMethodRow> {
   sequence += 1;

@@ -1,8 +1,10 @@
 // Route schema compilers shared by every app a test process builds. Fastify compiles each
-// route's validators (Ajv) and response serializers (fast-json-stringify) anew for every
-// app: about 100 ms of CPU, most of what building a test app costs. These are Fastify's
-// own default compilers, remembering each result by the schema's JSON, so the second app
-// with the same routes compiles nothing.
+// route's validators (Ajv) and response serializers (fast-json-stringify) for every app, at
+// start-up: ≈ 520 of them, over a second of CPU, more than most test files spend on their
+// tests. These are Fastify's own default compilers, each result remembered by the schema's
+// JSON (the second app with the same routes compiles nothing) and compiled on first use (a
+// test file compiles what its requests reach). Apps built outside the tests (server.ts, so
+// the CLI and process tests) still compile every schema at start-up.
 import { createRequire } from 'node:module';
 import type { FastifyServerOptions } from 'fastify';
 
@@ -15,7 +17,9 @@ interface RouteSchema {
   httpStatus?: string;
   contentType?: string;
 }
-type Compile = (route: RouteSchema) => unknown;
+/** A compiled validator (Ajv: reports through `errors`) or serializer. */
+type Compiled = ((...args: unknown[]) => unknown) & { errors?: unknown };
+type Compile = (route: RouteSchema) => Compiled;
 /** Fastify's compiler factories, by the part of their signature used here. */
 type Factory = (externalSchemas: unknown, options: unknown) => Compile;
 
@@ -24,38 +28,65 @@ const require = createRequire(import.meta.url);
 const defaultValidators = (require('@fastify/ajv-compiler') as () => Factory)();
 const defaultSerializers = (require('@fastify/fast-json-stringify-compiler') as () => Factory)();
 
-const validators = new Map<string, unknown>();
-const serializers = new Map<string, unknown>();
+// Compiled results by the compiler's pool (its shared schemas and options, as JSON), then by
+// the route's part. Two levels, because the pool is ~70 KB of JSON: one flat key per route
+// (pool + route) had every look-up build and hash a new string that long, ≈ 0.3 s per app.
+type Cache = Map<string, Compiled>;
+const validators = new Map<string, Cache>();
+const serializers = new Map<string, Cache>();
 
-/** Returns the cached value of `key`, or makes, caches and returns it. */
-function remember<T>(cache: Map<string, unknown>, key: string, make: () => T): T {
-  if (!cache.has(key)) cache.set(key, make());
-  return cache.get(key) as T;
+/** The results cached for one pool, made empty on first use. */
+function poolCache(caches: Map<string, Cache>, externalSchemas: unknown, options: unknown): Cache {
+  const pool = JSON.stringify([externalSchemas, options]);
+  let cache = caches.get(pool);
+  if (!cache) caches.set(pool, (cache = new Map()));
+  return cache;
 }
 
-const buildValidator: Factory = (externalSchemas, options) => {
-  const pool = JSON.stringify([externalSchemas, options]);
-  let compile: Compile | undefined;
-  return (route) =>
-    remember(validators, pool + JSON.stringify([route.schema, route.method, route.url, route.httpPart]), () => {
-      compile ??= defaultValidators(externalSchemas, options);
-      return compile(route);
-    });
-};
+/**
+ * A function that compiles with `make` when first called, then behaves as its result: it
+ * returns what the compiled function returns and, after each call, carries its `errors` (how
+ * an Ajv validator reports, and where Fastify reads them).
+ */
+function compileOnFirstUse(make: () => Compiled): Compiled {
+  let compiled: Compiled | undefined;
+  const lazy: Compiled = (...args) => {
+    compiled ??= make();
+    const result = compiled(...args);
+    lazy.errors = compiled.errors;
+    return result;
+  };
+  return lazy;
+}
 
-const buildSerializer: Factory = (externalSchemas, options) => {
-  const pool = JSON.stringify([externalSchemas, options]);
-  let compile: Compile | undefined;
-  return (route) =>
-    remember(
-      serializers,
-      pool + JSON.stringify([route.schema, route.method, route.url, route.httpStatus, route.contentType]),
-      () => {
-        compile ??= defaultSerializers(externalSchemas, options);
-        return compile(route);
-      },
-    );
-};
+/** Compiles `route` with the factory's compiler, once per schema JSON and process, on first use. */
+function sharedCompiler(caches: Map<string, Cache>, factory: Factory, keyOf: (route: RouteSchema) => unknown[]) {
+  return (externalSchemas: unknown, options: unknown): Compile => {
+    const cache = poolCache(caches, externalSchemas, options);
+    let compile: Compile | undefined;
+    return (route) => {
+      const key = JSON.stringify([route.schema, ...keyOf(route)]);
+      let compiled = cache.get(key);
+      if (!compiled) {
+        compiled = compileOnFirstUse(() => (compile ??= factory(externalSchemas, options))(route));
+        cache.set(key, compiled);
+      }
+      return compiled;
+    };
+  };
+}
+
+const buildValidator = sharedCompiler(validators, defaultValidators, (route) => [
+  route.method,
+  route.url,
+  route.httpPart,
+]);
+const buildSerializer = sharedCompiler(serializers, defaultSerializers, (route) => [
+  route.method,
+  route.url,
+  route.httpStatus,
+  route.contentType,
+]);
 
 /**
  * For buildApp's `schemaController`. Behaviour is Fastify's default but for one detail: with

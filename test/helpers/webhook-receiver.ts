@@ -11,6 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { afterTest } from './after.ts';
 
 /** Names the certificate is valid for, besides 127.0.0.1. */
 export const RECEIVER_HOST = 'receiver.test';
@@ -143,6 +144,6 @@ export async function startReceiver(t?: TestContext, behaviour: Behaviour = answ
       await once(server, 'close').catch(() => {});
     },
   };
-  t?.after(() => receiver.close());
+  if (t) afterTest(t, () => receiver.close());
   return receiver;
 }

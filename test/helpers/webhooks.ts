@@ -9,6 +9,7 @@ import { setWebhookNetwork } from '../../src/modules/webhooks/webhooks.network.t
 import { ManualClock } from '../../src/shared/clock.ts';
 import { buildTestApp, type TestApp } from './app.ts';
 import { RECEIVER_HOST, testCertificate } from './webhook-receiver.ts';
+import { afterTest } from './after.ts';
 
 /** A public documentation-free address tests use as "the internet" (never contacted). */
 export const PUBLIC_ADDRESS = '93.184.216.34';
@@ -54,8 +55,6 @@ export async function buildWebhookTestApp(t: TestContext, options: WebhookTestOp
     return dispatcher;
   };
   const dispatcher = newDispatcher();
-  t.after(async () => {
-    await Promise.all(dispatchers.map((d) => d.stop({ graceMs: 0 })));
-  });
+  afterTest(t, () => Promise.all(dispatchers.map((d) => d.stop({ graceMs: 0 }))));
   return { ...app, dispatcher, dns, lookups, newDispatcher };
 }

@@ -7,7 +7,7 @@ export interface CustomersTable {
   /** As the client or provider sent it. */
   email: string;
   /**
-   * `normalizeEmail(email)` (customer-email.ts): what emails compare by, unique among live
+   * `normalizeEmail(email)` (modules/customers/customers.email.ts): what emails compare by, unique among live
    * customers. Only younger live rows that already collided when migration 0008 added the
    * column hold `<normalised> (collided <own id>)`, which no valid address can match.
    */

@@ -1,5 +1,5 @@
 // Row shapes of `invoices` and `invoice_numbers` (SPEC §9). `status` is only ever written
-// through the transition table (invoice-status.ts) by invoices.lifecycle.ts.
+// through the transition table (modules/invoices/invoices.status.ts) by invoices.lifecycle.ts.
 import type { Selectable } from 'kysely';
 
 /** Every status (the transition table beside the module says how one moves to the next). */

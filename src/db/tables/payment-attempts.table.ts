@@ -1,7 +1,7 @@
 // Row shape of `invoice_payment_attempts` (SPEC §10): one row per request the service made to a
 // provider to collect an invoice, committed before the call. Owned by payment-attempts.ts.
 import type { Selectable } from 'kysely';
-import type { CollectingProvider } from '../../config.ts';
+import type { ProviderName } from '../../shared/provider-names.ts';
 
 /**
  * - `pending`: committed, the provider call not answered yet.
@@ -22,7 +22,7 @@ export interface InvoicePaymentAttemptsTable {
   /** `pat_…` */
   id: string;
   invoice_id: string;
-  provider: CollectingProvider;
+  provider: ProviderName;
   kind: AttemptKind;
   /**
    * Ours, unique: `pat-<ulid>` (Paystack allows only letters, digits, `-`, `.`, `=`). Paystack's

@@ -1,7 +1,7 @@
 // Row shape of `payment_methods` (SPEC §10): a customer's reusable card or account at a
 // provider. Owned by payment-methods.ts; `credential` is ciphertext (shared/encryption.ts).
 import type { Selectable } from 'kysely';
-import type { CollectingProvider } from '../../config.ts';
+import type { ProviderName } from '../../shared/provider-names.ts';
 
 /** `active`: can be charged; `detached`: removed (DELETE), kept for history, never charged. */
 export const PAYMENT_METHOD_STATUSES = ['active', 'detached'] as const;
@@ -11,7 +11,7 @@ export interface PaymentMethodsTable {
   /** `pm_…` (ours; a Stripe PaymentMethod id is the credential, never our id). */
   id: string;
   customer_id: string;
-  provider: CollectingProvider;
+  provider: ProviderName;
   status: PaymentMethodStatus;
   /**
    * What makes two reports the same method: Paystack `authorization.signature` (one per card),

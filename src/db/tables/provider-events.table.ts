@@ -3,7 +3,7 @@
 import type { Selectable } from 'kysely';
 
 /**
- * The moves between them: inbox-status.ts. `received`: committed, not processed yet. `processed`: its effects are applied.
+ * The moves between them: inbox/inbox.status.ts. `received`: committed, not processed yet. `processed`: its effects are applied.
  * `ignored`: a type we do not handle. `held`: a refund waiting for its payment
  * (`held_reference`). `failed`: see `error`; retried at `next_attempt_at` unless null.
  */

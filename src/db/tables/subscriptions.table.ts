@@ -1,5 +1,5 @@
 // Row shape of `subscriptions`. `status` is only ever written through the transition
-// table (subscription-status.ts) by subscriptions.lifecycle.ts.
+// table (modules/subscriptions/subscriptions.status.ts) by subscriptions.lifecycle.ts.
 import type { Selectable } from 'kysely';
 
 /** Every status (the transition table beside the module says how one moves to the next). */
@@ -42,7 +42,7 @@ export interface SubscriptionsTable {
   updated_at: string;
   /**
    * Provider time (ISO 8601) of the latest successful / failed payment applied to the
-   * subscription (subscriptions.payments.ts: stale reports). Internal; not in the API.
+   * subscription (billing/subscription-payments.ts: stale reports). Internal; not in the API.
    */
   last_payment_succeeded_at: string | null;
   last_payment_failed_at: string | null;

@@ -1,5 +1,5 @@
-// Row shape of `test_clocks` (SPEC §11). Written only by test-clocks.service.ts (the API) and
-// test-clocks.jobs.ts (the advance).
+// Row shape of `test_clocks` (SPEC §11). Written only by test-clocks.service.ts (the API),
+// worker/test-clocks.jobs.ts (the advance) and billing/test-clocks.ts (the delete).
 import type { Selectable } from 'kysely';
 
 export const TEST_CLOCK_STATUSES = ['ready', 'advancing'] as const;

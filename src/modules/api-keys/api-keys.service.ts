@@ -4,8 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
-import type { ListParams, Page } from '../../http/lists.ts';
-import { listPage } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Principal } from '../../http/route.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -87,14 +86,15 @@ export const API_KEY_SORT_FIELDS = ['created_at'] as const;
 
 /** A page of keys, revoked ones included (they show `revoked_at`). */
 export async function listApiKeys(db: Kysely<Database>, params: ListParams): Promise<Page<ApiKeyView>> {
-  return listPage({
-    query: repo.allApiKeys(db),
-    select: (query) => query.selectAll(),
-    sortable: API_KEY_SORT_FIELDS,
-    params,
-    map: (rows) => rows.map(toApiKeyView),
-  });
+  return apiKeysList.page(db, params);
 }
+
+const apiKeysList = defineList({
+  from: (db) => repo.allApiKeys(db),
+  select: (query) => query.selectAll(),
+  sortable: API_KEY_SORT_FIELDS,
+  map: (rows) => rows.map(toApiKeyView),
+});
 
 /** Revokes a key at once; revoking twice keeps the first time. Throws 404 for unknown ids. */
 export async function revokeApiKey(db: Kysely<Database>, clock: Clock, id: string): Promise<ApiKeyView> {

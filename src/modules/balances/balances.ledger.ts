@@ -5,7 +5,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { isPostgres } from '../../db/column-types.ts';
-import { executeDeferred } from '../../db/pg-traffic.ts';
+import { lockKeys } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { BalanceTransactionKind, CustomerBalanceTransactionRow } from '../../db/tables/balances.table.ts';
@@ -49,17 +49,18 @@ export async function customerBalances(db: Kysely<Database>, customerId: string)
 
 /**
  * PostgreSQL: takes the transaction-scoped lock of each customer's balance in `customerIds`
- * (every currency), in id order, in one statement that travels with the next one (SQLite
- * has one writer at a time). Reentrant. Lock order (db/locking.ts): after the subscriptions,
+ * (every currency), in id order, in one statement (db/locking.ts lockKeys; SQLite has one
+ * writer at a time). Reentrant. Lock order (db/locking.ts): after the subscriptions,
  * before the invoices the credit is applied to.
  */
 export async function lockCustomerBalances(trx: Transaction<Database>, customerIds: readonly string[]): Promise<void> {
   if (!isPostgres(trx) || customerIds.length === 0) return;
   const sorted = [...new Set(customerIds)];
-  await executeDeferred(
+  await lockKeys(
     trx,
-    sql`select pg_advisory_xact_lock(hashtextextended('balance:' || k.id, 0))
-        from (select id from unnest(${sorted}::text[]) as ids(id) order by id collate "C") as k`,
+    sql<{
+      key: string;
+    }>`select 'balance:' || id as key from unnest(${sorted}::text[]) as ids(id) order by id collate "C"`,
   );
 }
 
@@ -101,8 +102,7 @@ export async function recordBalanceTransaction(
     created_at: clock.now().toISOString(),
     test_clock_id: input.testClockId,
   };
-  // Nobody reads its answer: it travels with the transaction's next statement.
-  await executeDeferred(trx, trx.insertInto('customer_balance_transactions').values(row));
+  await trx.insertInto('customer_balance_transactions').values(row).execute();
   return row;
 }
 

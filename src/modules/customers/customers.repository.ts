@@ -48,7 +48,7 @@ export async function findBilledCustomer(
   return db.selectFrom('customers').select(['name', 'email']).where('id', '=', id).executeTakeFirst();
 }
 
-/** The live customer whose `email_normalized` is `normalized` (see customer-email.ts). */
+/** The live customer whose `email_normalized` is `normalized` (see customers.email.ts). */
 export async function findCustomerByNormalizedEmail(
   db: Kysely<Database>,
   normalized: string,
@@ -56,11 +56,8 @@ export async function findCustomerByNormalizedEmail(
   return customerByNormalizedEmail.executeTakeFirst(db, { normalized });
 }
 
-/**
- * Compiled once: provider-event attribution runs it for every payment with an email (issue
- * 13); exported so that path can prefetch it (db/pg-traffic.ts) with the payment's lookup.
- */
-export const customerByNormalizedEmail = compiledQuery((db, param: Param<{ normalized: string }>) =>
+/** Compiled once: provider-event attribution runs it for every payment with an email. */
+const customerByNormalizedEmail = compiledQuery((db, param: Param<{ normalized: string }>) =>
   db
     .selectFrom('customers')
     .selectAll()

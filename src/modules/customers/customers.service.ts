@@ -1,6 +1,7 @@
-// Customers: create, read, update, delete (SPEC §3), and find-or-create by email for
-// provider-event attribution. Each change writes its event in the same transaction. Emails
-// are unique among live customers, compared by normalizeEmail (customer-email.ts).
+// Customers: create, read, update (SPEC §3; deleting is billing/customers.ts), and
+// find-or-create by email for provider-event attribution. Each change writes its event in the
+// same transaction. Emails are unique among live customers, compared by normalizeEmail
+// (customers.email.ts).
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -170,11 +171,10 @@ const customersList = defineList({
 
 /**
  * A page of live customers: the API's columns only, and `meta.total` from the kept count in
- * the same statement, not a scan. Returned at once where the database reads synchronously
- * (SQLite outside a transaction, CompiledList.pageNow), else a promise of it.
+ * the same statement, not a scan.
  */
-export function listCustomers(db: Kysely<Database>, params: ListParams): Page<Customer> | Promise<Page<Customer>> {
-  return customersList.pageNow(db, params);
+export async function listCustomers(db: Kysely<Database>, params: ListParams): Promise<Page<Customer>> {
+  return customersList.page(db, params);
 }
 
 /**

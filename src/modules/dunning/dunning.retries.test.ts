@@ -15,7 +15,7 @@ import type { FakeStripe } from '../../../test/helpers/fake-stripe.ts';
 import { type StripeChargeOutcome } from '../../../test/helpers/fake-stripe.ts';
 import { reportPayment, runWorker } from '../../../test/helpers/invoice-payments.ts';
 import { saveTestPaymentMethod } from '../../../test/helpers/payment-methods.ts';
-import type { CollectingProvider } from '../../config.ts';
+import { PROVIDER_NAMES, type ProviderName } from '../../shared/provider-names.ts';
 import { encryptSecret } from '../../shared/encryption.ts';
 import { listInvoiceAttempts } from '../payment-attempts/payment-attempts.ts';
 import { applySuccessfulPayment } from '../../billing/subscription-payments.ts';
@@ -29,8 +29,8 @@ const DAY = 24 * 3_600_000;
 /** The default DUNNING_SCHEDULE `1d,3d,7d,14d`; the final action 7 days after the last step. */
 const STEP_DAYS = [1, 3, 7, 14];
 const FINAL_DAY = 21;
-const CURRENCY: Record<CollectingProvider, string> = { paystack: 'NGN', stripe: 'USD' };
-const DECLINE: Record<CollectingProvider, PaystackChargeOutcome & StripeChargeOutcome> = {
+const CURRENCY: Record<ProviderName, string> = { paystack: 'NGN', stripe: 'USD' };
+const DECLINE: Record<ProviderName, PaystackChargeOutcome & StripeChargeOutcome> = {
   paystack: 'insufficient_funds',
   stripe: 'insufficient_funds',
 };
@@ -54,7 +54,7 @@ interface Setup {
  */
 async function setup(
   t: TestContext,
-  provider: CollectingProvider,
+  provider: ProviderName,
   outcomes: string[],
   options: { withMethod?: boolean; env?: Record<string, string>; extra?: number; renewal?: string } = {},
 ): Promise<Setup> {
@@ -154,7 +154,7 @@ async function hostedUrl(s: Setup): Promise<string> {
   return url;
 }
 
-for (const provider of ['paystack', 'stripe'] as const) {
+for (const provider of PROVIDER_NAMES) {
   test(`${provider}: a retry that succeeds on the 2nd step pays the invoice, recovers the case, reactivates the subscription; no reminder for that step`, async (t) => {
     const s = await setup(t, provider, [DECLINE[provider], provider === 'paystack' ? 'success' : 'succeeded']);
     assert.equal(s.fake.chargeCalls.length, 1, 'the renewal charge');
@@ -535,7 +535,7 @@ const ANSWERS = {
 
 test('property: whatever each retry answers, every step charges at most once and reminds at most once, and nothing is charged after an answer that needs the customer', async (t) => {
   const histories = fc.oneof(
-    ...(['paystack', 'stripe'] as const).map((provider) =>
+    ...PROVIDER_NAMES.map((provider) =>
       fc.record({
         provider: fc.constant(provider),
         answers: fc.array(fc.constantFrom(...ANSWERS[provider]), {

@@ -1,11 +1,13 @@
 // The dunning lists (SPEC §3, seed: "dunning lists (lists relating to failed-payment
 // follow-up)", `{data, total}` shape): cases, one case with its steps, past-due
 // subscriptions, and cases whose next action is coming up.
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Config } from '../../config.ts';
+import { isPostgres } from '../../db/column-types.ts';
+import type { Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { type ListParams, listPage, type SimpleList, simpleListOf } from '../../http/lists.ts';
+import { defineList, type ListParams, type SimpleList, simpleListOf } from '../../http/lists.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
 import { toDunningCase } from './dunning.cases.ts';
@@ -35,16 +37,15 @@ export async function listCases(
   params: ListParams,
   status: CaseStatusFilter = 'open',
 ): Promise<SimpleList<DunningCase>> {
-  const page = await listPage({
-    query: db.selectFrom('dunning_cases'),
-    select: (query) => query.selectAll(),
-    sortable: CASE_SORT_FIELDS,
-    filters: { status: status === 'all' ? undefined : status },
-    params,
-    map: (rows) => rows.map(toDunningCase),
-  });
-  return simpleListOf(page);
+  return simpleListOf(await casesList.page(db, params, { status: status === 'all' ? undefined : status }));
 }
+
+const casesList = defineList({
+  from: (db) => db.selectFrom('dunning_cases'),
+  select: (query) => query.selectAll(),
+  sortable: CASE_SORT_FIELDS,
+  map: (rows) => rows.map(toDunningCase),
+});
 
 /** One case with the steps taken on it, oldest first. Throws 404 `not_found`. */
 export async function getCase(db: Kysely<Database>, id: string): Promise<DunningCaseWithSteps> {
@@ -62,6 +63,30 @@ export async function getCase(db: Kysely<Database>, id: string): Promise<Dunning
 
 export const PAST_DUE_SORT_FIELDS = ['created_at', 'current_period_end'] as const;
 
+const pastDueList = defineList({
+  from: (db) => db.selectFrom('subscriptions').where('subscriptions.status', 'in', ['past_due', 'unpaid']),
+  select: (behind) =>
+    behind
+      .innerJoin('customers', 'customers.id', 'subscriptions.customer_id')
+      .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
+      .leftJoin('test_clocks', 'test_clocks.id', 'subscriptions.test_clock_id')
+      .select([
+        'subscriptions.id',
+        'subscriptions.customer_id',
+        'subscriptions.plan_id',
+        'subscriptions.status',
+        'subscriptions.current_period_end',
+        'subscriptions.updated_at',
+        'customers.email',
+        'plans.amount',
+        'plans.currency',
+        'test_clocks.reached_time as clock_time',
+      ]),
+  sortable: PAST_DUE_SORT_FIELDS,
+  table: 'subscriptions',
+  map: (rows) => rows,
+});
+
 /**
  * A page of subscriptions in `past_due` or `unpaid`, each with its customer's email and
  * what it owes: the open case's `amount_due` (or, once exhausted, the latest case's; with no
@@ -74,30 +99,7 @@ export async function listPastDue(
   clock: Clock,
   params: ListParams,
 ): Promise<SimpleList<PastDueSubscription>> {
-  const page = await listPage({
-    query: db.selectFrom('subscriptions').where('subscriptions.status', 'in', ['past_due', 'unpaid']),
-    select: (behind) =>
-      behind
-        .innerJoin('customers', 'customers.id', 'subscriptions.customer_id')
-        .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
-        .leftJoin('test_clocks', 'test_clocks.id', 'subscriptions.test_clock_id')
-        .select([
-          'subscriptions.id',
-          'subscriptions.customer_id',
-          'subscriptions.plan_id',
-          'subscriptions.status',
-          'subscriptions.current_period_end',
-          'subscriptions.updated_at',
-          'customers.email',
-          'plans.amount',
-          'plans.currency',
-          'test_clocks.reached_time as clock_time',
-        ]),
-    sortable: PAST_DUE_SORT_FIELDS,
-    params,
-    table: 'subscriptions',
-    map: (rows) => rows,
-  });
+  const page = await pastDueList.page(db, params);
   const rows = page.data;
   const latestCase = new Map<string, DunningCaseRow>();
   if (rows.length > 0) {
@@ -166,36 +168,40 @@ export async function listUpcoming(
         .orderBy('id')
         .execute()
     : [];
-  const due = db
-    .selectFrom('dunning_cases')
-    .where('status', '=', 'open')
-    .where((eb) =>
-      clocks.length === 0
-        ? eb('next_action_at', '<=', horizon)
-        : eb.or([
-            eb.and([eb('test_clock_id', 'is', null), eb('next_action_at', '<=', horizon)]),
-            ...clocks.map((testClock) =>
-              eb.and([
-                eb('test_clock_id', '=', testClock.id),
-                eb('next_action_at', '<=', horizonOf(Date.parse(testClock.reached_time))),
-              ]),
-            ),
-          ]),
-    );
-  const page = await listPage({
-    query: due,
-    select: (query) => query.selectAll(),
-    sortable: CASE_SORT_FIELDS,
-    params,
-    map: (rows) =>
-      rows.map((row): UpcomingCase => {
-        const final = isFinalActionNext(row.step, config.dunningScheduleMs);
-        return {
-          ...toDunningCase(row),
-          next_action: final ? 'final_action' : 'reminder',
-          next_step: final ? null : row.step + 1,
-        };
-      }),
+  const horizons = clocks.map((testClock) => ({
+    id: testClock.id,
+    horizon: horizonOf(Date.parse(testClock.reached_time)),
+  }));
+  const page = await upcomingList.page(db, params, {}, { horizon, clocks: JSON.stringify(horizons) });
+  const data = page.data.map((row): UpcomingCase => {
+    const final = isFinalActionNext(row.step, config.dunningScheduleMs);
+    return { ...row, next_action: final ? 'final_action' : 'reminder', next_step: final ? null : row.step + 1 };
   });
-  return simpleListOf(page);
+  return simpleListOf({ ...page, data });
 }
+
+/**
+ * The open cases due by a horizon: a case of a test clock named in `clocks` (JSON
+ * `[{id, horizon}]`) by its clock's horizon, any other case by `horizon`. The clocks travel
+ * as one JSON value, so the statement's shape does not depend on how many there are.
+ */
+const upcomingList = defineList({
+  from: (db, param: Param<{ horizon: string; clocks: string }>) => {
+    const clocks = param('clocks');
+    const named = isPostgres(db)
+      ? sql`from json_to_recordset(cast(${clocks} as json)) as c(id text, horizon timestamptz)
+          where c.id = dunning_cases.test_clock_id`
+      : sql`from json_each(${clocks}) as c where json_extract(c.value, '$.id') = dunning_cases.test_clock_id`;
+    const clockHorizon = isPostgres(db) ? sql`c.horizon` : sql`json_extract(c.value, '$.horizon')`;
+    return db
+      .selectFrom('dunning_cases')
+      .where('status', '=', 'open')
+      .where(
+        sql<boolean>`((not exists (select 1 ${named}) and dunning_cases.next_action_at <= ${param('horizon')})
+          or exists (select 1 ${named} and dunning_cases.next_action_at <= ${clockHorizon}))`,
+      );
+  },
+  select: (query) => query.selectAll(),
+  sortable: CASE_SORT_FIELDS,
+  map: (rows) => rows.map(toDunningCase),
+});

@@ -3,7 +3,6 @@
 // writers of those columns, so the events table has one owner (emitEvent writes the rest).
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
-import { executeDeferred } from '../../db/pg-traffic.ts';
 
 /**
  * Marks events fanned out at `now` (ISO) with `pendingDeliveries` deliveries each. With none
@@ -16,18 +15,15 @@ export async function markEventsFannedOut(
   now: string,
 ): Promise<void> {
   if (eventIds.length === 0) return;
-  // Nobody reads its answer: on PostgreSQL it travels with the transaction's next statement.
-  await executeDeferred(
-    trx,
-    trx
-      .updateTable('events')
-      .set({
-        fanned_out_at: now,
-        pending_deliveries: pendingDeliveries,
-        delivered_at: pendingDeliveries === 0 ? now : null,
-      })
-      .where('id', 'in', eventIds),
-  );
+  await trx
+    .updateTable('events')
+    .set({
+      fanned_out_at: now,
+      pending_deliveries: pendingDeliveries,
+      delivered_at: pendingDeliveries === 0 ? now : null,
+    })
+    .where('id', 'in', eventIds)
+    .execute();
 }
 
 /**

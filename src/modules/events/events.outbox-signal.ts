@@ -5,10 +5,10 @@
 // - PostgreSQL: NOTIFY inside the emitting transaction, which PostgreSQL delivers at commit
 //   (and never for a rollback) to every process LISTENing — other workers included.
 // It is only a shortcut: the worker's poll (WORKER_POLL_INTERVAL) still guarantees progress.
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
-import { executeDeferred } from '../../db/pg-traffic.ts';
+import { notifyAtCommit } from '../../db/notify.ts';
 
 type Listener = () => void;
 
@@ -45,8 +45,7 @@ export async function ringOutbox(trx: Transaction<Database>): Promise<void> {
   // Not the in-process wire too: it would ring before the commit, for a pass that finds nothing.
   if (rung.has(trx)) return;
   rung.add(trx);
-  // Sent with the transaction's next statement (db/pg-traffic.ts): its answer is empty.
-  await executeDeferred(trx, sql`select pg_notify(${'billing_outbox_'} || current_schema(), ${''})`);
+  await notifyAtCommit(trx, 'billing_outbox_');
 }
 
 /** Transactions that already sent their NOTIFY (one is enough per commit). */

@@ -1,11 +1,10 @@
 // The transactional outbox (SPEC §6): a state change and its event commit together, so
 // there is no change without its event and no event without its change.
-import { type InsertQueryBuilder, type Kysely, sql, type Transaction } from 'kysely';
+import { type Compilable, type InsertQueryBuilder, type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount, countRowsOf } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
-import { executeDeferred } from '../../db/pg-traffic.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
@@ -58,7 +57,7 @@ function eventValues(clock: Clock, data: unknown): { data: string; created_at: s
 /**
  * Writes one event inside the caller's transaction — the same one that writes the state
  * change. `data` is serialized once here; webhook deliveries send these exact bytes.
- * The webhook worker fans it out after the commit (modules/webhooks/fan-out.ts). With a
+ * The webhook worker fans it out after the commit (modules/webhooks/webhooks.fan-out.ts). With a
  * test clock's time (`clock.testClockId`, SPEC §11) `data` (an object) gains `test_clock`.
  * Returns the new event id (`evt_…`).
  */
@@ -70,9 +69,33 @@ export async function emitEvent(
 ): Promise<string> {
   const id = newId('event');
   const values = { id, topic, ...eventValues(clock, data) };
-  // A fresh id, read by nobody in this transaction: on PostgreSQL the insert travels with
-  // the transaction's next statement (db/pg-traffic.ts).
-  await executeDeferred(trx, { compile: () => insertEventRow.compile(trx, values) });
+  await insertEventRow.executeWrite(trx, values);
+  await addToCount(trx, 'events', 1);
+  await ringOutbox(trx);
+  return id;
+}
+
+/**
+ * Runs `write` — an INSERT, UPDATE or DELETE of the caller's table, without RETURNING — and
+ * writes `topic`'s event with `data` (see emitEvent), in the caller's transaction: on
+ * PostgreSQL ONE statement (the write as a data-modifying WITH clause, which runs whether or
+ * not anything reads it), on SQLite the write, then emitEvent. The state change and its event
+ * thus cost one round trip. Returns the new event id (`evt_…`); the write's errors are thrown.
+ */
+export async function emitEventWith(
+  trx: Transaction<Database>,
+  clock: Clock,
+  write: Compilable<unknown>,
+  topic: Topic,
+  data: unknown,
+): Promise<string> {
+  if (!isPostgres(trx)) {
+    await trx.executeQuery(write.compile());
+    return emitEvent(trx, clock, topic, data);
+  }
+  const id = newId('event');
+  const event = trx.insertInto('events').values({ id, topic, ...eventValues(clock, data), delivered_at: null });
+  await sql`with written as (${write}) ${event}`.execute(trx);
   await addToCount(trx, 'events', 1);
   await ringOutbox(trx);
   return id;
@@ -82,11 +105,9 @@ export async function emitEvent(
  * Runs `insert` — an INSERT … ON CONFLICT DO NOTHING … RETURNING into the caller's table —
  * and writes `topic`'s event with `data` only when it inserted a row (the state change and its
  * event, in the caller's transaction), answering nothing. On PostgreSQL this is ONE statement
- * (the insert, the event and its count as data-modifying WITH clauses) sent with the
- * transaction's next statement (db/pg-traffic.ts executeDeferred): no round trip whether the
- * row is new or not — for a writer on the notify path (a saved payment method). Its errors
- * surface at that next statement and fail the transaction. On SQLite: the insert, then
- * emitEvent when it returned a row.
+ * (the insert, the event and its count as data-modifying WITH clauses), one round trip whether
+ * the row is new or not — for a writer on the notify path (a saved payment method). On
+ * SQLite: the insert, then emitEvent when it returned a row.
  */
 export async function emitEventIfInserted(
   trx: Transaction<Database>,
@@ -102,16 +123,13 @@ export async function emitEventIfInserted(
   }
   const id = newId('event');
   const values = eventValues(clock, data);
-  await executeDeferred(
-    trx,
-    sql`with inserted as (${insert}),
+  await sql`with inserted as (${insert}),
       emitted as (
         insert into events (id, topic, data, created_at, emitted_at, delivered_at)
         select ${id}, ${topic}, ${values.data}, ${values.created_at}, ${values.emitted_at}, null from inserted
         returning id
       )
-      ${countRowsOf('events', 'emitted')}`,
-  );
+      ${countRowsOf('events', 'emitted')}`.execute(trx);
   // Rung whether or not the row was new: a NOTIFY for nothing only makes the worker look.
   await ringOutbox(trx);
 }

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { ADMIN_KEY, buildTestApp, type TestApp, connectSecondInstance } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createCustomer, createSubscription } from '../../../test/helpers/factories.ts';
+import { SHARED_SCHEMA_COMPILERS } from '../../../test/helpers/schema-compilers.ts';
 import { buildApp } from '../../app.ts';
 import { authenticateKey } from '../api-keys/api-keys.service.ts';
 import { purgeIdempotencyKeys } from '../../worker/idempotency.jobs.ts';
@@ -320,7 +321,7 @@ async function secondInstance(t: TestContext, app: TestApp): Promise<string> {
     deps = await connectSecondInstance(app);
     t.after(() => deps.close());
   }
-  const other = await buildApp(deps);
+  const other = await buildApp(deps, { schemaController: SHARED_SCHEMA_COMPILERS });
   await other.listen({ port: 0, host: '127.0.0.1' });
   t.after(() => other.close());
   const address = other.server.address();

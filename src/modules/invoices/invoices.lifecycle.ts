@@ -237,7 +237,7 @@ const STAMPED = {
 } as const satisfies Partial<Record<InvoiceRow['status'], keyof InvoicesTable>>;
 
 /**
- * Moves `row` by `event` per the transition table (invoice-status.ts), applying `changes`,
+ * Moves `row` by `event` per the transition table (invoices.status.ts), applying `changes`,
  * stamping `paid_at` / `voided_at` / `marked_uncollectible_at` with the clock's time, and
  * emits the transition's topic with the resulting invoice — all in `trx`. Throws
  * ForbiddenInvoiceTransitionError (and writes nothing) when the table has no entry.

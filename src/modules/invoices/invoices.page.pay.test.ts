@@ -1,5 +1,5 @@
 // The hosted page's Pay button over real HTTP (SPEC §9 "Pay button"): POST /i/{token}/pay
-// makes a checkout link at the fake providers through collection/checkout.ts and answers 303
+// makes a checkout link at the fake providers through billing/checkout.ts and answers 303
 // to it, reuses a live link, and answers every refusal or failure with an HTML page.
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';

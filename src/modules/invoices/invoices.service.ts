@@ -1,7 +1,7 @@
 // The invoices API (SPEC §3, §9): list, get, void, mark uncollectible. Status changes go
 // through invoices.lifecycle.ts (the transition table and its events); this module decides
 // what each request means and owns its transaction. Issuing and settling invoices belong to
-// the subscription and payment flows, not to this module.
+// the billing core (billing/settle.ts, billing/subscriptions.ts), not to this module.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';

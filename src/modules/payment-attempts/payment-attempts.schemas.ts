@@ -2,7 +2,7 @@
 // them and `invoice.payment_attempted` carries one. No secret is part of an attempt: the
 // reference is ours, the provider object id is an id, the url a payment page.
 import Type, { type Static } from 'typebox';
-import { COLLECTING_PROVIDERS } from '../../config.ts';
+import { PROVIDER_NAMES } from '../../shared/provider-names.ts';
 import { Nullable, nullableTimestamp, StringEnum, timestamp } from '../../http/schemas.ts';
 import { ATTEMPT_KINDS, ATTEMPT_STATUSES } from '../../db/tables/payment-attempts.table.ts';
 import type { PaymentAttemptRow } from './payment-attempts.ts';
@@ -11,7 +11,7 @@ export const paymentAttemptSchema = Type.Object(
   {
     id: Type.String({ examples: ['pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
     invoice_id: Type.String(),
-    provider: StringEnum(COLLECTING_PROVIDERS),
+    provider: StringEnum(PROVIDER_NAMES),
     kind: StringEnum(ATTEMPT_KINDS, {
       description: '`checkout`: a payment link for the customer; `charge`: a saved method charged by the service.',
     }),

@@ -2,7 +2,7 @@
 // committed, before its provider call (startAttempt), then given the call's outcome
 // (recordAttemptOutcome). Nothing here calls a provider.
 import type { Kysely, Transaction } from 'kysely';
-import type { CollectingProvider } from '../../config.ts';
+import type { ProviderName } from '../../shared/provider-names.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -30,7 +30,7 @@ export async function startAttempt(
   clock: Clock,
   attempt: {
     invoiceId: string;
-    provider: CollectingProvider;
+    provider: ProviderName;
     kind: AttemptKind;
     amount: number;
     currency: string;
@@ -108,7 +108,7 @@ export async function recordAttemptOutcome(
 /**
  * Invoice `invoiceId`'s unresolved charge (`pending` or `unknown`), the newest, locked on
  * PostgreSQL; undefined when it has none. At most one exists: a new charge is started only
- * when none is unresolved (collection/charges.ts, under the invoice's lock).
+ * when none is unresolved (billing/charges.ts, under the invoice's lock).
  */
 export async function findUnresolvedCharge(
   trx: Transaction<Database>,
@@ -144,7 +144,7 @@ export async function lockAttempt(trx: Transaction<Database>, id: string): Promi
   return forUpdate(trx.selectFrom('invoice_payment_attempts').selectAll().where('id', '=', id), trx).executeTakeFirst();
 }
 
-/** What a charge came to (collection/charges.ts). Times ISO 8601. */
+/** What a charge came to (billing/charges.ts). Times ISO 8601. */
 export type ChargeAttemptOutcome =
   | { status: 'succeeded'; providerObjectId: string | null }
   | {
@@ -211,7 +211,7 @@ function isAttemptPayment(attempt: PaymentAttemptRow, payment: PaymentIdentity |
  * attempt whose charge that payment is (`paidBy`, isAttemptPayment) becomes `succeeded`;
  * any other is closed `failed` with INVOICE_PAID_ELSEWHERE, so no worker calls the provider
  * for it again (a worker still waiting for its answer records a success it brings:
- * collection/charges.ts). The lease is given back either way. Returns the rows changed.
+ * billing/charges.ts). The lease is given back either way. Returns the rows changed.
  */
 export async function finishChargesOfPaidInvoice(
   trx: Transaction<Database>,
@@ -267,7 +267,7 @@ export async function findLiveCheckoutLink(
   db: Kysely<Database>,
   link: {
     invoiceId: string;
-    provider: CollectingProvider;
+    provider: ProviderName;
     amount: number;
     currency: string;
     madeAfter: string;
@@ -301,7 +301,7 @@ export async function findLiveCheckoutLink(
  * The charge attempts of invoices `invoiceIds` still in flight with the provider (SPEC §11
  * "Deleting"): `pending` (a call under way, or a worker died mid-call and the next one asks
  * the provider), or `unknown` while its invoice is `open` and due again (the worker will ask:
- * collection/charges.ts). An `unknown` attempt whose re-asks gave up, or whose invoice was
+ * billing/charges.ts). An `unknown` attempt whose re-asks gave up, or whose invoice was
  * settled otherwise, no longer counts. Read in the caller's transaction, after it locked the
  * invoices; oldest first.
  */
@@ -340,7 +340,7 @@ export async function findChargesInFlight(
  */
 export async function findCheckoutInFlight(
   trx: Transaction<Database>,
-  attempt: { invoiceId: string; provider: CollectingProvider; amount: number; currency: string; leasedAfter: string },
+  attempt: { invoiceId: string; provider: ProviderName; amount: number; currency: string; leasedAfter: string },
 ): Promise<PaymentAttemptRow | undefined> {
   return trx
     .selectFrom('invoice_payment_attempts')

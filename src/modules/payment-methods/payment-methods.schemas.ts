@@ -4,7 +4,7 @@
 // provider's email of the method never leave the module (a new column never leaks either:
 // every view goes through pickFields of this schema).
 import Type, { type Static } from 'typebox';
-import { COLLECTING_PROVIDERS } from '../../config.ts';
+import { PROVIDER_NAMES } from '../../shared/provider-names.ts';
 import { Nullable, nullableTimestamp, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
 import { PAYMENT_METHOD_STATUSES } from '../../db/tables/payment-methods.table.ts';
 
@@ -15,7 +15,7 @@ export const paymentMethodSchema = Type.Object(
   {
     id: Type.String({ examples: ['pm_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
     customer_id: Type.String(),
-    provider: StringEnum(COLLECTING_PROVIDERS),
+    provider: StringEnum(PROVIDER_NAMES),
     status: StringEnum(PAYMENT_METHOD_STATUSES, {
       description: '`active`: the service may charge it; `detached`: removed (DELETE), never charged again.',
     }),

@@ -3,12 +3,12 @@
 // credential is encrypted here with the newest of DATA_ENCRYPTION_KEYS and decrypted only by
 // the finders of a method to charge, for the provider call; nothing else sees it.
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type { CollectingProvider, Config } from '../../config.ts';
-import { isPostgres } from '../../db/column-types.ts';
+import type { Config } from '../../config.ts';
+import type { ProviderName } from '../../shared/provider-names.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { encryptSecret, openSecret } from '../../shared/encryption.ts';
@@ -28,7 +28,7 @@ export interface PaymentMethodContext {
 /** A reusable method as a provider reported it (SPEC §10). Display fields may be null. */
 export interface ReportedPaymentMethod {
   customerId: string;
-  provider: CollectingProvider;
+  provider: ProviderName;
   /** Paystack `authorization.signature`; Stripe PaymentMethod id. */
   fingerprint: string;
   /** Plaintext: Paystack `authorization_code`, Stripe PaymentMethod id `pm_…`. Stored encrypted. */
@@ -131,23 +131,18 @@ export async function savePaymentMethod(
 
 /**
  * savePaymentMethod for the notify path (a succeeded payment that carried a reusable method,
- * SPEC §10), answering nothing: the same insert-unless-saved and `payment_method.attached`,
- * and no read of the existing row. On PostgreSQL it is one statement that travels with the
- * transaction's next one (events.service emitEventIfInserted): a card already saved costs no
- * round trip. Throws EncryptionKeyMissingError without DATA_ENCRYPTION_KEY.
+ * SPEC §10), answering nothing: the same insert-unless-saved and `payment_method.attached`
+ * (events.service emitEventIfInserted), after one indexed read that spares the usual case — a
+ * returning payer's card, already saved — the encryption and the insert. Throws
+ * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY.
  */
 export async function rememberPaymentMethod(
   trx: Transaction<Database>,
   ctx: PaymentMethodContext,
   method: ReportedPaymentMethod,
 ): Promise<void> {
-  // SQLite reads in-process (microseconds): asking first spares the usual case — a returning
-  // payer's card, already saved — the encryption and the insert. On PostgreSQL the question
-  // would cost a round trip; the insert that finds the card saved is deferred instead.
-  if (!isPostgres(trx)) {
-    const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
-    if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
-  }
+  const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
+  if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
   const row = newMethodRow(ctx, method);
   await emitEventIfInserted(
     trx,
@@ -160,7 +155,7 @@ export async function rememberPaymentMethod(
 
 /** The live method of a customer with a provider and fingerprint, compiled once (notify path). */
 const liveMethodByFingerprint = compiledQuery(
-  (db, param: Param<{ customer_id: string; provider: CollectingProvider; fingerprint: string }>) =>
+  (db, param: Param<{ customer_id: string; provider: ProviderName; fingerprint: string }>) =>
     db
       .selectFrom('payment_methods')
       .select('id')
@@ -184,7 +179,7 @@ function toPaymentMethod(row: PaymentMethodRow, isDefault: boolean): PaymentMeth
 export interface ChargeableMethod {
   /** `pm_…` (ours). */
   id: string;
-  provider: CollectingProvider;
+  provider: ProviderName;
   /**
    * Plaintext Paystack authorization_code or Stripe PaymentMethod id. A secret: never log it.
    * Null when no configured key opens the stored value (DATA_ENCRYPTION_KEYS lost the key it
@@ -268,6 +263,14 @@ async function defaultMethodId(db: Kysely<Database>, customerId: string): Promis
   return row?.id;
 }
 
+const paymentMethodsList = defineList({
+  from: (db, param: Param<{ customerId: string }>) =>
+    db.selectFrom('payment_methods').where('customer_id', '=', param('customerId')).where('status', '=', 'active'),
+  select: (query) => query.select(VIEW_COLUMNS),
+  sortable: PAYMENT_METHOD_SORT_FIELDS,
+  map: (rows: ViewRow[]) => rows,
+});
+
 /**
  * A page of customer `customerId`'s active methods (SPEC §2 Lists, sort `created_at`), each
  * with `default`. Detached methods are not listed. The caller checks the customer is live
@@ -279,13 +282,7 @@ export async function listPaymentMethods(
   params: ListParams,
 ): Promise<Page<PaymentMethod>> {
   const [page, defaultId] = await Promise.all([
-    listPage({
-      query: db.selectFrom('payment_methods').where('customer_id', '=', customerId).where('status', '=', 'active'),
-      select: (query) => query.select(VIEW_COLUMNS),
-      sortable: PAYMENT_METHOD_SORT_FIELDS,
-      params,
-      map: (rows: ViewRow[]) => rows,
-    }),
+    paymentMethodsList.page(db, params, {}, { customerId }),
     defaultMethodId(db, customerId),
   ]);
   return {
@@ -411,7 +408,7 @@ export async function updatePaymentMethod(
   return toPaymentMethod({ ...row, default_at: defaultAt } as PaymentMethodRow, true);
 }
 
-// ---- Automatic collection (collection/charges.ts) ----
+// ---- Automatic collection (billing/charges.ts) ----
 
 /** True when customer `customerId` has a live saved method (so a renewal invoice is charged). */
 export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: string): Promise<boolean> {

@@ -1,15 +1,13 @@
 // Writes payments and refunds from provider reports (SPEC §4, §5), each change with its
 // event in the caller's transaction. One payment per (provider, reference) and one refund
 // per (provider, refund reference), whichever event reports them and in whatever order;
-// `amount_refunded` is always the sum of the payment's succeeded refunds (refund-totals.ts).
+// `amount_refunded` is always the sum of the payment's succeeded refunds (payments.refund-totals.ts).
 import type { Transaction } from 'kysely';
-import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
-import { executeDeferred } from '../../db/pg-traffic.ts';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
-import { emitEvent } from '../events/events.service.ts';
+import { emitEvent, emitEventWith } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
 import { type Payment, paymentSchema } from './payments.schemas.ts';
 import { sumSucceededRefunds } from './payments.service.ts';
@@ -46,40 +44,29 @@ export interface PaymentChange {
 
 /**
  * What recording a payment report did: the change, or why nothing was written (the caller
- * decides what a refusal means; the provider-events service makes the event unusable).
+ * decides what a refusal means; billing/payment-reports.ts makes the event unusable).
  */
 export type PaymentRecording = ({ refused: false } & PaymentChange) | { refused: true; reason: string };
 
 /**
- * Inserts the payment. The caller holds its reference's lock (lockPaymentReference) and
- * found no payment under it, so no other transaction can insert it meanwhile: the insert
- * needs no answer and, on PostgreSQL, travels with the next statement (round
- * trips). Were that lock ever missing, the unique key (provider, provider_reference) fails
- * the transaction rather than record the payment twice. The caller counts it after
- * emitting its event: every writer takes the shared counters in one order (events first).
+ * Inserts the payment with its `topic` event (one statement on PostgreSQL: emitEventWith).
+ * The caller holds its reference's lock (lockPaymentReference) and found no payment under
+ * it, so no other transaction can insert it meanwhile. Were that lock ever missing, the
+ * unique key (provider, provider_reference) fails the transaction rather than record the
+ * payment twice. Counted after its event: every writer takes the shared counters in one
+ * order (events first).
  */
-async function insertPayment(trx: Transaction<Database>, row: PaymentRow): Promise<void> {
-  await executeDeferred(trx, { compile: () => insertPaymentRow.compile(trx, row) });
+async function insertPayment(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: PaymentRow,
+  topic: 'payment.succeeded' | 'payment.failed',
+  payment: Payment,
+): Promise<void> {
+  const { invoice_id: _notYet, ...columns } = row;
+  await emitEventWith(trx, clock, trx.insertInto('payments').values(columns), topic, payment);
+  await addToCount(trx, 'payments', 1);
 }
-
-/** The payment insert, compiled once (every new payment runs it). */
-const insertPaymentRow = compiledQuery((db, param: Param<PaymentRow>) =>
-  db.insertInto('payments').values({
-    id: param('id'),
-    customer_id: param('customer_id'),
-    subscription_id: param('subscription_id'),
-    provider: param('provider'),
-    provider_reference: param('provider_reference'),
-    amount: param('amount'),
-    amount_refunded: param('amount_refunded'),
-    currency: param('currency'),
-    status: param('status'),
-    failure_reason: param('failure_reason'),
-    paid_at: param('paid_at'),
-    created_at: param('created_at'),
-    updated_at: param('updated_at'),
-  }),
-);
 
 function newPaymentRow(input: PaymentInput, status: 'succeeded' | 'failed', now: string): PaymentRow {
   return {
@@ -152,10 +139,8 @@ export async function recordPaymentReport(
   const row = locked.payment;
   if (!row) {
     const created = newPaymentRow({ ...input, reference: locked.canonical }, status, clock.now().toISOString());
-    await insertPayment(trx, created);
     const payment = pickFields(paymentSchema, created);
-    await emitEvent(trx, clock, topic, payment);
-    await addToCount(trx, 'payments', 1);
+    await insertPayment(trx, clock, created, topic, payment);
     return {
       refused: false,
       payment,
@@ -208,7 +193,7 @@ export async function recordPaymentReport(
 
 /**
  * Links payment `paymentId` to invoice `invoiceId` (`inv_…`), the invoice it settled (SPEC §9,
- * invoices.settlement.ts). No event of its own: `invoice.paid` (or the invoice's change) tells
+ * billing/settle.ts). No event of its own: `invoice.paid` (or the invoice's change) tells
  * it, and GET /api/payments/{id} shows the link. The payment's `payment.succeeded` was emitted
  * when it was recorded, before settlement, so that event's `invoice_id` is still null.
  */
@@ -246,7 +231,7 @@ export type RefundRecording = { refused: false; payment: Payment } | { refused: 
 
 /**
  * Records refund reports of `payment` (locked by the caller; must not be `failed`), all or
- * nothing: planRefunds (refund-totals.ts) decides every report against the payment's
+ * nothing: planRefunds (payments.refund-totals.ts) decides every report against the payment's
  * recorded refunds first, and a refund that would take the succeeded sum above `amount` (or
  * whose reference belongs to another payment) refuses the whole batch, nothing written.
  * Otherwise refunds are inserted / marked failed / pending API refunds settled (SPEC §10: the

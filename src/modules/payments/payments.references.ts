@@ -9,8 +9,7 @@ import { isPostgres } from '../../db/column-types.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
-import { forUpdate } from '../../db/locking.ts';
-import { executeDeferred } from '../../db/pg-traffic.ts';
+import { forUpdate, lockKey, lockKeys } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { pickFields } from '../../http/schemas.ts';
@@ -24,13 +23,7 @@ import { statusAfterRefunds } from './payments.refund-totals.ts';
  * runs one writer at a time). Reentrant within one transaction.
  */
 export async function lockReference(trx: Transaction<Database>, provider: string, reference: string): Promise<void> {
-  if (isPostgres(trx)) {
-    // Its answer is only "locked": it travels with the next statement (db/pg-traffic.ts).
-    await executeDeferred(
-      trx,
-      sql`select pg_advisory_xact_lock(hashtextextended(${`payment:${provider}:${reference}`}, 0))`,
-    );
-  }
+  await lockKey(trx, `payment:${provider}:${reference}`);
 }
 
 /**
@@ -41,8 +34,7 @@ export async function lockReference(trx: Transaction<Database>, provider: string
  * the order two batches, a lone report (its reference, then its canonical one) and a lone
  * link (alias `in_…`, then canonical `pi_…`) all agree on, so concurrent batches queue behind
  * each other instead of deadlocking (a deadlock in a batch that has already processed rows
- * could only be resolved by failing rows: processing-batches.ts). The answer travels with the
- * next statement (executeDeferred). A link committed while this waits can still name a
+ * could only be resolved by failing rows: inbox/inbox.batches.ts). A link committed while this waits can still name a
  * canonical reference not locked here: lockPaymentReference then takes it late (correct,
  * only no longer deadlock-free). Does nothing on SQLite (one writer) or for no references.
  */
@@ -52,9 +44,9 @@ export async function lockReferences(
 ): Promise<void> {
   if (!isPostgres(trx) || references.length === 0) return;
   const named = sql.join(references.map(({ provider, reference }) => sql`(${provider}, ${reference})`));
-  await executeDeferred(
+  await lockKeys(
     trx,
-    sql`select pg_advisory_xact_lock(hashtextextended('payment:' || k.provider || ':' || k.reference, 0))
+    sql<{ key: string }>`select 'payment:' || provider || ':' || reference as key
     from (
       select provider, reference from (
         select n.provider, n.reference from (values ${named}) as n(provider, reference)
@@ -63,7 +55,7 @@ export async function lockReferences(
         join (values ${named}) as n(provider, reference) on r.provider = n.provider and r.reference = n.reference
       ) as wanted
       order by provider collate "C", reference collate "C"
-    ) as k`,
+    ) as ordered`,
   );
 }
 
@@ -165,8 +157,8 @@ export async function lockPaymentReference(
   }
   await lockReference(trx, provider, reference);
   // PostgreSQL: one statement resolves the alias and, when there is none (the common case),
-  // locks the payment keyed by `reference` (round trips). It runs after the
-  // advisory lock (which travels with it, db/pg-traffic.ts), in a snapshot of its own.
+  // locks the payment keyed by `reference`. It runs after the advisory lock, in a snapshot
+  // of its own, so it sees whatever the lock's previous holder committed.
   const { rows } = await paymentByReferenceForUpdate(provider, reference).execute(trx);
   const { canonical, ...payment } = rows[0]!;
   if (canonical === reference) {
@@ -178,10 +170,9 @@ export async function lockPaymentReference(
 
 /**
  * PostgreSQL: the statement lockPaymentReference runs after its advisory lock — the alias
- * resolved and, when there is none, the payment keyed by `reference` locked — exported so a
- * batch can prefetch it (db/pg-traffic.ts).
+ * resolved and, when there is none, the payment keyed by `reference` locked.
  */
-export function paymentByReferenceForUpdate(provider: string, reference: string) {
+function paymentByReferenceForUpdate(provider: string, reference: string) {
   return sql<Nullable<PaymentRow> & { canonical: string }>`
     select r.canonical, p.*
     from (
@@ -237,7 +228,7 @@ function mergeConflict(a: PaymentRow, b: PaymentRow, pending: number): string | 
     return `payments ${a.id} and ${b.id} belong to different subscriptions`;
   }
   // The survivor's refunds are both rows' (each row's amount_refunded is its refunds' sum):
-  // they must fit the amount the merged payment keeps (refund-totals.ts, SPEC §5). Pending
+  // they must fit the amount the merged payment keeps (payments.refund-totals.ts, SPEC §5). Pending
   // API refunds count too, as for a new request (SPEC §10): each may still succeed.
   const money = mergedMoney(a, b);
   const refunded = Number(a.amount_refunded) + Number(b.amount_refunded);
@@ -343,7 +334,7 @@ export interface LinkChange {
  *   `payment.merged` is emitted with the survivor and `merged_payment_id`). Attribution is
  *   filled from both; amount, currency, status and `paid_at` come from one report — the
  *   first paid one, else the first — as if the reports had arrived on one payment; refunds
- *   move over and `amount_refunded` is recomputed (refund-totals.ts).
+ *   move over and `amount_refunded` is recomputed (payments.refund-totals.ts).
  * The caller applies `owedEffect` and repoints what referenced the merged payment's id
  * outside this module (dunning cases, held inbox rows). Errors: none of its own.
  */

@@ -6,7 +6,7 @@
 // the request, the worker — first takes the lease (claimRefundRequest, claimDueRefundRequests),
 // so two callers never ask the provider for one refund at once. The provider's event settles the row later, through
 // recordRefundReports (payments.recording.ts), never as a second refund. Nothing here calls a
-// provider (collection/refunds.ts does).
+// provider (billing/refunds.ts does).
 import type { Kysely, Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import { claimRows } from '../../db/locking.ts';
@@ -18,7 +18,7 @@ import type { PaymentRow, RefundRow } from '../../db/tables/payments.table.ts';
 import { refundableAmount } from './payments.refund-totals.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../../db/scope.ts';
 
-/** Payment `paymentId`'s refunds as refund-totals.ts reads them (reference, amount, status). */
+/** Payment `paymentId`'s refunds as payments.refund-totals.ts reads them (reference, amount, status). */
 export async function refundFactsOf(trx: Transaction<Database>, paymentId: string) {
   const rows = await trx
     .selectFrom('refunds')
@@ -30,7 +30,7 @@ export async function refundFactsOf(trx: Transaction<Database>, paymentId: strin
 
 /**
  * What may still be refunded on `payment` (locked by the caller), minor units, with the sums
- * it was computed from: `amount` − succeeded − pending (refund-totals.ts refundableAmount).
+ * it was computed from: `amount` − succeeded − pending (payments.refund-totals.ts refundableAmount).
  */
 export async function refundableOf(
   trx: Transaction<Database>,

@@ -77,7 +77,7 @@ export async function getRefund(db: Kysely<Database>, id: string): Promise<Refun
 
 /**
  * The sum (minor units) of payment `paymentId`'s succeeded refunds: its `amount_refunded`
- * by the one rule of SPEC §5 (refund-totals.ts). Reads inside the caller's transaction
+ * by the one rule of SPEC §5 (payments.refund-totals.ts). Reads inside the caller's transaction
  * when given one.
  */
 export async function sumSucceededRefunds(db: Kysely<Database>, paymentId: string): Promise<number> {

@@ -3,7 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -75,15 +75,16 @@ export async function getPlan(db: Kysely<Database>, id: string): Promise<Plan> {
   return toPlan(row);
 }
 
+const plansList = defineList({
+  from: (db) => db.selectFrom('plans'),
+  select: (query) => query.selectAll(),
+  sortable: PLAN_SORT_FIELDS,
+  map: (rows) => rows.map(toPlan),
+});
+
 /** A page of plans, archived ones included. */
 export async function listPlans(db: Kysely<Database>, params: ListParams): Promise<Page<Plan>> {
-  return listPage({
-    query: db.selectFrom('plans'),
-    select: (query) => query.selectAll(),
-    sortable: PLAN_SORT_FIELDS,
-    params,
-    map: (rows) => rows.map(toPlan),
-  });
+  return plansList.page(db, params);
 }
 
 /**

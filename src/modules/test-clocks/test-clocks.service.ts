@@ -1,12 +1,12 @@
-// Test clocks through the API (SPEC §11): create, read, delete with everything attached, and
-// ask for an advance — which the worker runs (test-clocks.jobs.ts). Every change of a clock
-// and its event commit together.
+// Test clocks through the API (SPEC §11): create, read, and ask for an advance — which the
+// worker runs (worker/test-clocks.jobs.ts); deleting a clock with everything attached is the
+// billing core's (billing/test-clocks.ts). Every change of a clock and its event commit together.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -64,15 +64,16 @@ export async function getTestClock(db: Kysely<Database>, id: string): Promise<Te
   return toTestClock(row);
 }
 
+const testClocksList = defineList({
+  from: (db) => db.selectFrom('test_clocks'),
+  select: (query) => query.selectAll(),
+  sortable: TEST_CLOCK_SORT_FIELDS,
+  map: (rows) => rows.map(toTestClock),
+});
+
 /** A page of clocks (SPEC §2 "Lists"), sortable by `created_at` or `frozen_time`. */
 export async function listTestClocks(db: Kysely<Database>, params: ListParams): Promise<Page<TestClock>> {
-  return listPage({
-    query: db.selectFrom('test_clocks'),
-    select: (query) => query.selectAll(),
-    sortable: TEST_CLOCK_SORT_FIELDS,
-    params,
-    map: (rows) => rows.map(toTestClock),
-  });
+  return testClocksList.page(db, params);
 }
 
 /** Locks test clock `id` for a change. Throws 404 `not_found` for an unknown or malformed id. */

@@ -1,4 +1,4 @@
-// PostgreSQL only: LISTEN for the outbox doorbell (events/outbox-signal.ts) on one dedicated
+// PostgreSQL only: LISTEN for the outbox doorbell (events/events.outbox-signal.ts) on one dedicated
 // connection per worker process, so a worker hears about events committed by any process at
 // once. Reconnects after errors; while it is down the worker's poll carries on alone.
 import pg from 'pg';

@@ -1,11 +1,12 @@
 // Deliveries as the API shows them (SPEC §3): the list of an endpoint's deliveries with
 // every attempt, a manual redelivery, and the `webhook.test` event sent to one endpoint only.
 import type { Kysely, Transaction } from 'kysely';
+import type { Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { AppError, NotFoundError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -67,16 +68,23 @@ export async function listDeliveries(
   filters: DeliveryFilters,
 ): Promise<Page<Delivery>> {
   await findEndpoint(db, endpointId);
-  return listPage({
-    query: db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId),
-    select: (query) => query.selectAll(),
-    sortable: DELIVERY_SORT_FIELDS,
-    // An empty filter value filters nothing, as `?status=` always has.
-    filters: { status: filters.status || undefined, event_id: filters.event_id || undefined },
+  const page = await deliveriesList.page(
+    db,
     params,
-    map: (rows) => withAttempts(db, rows),
-  });
+    // An empty filter value filters nothing, as `?status=` always has.
+    { status: filters.status || undefined, event_id: filters.event_id || undefined },
+    { endpointId },
+  );
+  return { data: await withAttempts(db, page.data), meta: page.meta };
 }
+
+const deliveriesList = defineList({
+  from: (db, param: Param<{ endpointId: string }>) =>
+    db.selectFrom('webhook_deliveries').where('endpoint_id', '=', param('endpointId')),
+  select: (query) => query.selectAll(),
+  sortable: DELIVERY_SORT_FIELDS,
+  map: (rows) => rows,
+});
 
 async function getDelivery(db: Kysely<Database>, id: string): Promise<Delivery> {
   const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

@@ -7,7 +7,7 @@ import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ListParams, listPage, type Page } from '../../http/lists.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
@@ -167,15 +167,15 @@ export async function listEndpoints(
   params: ListParams,
   filters: { status?: EndpointStatus },
 ): Promise<Page<WebhookEndpoint>> {
-  return listPage({
-    query: db.selectFrom('webhook_endpoints'),
-    select: (query) => query.selectAll(),
-    sortable: ENDPOINT_SORT_FIELDS,
-    filters: { status: filters.status || undefined },
-    params,
-    map: (rows) => rows.map(toEndpoint),
-  });
+  return endpointsList.page(db, params, { status: filters.status || undefined });
 }
+
+const endpointsList = defineList({
+  from: (db) => db.selectFrom('webhook_endpoints'),
+  select: (query) => query.selectAll(),
+  sortable: ENDPOINT_SORT_FIELDS,
+  map: (rows) => rows.map(toEndpoint),
+});
 
 /**
  * Disables an enabled endpoint for `reason` and emits `webhook_endpoint.disabled` with it,

@@ -9,10 +9,11 @@ import { buildWebhookTestApp } from '../../../test/helpers/webhooks.ts';
 import { fanOutEvents } from './webhooks.fan-out.ts';
 
 /**
- * One pass that fans out events: look for work, claim the batch (the endpoints travel with
- * it), then the deliveries, the marks and COMMIT as one message. 5 before the prefetch.
+ * One pass that fans out events: look for work; BEGIN and the claim of the batch; the
+ * endpoints; the deliveries (one statement per 500); the marks (one statement per number of
+ * deliveries an event got); COMMIT.
  */
-const PASS_ROUND_TRIPS = 3;
+const PASS_ROUND_TRIPS = 6;
 
 test(
   'PostgreSQL: a fan-out pass takes PASS_ROUND_TRIPS round trips, whatever the number of events and endpoints',

@@ -4,10 +4,8 @@
 // fanned out in ONE transaction: a crash rolls the whole batch back, nothing half-done remains,
 // and the (event, endpoint) unique constraint makes a double write impossible anyway.
 import type { Insertable, Kysely } from 'kysely';
-import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
-import { executeDeferred, prefetch } from '../../db/pg-traffic.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { markEventsFannedOut } from '../events/events.delivery-state.ts';
@@ -27,7 +25,7 @@ interface Subscriber {
  * events written from its own creation on, in real time (not an older backlog): an event's
  * `emitted_at`, never its `created_at`, which a test clock may have stamped before the
  * endpoint existed (SPEC §6, §11). `webhook.test` never fans
- * out: its one delivery is written with it (deliveries.service.ts). An event with no
+ * out: its one delivery is written with it (webhooks.deliveries.ts). An event with no
  * delivery due is delivered at once. Returns how many events were fanned out.
  */
 export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: number): Promise<number> {
@@ -39,8 +37,6 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
       .selectFrom('webhook_endpoints')
       .select(['id', 'events', 'created_at'])
       .where('status', '=', 'enabled');
-    // PostgreSQL: the endpoints are read in the claim's round trip (db/pg-traffic.ts).
-    if (isPostgres(trx)) await prefetch(trx, enabledEndpoints.compile());
     const events = await claimRows(
       trx
         .selectFrom('events')
@@ -96,16 +92,12 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
       eventsByCount.set(count, [...(eventsByCount.get(count) ?? []), event.id]);
     }
 
-    // Nobody reads these statements' answers: on PostgreSQL the inserts, the marks and the
-    // COMMIT travel as one message (db/pg-traffic.ts).
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      await executeDeferred(
-        trx,
-        trx
-          .insertInto('webhook_deliveries')
-          .values(rows.slice(i, i + INSERT_CHUNK))
-          .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing()),
-      );
+      await trx
+        .insertInto('webhook_deliveries')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
+        .execute();
     }
     for (const [count, ids] of eventsByCount) await markEventsFannedOut(trx, ids, count, now);
     return events.length;
