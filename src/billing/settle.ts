@@ -195,6 +195,7 @@ export interface PaymentToSettle extends SettlingPayment {
  *    advance; a surplus becomes credit again). A payment never moves a period by itself.
  * Returns the settlement, or null when the payment settles nothing (another currency than
  * what is owed, an invoice it names was voided, nothing payable and no advance allowed).
+ * Throws (a defect, never a client's input) if the next period's invoice exists already.
  */
 export async function settlePayment(
   trx: Transaction<Database>,
