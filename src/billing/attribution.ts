@@ -10,11 +10,12 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Clock } from '../shared/clock.ts';
 import { isIdOf } from '../shared/ids.ts';
-import { isValidEmail } from '../modules/customers/customers.email.ts';
+import { isValidEmail, normalizeEmail } from '../modules/customers/customers.email.ts';
 import { findOrCreateCustomerByEmail } from '../modules/customers/customers.service.ts';
 import { isPayable } from '../modules/invoices/invoices.status.ts';
 import { findInvoiceRow } from '../modules/invoices/invoices.lifecycle.ts';
 import type { PaymentReport } from '../providers/provider.ts';
+import type { PaymentBatch } from './payment-batch.ts';
 
 export interface Attribution {
   customerId: string | null;
@@ -79,6 +80,7 @@ async function namedInvoiceSubscription(
 /**
  * Attributes `report` from `provider` (see the header); `recordedCurrency` is the currency
  * of the payment already recorded under its reference, if any (for reports naming none).
+ * `batch`: the payer's customer already read for the batch (payment-batch.ts), if it was.
  * Remembers the provider's subscription reference when the metadata named our subscription,
  * so later events without metadata find it. May create a customer (with its event) in `trx` —
  * never when the metadata names a customer or subscription of ours that is gone (customerId
@@ -90,6 +92,7 @@ export async function attributePayment(
   provider: string,
   report: PaymentReport,
   recordedCurrency: string | null = null,
+  batch?: Pick<PaymentBatch, 'customerByEmail'>,
 ): Promise<Attribution> {
   const currency = report.currency ?? recordedCurrency;
   const named = report.metadata.subscription_id;
@@ -113,7 +116,8 @@ export async function attributePayment(
   }
   // An address the API would refuse attributes nothing: the same rule in both places.
   if (customerId === null && !namesGone && report.email !== null && isValidEmail(report.email)) {
-    customerId = await findOrCreateCustomerByEmail(trx, clock, report.email, report.name);
+    const known = batch?.customerByEmail(normalizeEmail(report.email));
+    customerId = await findOrCreateCustomerByEmail(trx, clock, report.email, report.name, known);
   }
 
   if (!subscription && customerId !== null) {

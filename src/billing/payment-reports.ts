@@ -20,6 +20,7 @@ import {
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { applyFailedPayment, applySuccessfulPayment } from './subscription-payments.ts';
 import { attributePayment } from './attribution.ts';
+import type { PaymentBatch } from './payment-batch.ts';
 import { type ProviderEvent, UnusableEventError } from '../providers/provider.ts';
 import { withClockForCustomer } from '../modules/test-clocks/test-clocks.time.ts';
 
@@ -33,6 +34,11 @@ export interface ProcessingContext {
    * it when a payment becomes paid, by a provider event or by our own charge's answer.
    */
   releaseHeld?: (trx: Transaction<Database>, provider: string, reference: string) => Promise<void>;
+  /**
+   * What the batch this report is processed in read for all its events beforehand
+   * (payment-batch.ts loadPaymentBatch): answers used instead of a read of the report's own.
+   */
+  batch?: PaymentBatch;
 }
 
 export type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
@@ -55,11 +61,13 @@ export async function recordPaymentEvent(
   event: PaymentEvent,
 ): Promise<void> {
   const report = event.payment;
-  const locked = await lockPaymentReference(trx, provider, report.reference);
+  const locked =
+    realCtx.batch?.takePayment(provider, report.reference) ??
+    (await lockPaymentReference(trx, provider, report.reference));
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
   const who = needsAttribution
-    ? await attributePayment(trx, realCtx.clock, provider, report, existing?.currency ?? null)
+    ? await attributePayment(trx, realCtx.clock, provider, report, existing?.currency ?? null, realCtx.batch)
     : { customerId: null, subscriptionId: null, planCurrency: null };
   // A test clock's customer's payment is recorded and applied at the clock's time (SPEC §11).
   const ctx = await withClockForCustomer(trx, realCtx, existing?.customer_id ?? who.customerId);
@@ -130,7 +138,8 @@ async function saveReusableMethod(
   const method = report.method;
   if (!method || customerId === null || ctx.config.dataEncryptionKey === undefined) return;
   if (!isProviderName(provider)) return;
-  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider });
+  const saved = ctx.batch?.methodSaved(customerId, provider, method.fingerprint);
+  await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider }, saved);
 }
 
 /**

@@ -6,7 +6,6 @@
 // commit. What one row does is inbox.processing.ts's.
 import type { Kysely, Transaction } from 'kysely';
 import { deferCounts, flushCounts } from '../db/counts.ts';
-import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
 import { isRetryableConflict } from '../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../db/transaction.ts';
@@ -14,7 +13,7 @@ import { AlreadyFinishedError, deferFinishes, flushFinishes, lockInboxRow } from
 import { UnusableEventError } from '../providers/provider.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
 import {
-  lockBatchReferences,
+  prepareBatch,
   type ProcessingContext,
   type ProcessingOutcome,
   processInboxRow,
@@ -37,11 +36,16 @@ export interface RowToProcess {
   log?: ProcessingLog;
 }
 
-/** Processes each item in `trx`; any failure throws (the caller rolls back). */
+/**
+ * Processes each item in `trx`; any failure throws (the caller rolls back). `prepare`: read
+ * what the rows need for all of them first (prepareBatch) — only when every item comes with
+ * its stored row (a row locked here could touch what the others were answered about).
+ */
 async function processAll(
   trx: Transaction<Database>,
   ctx: ProcessingContext,
   items: readonly RowToProcess[],
+  prepare: boolean,
 ): Promise<ProcessingOutcome[]> {
   const outcomes: ProcessingOutcome[] = [];
   // A row read from the inbox (the worker, a redelivery) is locked first, so processors of
@@ -50,16 +54,13 @@ async function processAll(
   // before its lease ends but a redelivery, and finishInboxRow's check (the status still as
   // read; on PostgreSQL the update waits for any other transaction on the row) rolls back
   // whichever processor loses such a race.
-  // PostgreSQL: the stored rows' payment references locked at once, in one order.
-  if (items.length > 1 && isPostgres(trx)) {
-    await lockBatchReferences(
-      trx,
-      items.flatMap((item) => (item.row ? [{ row: item.row, body: item.body }] : [])),
-    );
-  }
+  const stored = items.flatMap((item) => (item.row ? [{ row: item.row, body: item.body }] : []));
+  const prepared = prepare && stored.length === items.length ? await prepareBatch(trx, ctx, stored) : undefined;
   for (const item of items) {
     const row = item.row ?? (await lockInboxRow(trx, item.id));
-    outcomes.push(row ? await processInboxRow(trx, ctx, row, item.body) : 'skipped');
+    outcomes.push(
+      row ? await processInboxRow(trx, prepared?.ctx ?? ctx, row, item.body, prepared?.events.get(row.id)) : 'skipped',
+    );
   }
   return outcomes;
 }
@@ -87,7 +88,7 @@ async function processIsolated<T>(
       for (let run = 1; ; run += 1) {
         const savepoint = await trx.savepoint('event').execute();
         try {
-          outcomes.push(...(await processAll(savepoint, ctx, [item])));
+          outcomes.push(...(await processAll(savepoint, ctx, [item], false)));
           await savepoint.releaseSavepoint('event').execute();
           break;
         } catch (error) {
@@ -154,7 +155,7 @@ export async function runThenProcessEvents<T>(
       // A row another processor finished meanwhile fails the batch (AlreadyFinishedError, at
       // the latest from flushFinishes); the rerun below then finds it, row by row, and skips
       // it alone.
-      const outcomes = await processAll(trx, ctx, items);
+      const outcomes = await processAll(trx, ctx, items, true);
       await flushFinishes(trx);
       await flushCounts(trx);
       return [head, outcomes] as [T, ProcessingOutcome[]];

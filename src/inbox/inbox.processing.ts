@@ -4,7 +4,6 @@
 // refunds a newly paid payment releases. The caller owns the transaction, and with it
 // batching and failure isolation (inbox.batches.ts).
 import type { Transaction } from 'kysely';
-import { isPostgres } from '../db/column-types.ts';
 import type { Database } from '../db/database.ts';
 import type { ProviderEventRow } from '../db/tables/provider-events.table.ts';
 import { lockReferences } from '../modules/payments/payments.references.ts';
@@ -15,12 +14,21 @@ import {
   recordRefunds,
 } from '../billing/payment-reports.ts';
 
+import { type BatchEvent, loadPaymentBatch, referencesOf } from '../billing/payment-batch.ts';
+
 export type { ProcessingContext };
 import { type ProviderEvent, UnusableEventError } from '../providers/provider.ts';
 import { withoutNul } from '../providers/provider-values.ts';
 import { readProviderEvent } from '../providers/registry.ts';
 import type { Clock } from '../shared/clock.ts';
-import { finishInboxRow, lockHeldRows, lockInboxRow, repointHeldRows, updateInboxRow } from './inbox.ts';
+import {
+  finishInboxRow,
+  lockHeldRows,
+  lockHeldRowsOf,
+  lockInboxRow,
+  repointHeldRows,
+  updateInboxRow,
+} from './inbox.ts';
 import { needsProcessing } from './inbox.status.ts';
 import { retryDelayMs } from './inbox.retry-backoff.ts';
 
@@ -31,20 +39,21 @@ export type ProcessingOutcome = 'processed' | 'ignored' | 'held' | 'failed' | 's
  * Processes the locked inbox `row` inside `trx`: applies its event and moves the row to
  * `processed`, `ignored` or `held` (inbox.status.ts). `body` is the row's payload already
  * parsed, when the caller has it. Returns `skipped` for a row that no longer needs
- * processing. Throws UnusableEventError when the event cannot be used (a retry cannot help),
+ * processing. `read`: the row's event when the caller already read it (prepareBatch). Throws UnusableEventError when the event cannot be used (a retry cannot help),
  * AlreadyFinishedError when another processor finished the row meanwhile, or any database
  * error; the caller rolls back this row's effects and records the failure
  * (recordFailedAttempt).
  */
 export async function processInboxRow(
   trx: Transaction<Database>,
-  ctx: ProcessingContext,
+  ctx: InboxContext,
   row: ProviderEventRow,
   body: unknown,
+  read?: ProviderEvent,
 ): Promise<ProcessingOutcome> {
   if (!needsProcessing(row)) return 'skipped';
   const parseBody = () => (body === undefined ? JSON.parse(row.payload) : body);
-  const event = readProviderEvent(row.provider, parseBody, new Date(row.received_at));
+  const event = read ?? readProviderEvent(row.provider, parseBody, new Date(row.received_at));
   const now = ctx.clock.now().toISOString();
   const done = {
     processed_at: now,
@@ -105,22 +114,46 @@ export async function recordFailedAttempt(
   });
 }
 
+/** `ctx` with what the inbox read for the batch beforehand: the held rows of its payments. */
+export interface InboxContext extends ProcessingContext {
+  /** The held rows per payment reference (inbox.ts lockHeldRowsOf), each list taken once. */
+  held?: Map<string, ProviderEventRow[]>;
+}
+
+/** A stored row about to be processed in a batch, with its payload already parsed if known. */
+export interface BatchRow {
+  row: ProviderEventRow;
+  body: unknown;
+}
+
+/** What prepareBatch read: the context to process the batch's rows with, and their events. */
+export interface PreparedBatch {
+  ctx: InboxContext;
+  /** The event of each row that needs processing and could be read, by row id. */
+  events: Map<string, ProviderEvent>;
+}
+
 /**
- * PostgreSQL (SPEC §5 one payment per provider payment): for a batch of stored rows about to
- * be processed in `trx` (inbox.batches.ts), takes the advisory locks of EVERY reference the
- * batch will read or write — payment reports', refunds' payment references, both references
- * of a link, and the canonical references they are known aliases of — in one statement and
- * one order (lockReferences), so that no row of the batch takes a reference lock after
- * another batch could hold it while waiting for one of ours (a deadlock there fails rows: the
- * link that would merge two payments of one charge among them). A row whose event cannot be
- * read is left to processInboxRow to refuse. Does nothing on SQLite.
+ * Before a batch of stored rows is processed in `trx` (inbox.batches.ts), reads their events
+ * and what the rows will ask for, for all of them at once:
+ * - PostgreSQL (SPEC §5 one payment per provider payment): the advisory locks of EVERY
+ *   reference the batch will read or write — payment reports', refunds' payment references,
+ *   both references of a link, and the canonical references they are known aliases of — in
+ *   one statement and one order (lockReferences), so that no row of the batch takes a
+ *   reference lock after another batch could hold it while waiting for one of ours (a
+ *   deadlock there fails rows: the link that would merge two payments of one charge among them);
+ * - the payments, payers and saved cards the reports need (billing/payment-batch.ts, one
+ *   statement each, under those locks), and the held refunds of those payments (one statement);
+ * and returns `ctx` carrying these answers. A row whose event cannot be read is left to
+ * processInboxRow to refuse. Errors: the database's.
  */
-export async function lockBatchReferences(
+export async function prepareBatch(
   trx: Transaction<Database>,
-  items: readonly { row: ProviderEventRow; body: unknown }[],
-): Promise<void> {
-  if (!isPostgres(trx) || items.length < 2) return;
-  const references: { provider: string; reference: string }[] = [];
+  ctx: ProcessingContext,
+  items: readonly BatchRow[],
+): Promise<PreparedBatch> {
+  const events = new Map<string, ProviderEvent>();
+  const batchEvents: BatchEvent[] = [];
   for (const { row, body } of items) {
     if (!needsProcessing(row)) continue;
     let event: ProviderEvent;
@@ -130,31 +163,34 @@ export async function lockBatchReferences(
     } catch {
       continue;
     }
-    const provider = row.provider;
-    if (event.kind === 'refunds') references.push({ provider, reference: event.paymentReference });
-    if (event.kind === 'payment_linked') {
-      references.push({ provider, reference: event.reference }, { provider, reference: event.canonicalReference });
-    }
-    if (event.kind === 'payment_succeeded' || event.kind === 'payment_failed') {
-      references.push({ provider, reference: event.payment.reference });
-    }
+    events.set(row.id, event);
+    batchEvents.push({ provider: row.provider, event });
   }
-  await lockReferences(trx, references);
+  await lockReferences(trx, batchEvents.flatMap(referencesOf));
+  const batch = await loadPaymentBatch(trx, batchEvents);
+  const held = batch.paymentReferences.length === 0 ? undefined : await lockHeldRowsOf(trx, batch.paymentReferences);
+  return { ctx: { ...ctx, batch, held }, events };
 }
 
 /** `ctx` with the inbox's held reports released by the core when their payment is paid. */
-export function withHeldReports<C extends ProcessingContext>(ctx: C): C {
+export function withHeldReports<C extends InboxContext>(ctx: C): C {
   return { ...ctx, releaseHeld: (trx, provider, reference) => releaseHeldRefunds(trx, ctx, provider, reference) };
 }
 
-/** Applies the refunds held for `reference` now that its payment succeeded. */
+/**
+ * Applies the refunds held for `reference` now that its payment succeeded: those read for the
+ * batch (InboxContext.held, taken once), else read here.
+ */
 async function releaseHeldRefunds(
   trx: Transaction<Database>,
-  ctx: ProcessingContext,
+  ctx: InboxContext,
   provider: string,
   reference: string,
 ): Promise<void> {
-  for (const row of await lockHeldRows(trx, provider, reference)) {
+  const key = `${provider}\u0000${reference}`;
+  const preloaded = ctx.held?.get(key);
+  ctx.held?.delete(key);
+  for (const row of preloaded ?? (await lockHeldRows(trx, provider, reference))) {
     try {
       await processInboxRow(trx, ctx, row, undefined);
     } catch (error) {

@@ -188,6 +188,42 @@ export async function lockHeldRows(
 }
 
 /**
+ * lockHeldRows for a batch of references in ONE statement: the `held` rows waiting for any
+ * of `references`, locked, grouped by referenceKey-style key `provider` + U+0000 + reference
+ * (a reference without held rows maps to an empty list), each list oldest first.
+ */
+export async function lockHeldRowsOf(
+  trx: Transaction<Database>,
+  references: readonly { provider: string; reference: string }[],
+): Promise<Map<string, ProviderEventRow[]>> {
+  const held = new Map<string, ProviderEventRow[]>();
+  if (references.length === 0) return held;
+  for (const { provider, reference } of references) held.set(`${provider}\u0000${reference}`, []);
+  const byProvider = new Map<string, string[]>();
+  for (const { provider, reference } of references) {
+    byProvider.set(provider, [...(byProvider.get(provider) ?? []), reference]);
+  }
+  const rows = await forUpdate(
+    trx
+      .selectFrom('provider_events')
+      .selectAll()
+      .where((eb) =>
+        eb.or(
+          [...byProvider].map(([provider, refs]) =>
+            eb.and([eb('provider', '=', provider), eb('held_reference', 'in', refs)]),
+          ),
+        ),
+      )
+      .where('status', '=', 'held')
+      .orderBy('received_at')
+      .orderBy('id'),
+    trx,
+  ).execute();
+  for (const row of rows) held.get(`${row.provider}\u0000${row.held_reference}`)?.push(row);
+  return held;
+}
+
+/**
  * Makes the `held` rows of `provider` waiting for the payment reference `from` wait for `to`
  * instead: `from` became an alias of `to` (SPEC §5, Stripe invoice → PaymentIntent).
  */

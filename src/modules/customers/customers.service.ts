@@ -106,7 +106,9 @@ export async function createCustomer(
  * metadata), counted and announced with `customer.created` in `trx`. A concurrent
  * creation of the same email is absorbed by ON CONFLICT on the unique index of
  * `email_normalized` among live customers and the winner is returned: never an error, never
- * a second customer. Throws when `email` fails isValidEmail (callers check first).
+ * a second customer. `known`: the live customer's id with this email as the caller already
+ * read it (null: none then; undefined: not read, read here). Throws when `email` fails
+ * isValidEmail (callers check first).
  * Used by provider-event attribution (SPEC §5 "Attribution").
  */
 export async function findOrCreateCustomerByEmail(
@@ -114,10 +116,14 @@ export async function findOrCreateCustomerByEmail(
   clock: Clock,
   email: string,
   name: string | null,
+  known?: string | null,
 ): Promise<string> {
   if (!isValidEmail(email)) throw new Error('findOrCreateCustomerByEmail: invalid email');
   const normalized = normalizeEmail(email);
-  const found = await repo.findCustomerByNormalizedEmail(trx, normalized);
+  if (typeof known === 'string') return known;
+  // `known` null: read beforehand and not found. A customer made since (by an earlier event
+  // of the same batch, or another transaction) makes the insert below lose, as in a race.
+  const found = known === null ? undefined : await repo.findCustomerByNormalizedEmail(trx, normalized);
   if (found) return found.id;
   const now = clock.now().toISOString();
   const row: CustomerRow = {

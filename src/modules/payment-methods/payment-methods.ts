@@ -133,16 +133,20 @@ export async function savePaymentMethod(
  * savePaymentMethod for the notify path (a succeeded payment that carried a reusable method,
  * SPEC §10), answering nothing: the same insert-unless-saved and `payment_method.attached`
  * (events.service emitEventIfInserted), after one indexed read that spares the usual case — a
- * returning payer's card, already saved — the encryption and the insert. Throws
+ * returning payer's card, already saved — the encryption and the insert; `saved` is that
+ * read's answer when the caller has it for its batch (findPayersByEmail). Throws
  * EncryptionKeyMissingError without DATA_ENCRYPTION_KEY.
  */
 export async function rememberPaymentMethod(
   trx: Transaction<Database>,
   ctx: PaymentMethodContext,
   method: ReportedPaymentMethod,
+  saved?: boolean,
 ): Promise<void> {
   const key = { customer_id: method.customerId, provider: method.provider, fingerprint: method.fingerprint };
-  if ((await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
+  // `saved`: answered for the whole batch beforehand (findPayersByEmail). Were the card saved
+  // since (by an earlier event of the batch), the insert below still makes no second row.
+  if (saved ?? (await liveMethodByFingerprint.executeTakeFirst(trx, key)) !== undefined) return;
   const row = newMethodRow(ctx, method);
   await emitEventIfInserted(
     trx,
@@ -151,6 +155,54 @@ export async function rememberPaymentMethod(
     'payment_method.attached',
     toPaymentMethod(row, true),
   );
+}
+
+/** A payer a batch of payment reports names by email, with the reusable card it reports. */
+export interface PayerWanted {
+  /** normalizeEmail of the report's email. */
+  emailNormalized: string;
+  provider: ProviderName;
+  /** The reported method's fingerprint, or null when the report carries none. */
+  fingerprint: string | null;
+}
+
+/** What findPayersByEmail found for one PayerWanted whose email is a live customer's. */
+export interface PayerFound extends PayerWanted {
+  customerId: string;
+  /** The customer has a live method with this provider and fingerprint (false when fingerprint is null). */
+  saved: boolean;
+}
+
+/**
+ * For a batch of payment reports (SPEC §5 attribution by email, §10 saved cards), in ONE
+ * statement: the live customer of each wanted email and whether that customer already has a
+ * live method with the wanted provider and fingerprint — the lookups findOrCreateCustomerByEmail
+ * and rememberPaymentMethod make per report, answered together. Emails without a live
+ * customer are left out. Reads only (nothing locked, as the per-report reads).
+ */
+export async function findPayersByEmail(
+  trx: Transaction<Database>,
+  wanted: readonly PayerWanted[],
+): Promise<PayerFound[]> {
+  if (wanted.length === 0) return [];
+  const named = sql.join(
+    wanted.map(({ emailNormalized, provider, fingerprint }) => sql`(${emailNormalized}, ${provider}, ${fingerprint ?? ''})`),
+  );
+  // A missing fingerprint travels as '' (no method has one) so the CTE's column stays text.
+  const { rows } = await sql<{ email: string; provider: ProviderName; fingerprint: string; customer_id: string; method_id: string | null }>`
+    with n(email, provider, fingerprint) as (values ${named})
+    select n.email, n.provider, n.fingerprint, c.id as customer_id, m.id as method_id
+    from n
+    join customers c on c.email_normalized = n.email and c.deleted_at is null
+    left join payment_methods m on m.customer_id = c.id and m.provider = n.provider
+      and m.fingerprint = n.fingerprint and m.status = 'active'`.execute(trx);
+  return rows.map((row) => ({
+    emailNormalized: row.email,
+    provider: row.provider,
+    fingerprint: row.fingerprint === '' ? null : row.fingerprint,
+    customerId: row.customer_id,
+    saved: row.method_id !== null,
+  }));
 }
 
 /** The live method of a customer with a provider and fingerprint, compiled once (notify path). */

@@ -168,6 +168,80 @@ export async function lockPaymentReference(
   return { canonical, payment: await selectPaymentForUpdate(trx, provider, canonical) };
 }
 
+/** A reference named by a batch, as lockPaymentsByReferences found it. */
+export interface BatchReference {
+  /** The canonical reference when the named one is a known alias (its payment is not read), else null. */
+  aliasOf: string | null;
+  /** The payment keyed by the named reference (locked on PostgreSQL), when it is not an alias. */
+  locked: LockedReference | null;
+}
+
+/** The key of `provider`/`reference` in lockPaymentsByReferences' answer. */
+export function referenceKey(provider: string, reference: string): string {
+  return `${provider}\u0000${reference}`;
+}
+
+/**
+ * For a batch of provider events (SPEC §5), in ONE statement: for each named reference,
+ * whether it is a known alias (payment_references) and, when it is not, the payment keyed by
+ * it — locked FOR UPDATE on PostgreSQL, as lockPaymentReference locks it. The caller holds
+ * the advisory locks of every reference and of their known canonical ones (lockReferences,
+ * taken first), so the answer stays true until the caller itself changes it. Rows are locked
+ * in (provider, reference) order. Answers keyed by referenceKey. For an alias the caller asks
+ * lockPaymentReference (it takes the canonical lock and reads the payment there).
+ */
+export async function lockPaymentsByReferences(
+  trx: Transaction<Database>,
+  references: readonly { provider: string; reference: string }[],
+): Promise<Map<string, BatchReference>> {
+  const answers = new Map<string, BatchReference>();
+  const distinct = new Map(references.map((ref) => [referenceKey(ref.provider, ref.reference), ref]));
+  if (distinct.size === 0) return answers;
+  const wanted = [...distinct.values()].sort((a, b) =>
+    a.provider === b.provider ? compareText(a.reference, b.reference) : compareText(a.provider, b.provider),
+  );
+  const named = sql.join(wanted.map(({ provider, reference }) => sql`(${provider}, ${reference})`));
+  // Both dialects: the named references as a CTE with column names; PostgreSQL locks each
+  // payment row in the lateral read (the shape of paymentByReferenceForUpdate).
+  const query = isPostgres(trx)
+    ? sql<BatchPaymentRow>`with n(provider, reference) as (values ${named})
+      select n.provider as wanted_provider, n.reference as wanted_reference, r.canonical_reference as alias_of, p.*
+      from n
+      left join payment_references r on r.provider = n.provider and r.reference = n.reference
+      left join lateral (
+        select * from payments
+        where payments.provider = n.provider and payments.provider_reference = n.reference
+          and r.canonical_reference is null
+        for update
+      ) as p on true`
+    : sql<BatchPaymentRow>`with n(provider, reference) as (values ${named})
+      select n.provider as wanted_provider, n.reference as wanted_reference, r.canonical_reference as alias_of, p.*
+      from n
+      left join payment_references r on r.provider = n.provider and r.reference = n.reference
+      left join payments p on p.provider = n.provider and p.provider_reference = n.reference`;
+  const { rows } = await query.execute(trx);
+  for (const { wanted_provider, wanted_reference, alias_of, ...payment } of rows) {
+    const key = referenceKey(wanted_provider, wanted_reference);
+    if (alias_of !== null) {
+      answers.set(key, { aliasOf: alias_of, locked: null });
+      continue;
+    }
+    const row = payment.id === null ? undefined : (payment as PaymentRow);
+    answers.set(key, { aliasOf: null, locked: { canonical: wanted_reference, payment: row } });
+  }
+  return answers;
+}
+
+type BatchPaymentRow = Nullable<PaymentRow> & {
+  wanted_provider: string;
+  wanted_reference: string;
+  alias_of: string | null;
+};
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /**
  * PostgreSQL: the statement lockPaymentReference runs after its advisory lock — the alias
  * resolved and, when there is none, the payment keyed by `reference` locked.
