@@ -118,7 +118,8 @@ export async function loadPaymentBatch(
   const methods = new Map<string, boolean>();
   for (const payer of await findPayersByEmail(trx, wanted)) {
     customers.set(payer.emailNormalized, payer.customerId);
-    if (payer.fingerprint !== null) methods.set(methodKey(payer.customerId, payer.provider, payer.fingerprint), payer.saved);
+    if (payer.fingerprint !== null)
+      methods.set(methodKey(payer.customerId, payer.provider, payer.fingerprint), payer.saved);
   }
 
   return {

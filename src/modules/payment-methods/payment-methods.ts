@@ -186,10 +186,18 @@ export async function findPayersByEmail(
 ): Promise<PayerFound[]> {
   if (wanted.length === 0) return [];
   const named = sql.join(
-    wanted.map(({ emailNormalized, provider, fingerprint }) => sql`(${emailNormalized}, ${provider}, ${fingerprint ?? ''})`),
+    wanted.map(
+      ({ emailNormalized, provider, fingerprint }) => sql`(${emailNormalized}, ${provider}, ${fingerprint ?? ''})`,
+    ),
   );
   // A missing fingerprint travels as '' (no method has one) so the CTE's column stays text.
-  const { rows } = await sql<{ email: string; provider: ProviderName; fingerprint: string; customer_id: string; method_id: string | null }>`
+  const { rows } = await sql<{
+    email: string;
+    provider: ProviderName;
+    fingerprint: string;
+    customer_id: string;
+    method_id: string | null;
+  }>`
     with n(email, provider, fingerprint) as (values ${named})
     select n.email, n.provider, n.fingerprint, c.id as customer_id, m.id as method_id
     from n
