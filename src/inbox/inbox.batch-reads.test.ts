@@ -161,17 +161,14 @@ async function endState(app: TestApp) {
   const topics: Record<string, number> = {};
   for (const { topic } of events) topics[topic] = (topics[topic] ?? 0) + 1;
   const inbox = await db.selectFrom('provider_events').select(['status', 'error']).orderBy('status').execute();
-  const normalize = <T extends Record<string, unknown>>(rows: T[]) =>
-    rows.map((row) =>
-      Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])),
-    );
+  // Amounts as numbers: PostgreSQL answers bigint columns as text.
   return {
-    payments: normalize(payments).map((row) => ({
+    payments: payments.map((row) => ({
       ...row,
       amount: Number(row.amount),
       amount_refunded: Number(row.amount_refunded),
     })),
-    refunds: normalize(refunds).map((row) => ({ ...row, amount: Number(row.amount) })),
+    refunds: refunds.map((row) => ({ ...row, amount: Number(row.amount) })),
     customers,
     methods,
     topics,
