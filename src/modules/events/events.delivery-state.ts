@@ -1,7 +1,8 @@
 // An event's delivery state (SPEC §6): when it was fanned out, how many of its deliveries
 // still wait, when it counts as delivered. The webhooks module decides; these are the only
 // writers of those columns, so the events table has one owner (emitEvent writes the rest).
-import type { Transaction } from 'kysely';
+import { type Compilable, sql, type Transaction } from 'kysely';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 
 /**
@@ -24,6 +25,35 @@ export async function markEventsFannedOut(
     })
     .where('id', 'in', eventIds)
     .execute();
+}
+
+/**
+ * markEventsFannedOut, after running `write` (the deliveries' INSERT, without RETURNING): on
+ * PostgreSQL in ONE statement (the write as a data-modifying WITH clause, as emitEventWith),
+ * on SQLite the write just before. The fan-out's deliveries and its marks thus cost one round
+ * trip. Errors: the write's and the update's.
+ */
+export async function markEventsFannedOutWith(
+  trx: Transaction<Database>,
+  write: Compilable<unknown>,
+  eventIds: readonly string[],
+  pendingDeliveries: number,
+  now: string,
+): Promise<void> {
+  if (eventIds.length === 0 || !isPostgres(trx)) {
+    await trx.executeQuery(write.compile());
+    await markEventsFannedOut(trx, eventIds, pendingDeliveries, now);
+    return;
+  }
+  const update = trx
+    .updateTable('events')
+    .set({
+      fanned_out_at: now,
+      pending_deliveries: pendingDeliveries,
+      delivered_at: pendingDeliveries === 0 ? now : null,
+    })
+    .where('id', 'in', eventIds);
+  await sql`with written as (${write}) ${update}`.execute(trx);
 }
 
 /**

@@ -2,16 +2,26 @@
 // `events` match (or `"*"`), exactly once. A batch of events is claimed (SKIP LOCKED on
 // PostgreSQL, so several workers split the work), its deliveries written and the events marked
 // fanned out in ONE transaction: a crash rolls the whole batch back, nothing half-done remains,
-// and the (event, endpoint) unique constraint makes a double write impossible anyway.
-import type { Insertable, Kysely } from 'kysely';
+// and the (event, endpoint) unique constraint makes a double write impossible anyway. The claim
+// reads the endpoints in its statement, and the deliveries travel with the marks.
+import { type Insertable, type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
-import { markEventsFannedOut } from '../events/events.delivery-state.ts';
+import { markEventsFannedOut, markEventsFannedOutWith } from '../events/events.delivery-state.ts';
 import type { WebhookDeliveriesTable } from '../../db/tables/webhooks.table.ts';
 
 const INSERT_CHUNK = 500;
+
+/** A row of the claim: a claimed event (`text`: its topic) or an enabled endpoint (`text`: its topics, JSON). */
+interface ClaimedRow {
+  kind: 'event' | 'endpoint';
+  id: string;
+  text: string;
+  emitted_at: string | null;
+  created_at: string;
+}
 
 interface Subscriber {
   id: string;
@@ -33,11 +43,10 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
   const waiting = await db.selectFrom('events').select('id').where('fanned_out_at', 'is', null).limit(1).execute();
   if (waiting.length === 0) return 0;
   return db.transaction().execute(async (trx) => {
-    const enabledEndpoints = trx
-      .selectFrom('webhook_endpoints')
-      .select(['id', 'events', 'created_at'])
-      .where('status', '=', 'enabled');
-    const events = await claimRows(
+    // The claim and the enabled endpoints in ONE statement (one round trip): the claimed
+    // events as a WITH clause (a locking read cannot be a UNION's branch), the endpoints read
+    // in the same statement, so after the claim as before.
+    const claim = claimRows(
       trx
         .selectFrom('events')
         .select(['id', 'topic', 'emitted_at', 'created_at'])
@@ -46,19 +55,42 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
         .orderBy('id')
         .limit(limit),
       trx,
-    ).execute();
+    );
+    const claimed: ClaimedRow[] = await trx
+      .with('claimed', () => claim)
+      .selectFrom('claimed')
+      .select([sql<ClaimedRow['kind']>`'event'`.as('kind'), 'id', 'topic as text', 'emitted_at', 'created_at'])
+      .unionAll(
+        trx
+          .selectFrom('webhook_endpoints')
+          .select([
+            sql<ClaimedRow['kind']>`'endpoint'`.as('kind'),
+            'id',
+            'events as text',
+            sql<string | null>`null`.as('emitted_at'),
+            'created_at',
+          ])
+          .where('status', '=', 'enabled'),
+      )
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    const events = claimed
+      .filter((row) => row.kind === 'event')
+      .map((row) => ({ id: row.id, topic: row.text, emitted_at: row.emitted_at, created_at: row.created_at }));
     if (events.length === 0) return 0;
 
-    const endpoints = await enabledEndpoints.execute();
-    const subscribers: Subscriber[] = endpoints.map((endpoint) => {
-      const topics = JSON.parse(endpoint.events) as string[];
-      return {
-        id: endpoint.id,
-        created_at: endpoint.created_at,
-        all: topics.includes('*'),
-        topics: new Set(topics),
-      };
-    });
+    const subscribers: Subscriber[] = claimed
+      .filter((row) => row.kind === 'endpoint')
+      .map((endpoint) => {
+        const topics = JSON.parse(endpoint.text) as string[];
+        return {
+          id: endpoint.id,
+          created_at: endpoint.created_at,
+          all: topics.includes('*'),
+          topics: new Set(topics),
+        };
+      });
 
     const now = clock.now().toISOString();
     const rows: Insertable<WebhookDeliveriesTable>[] = [];
@@ -92,14 +124,23 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
       eventsByCount.set(count, [...(eventsByCount.get(count) ?? []), event.id]);
     }
 
+    const inserts = [];
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      await trx
-        .insertInto('webhook_deliveries')
-        .values(rows.slice(i, i + INSERT_CHUNK))
-        .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing())
-        .execute();
+      inserts.push(
+        trx
+          .insertInto('webhook_deliveries')
+          .values(rows.slice(i, i + INSERT_CHUNK))
+          .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing()),
+      );
     }
-    for (const [count, ids] of eventsByCount) await markEventsFannedOut(trx, ids, count, now);
+    // The last chunk of deliveries travels with the first group's marks (one statement).
+    const last = inserts.pop();
+    for (const insert of inserts) await insert.execute();
+    const groups = [...eventsByCount];
+    const [count, ids] = groups.shift()!;
+    if (last) await markEventsFannedOutWith(trx, last, ids, count, now);
+    else await markEventsFannedOut(trx, ids, count, now);
+    for (const [count, ids] of groups) await markEventsFannedOut(trx, ids, count, now);
     return events.length;
   });
 }
