@@ -7,8 +7,11 @@
 //      row is rolled back alone in its savepoint and recorded failed).
 // An event is thus committed to the inbox before anything acts on it, and processed in a
 // later commit (SPEC §5 "Store, then process"); the request is answered after that commit.
-// The stages overlap, and each runs a few batches at once (lanes): while batches are
-// processed, the next ones are stored. A lone request pays no wait: its batch starts at once.
+// The stages overlap: while a batch is processed, the next one is stored. Each stage runs one
+// batch at a time while the others queue behind it — a batch's reads are shared by all its
+// events (billing/payment-batch.ts), so the fewer batches the fewer round trips per event —
+// and a further batch (lane) at once only while a full batch (MAX_BATCH) is waiting: then
+// one lane cannot keep up. A lone request pays no wait: its batch starts at once.
 import type { Deps } from '../deps.ts';
 import { findUnfinishedRow, storeEvents } from './inbox.ts';
 import { processEvents } from './inbox.batches.ts';
@@ -18,9 +21,8 @@ import type { IncomingDelivery, Receipt, Receiver } from './inbox.receipt.ts';
 /** Most events one batch stores or processes (bounds a transaction's time and locks). */
 const MAX_BATCH = 64;
 /**
- * Batches running at once per stage. One lane would bound throughput by round-trip time
- * (every statement of every event in series); a few lanes keep the database busy while
- * still sharing statements under load. Each holds a pooled connection (pool: 10).
+ * Most batches running at once per stage; a second one starts only while a full batch waits
+ * (see the header). Each holds a pooled connection (pool: 10).
  */
 const STORE_LANES = 2;
 const PROCESS_LANES = 4;
@@ -42,32 +44,51 @@ interface Stored extends Waiter {
 }
 
 /**
- * Batches over a queue (see the header): up to `lanes` batches run at once, each taking
- * what queued while the others ran (at most MAX_BATCH).
+ * Batches over a queue (see the header): one batch at a time takes what queued while the one
+ * before ran (at most MAX_BATCH); up to `lanes` run at once while full batches wait.
  */
 class Stage<T> {
   readonly #queue: T[] = [];
   readonly #run: (batch: T[]) => Promise<void>;
   readonly #lanes: number;
   readonly #running = new Set<Promise<void>>();
+  /** Lanes running; counted synchronously, so that a lane leaving never strands the queue. */
+  #active = 0;
 
   constructor(lanes: number, run: (batch: T[]) => Promise<void>) {
     this.#lanes = lanes;
     this.#run = run;
   }
 
+  /** One more lane is wanted: none runs, or a full batch waits and a lane is free. */
+  #wantsLane(): boolean {
+    if (this.#queue.length === 0) return false;
+    return this.#active === 0 || (this.#active < this.#lanes && this.#queue.length >= MAX_BATCH);
+  }
+
   /** Queues `items` together (a batch started now takes them all). */
   push(...items: T[]): void {
     this.#queue.push(...items);
-    while (this.#queue.length > 0 && this.#running.size < this.#lanes) {
+    while (this.#wantsLane()) {
+      this.#active += 1;
       const lane = this.#lane();
       this.#running.add(lane);
       void lane.finally(() => this.#running.delete(lane)).catch(() => {});
     }
   }
 
+  /**
+   * Runs batches while items queue: the last lane running takes whatever is left, another one
+   * goes on only while a full batch waits. The check and the leaving are one synchronous step,
+   * so two lanes cannot both leave items behind.
+   */
   async #lane(): Promise<void> {
-    while (this.#queue.length > 0) await this.#run(this.#queue.splice(0, MAX_BATCH));
+    try {
+      do await this.#run(this.#queue.splice(0, MAX_BATCH));
+      while (this.#queue.length > 0 && (this.#active === 1 || this.#queue.length >= MAX_BATCH));
+    } finally {
+      this.#active -= 1;
+    }
   }
 
   /** Resolves once the queue is empty and no batch runs. */
