@@ -9,13 +9,12 @@
 // result at once. The provider events are signed with the configured secrets exactly as
 // Paystack and Stripe sign them (Stripe's own library makes the header) and go through
 // POST /api/notify, so they are verified, stored in the inbox and processed like real ones.
+//
+// The database, the app and Stripe's library are imported only once the secrets are checked:
+// a demo that stops at exit 78 costs ≈ 0.1 s of CPU, not the ≈ 0.6 s of loading them.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import Stripe from 'stripe';
-import { buildApp } from '../app.ts';
 import { type Config, loadConfig } from '../config.ts';
-import { openDatabase } from '../db/connect.ts';
-import { createDeps } from '../deps.ts';
 
 /** Where the demo writes its report (the CLI's io). */
 export interface DemoIo {
@@ -43,6 +42,7 @@ and \`npx billing demo\` — any test values will do on a development database:
 
 /** Is there any customer row (deleted ones included)? Reads without migrating anything. */
 async function hasCustomers(config: Readonly<Config>): Promise<boolean> {
+  const { openDatabase } = await import('../db/connect.ts');
   const handle = openDatabase(config.database);
   try {
     const tables = await handle.db.introspection.getTables();
@@ -97,6 +97,7 @@ class DemoClient {
   /** A Stripe event, with the Stripe-Signature header made by Stripe's own library. */
   async stripe(event: unknown): Promise<void> {
     const body = JSON.stringify(event);
+    const { default: Stripe } = await import('stripe');
     const signature = Stripe.webhooks.generateTestHeaderString({
       payload: body,
       secret: this.#config.stripeWebhookSecret,
@@ -428,6 +429,7 @@ export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<num
     LOG_LEVEL: 'silent',
     RATE_LIMIT_MAX: '0',
   });
+  const [{ createDeps }, { buildApp }] = await Promise.all([import('../deps.ts'), import('../app.ts')]);
   const deps = await createDeps(demoConfig);
   try {
     const app = await buildApp(deps);
