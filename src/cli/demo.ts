@@ -13,13 +13,12 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import Stripe from 'stripe';
 import { buildApp } from '../app.ts';
-import { type Config, loadConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { openDatabase } from '../db/connect.ts';
 import { createDeps } from '../deps.ts';
 
 /** Where the demo writes its report (the CLI's io). */
 export interface DemoIo {
-  env: Readonly<Record<string, string | undefined>>;
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
 }
@@ -400,7 +399,7 @@ async function summarize(client: DemoClient) {
 }
 
 /**
- * `billing demo` with the process's configuration and environment (`io.env`): checks the
+ * `billing demo` with the process's configuration: checks the
  * provider secrets (exit 78 with how to set them), refuses a database that has customers
  * (exit 1, untouched), else migrates it and tells the story. Resolves with the exit code.
  */
@@ -422,12 +421,12 @@ export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<num
   }
   // A bootstrap key only this process knows: nothing to clean up, nothing left in `keys list`.
   const demoKey = `demo_${randomBytes(24).toString('base64url')}`;
-  const demoConfig = loadConfig({
-    ...io.env,
-    API_KEYS: [...config.apiKeys, demoKey].join(','),
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_MAX: '0',
-  });
+  const demoConfig: Readonly<Config> = {
+    ...config,
+    apiKeys: [...config.apiKeys, demoKey],
+    logLevel: 'silent',
+    rateLimitMax: 0,
+  };
   const deps = await createDeps(demoConfig);
   try {
     const app = await buildApp(deps);
