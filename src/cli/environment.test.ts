@@ -60,16 +60,21 @@ test('a key that is set wins over the file; PostgreSQL and :memory: never get a 
   }
 });
 
-test('a configuration error writes no key; a key file others can read is refused', (t) => {
+test('a configuration error or no provider key writes no key; a key file others can read is refused', (t) => {
   const dir = tempDir(t);
   const database = `sqlite:${join(dir, 'billing.db')}`;
-  assert.throws(() => loadConfigWithDataKey({ DATABASE_URL: database, PORT: 'many' }, () => {}), ConfigError);
+  assert.throws(
+    () => loadConfigWithDataKey({ DATABASE_URL: database, PORT: 'many', ...PAYSTACK }, () => {}),
+    ConfigError,
+  );
+  assert.equal(existsSync(join(dir, DATA_KEY_FILE)), false);
+  loadConfigWithDataKey({ DATABASE_URL: database }, () => assert.fail('no provider key: no data key needed'));
   assert.equal(existsSync(join(dir, DATA_KEY_FILE)), false);
 
   writeFileSync(join(dir, DATA_KEY_FILE), `${randomBytes(32).toString('base64')}\n`);
   chmodSync(join(dir, DATA_KEY_FILE), 0o644);
   assert.throws(
-    () => loadConfigWithDataKey({ DATABASE_URL: database }, () => {}),
+    () => loadConfigWithDataKey({ DATABASE_URL: database, ...PAYSTACK }, () => {}),
     (error) => error instanceof ConfigError && /readable by its owner only/.test(error.message),
   );
 });

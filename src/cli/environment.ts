@@ -23,9 +23,13 @@ export function withEnvFile(env: Env, cwd: string): Env {
   return { ...parseEnv(readFileSync(path, 'utf8')), ...env };
 }
 
-/** The file a generated key is kept in, or null when the set-up is not a SQLite file. */
+/**
+ * The file a generated key is kept in, or null when none is needed (a key is set, or no
+ * provider has a key: nothing would be saved encrypted) or the set-up is not a SQLite file.
+ */
 function dataKeyPath(env: Env): string | null {
   if (env.DATA_ENCRYPTION_KEY || env.DATA_ENCRYPTION_KEYS) return null;
+  if (!env.PAYSTACK_SECRET_KEY && !env.STRIPE_API_KEY) return null;
   const url = env.DATABASE_URL || 'sqlite:./data/billing.db';
   if (!url.startsWith('sqlite:')) return null; // PostgreSQL: the key stays required
   const path = url.slice('sqlite:'.length);
@@ -35,8 +39,9 @@ function dataKeyPath(env: Env): string | null {
 
 /**
  * The configuration of a command that serves or collects money (serve, worker, demo): as
- * `loadConfig(env)`, but on a SQLite file with neither DATA_ENCRYPTION_KEY nor
- * DATA_ENCRYPTION_KEYS set, the key is read from `data-encryption.key` beside the database
+ * `loadConfig(env)`, but on a SQLite file with a provider key (PAYSTACK_SECRET_KEY or
+ * STRIPE_API_KEY: the case loadConfig requires a data key for) and neither
+ * DATA_ENCRYPTION_KEY nor DATA_ENCRYPTION_KEYS set, the key is read from `data-encryption.key` beside the database
  * — created once (32 random bytes, base64, mode 0600; `say` tells the operator, loudly) when
  * the rest of the configuration is valid, so a config error writes nothing. Two processes
  * starting at once keep the first file written. Throws ConfigError as loadConfig does.
