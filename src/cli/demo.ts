@@ -27,17 +27,16 @@ export interface DemoIo {
 export const DEMO_EXIT = { ok: 0, refused: 1, config: 78 } as const;
 
 const MISSING_SECRETS = `billing demo signs Paystack and Stripe events the way the providers do, so it needs the
-secrets the service verifies them with (and, with a provider key, the key saved payment
-methods are encrypted with). Set them, with the same values for \`npm start\`
+secrets the service verifies them with. Set them, with the same values for \`npm start\`
 and \`npx billing demo\` — any test values will do on a development database:
 
   export PAYSTACK_SECRET_KEY=sk_test_demo_paystack_0123456789
   export STRIPE_WEBHOOK_SECRET=whsec_demo_stripe_0123456789
-  export DATA_ENCRYPTION_KEY=ZGVtby1rZXktZm9yLWEtbGFwdG9wLW9ubHktMDAwMDA=
   npm start            # in one terminal
   npx billing demo     # in another (same DATABASE_URL)
 
-(or put them in a .env file, see .env.example, and load it with \`set -a; . ./.env; set +a\`).
+(or put them in a .env file in this directory: both read it; see .env.example). On a SQLite
+database the key saved payment methods are encrypted with is generated beside it.
 `;
 
 /** Is there any customer row (deleted ones included)? Reads without migrating anything. */
