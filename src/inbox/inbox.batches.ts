@@ -37,9 +37,10 @@ export interface RowToProcess {
 }
 
 /**
- * Processes each item in `trx`; any failure throws (the caller rolls back). `prepare`: read
- * what the rows need for all of them first (prepareBatch) — only when every item comes with
- * its stored row (a row locked here could touch what the others were answered about).
+ * Processes each item in `trx`; any failure throws (the caller rolls back). `prepare`: lock
+ * the stored rows' references and read what the rows need for all of them first
+ * (prepareBatch) — the reads only when every item comes with its stored row (a row locked
+ * here could touch what the others were answered about).
  */
 async function processAll(
   trx: Transaction<Database>,
@@ -55,7 +56,7 @@ async function processAll(
   // read; on PostgreSQL the update waits for any other transaction on the row) rolls back
   // whichever processor loses such a race.
   const stored = items.flatMap((item) => (item.row ? [{ row: item.row, body: item.body }] : []));
-  const prepared = prepare && stored.length === items.length ? await prepareBatch(trx, ctx, stored) : undefined;
+  const prepared = prepare ? await prepareBatch(trx, ctx, stored, stored.length === items.length) : undefined;
   for (const item of items) {
     const row = item.row ?? (await lockInboxRow(trx, item.id));
     outcomes.push(

@@ -144,13 +144,15 @@ export interface PreparedBatch {
  *   deadlock there fails rows: the link that would merge two payments of one charge among them);
  * - the payments, payers and saved cards the reports need (billing/payment-batch.ts, one
  *   statement each, under those locks), and the held refunds of those payments (one statement);
- * and returns `ctx` carrying these answers. A row whose event cannot be read is left to
- * processInboxRow to refuse. Errors: the database's.
+ * and returns `ctx` carrying these answers. `readAhead` false: the locks only (the batch also
+ * holds rows it reads later, which could touch what the others would be answered about). A row
+ * whose event cannot be read is left to processInboxRow to refuse. Errors: the database's.
  */
 export async function prepareBatch(
   trx: Transaction<Database>,
   ctx: ProcessingContext,
   items: readonly BatchRow[],
+  readAhead: boolean,
 ): Promise<PreparedBatch> {
   const events = new Map<string, ProviderEvent>();
   const batchEvents: BatchEvent[] = [];
@@ -167,6 +169,7 @@ export async function prepareBatch(
     batchEvents.push({ provider: row.provider, event });
   }
   await lockReferences(trx, batchEvents.flatMap(referencesOf));
+  if (!readAhead) return { ctx, events };
   const batch = await loadPaymentBatch(trx, batchEvents);
   const held = batch.paymentReferences.length === 0 ? undefined : await lockHeldRowsOf(trx, batch.paymentReferences);
   return { ctx: { ...ctx, batch, held }, events };
