@@ -19,10 +19,13 @@ import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.t
 
 export type { Invoice, InvoiceLine };
 
-/** What issuing and moving invoices needs: the clock and the numbering / URL settings. Deps fits. */
+/**
+ * What issuing and moving invoices needs: the clock, the numbering / URL settings and
+ * INVOICE_FINALIZE_DELAY (when a renewal's draft is finalized). Deps fits.
+ */
 export interface InvoiceContext {
   clock: Clock;
-  config: Pick<Config, 'invoicePrefix' | 'publicUrl'>;
+  config: Pick<Config, 'invoicePrefix' | 'publicUrl' | 'invoiceFinalizeDelayMs'>;
 }
 
 /** `<publicUrl>/i/<token>`: the hosted invoice page (SPEC §9). */
