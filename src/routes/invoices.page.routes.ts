@@ -148,7 +148,7 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
     async (request, reply) => {
       const row = await findInvoiceRowByToken(deps.db, request.params.token);
       if (!row) return notFound(reply);
-      // Never a draft's (findInvoiceRowByToken): it has a hosted URL.
+      // Numbered (findInvoiceRowByToken): it has a hosted URL.
       const page = pagePath(toInvoice(row, publicUrl).hosted_invoice_url ?? '');
       // Another site's form: nothing is made; the customer sees the invoice and decides.
       if (fromAnotherSite(request)) return seeOther(reply, page);

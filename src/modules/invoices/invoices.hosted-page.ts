@@ -183,7 +183,7 @@ function formatDate(iso: string, style: 'long' | 'short' = 'long'): string {
 }
 
 const STATUS_LABEL: Record<Invoice['status'], string> = {
-  // Never rendered: a draft has no hosted page (findInvoiceRowByToken).
+  // Never rendered: an invoice never finalized has no hosted page (findInvoiceRowByToken).
   draft: 'Draft',
   open: 'Open',
   paid: 'Paid',

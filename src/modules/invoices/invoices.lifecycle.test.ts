@@ -44,13 +44,15 @@ async function invoiceEvents(app: TestApp): Promise<{ topic: string; data: { id:
   return res.body.data.filter((e: { topic: string }) => e.topic.startsWith('invoice.'));
 }
 
-test('the transition table: open → paid | void | uncollectible; uncollectible → paid | void; paid and void are final', () => {
+test('the transition table: draft → open | void; open → paid | void | uncollectible; uncollectible → paid | void; paid and void are final', () => {
   const moves = INVOICE_STATUSES.flatMap((from) =>
-    (['paid', 'void', 'mark_uncollectible'] as const)
+    (['finalize', 'paid', 'void', 'mark_uncollectible'] as const)
       .filter((event) => nextInvoiceStatus(from, event))
       .map((event) => `${from}:${event}→${INVOICE_TRANSITIONS[from][event]!.to}`),
   );
   assert.deepEqual(moves, [
+    'draft:finalize→open',
+    'draft:void→void',
     'open:paid→paid',
     'open:void→void',
     'open:mark_uncollectible→uncollectible',

@@ -36,8 +36,8 @@ export function hostedInvoiceUrl(publicUrl: string, token: string): string {
 /**
  * An invoices row as the API and events show it: `lines` and `metadata` parsed,
  * `amount_remaining` = amount_due − amount_paid (minor units), `hosted_invoice_url` built
- * from `publicUrl` (PUBLIC_URL) and the row's token — null for a draft, which is not final
- * yet (Stripe's drafts have no hosted URL either; its page answers 404 until finalized).
+ * from `publicUrl` (PUBLIC_URL) and the row's token — null while it has no number (a draft, or
+ * a draft voided): never final, so no page (Stripe's drafts have no hosted URL either).
  */
 export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
   return pickFields(invoiceSchema, {
@@ -51,7 +51,7 @@ export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
     amount_paid: Number(row.amount_paid),
     amount_remaining: Number(row.amount_due) - Number(row.amount_paid),
     lines: JSON.parse(row.lines) as InvoiceLine[],
-    hosted_invoice_url: row.status === 'draft' ? null : hostedInvoiceUrl(publicUrl, row.hosted_token),
+    hosted_invoice_url: row.number === null ? null : hostedInvoiceUrl(publicUrl, row.hosted_token),
     metadata: JSON.parse(row.metadata) as Record<string, string>,
   });
 }
@@ -76,7 +76,8 @@ export async function findInvoiceRow(db: Kysely<Database>, id: string): Promise<
 
 /**
  * The invoice whose hosted page token is `token` (SPEC §9 `/i/{token}`), or undefined — also
- * for a draft: it has no hosted page until it is finalized (SPEC §12 "Drafts").
+ * for one never finalized (a draft, or a draft voided: no number), which has no hosted page
+ * (SPEC §12 "Drafts").
  */
 export async function findInvoiceRowByToken(db: Kysely<Database>, token: string): Promise<InvoiceRow | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
@@ -84,7 +85,7 @@ export async function findInvoiceRowByToken(db: Kysely<Database>, token: string)
     .selectFrom('invoices')
     .selectAll()
     .where('hosted_token', '=', token)
-    .where('status', '!=', 'draft')
+    .where('number', 'is not', null)
     .executeTakeFirst();
 }
 

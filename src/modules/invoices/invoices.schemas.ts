@@ -162,7 +162,8 @@ export const invoiceSchema = Type.Object(
     lines: Type.Array(ref(invoiceLineSchema)),
     hosted_invoice_url: Nullable(
       Type.String({
-        description: 'The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while `draft` (not final yet)',
+        description:
+          'The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while it has no `number` (a draft, or a draft voided: never final)',
       }),
     ),
     paid_at: nullableTimestamp,
