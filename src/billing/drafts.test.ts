@@ -309,12 +309,16 @@ test(
     const customer = await createCustomer(app);
     const plan = await metered(app);
     const count = 30;
+    let periodEnd = '';
     for (let i = 0; i < count; i++) {
       const created = await createSubscription(app, { customerId: customer.id, planId: plan.id });
-      await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, created.id));
+      const sub = await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, created.id));
+      periodEnd = sub.current_period_end!;
     }
-    app.clock.advance(40 * 24 * HOUR);
+    app.clock.set(new Date(periodEnd));
     assert.equal(await issueRenewalInvoices.run(withUsage(app)), count);
+    assert.equal(await finalizeInvoices.run(app.deps), 0, 'not due before period end + INVOICE_FINALIZE_DELAY');
+    app.clock.advance(HOUR);
     const [a, b] = await Promise.all([finalizeInvoices.run(app.deps), finalizeInvoices.run(second)]);
     assert.equal(a + b, count);
     const renewals = await app.deps.db
