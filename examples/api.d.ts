@@ -390,7 +390,7 @@ export interface paths {
     put?: never;
     /**
      * Finalize a draft invoice now
-     * @description From `draft` only, before its `finalizes_at`: it takes the next invoice number, becomes `open` (`invoice.finalized`; `paid` at once with `invoice.paid` when it owes nothing) and is collected like any open renewal (charged at once when its customer has a saved method). Otherwise 409 `validation_error` "cannot be finalized in its current state". No body. Admin scope.
+     * @description From `draft` only, before its `finalizes_at`: it takes the next invoice number, becomes `open` (`invoice.finalized`) and is collected like any open renewal (charged at once when its customer has a saved method). Otherwise 409 `validation_error` "cannot be finalized in its current state". No body. Admin scope.
      */
     post: operations['finalizeInvoice'];
     delete?: never;
@@ -3219,7 +3219,7 @@ export interface components {
        */
       finalizes_at: string | null;
       lines: components['schemas']['InvoiceLine'][];
-      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while `draft` (not final yet) */
+      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while it has no `number` (a draft, or a draft voided: never final) */
       hosted_invoice_url: string | null;
       /** Format: date-time */
       paid_at: string | null;
@@ -3486,7 +3486,7 @@ export interface components {
        */
       finalizes_at: string | null;
       lines: components['schemas']['InvoiceLine'][];
-      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while `draft` (not final yet) */
+      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while it has no `number` (a draft, or a draft voided: never final) */
       hosted_invoice_url: string | null;
       /** Format: date-time */
       paid_at: string | null;

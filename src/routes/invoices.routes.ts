@@ -84,7 +84,7 @@ export function invoiceRoutes(deps: Deps): Route[] {
         ...common,
         operationId: 'finalizeInvoice',
         summary: 'Finalize a draft invoice now',
-        description: `From \`draft\` only, before its \`finalizes_at\`: it takes the next invoice number, becomes \`open\` (\`invoice.finalized\`; \`paid\` at once with \`invoice.paid\` when it owes nothing) and is collected like any open renewal (charged at once when its customer has a saved method). Otherwise 409 \`validation_error\` "${CANNOT_FINALIZE}". No body. Admin scope.`,
+        description: `From \`draft\` only, before its \`finalizes_at\`: it takes the next invoice number, becomes \`open\` (\`invoice.finalized\`) and is collected like any open renewal (charged at once when its customer has a saved method). Otherwise 409 \`validation_error\` "${CANNOT_FINALIZE}". No body. Admin scope.`,
         params: idParams,
         response: stateChangeResponses,
       },

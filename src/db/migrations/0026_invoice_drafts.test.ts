@@ -30,7 +30,6 @@ function invoice(id: string, number: string | null, status: string) {
 }
 
 /** The names of `invoices`' indexes (SQLite's automatic ones included), sorted. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the schema as migrations see it
 async function sqliteIndexes(db: Kysely<any>): Promise<string[]> {
   const rows = await sql<{
     name: string;
@@ -46,7 +45,6 @@ test('0026 allows drafts with no number, keeping every invoice, the rows referen
     : ({ kind: 'sqlite', path: ':memory:' } as const);
   const handle = openDatabase(config, { schema: database.schema });
   t.after(() => handle.close());
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the schema as migrations see it
   const db = handle.db as unknown as Kysely<any>;
   const { '0026_invoice_drafts': _added, ...before } = APP_MIGRATIONS;
   await migrateToLatest(handle, before);
