@@ -1,6 +1,7 @@
 // `billing <command>` (SPEC §1): serve, worker, migrate, keys create|list|revoke,
 // rotate-data-key, demo, and help/--version. Help texts live in cli/help.ts; the demo in cli/demo.ts.
 import { parseArgs } from 'node:util';
+import { loadConfigWithDataKey, withEnvFile } from './cli/environment.ts';
 import { helpText, USAGE } from './cli/help.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/connect.ts';
@@ -13,6 +14,7 @@ import { VERSION } from './shared/version.ts';
 
 const EXIT_USAGE = 64;
 const EXIT_CONFIG = 78;
+const COMMANDS_WITH_DATA_KEY = new Set<string | undefined>([undefined, 'serve', 'worker', 'demo']);
 
 /** A command line the CLI cannot run: the message, then the usage of `command` (exit 64). */
 class UsageError extends Error {
@@ -191,9 +193,14 @@ export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<nu
     return EXIT_USAGE;
   }
   const [command, ...args] = argv;
+  // The process's own environment also reads ./.env; a caller's `io` is taken as given.
+  const env = io === PROCESS_IO ? withEnvFile(io.env, process.cwd()) : io.env;
   let config: Readonly<Config>;
   try {
-    config = loadConfig(io.env);
+    // Commands that may hold saved payment methods get the generated key of a SQLite set-up.
+    config = COMMANDS_WITH_DATA_KEY.has(command)
+      ? loadConfigWithDataKey(env, (line) => io.stderr.write(`${line}\n`))
+      : loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
       io.stderr.write(`config error: ${error.message}\n`);

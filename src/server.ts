@@ -2,12 +2,14 @@
 // (SPEC §7): stop accepting, let in-flight requests and the worker's in-flight work finish
 // (at most SHUTDOWN_TIMEOUT_MS), close the database, exit 0. Metrics on METRICS_PORT (§8).
 import type { FastifyInstance } from 'fastify';
+import { resolve } from 'node:path';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createDeps, type Deps } from './deps.ts';
 import { sendError, ServiceUnavailableError } from './http/errors.ts';
 import { loggerOptions } from './http/logger.ts';
+import { anyUsableApiKey } from './modules/api-keys/api-keys.service.ts';
 import { checkStoredSecrets, type SecretsLog } from './modules/payment-methods/payment-methods.keys.ts';
 import { DATABASE_GAUGES } from './gauges.ts';
 import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
@@ -133,6 +135,30 @@ function checkStoredSecretsInBackground(
   });
 }
 
+/** Where the data is, without a password: a SQLite file's absolute path, or PostgreSQL's host and database. */
+function describeDatabase(config: Readonly<Config>): string {
+  if (config.database.kind === 'sqlite') {
+    return config.database.path === ':memory:' ? 'SQLite in memory' : `SQLite ${resolve(config.database.path)}`;
+  }
+  const url = new URL(config.database.url);
+  return `PostgreSQL ${url.hostname}:${url.port || 5432}${url.pathname}`;
+}
+
+/**
+ * The first lines a newcomer reads: the URL, the API reference, where the data is, and —
+ * when no key could authenticate yet — how to make one.
+ */
+async function sayWhereAndWhatNext(deps: Deps, app: FastifyInstance): Promise<void> {
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : deps.config.port;
+  const host = deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host;
+  const url = `http://${host}:${port}`;
+  app.log.info({ url, docs: `${url}/docs`, database: describeDatabase(deps.config) }, `ready: ${url}/docs`);
+  if (!(await anyUsableApiKey(deps.db, deps.clock, deps.config.apiKeys))) {
+    app.log.warn('no API key exists yet: create one with `npx billing keys create --name admin` (printed once)');
+  }
+}
+
 /** Starts the HTTP API on HOST:PORT after migrating. Resolves once listening. */
 export async function serve(config: Readonly<Config>, options: ServeOptions): Promise<void> {
   const deps = await createDeps(config);
@@ -167,6 +193,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions): Pr
     throw error;
   }
   if (parts.metricsServer) app.log.info({ url: `${parts.metricsServer.url}/metrics` }, 'metrics listening');
+  await sayWhereAndWhatNext(deps, app);
   checkStoredSecretsInBackground(deps, app.log);
   worker?.start();
 }

@@ -426,13 +426,18 @@ describe('billing worker and serve', () => {
     },
   );
 
-  test('serve --no-worker serves the API and exits 0 on SIGTERM', async (t) => {
+  test('serve --no-worker says where it serves, where the data is and how to make a key; exits 0 on SIGTERM', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
     const result = await runUntilReady(
       ['serve', '--no-worker'],
-      { DATABASE_URL: tempDatabaseUrl(t), LOG_LEVEL: 'info', PORT: '0' },
-      /Server listening/,
+      { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', PORT: '0' },
+      /no API key exists yet/,
     );
     assert.equal(result.code, 0, result.out);
+    const ready = JSON.parse(result.out.split('\n').find((line) => line.includes('"ready: '))!);
+    assert.match(ready.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(ready.database, `SQLite ${databaseUrl.slice('sqlite:'.length)}`);
+    assert.match(result.out, /npx billing keys create --name admin/);
     assert.match(result.out, /shutting down/);
   });
 });

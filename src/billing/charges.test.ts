@@ -17,7 +17,7 @@ import { encryptSecret } from '../shared/encryption.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from './subscription-payments.ts';
 import { chargeDueInvoices, RESOLVE_DELAY_MS } from './charges.ts';
-import { MAX_RESOLVE_DELAY_MS, RESOLVE_WINDOW_MS } from './resolve-schedule.ts';
+import { DAILY_RESOLVE_DELAY_MS, MAX_RESOLVE_DELAY_MS, RESOLVE_WINDOW_MS } from './resolve-schedule.ts';
 import { runWorker } from '../../test/helpers/invoice-payments.ts';
 import { listInvoiceAttempts } from '../modules/payment-attempts/payment-attempts.ts';
 
@@ -357,7 +357,7 @@ test('paystack: a look-up that proves nothing (verify refused or 500; a late dup
 });
 
 for (const provider of PROVIDER_NAMES) {
-  test(`${provider}: a charge left unknown while the worker was away a day: one look-up proves nothing, the worker stops asking, and the dunning step's charge asks once more: charged once`, async (t) => {
+  test(`${provider}: a charge left unknown while the worker was away a day: one look-up proves nothing, the worker asks daily from then, and the dunning step's charge asks first: charged once`, async (t) => {
     const s = await setup(t, provider, { PROVIDER_TIMEOUT: '300ms', DUNNING_SCHEDULE: '1h,2h' });
     const routes =
       provider === 'paystack'
@@ -378,7 +378,11 @@ for (const provider of PROVIDER_NAMES) {
     assert.deepEqual([asked!.id, asked!.status, others.length], [started!.id, 'unknown', 0]);
     let invoice = await invoiceOf(s);
     assert.equal(invoice.status, 'open');
-    assert.equal(invoice.next_payment_attempt_at, null, 'a day old: the worker stops asking on its own');
+    assert.equal(
+      invoice.next_payment_attempt_at,
+      new Date(s.app.clock.now().getTime() + DAILY_RESOLVE_DELAY_MS).toISOString(),
+      'a day old: the worker asks once a day',
+    );
     const sub = (await s.app.request('GET', `/api/subscriptions/${s.subscriptionId}`)).body;
     assert.equal(sub.status, 'past_due', 'the renewal is overdue: a dunning case chases it');
 

@@ -547,7 +547,7 @@ function failedRetryOf(
  * reference: the webhook for it, before or after, changes nothing more; a decline counts
  * `attempt_count`, emits `invoice.payment_failed` and moves the subscription as any failed
  * payment does, SPEC §9). Then the attempt, the invoice's next attempt (null; `unknown`:
- * resolveDelayMs of the attempt's age from now, or null once that gives up),
+ * resolveDelayMs of the attempt's age from now),
  * `charges_stopped_at` when the result needs the customer (needsCustomer), for a final
  * outcome `invoice.payment_attempted` `{invoice, attempt}`, and for a failure the reminder of
  * a dunning step waiting for this charge (finishRetryStep; lock order: the invoice, then its
@@ -611,8 +611,10 @@ async function recordInTransaction(
   const stop = needsCustomer(result);
   if (invoiceRow.status === 'open') {
     // Backs off with the attempt's age in this charge's clock (a test clock's too), bounded.
-    const delay = result.kind === 'unknown' ? resolveDelayMs(now.getTime() - Date.parse(current.created_at)) : null;
-    const next = delay === null ? null : new Date(now.getTime() + delay).toISOString();
+    const next =
+      result.kind === 'unknown'
+        ? new Date(now.getTime() + resolveDelayMs(now.getTime() - Date.parse(current.created_at))).toISOString()
+        : null;
     const changes = { next_payment_attempt_at: next, ...(stop ? { charges_stopped_at: now.toISOString() } : {}) };
     await updateInvoice(trx, deps, invoiceRow, changes);
     invoiceRow = { ...invoiceRow, ...changes };

@@ -97,6 +97,26 @@ const STRIPE_ROUTES: Record<Route, FaultTarget> = {
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
+// Histories that once failed, run first every time. A renewal charge killed after Stripe
+// declined it, its look-up then failing: the attempt stayed unknown on an open invoice that
+// no dunning case chases (the next renewal's decline opened the case), and the worker had
+// stopped asking after a day.
+const REGRESSIONS: History[] = [
+  {
+    accounts: ['stripe'],
+    outcomes: ['decline', 'action'],
+    steps: [
+      { kind: 'renew', account: 0, kill: true },
+      { kind: 'refund', account: 0, payment: 0, share: 126, key: 'again' },
+      { kind: 'fault', account: 1, route: 'verify', fault: 'error', times: 1 },
+      { kind: 'renew', account: 0, kill: false },
+      { kind: 'renew', account: 1, kill: true },
+      { kind: 'refund', account: 1, payment: 0, share: null, key: 'none' },
+      { kind: 'refund', account: 0, payment: 2, share: 58, key: 'again' },
+    ],
+  },
+];
+
 function history(): fc.Arbitrary<History> {
   const account = fc.nat(1);
   const kill = fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
@@ -613,6 +633,12 @@ test('the fake providers’ ledgers equal ours after any history of refunds, cha
       await checkLedger(run);
       await close(run);
     }),
-    { numRuns: RUNS, seed: SEED, path: PATH, endOnFailure: process.env.LEDGER_PROPERTY_SHRINK !== '1' },
+    {
+      numRuns: RUNS,
+      seed: SEED,
+      path: PATH,
+      endOnFailure: process.env.LEDGER_PROPERTY_SHRINK !== '1',
+      examples: SEED === undefined ? REGRESSIONS.map((h) => [h]) : [],
+    },
   );
 });

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_RESOLVE_DELAY_MS, RESOLVE_DELAY_MS, RESOLVE_WINDOW_MS, resolveDelayMs } from './resolve-schedule.ts';
+import {
+  DAILY_RESOLVE_DELAY_MS,
+  MAX_RESOLVE_DELAY_MS,
+  RESOLVE_DELAY_MS,
+  RESOLVE_WINDOW_MS,
+  resolveDelayMs,
+} from './resolve-schedule.ts';
 
 const MINUTE = 60_000;
 
@@ -13,12 +19,12 @@ test('an unknown charge is asked about again after 1 min, then as long as it has
   assert.equal(resolveDelayMs(RESOLVE_WINDOW_MS - 1), MAX_RESOLVE_DELAY_MS);
 });
 
-test('after a day of no usable answer the worker stops asking; a day holds a bounded number of asks', () => {
-  assert.equal(resolveDelayMs(RESOLVE_WINDOW_MS), null);
-  let asks = 1; // the charge itself, at age 0
-  for (let age = 0, delay = resolveDelayMs(age); delay !== null; delay = resolveDelayMs(age)) {
-    age += delay;
-    asks += 1;
-  }
-  assert.equal(asks, 31, 'the charge and 30 asks');
+test('after a day of no usable answer the worker asks once a day, never giving up; a day holds a bounded number of asks', () => {
+  assert.equal(resolveDelayMs(RESOLVE_WINDOW_MS), DAILY_RESOLVE_DELAY_MS);
+  assert.equal(resolveDelayMs(400 * RESOLVE_WINDOW_MS), DAILY_RESOLVE_DELAY_MS, 'a year on, still asked');
+  let asks = 0;
+  let age = 0; // the charge itself
+  for (; age < RESOLVE_WINDOW_MS; age += resolveDelayMs(age)) asks += 1;
+  assert.equal(asks, 30, 'the charge and 29 asks within its first day');
+  assert.ok(age - RESOLVE_WINDOW_MS < MAX_RESOLVE_DELAY_MS, 'then the first daily ask, within the hour after it');
 });

@@ -13,13 +13,12 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import Stripe from 'stripe';
 import { buildApp } from '../app.ts';
-import { type Config, loadConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { openDatabase } from '../db/connect.ts';
 import { createDeps } from '../deps.ts';
 
 /** Where the demo writes its report (the CLI's io). */
 export interface DemoIo {
-  env: Readonly<Record<string, string | undefined>>;
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
 }
@@ -28,17 +27,16 @@ export interface DemoIo {
 export const DEMO_EXIT = { ok: 0, refused: 1, config: 78 } as const;
 
 const MISSING_SECRETS = `billing demo signs Paystack and Stripe events the way the providers do, so it needs the
-secrets the service verifies them with (and, with a provider key, the key saved payment
-methods are encrypted with). Set them, with the same values for \`npm start\`
+secrets the service verifies them with. Set them, with the same values for \`npm start\`
 and \`npx billing demo\` — any test values will do on a development database:
 
   export PAYSTACK_SECRET_KEY=sk_test_demo_paystack_0123456789
   export STRIPE_WEBHOOK_SECRET=whsec_demo_stripe_0123456789
-  export DATA_ENCRYPTION_KEY=ZGVtby1rZXktZm9yLWEtbGFwdG9wLW9ubHktMDAwMDA=
   npm start            # in one terminal
   npx billing demo     # in another (same DATABASE_URL)
 
-(or put them in a .env file, see .env.example, and load it with \`set -a; . ./.env; set +a\`).
+(or put them in a .env file in this directory: both read it; see .env.example). On a SQLite
+database the key saved payment methods are encrypted with is generated beside it.
 `;
 
 /** Is there any customer row (deleted ones included)? Reads without migrating anything. */
@@ -400,7 +398,7 @@ async function summarize(client: DemoClient) {
 }
 
 /**
- * `billing demo` with the process's configuration and environment (`io.env`): checks the
+ * `billing demo` with the process's configuration: checks the
  * provider secrets (exit 78 with how to set them), refuses a database that has customers
  * (exit 1, untouched), else migrates it and tells the story. Resolves with the exit code.
  */
@@ -422,12 +420,12 @@ export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<num
   }
   // A bootstrap key only this process knows: nothing to clean up, nothing left in `keys list`.
   const demoKey = `demo_${randomBytes(24).toString('base64url')}`;
-  const demoConfig = loadConfig({
-    ...io.env,
-    API_KEYS: [...config.apiKeys, demoKey].join(','),
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_MAX: '0',
-  });
+  const demoConfig: Readonly<Config> = {
+    ...config,
+    apiKeys: [...config.apiKeys, demoKey],
+    logLevel: 'silent',
+    rateLimitMax: 0,
+  };
   const deps = await createDeps(demoConfig);
   try {
     const app = await buildApp(deps);

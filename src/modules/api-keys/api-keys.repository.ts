@@ -33,6 +33,18 @@ export async function findUsableKeyByHash(
   return usableKeyByHash.executeTakeFirst(db, { keyHash, now });
 }
 
+/** Whether any stored key is neither revoked nor expired at `now` (ISO 8601). */
+export async function hasUsableKey(db: Kysely<Database>, now: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Every key, revoked and expired ones included, before any select: the rows GET /api/api-keys lists. */
 export function allApiKeys(db: Kysely<Database>) {
   return db.selectFrom('api_keys');

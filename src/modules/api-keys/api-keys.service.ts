@@ -84,6 +84,14 @@ export async function getApiKey(db: Kysely<Database>, id: string): Promise<ApiKe
 /** The fields `sort_by` may name on GET /api/api-keys. */
 export const API_KEY_SORT_FIELDS = ['created_at'] as const;
 
+/**
+ * Whether any request could authenticate now: an API_KEYS bootstrap key, or a stored key
+ * neither revoked nor expired (what start-up checks to tell a newcomer the next step).
+ */
+export async function anyUsableApiKey(db: Kysely<Database>, clock: Clock, bootstrapKeys: readonly string[]) {
+  return bootstrapKeys.length > 0 || (await repo.hasUsableKey(db, clock.now().toISOString()));
+}
+
 /** A page of keys, revoked ones included (they show `revoked_at`). */
 export async function listApiKeys(db: Kysely<Database>, params: ListParams): Promise<Page<ApiKeyView>> {
   return apiKeysList.page(db, params);
