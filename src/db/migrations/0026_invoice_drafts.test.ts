@@ -160,4 +160,22 @@ test('0026 allows drafts with no number, keeping every invoice, the rows referen
     const check = await sql<{ foreign_key_check: unknown }>`pragma foreign_key_check`.execute(db);
     assert.deepEqual(check.rows, []);
   }
+
+  // Down: refused (nothing changes) while a draft exists; then back to the schema before.
+  const { down } = APP_MIGRATIONS['0026_invoice_drafts']!;
+  await assert.rejects(db.transaction().execute((trx) => down!(trx)));
+  assert.equal((await db.selectFrom('invoices').select('id').execute()).length, 3);
+  await db.deleteFrom('invoices').where('status', '=', 'draft').execute();
+  await db.transaction().execute((trx) => down!(trx));
+  await assert.rejects(
+    db
+      .insertInto('invoices')
+      .values(invoice('inv_B', null, 'open'))
+      .execute(),
+  );
+  assert.deepEqual(
+    (await db.selectFrom('invoice_payment_attempts').select('invoice_id').execute()).map((row) => row.invoice_id),
+    ['inv_A'],
+  );
+  if (!ON_POSTGRES) assert.deepEqual(await sqliteIndexes(db), indexesBefore);
 });

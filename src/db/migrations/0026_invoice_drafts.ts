@@ -4,52 +4,28 @@
 // never takes one, so the sequence stays gap-free), and the worker finds due drafts through
 // a partial index. PostgreSQL alters in place. SQLite cannot alter a CHECK or a NOT NULL, so
 // the table is rebuilt (its documented procedure, as 0010 and 0018: new table, copy, drop,
-// rename, indexes again) — but `invoices` is referenced (invoice_payment_attempts,
-// customer_balance_transactions) and foreign keys are on, and the pragma that turns them off
-// is a no-op inside the migration's transaction: the referencing rows are set aside in
-// temporary tables while the old table is dropped, and put back once the new one stands
-// under the old name (the references name `invoices`, so they now point at it). There are
-// no triggers or views on `invoices`.
+// rename, indexes again) — from its own stored definition, since the migrations are a set and
+// others add columns to `invoices` in either order. Two differences from 0010/0018: `invoices`
+// is referenced (invoice_payment_attempts, customer_balance_transactions) and foreign keys
+// are on, while the pragma that turns them off is a no-op inside the migration's transaction;
+// so the referencing rows are set aside in temporary tables while the old table is dropped,
+// and put back once the new one stands under the old name (the references name `invoices`,
+// so they point at it). There are no triggers or views on `invoices` (checked).
 import { type Kysely, sql } from 'kysely';
 import { columnTypes, isPostgres } from '../column-types.ts';
 
 const STATUSES_BEFORE = ['open', 'paid', 'void', 'uncollectible'] as const;
 const STATUSES_AFTER = ['draft', ...STATUSES_BEFORE] as const;
 
-/** The tables whose foreign keys reference `invoices`. */
-const REFERENCING = ['invoice_payment_attempts', 'customer_balance_transactions'] as const;
-
-/** Every column of `invoices` before this migration, in its order. */
-const COLUMNS_BEFORE = [
-  'id',
-  'number',
-  'customer_id',
-  'subscription_id',
-  'status',
-  'currency',
-  'amount_due',
-  'amount_paid',
-  'period_start',
-  'period_end',
-  'due_at',
-  'attempt_count',
-  'next_payment_attempt_at',
-  'lines',
-  'hosted_token',
-  'paid_at',
-  'voided_at',
-  'marked_uncollectible_at',
-  'metadata',
-  'created_at',
-  'updated_at',
-  'test_clock_id',
-  'charges_stopped_at',
-  'subtotal',
-  'total_discount',
-  'total_tax',
-  'total',
-  'applied_balance',
-] as const;
+/** The two column definitions that change, as 0013 wrote them and as they become. */
+const BEFORE = {
+  number: '"number" text not null unique',
+  status: `check (status in (${STATUSES_BEFORE.map((status) => `'${status}'`).join(', ')}))`,
+};
+const AFTER = {
+  number: '"number" text unique',
+  status: `check (status in (${STATUSES_AFTER.map((status) => `'${status}'`).join(', ')}))`,
+};
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 async function createFinalizationIndex(db: Kysely<any>): Promise<void> {
@@ -62,111 +38,55 @@ async function createFinalizationIndex(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-/** SQLite: `invoices` rebuilt with `withDrafts`' definition (0013 … 0025's columns, and this one's when true). */
+/**
+ * SQLite: `invoices` rebuilt with `from`'s column definitions replaced by `to`'s (SQLite's
+ * documented procedure). The table is recreated from its own stored definition, so whatever
+ * columns other migrations added — before or after this one, as the migrations are a set —
+ * are kept; its indexes are recreated from their stored text; the tables whose foreign keys
+ * reference it (read from the schema, not listed) have their rows set aside meanwhile. Throws
+ * (the transaction rolls back) when the stored definition does not have `from`'s text.
+ */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
-async function rebuildSqlite(db: Kysely<any>, withDrafts: boolean): Promise<void> {
-  const t = columnTypes(db);
-  const allowed = sql.join((withDrafts ? STATUSES_AFTER : STATUSES_BEFORE).map((status) => sql.lit(status)));
-  let table = db.schema
-    .createTable('invoices_rebuilt')
-    .addColumn('id', 'text', (c) => c.primaryKey())
-    .addColumn('number', 'text', (c) => (withDrafts ? c.unique() : c.notNull().unique()))
-    .addColumn('customer_id', 'text', (c) => c.notNull().references('customers.id'))
-    .addColumn('subscription_id', 'text', (c) => c.references('subscriptions.id'))
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in (${allowed})`))
-    .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('amount_due', t.bigint, (c) => c.notNull().check(sql`amount_due >= 0`))
-    .addColumn('amount_paid', t.bigint, (c) => c.notNull().check(sql`amount_paid >= 0 and amount_paid <= amount_due`))
-    .addColumn('period_start', t.timestamp, (c) => c.notNull())
-    .addColumn('period_end', t.timestamp, (c) => c.notNull())
-    .addColumn('due_at', t.timestamp, (c) => c.notNull())
-    .addColumn('attempt_count', 'integer', (c) =>
-      c
-        .notNull()
-        .defaultTo(0)
-        .check(sql`attempt_count >= 0`),
-    )
-    .addColumn('next_payment_attempt_at', t.timestamp)
-    .addColumn('lines', 'text', (c) => c.notNull())
-    .addColumn('hosted_token', 'text', (c) => c.notNull().unique())
-    .addColumn('paid_at', t.timestamp)
-    .addColumn('voided_at', t.timestamp)
-    .addColumn('marked_uncollectible_at', t.timestamp)
-    .addColumn('metadata', 'text', (c) => c.notNull())
-    .addColumn('created_at', t.timestamp, (c) => c.notNull())
-    .addColumn('updated_at', t.timestamp, (c) => c.notNull())
-    .addColumn('test_clock_id', 'text')
-    .addColumn('charges_stopped_at', t.timestamp)
-    .addColumn('subtotal', t.bigint, (c) => c.notNull().defaultTo(0))
-    .addColumn('total_discount', t.bigint, (c) =>
-      c
-        .notNull()
-        .defaultTo(0)
-        .check(sql`${sql.ref('total_discount')} >= 0`),
-    )
-    .addColumn('total_tax', t.bigint, (c) => c.notNull().defaultTo(0))
-    .addColumn('total', t.bigint, (c) => c.notNull().defaultTo(0))
-    .addColumn('applied_balance', t.bigint, (c) =>
-      c
-        .notNull()
-        .defaultTo(0)
-        .check(sql`${sql.ref('applied_balance')} >= 0`),
-    );
-  if (withDrafts) table = table.addColumn('finalizes_at', t.timestamp);
-  await table.execute();
-  // Down keeps only the old columns (finalizes_at goes with the old table).
-  const columns = sql.join(COLUMNS_BEFORE.map((column) => sql.ref(column)));
-  await sql`insert into invoices_rebuilt (${columns}) select ${columns} from invoices`.execute(db);
-  for (const name of REFERENCING) {
+async function rebuildSqlite(db: Kysely<any>, from: typeof BEFORE, to: typeof AFTER): Promise<void> {
+  const schema = await sql<{ type: string; name: string; sql: string | null }>`
+    select type, name, sql from sqlite_master where tbl_name = 'invoices' order by type desc, name`.execute(db);
+  const table = schema.rows.find((row) => row.type === 'table')?.sql;
+  if (!table) throw new Error('0026: no invoices table');
+  let rebuilt = table.replace(/^CREATE TABLE "invoices"/, 'CREATE TABLE "invoices_rebuilt"');
+  for (const key of ['number', 'status'] as const) {
+    if (!rebuilt.includes(from[key])) throw new Error(`0026: invoices has no ${from[key]}`);
+    rebuilt = rebuilt.replace(from[key], to[key]);
+  }
+  // Indexes SQLite made itself (unique, primary key) come back with the table.
+  const indexes = schema.rows.filter((row) => row.type === 'index' && row.sql !== null).map((row) => row.sql!);
+  if (schema.rows.some((row) => row.type === 'trigger' || row.type === 'view')) {
+    throw new Error('0026: invoices has triggers or views this rebuild does not keep');
+  }
+  const referencing = await sql<{ name: string }>`
+    select distinct m.name from sqlite_master m, pragma_foreign_key_list(m.name) f
+    where m.type = 'table' and f."table" = 'invoices' order by m.name`.execute(db);
+
+  await sql.raw(rebuilt).execute(db);
+  await sql`insert into invoices_rebuilt select * from invoices`.execute(db);
+  for (const { name } of referencing.rows) {
     await sql`create temp table ${sql.ref(`${name}_aside`)} as select * from ${sql.ref(name)}`.execute(db);
     await sql`delete from ${sql.ref(name)}`.execute(db);
   }
   await db.schema.dropTable('invoices').execute();
   await db.schema.alterTable('invoices_rebuilt').renameTo('invoices').execute();
-  for (const name of REFERENCING) {
+  for (const { name } of referencing.rows) {
     await sql`insert into ${sql.ref(name)} select * from ${sql.ref(`${name}_aside`)}`.execute(db);
     await sql`drop table ${sql.ref(`${name}_aside`)}`.execute(db);
   }
-  // Every index 0013, 0016 and 0017 made, as they made it.
-  await db.schema
-    .createIndex('invoices_one_per_subscription_period')
-    .on('invoices')
-    .columns(['subscription_id', 'period_start'])
-    .unique()
-    .execute();
-  for (const field of ['created_at', 'due_at', 'amount_due']) {
-    await db.schema.createIndex(`invoices_by_${field}`).on('invoices').columns([field, 'id']).execute();
-  }
-  await db.schema
-    .createIndex('invoices_by_customer')
-    .on('invoices')
-    .columns(['customer_id', 'created_at', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('invoices_by_subscription_status')
-    .on('invoices')
-    .columns(['subscription_id', 'status', 'created_at'])
-    .execute();
-  await db.schema.createIndex('invoices_by_status_due_at').on('invoices').columns(['status', 'due_at', 'id']).execute();
-  await db.schema
-    .createIndex('invoices_by_test_clock')
-    .on('invoices')
-    .columns(['test_clock_id'])
-    .where(sql.ref('test_clock_id'), 'is not', null)
-    .execute();
-  await db.schema
-    .createIndex('invoices_due_for_charge')
-    .on('invoices')
-    .columns(['next_payment_attempt_at', 'id'])
-    .where(sql<boolean>`status = 'open' and next_payment_attempt_at is not null`)
-    .execute();
-  if (withDrafts) await createFinalizationIndex(db);
+  for (const index of indexes) await sql.raw(index).execute(db);
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function up(db: Kysely<any>): Promise<void> {
   if (!isPostgres(db)) {
-    await rebuildSqlite(db, true);
+    await rebuildSqlite(db, BEFORE, AFTER);
+    await db.schema.alterTable('invoices').addColumn('finalizes_at', columnTypes(db).timestamp).execute();
+    await createFinalizationIndex(db);
     return;
   }
   const allowed = sql.join(STATUSES_AFTER.map((status) => sql.lit(status)));
@@ -182,7 +102,9 @@ export async function up(db: Kysely<any>): Promise<void> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function down(db: Kysely<any>): Promise<void> {
   if (!isPostgres(db)) {
-    await rebuildSqlite(db, false);
+    await db.schema.dropIndex('invoices_due_for_finalization').execute();
+    await db.schema.alterTable('invoices').dropColumn('finalizes_at').execute();
+    await rebuildSqlite(db, AFTER, BEFORE);
     return;
   }
   const allowed = sql.join(STATUSES_BEFORE.map((status) => sql.lit(status)));
