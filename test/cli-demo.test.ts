@@ -132,7 +132,7 @@ async function totals(get: Awaited<ReturnType<typeof api>>) {
 }
 
 describe('billing demo', { concurrency: true }, () => {
-  test('fills an empty database through /api/notify: every list populated; a second run refuses and changes nothing', async (t) => {
+  test('fills a new database through /api/notify: every list populated; a second run refuses and changes nothing', async (t) => {
     const database = await emptyDatabase(t);
     const env = { DATABASE_URL: database.url, LOG_LEVEL: 'silent', ...SECRETS };
     const run = await billing(t, ['demo'], env);
