@@ -10,17 +10,13 @@
 // result at once. The provider events are signed with the configured secrets exactly as
 // Paystack and Stripe sign them (Stripe's own library makes the header) and go through
 // POST /api/notify, so they are verified, stored in the inbox and processed like real ones.
+//
+// The database, the app and Stripe's library are imported only once the secrets are checked:
+// a demo that stops at exit 78 costs ≈ 0.1 s of CPU, not the ≈ 0.6 s of loading them.
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import Stripe from 'stripe';
-import { buildApp } from '../app.ts';
-import { renewSubscription } from '../billing/renewals.ts';
 import type { Config } from '../config.ts';
-import { openDatabase } from '../db/connect.ts';
-import { transactionWithRetry } from '../db/transaction.ts';
-import { createDeps, type Deps } from '../deps.ts';
-import { lockCustomerBalances } from '../modules/balances/balances.ledger.ts';
-import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import type { Deps } from '../deps.ts';
 
 /** Where the demo writes its report (the CLI's io). */
 export interface DemoIo {
@@ -58,6 +54,7 @@ export const DEMO_EMAIL_DOMAIN = 'demo.example';
  * without creating or migrating anything.
  */
 async function refusal(config: Readonly<Config>): Promise<string | undefined> {
+  const { openDatabase } = await import('../db/connect.ts');
   const handle = openDatabase(config.database);
   try {
     const tables = new Set((await handle.db.introspection.getTables()).map((table) => table.name));
@@ -135,6 +132,7 @@ class DemoClient {
   /** A Stripe event, with the Stripe-Signature header made by Stripe's own library. */
   async stripe(event: unknown): Promise<void> {
     const body = JSON.stringify(event);
+    const { default: Stripe } = await import('stripe');
     const signature = Stripe.webhooks.generateTestHeaderString({
       payload: body,
       secret: this.#config.stripeWebhookSecret,
@@ -271,6 +269,13 @@ interface Story {
  * first; then the invoice is already there.
  */
 async function renewNow(deps: Deps, subscriptionId: string): Promise<void> {
+  const [{ transactionWithRetry }, { lockSubscription }, { lockCustomerBalances }, { renewSubscription }] =
+    await Promise.all([
+      import('../db/transaction.ts'),
+      import('../modules/subscriptions/subscriptions.lifecycle.ts'),
+      import('../modules/balances/balances.ledger.ts'),
+      import('../billing/renewals.ts'),
+    ]);
   await transactionWithRetry(deps.db, async (trx) => {
     const row = await lockSubscription(trx, subscriptionId);
     if (row.status !== 'active' || row.current_period_end === null) return;
@@ -535,6 +540,7 @@ export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<num
     logLevel: 'silent',
     rateLimitMax: 0,
   };
+  const [{ createDeps }, { buildApp }] = await Promise.all([import('../deps.ts'), import('../app.ts')]);
   const deps = await createDeps(demoConfig);
   try {
     const app = await buildApp(deps);
