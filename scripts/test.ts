@@ -14,12 +14,14 @@ const files = selected.length > 0 ? selected : globSync('{src,test}/**/*.test.ts
 // one process more than there are cores keeps the cores busy. TEST_CONCURRENCY overrides.
 const concurrency = Number(process.env.TEST_CONCURRENCY ?? Math.max(2, availableParallelism() + 1));
 // Test files run in a few processes (shards), several files each, rather than a process per
-// file: a process pays ≈ 1 s of CPU to load the app and compile the route schemas its tests
-// reach, and 100+ files paid it 100+ times. Each test still owns its data (its own in-memory
-// SQLite or PostgreSQL schema) and no test changes process-wide state. More shards than
-// processes at once, so a shard that ends early leaves no core idle. TEST_SHARDS overrides;
-// TEST_SHARDS=0 runs a process per file.
-const shardCount = Math.min(files.length, Number(process.env.TEST_SHARDS ?? concurrency * 3));
+// file: a process pays ≈ 2.5 s of CPU to load the app, migrate its template database and
+// compile the route schemas its tests reach, and 100+ files paid it 100+ times. Each test
+// still owns its data (its own in-memory SQLite or PostgreSQL schema) and no test changes
+// process-wide state. One shard per process at once: the shards are balanced on the files'
+// measured durations (below), so they end together, and each shard more would cost its
+// start-up again (9 shards instead of 3 cost ≈ 15 s more CPU; docs/testing.md).
+// TEST_SHARDS overrides; TEST_SHARDS=0 runs a process per file.
+const shardCount = Math.min(files.length, Number(process.env.TEST_SHARDS ?? concurrency));
 
 // Every test process loads (and strips the types of) the whole app: Node's compile cache
 // halves that start-up (≈ 1 s → 0.5 s of CPU). Entries are keyed by the source's hash, so a

@@ -16,6 +16,7 @@ import { registerRateLimits } from './http/rate-limit.ts';
 import { registerResponseCache } from './http/response-cache.ts';
 import type { Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
+import { SCHEMA_CONTROLLER } from './http/serializer-compiler.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './routes/api-keys.routes.ts';
 import { checkoutRoutes } from './routes/checkout.routes.ts';
@@ -71,7 +72,10 @@ export interface AppOptions {
   logStream?: DestinationStream;
   /** Metrics to record into (default: new ones with every database gauge); see `app.metrics`. */
   metrics?: Metrics;
-  /** Route schema compilers (default: Fastify's); tests share compiled schemas across the apps they build. */
+  /**
+   * Route schema compilers (default: Fastify's validators, http/serializer-compiler.ts's
+   * serializers); tests share compiled schemas across the apps they build.
+   */
   schemaController?: FastifyServerOptions['schemaController'];
 }
 
@@ -81,7 +85,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     logger: loggerOptions(deps.config.logLevel, options.logStream),
     childLoggerFactory: requestLoggerFactory,
     bodyLimit: BODY_LIMIT_BYTES,
-    schemaController: options.schemaController,
+    schemaController: options.schemaController ?? SCHEMA_CONTROLLER,
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];

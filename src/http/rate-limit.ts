@@ -6,7 +6,7 @@
 // compare: failed-auth-budget.ts), so at most the budget of bad keys is ever looked up.
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import { requiredScope } from './route.ts';
 import { MemorySlotStore, RedisSlotStore, type Slot, type SlotStore } from './failed-auth-budget.ts';
@@ -49,8 +49,12 @@ function tooManyRequests(reply: FastifyReply, counted: Budget): AppError {
   return new AppError('rate_limit_error', `rate limit exceeded; retry in ${seconds} s`);
 }
 
-/** The Redis client for the shared store: fails fast rather than queueing while Redis is away. */
-function connectRedis(url: string): Redis {
+/**
+ * The Redis client for the shared store: fails fast rather than queueing while Redis is away.
+ * ioredis is loaded only here: an instance without REDIS_URL never pays its start-up.
+ */
+async function connectRedis(url: string): Promise<Redis> {
+  const { Redis } = await import('ioredis');
   return new Redis(url, {
     lazyConnect: true,
     connectTimeout: 1_000,
@@ -71,7 +75,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Readonly<
   if (max === 0) return;
   let redis: Redis | undefined;
   if (config.redisUrl) {
-    redis = connectRedis(config.redisUrl);
+    redis = await connectRedis(config.redisUrl);
     redis.on('error', () => {}); // reported through failed counts below, once per outage
     app.addHook('onClose', async () => {
       redis?.disconnect();

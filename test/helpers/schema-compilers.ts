@@ -3,10 +3,13 @@
 // start-up: ≈ 520 of them, over a second of CPU, more than most test files spend on their
 // tests. These are Fastify's own default compilers, each result remembered by the schema's
 // JSON (the second app with the same routes compiles nothing) and compiled on first use (a
-// test file compiles what its requests reach). Apps built outside the tests (server.ts, so
-// the CLI and process tests) still compile every schema at start-up.
+// test file compiles what its requests reach). The serializers are the app's own
+// (src/http/serializer-compiler.ts: each given only the named schemas it references). Apps
+// built outside the tests (server.ts, so the CLI and process tests) still compile every
+// schema at start-up.
 import { createRequire } from 'node:module';
 import type { FastifyServerOptions } from 'fastify';
+import { buildSerializer as appSerializers } from '../../src/http/serializer-compiler.ts';
 
 /** What Fastify gives a compiler for one route part (validators) or status (serializers). */
 interface RouteSchema {
@@ -23,10 +26,9 @@ type Compile = (route: RouteSchema) => Compiled;
 /** Fastify's compiler factories, by the part of their signature used here. */
 type Factory = (externalSchemas: unknown, options: unknown) => Compile;
 
-// Fastify's defaults, from its own dependencies (it builds them the same way when none are given).
+// Fastify's default validators, from its own dependencies (it builds them the same way when none are given).
 const require = createRequire(import.meta.url);
 const defaultValidators = (require('@fastify/ajv-compiler') as () => Factory)();
-const defaultSerializers = (require('@fastify/fast-json-stringify-compiler') as () => Factory)();
 
 // Compiled results by the compiler's pool (its shared schemas and options, as JSON), then by
 // the route's part. Two levels, because the pool is ~70 KB of JSON: one flat key per route
@@ -81,7 +83,7 @@ const buildValidator = sharedCompiler(validators, defaultValidators, (route) => 
   route.url,
   route.httpPart,
 ]);
-const buildSerializer = sharedCompiler(serializers, defaultSerializers, (route) => [
+const buildSerializer = sharedCompiler(serializers, appSerializers as unknown as Factory, (route) => [
   route.method,
   route.url,
   route.httpStatus,
