@@ -204,8 +204,11 @@ export async function issueFirstPeriodInvoice(
 /**
  * The renewal invoice of `subscription` for `period` (SPEC §9: a trial's end too), due at the
  * period's start; charged at `nextPaymentAttemptAt` when given (the customer has a saved
- * method, SPEC §10). When the period was invoiced already (paid in advance) that invoice is
- * returned, `created: false`. The caller holds the subscription's lock.
+ * method, SPEC §10). One with a usage or proration line that owes something is issued `draft`
+ * instead (SPEC §12 "Drafts"): unnumbered, due and finalized at the period's start +
+ * INVOICE_FINALIZE_DELAY (at once when that has passed already, e.g. a delay of 0), charged
+ * only once finalized (billing/finalize.ts). When the period was invoiced already (paid in
+ * advance) that invoice is returned, `created: false`. The caller holds the subscription's lock.
  */
 export async function issueRenewalInvoice(
   trx: Transaction<Database>,
