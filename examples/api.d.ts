@@ -370,9 +370,29 @@ export interface paths {
     put?: never;
     /**
      * Void an invoice
-     * @description From `open` or `uncollectible`: nothing is owed on it any more. Emits `invoice.voided`; an open dunning case chasing the invoice closes as `cancelled`. From `paid` or `void`: 409 `validation_error` "cannot be voided in its current state". No body.
+     * @description From `draft`, `open` or `uncollectible`: nothing is owed on it any more (a voided draft never takes a number). Emits `invoice.voided`; an open dunning case chasing the invoice closes as `cancelled`. From `paid` or `void`: 409 `validation_error` "cannot be voided in its current state". No body.
      */
     post: operations['voidInvoice'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/{id}/finalize': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Finalize a draft invoice now
+     * @description From `draft` only, before its `finalizes_at`: it takes the next invoice number, becomes `open` (`invoice.finalized`) and is collected like any open renewal (charged at once when its customer has a saved method). Otherwise 409 `validation_error` "cannot be finalized in its current state". No body. Admin scope.
+     */
+    post: operations['finalizeInvoice'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1161,9 +1181,29 @@ export interface webhooks {
     put?: never;
     /**
      * invoice.created event
-     * @description An invoice was issued (subscription start, trial end or renewal). Sent to every enabled endpoint subscribed to `invoice.created` (or `*`); see docs/webhooks.md.
+     * @description An invoice was issued (subscription start, trial end or renewal): `open` (final), or `draft` (a renewal with usage or prorations, finalized after INVOICE_FINALIZE_DELAY). Sent to every enabled endpoint subscribed to `invoice.created` (or `*`); see docs/webhooks.md.
      */
     post: operations['invoiceCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'invoice.finalized': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * invoice.finalized event
+     * @description A draft became `open`: numbered, its hosted page live, and collected like any open invoice. Sent to every enabled endpoint subscribed to `invoice.finalized` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['invoiceFinalizedWebhook'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2577,6 +2617,7 @@ export interface components {
         | 'payment.refund_failed'
         | 'payment.merged'
         | 'invoice.created'
+        | 'invoice.finalized'
         | 'invoice.paid'
         | 'invoice.payment_failed'
         | 'invoice.payment_attempted'
@@ -2700,6 +2741,7 @@ export interface components {
         | 'payment.refund_failed'
         | 'payment.merged'
         | 'invoice.created'
+        | 'invoice.finalized'
         | 'invoice.paid'
         | 'invoice.payment_failed'
         | 'invoice.payment_attempted'
@@ -3089,7 +3131,7 @@ export interface components {
       proration: boolean;
     };
     /**
-     * @description What a customer owes for one billing period; final when issued, settled by payments (SPEC §9).
+     * @description What a customer owes for one billing period; final when issued — or, a renewal with usage or prorations, when its `draft` is finalized — and settled by payments (SPEC §9, §12).
      * @example {
      *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "number": "INV-000042",
@@ -3110,6 +3152,7 @@ export interface components {
      *       "due_at": "2026-01-15T10:00:00.000Z",
      *       "attempt_count": 0,
      *       "next_payment_attempt_at": null,
+     *       "finalizes_at": null,
      *       "lines": [
      *         {
      *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -3136,12 +3179,12 @@ export interface components {
     Invoice: {
       /** @example inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
       id: string;
-      /** @description `<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances */
-      number: string;
+      /** @description `<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances; null while `draft` (given at finalization) */
+      number: string | null;
       customer_id: string;
       subscription_id: string | null;
       /** @enum {string} */
-      status: 'open' | 'paid' | 'void' | 'uncollectible';
+      status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
       currency: string;
       /** @description The subscription, proration, usage and adjustment lines: before discounts and taxes (minor units; negative for a credit) */
@@ -3170,9 +3213,14 @@ export interface components {
       attempt_count: number;
       /** Format: date-time */
       next_payment_attempt_at: string | null;
+      /**
+       * Format: date-time
+       * @description When a `draft` is finalized (numbered, `open`, collected): its period start + INVOICE_FINALIZE_DELAY; null otherwise
+       */
+      finalizes_at: string | null;
       lines: components['schemas']['InvoiceLine'][];
-      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>` */
-      hosted_invoice_url: string;
+      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while it has no `number` (a draft, or a draft voided: never final) */
+      hosted_invoice_url: string | null;
       /** Format: date-time */
       paid_at: string | null;
       /** Format: date-time */
@@ -3209,6 +3257,7 @@ export interface components {
      *           "due_at": "2026-01-15T10:00:00.000Z",
      *           "attempt_count": 0,
      *           "next_payment_attempt_at": null,
+     *           "finalizes_at": null,
      *           "lines": [
      *             {
      *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -3351,6 +3400,7 @@ export interface components {
      *       "due_at": "2026-01-15T10:00:00.000Z",
      *       "attempt_count": 0,
      *       "next_payment_attempt_at": null,
+     *       "finalizes_at": null,
      *       "lines": [
      *         {
      *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -3396,12 +3446,12 @@ export interface components {
     InvoiceDetail: {
       /** @example inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
       id: string;
-      /** @description `<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances */
-      number: string;
+      /** @description `<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances; null while `draft` (given at finalization) */
+      number: string | null;
       customer_id: string;
       subscription_id: string | null;
       /** @enum {string} */
-      status: 'open' | 'paid' | 'void' | 'uncollectible';
+      status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
       currency: string;
       /** @description The subscription, proration, usage and adjustment lines: before discounts and taxes (minor units; negative for a credit) */
@@ -3430,9 +3480,14 @@ export interface components {
       attempt_count: number;
       /** Format: date-time */
       next_payment_attempt_at: string | null;
+      /**
+       * Format: date-time
+       * @description When a `draft` is finalized (numbered, `open`, collected): its period start + INVOICE_FINALIZE_DELAY; null otherwise
+       */
+      finalizes_at: string | null;
       lines: components['schemas']['InvoiceLine'][];
-      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>` */
-      hosted_invoice_url: string;
+      /** @description The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while it has no `number` (a draft, or a draft voided: never final) */
+      hosted_invoice_url: string | null;
       /** Format: date-time */
       paid_at: string | null;
       /** Format: date-time */
@@ -3470,6 +3525,7 @@ export interface components {
      *         "due_at": "2026-01-15T10:00:00.000Z",
      *         "attempt_count": 0,
      *         "next_payment_attempt_at": null,
+     *         "finalizes_at": null,
      *         "lines": [
      *           {
      *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -5332,7 +5388,7 @@ export interface operations {
         sort_order?: 'asc' | 'desc';
         customer_id?: string;
         subscription_id?: string;
-        status?: 'open' | 'paid' | 'void' | 'uncollectible';
+        status?: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       };
       header?: {
         /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
@@ -5372,6 +5428,7 @@ export interface operations {
            *           "due_at": "2026-01-15T10:00:00.000Z",
            *           "attempt_count": 0,
            *           "next_payment_attempt_at": null,
+           *           "finalizes_at": null,
            *           "lines": [
            *             {
            *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -5461,6 +5518,7 @@ export interface operations {
            *       "due_at": "2026-01-15T10:00:00.000Z",
            *       "attempt_count": 0,
            *       "next_payment_attempt_at": null,
+           *       "finalizes_at": null,
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -5562,6 +5620,86 @@ export interface operations {
            *       "due_at": "2026-01-15T10:00:00.000Z",
            *       "attempt_count": 0,
            *       "next_payment_attempt_at": null,
+           *       "finalizes_at": null,
+           *       "lines": [
+           *         {
+           *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "kind": "subscription",
+           *           "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+           *           "amount": 500000,
+           *           "currency": "NGN",
+           *           "quantity": 1,
+           *           "unit_amount": 500000,
+           *           "period_start": "2026-01-15T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": false
+           *         }
+           *       ],
+           *       "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+           *       "paid_at": null,
+           *       "voided_at": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Invoice'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  finalizeInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invoice in its new state */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "INV-000042",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "open",
+           *       "currency": "NGN",
+           *       "subtotal": 500000,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 500000,
+           *       "applied_balance": 0,
+           *       "amount_due": 500000,
+           *       "amount_paid": 0,
+           *       "amount_remaining": 500000,
+           *       "period_start": "2026-01-15T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "due_at": "2026-01-15T10:00:00.000Z",
+           *       "attempt_count": 0,
+           *       "next_payment_attempt_at": null,
+           *       "finalizes_at": null,
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -5640,6 +5778,7 @@ export interface operations {
            *       "due_at": "2026-01-15T10:00:00.000Z",
            *       "attempt_count": 0,
            *       "next_payment_attempt_at": null,
+           *       "finalizes_at": null,
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -5918,6 +6057,7 @@ export interface operations {
            *       "due_at": "2026-01-15T10:00:00.000Z",
            *       "attempt_count": 0,
            *       "next_payment_attempt_at": null,
+           *       "finalizes_at": null,
            *       "lines": [
            *         {
            *           "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -6552,7 +6692,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6702,7 +6842,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6985,6 +7125,7 @@ export interface operations {
           | 'payment.refund_failed'
           | 'payment.merged'
           | 'invoice.created'
+          | 'invoice.finalized'
           | 'invoice.paid'
           | 'invoice.payment_failed'
           | 'invoice.payment_attempted'
@@ -8564,6 +8705,7 @@ export interface operations {
          *         "due_at": "2026-01-15T10:00:00.000Z",
          *         "attempt_count": 0,
          *         "next_payment_attempt_at": null,
+         *         "finalizes_at": null,
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -8591,6 +8733,93 @@ export interface operations {
         'application/json': {
           /** @constant */
           topic: 'invoice.created';
+          data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  invoiceFinalizedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "invoice.finalized",
+         *       "data": {
+         *         "id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "INV-000042",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "open",
+         *         "currency": "NGN",
+         *         "subtotal": 500000,
+         *         "total_discount": 0,
+         *         "total_tax": 0,
+         *         "total": 500000,
+         *         "applied_balance": 0,
+         *         "amount_due": 500000,
+         *         "amount_paid": 0,
+         *         "amount_remaining": 500000,
+         *         "period_start": "2026-01-15T10:00:00.000Z",
+         *         "period_end": "2026-02-15T10:00:00.000Z",
+         *         "due_at": "2026-01-15T10:00:00.000Z",
+         *         "attempt_count": 0,
+         *         "next_payment_attempt_at": null,
+         *         "finalizes_at": null,
+         *         "lines": [
+         *           {
+         *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "kind": "subscription",
+         *             "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+         *             "amount": 500000,
+         *             "currency": "NGN",
+         *             "quantity": 1,
+         *             "unit_amount": 500000,
+         *             "period_start": "2026-01-15T10:00:00.000Z",
+         *             "period_end": "2026-02-15T10:00:00.000Z",
+         *             "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "proration": false
+         *           }
+         *         ],
+         *         "hosted_invoice_url": "https://billing.example.com/i/3q2-7wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
+         *         "paid_at": null,
+         *         "voided_at": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'invoice.finalized';
           data: components['schemas']['Invoice'];
         };
       };
@@ -8650,6 +8879,7 @@ export interface operations {
          *         "due_at": "2026-01-15T10:00:00.000Z",
          *         "attempt_count": 0,
          *         "next_payment_attempt_at": null,
+         *         "finalizes_at": null,
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -8736,6 +8966,7 @@ export interface operations {
          *         "due_at": "2026-01-15T10:00:00.000Z",
          *         "attempt_count": 0,
          *         "next_payment_attempt_at": null,
+         *         "finalizes_at": null,
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -8823,6 +9054,7 @@ export interface operations {
          *           "due_at": "2026-01-15T10:00:00.000Z",
          *           "attempt_count": 0,
          *           "next_payment_attempt_at": null,
+         *           "finalizes_at": null,
          *           "lines": [
          *             {
          *               "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -8927,6 +9159,7 @@ export interface operations {
          *         "due_at": "2026-01-15T10:00:00.000Z",
          *         "attempt_count": 0,
          *         "next_payment_attempt_at": null,
+         *         "finalizes_at": null,
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -9013,6 +9246,7 @@ export interface operations {
          *         "due_at": "2026-01-15T10:00:00.000Z",
          *         "attempt_count": 0,
          *         "next_payment_attempt_at": null,
+         *         "finalizes_at": null,
          *         "lines": [
          *           {
          *             "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",

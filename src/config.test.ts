@@ -128,6 +128,20 @@ test('durations are at most 3650d, so deadlines computed from them stay storable
   assert.equal(loadConfig({ RENEWAL_GRACE: '3650d' }).renewalGraceMs, 3650 * 86_400_000);
 });
 
+test('INVOICE_FINALIZE_DELAY: 1h by default, any duration, and 0 (with or without a unit) finalizes drafts at once', () => {
+  assert.equal(loadConfig({}).invoiceFinalizeDelayMs, 3_600_000);
+  assert.equal(loadConfig({ INVOICE_FINALIZE_DELAY: '30m' }).invoiceFinalizeDelayMs, 1_800_000);
+  assert.equal(loadConfig({ INVOICE_FINALIZE_DELAY: '0' }).invoiceFinalizeDelayMs, 0);
+  assert.equal(loadConfig({ INVOICE_FINALIZE_DELAY: '0s' }).invoiceFinalizeDelayMs, 0);
+  for (const value of ['-1h', 'soon', '01']) {
+    assert.throws(
+      () => loadConfig({ INVOICE_FINALIZE_DELAY: value }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'INVOICE_FINALIZE_DELAY',
+      value,
+    );
+  }
+});
+
 test('DUNNING_SCHEDULE offsets must be strictly ascending', () => {
   for (const value of ['3d,1d', '1d,1d', '1d,3d,3d']) {
     assert.throws(

@@ -44,6 +44,11 @@ export interface Config {
   dunningFinalAction: 'cancel' | 'unpaid';
   subscriptionIncompleteTtlMs: number;
   renewalGraceMs: number;
+  /**
+   * How long after its period starts a renewal invoice with usage or prorations stays `draft`
+   * (late usage may still come), in ms; 0 finalizes it at once (SPEC §12 "Drafts").
+   */
+  invoiceFinalizeDelayMs: number;
   workerPollIntervalMs: number;
   /** Requests per window per API key; 0 disables rate limiting. */
   rateLimitMax: number;
@@ -105,7 +110,8 @@ const MAX_DURATION_MS = 3650 * 86_400_000;
 
 function duration(env: Env, name: string, fallback: string, minMs = 1): number {
   const text = read(env, name, fallback);
-  const ms = parseDuration(text);
+  // A bare `0` needs no unit where zero is allowed (INVOICE_FINALIZE_DELAY=0: at once).
+  const ms = minMs === 0 && text.trim() === '0' ? 0 : parseDuration(text);
   if (ms === undefined || ms < minMs) {
     throw new ConfigError(name, `must be a duration such as 250ms, 5s, 5m, 2h or 3d (got "${text}")`);
   }
@@ -349,6 +355,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     dunningFinalAction: finalAction,
     subscriptionIncompleteTtlMs: duration(env, 'SUBSCRIPTION_INCOMPLETE_TTL', '23h'),
     renewalGraceMs: duration(env, 'RENEWAL_GRACE', '1h', 0),
+    invoiceFinalizeDelayMs: duration(env, 'INVOICE_FINALIZE_DELAY', '1h', 0),
     workerPollIntervalMs: duration(env, 'WORKER_POLL_INTERVAL', '1s'),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', '100', 0, 1_000_000_000),
     rateLimitWindowMs: duration(env, 'RATE_LIMIT_WINDOW', '1s'),

@@ -1,9 +1,9 @@
-// `billing demo`, run as a real process on an empty database of the pass's
+// `billing demo`, run as a real process on a new database of the pass's
 // kind: a SQLite file, or a PostgreSQL database of its own (the CLI takes its database from
 // DATABASE_URL only, so a per-test schema cannot be used; a fresh database can).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,7 +132,7 @@ async function totals(get: Awaited<ReturnType<typeof api>>) {
 }
 
 describe('billing demo', { concurrency: true }, () => {
-  test('fills an empty database through /api/notify: every list populated; a second run refuses and changes nothing', async (t) => {
+  test('fills a new database through /api/notify: every list populated; a second run refuses and changes nothing', async (t) => {
     const database = await emptyDatabase(t);
     const env = { DATABASE_URL: database.url, LOG_LEVEL: 'silent', ...SECRETS };
     const run = await billing(t, ['demo'], env);
@@ -172,6 +172,14 @@ describe('billing demo', { concurrency: true }, () => {
     const cases = await get('/api/dunning/cases');
     assert.ok(cases.total >= 1, 'an open dunning case');
     assert.equal(cases.data[0].reason, 'payment_failed');
+    const open = (await get('/api/invoices?status=open')).data as { id: string; hosted_invoice_url: string }[];
+    assert.equal(open.length, 1, 'one open invoice to pay');
+    assert.equal(cases.data[0].invoice_id, open[0]!.id, 'the dunning case chases the open invoice');
+    assert.ok(run.stdout.includes(open[0]!.hosted_invoice_url), 'the invoice page link is printed');
+    assert.ok(run.stdout.includes(cases.data[0].id), 'the case id is printed');
+    const saved = /saved payment method:\s+customer (cus_\w+)/.exec(run.stdout)?.[1];
+    assert.ok(saved, run.stdout);
+    assert.ok((await get(`/api/customers/${saved}/payment-methods`)).meta.total >= 1, 'a saved payment method');
     assert.ok((await get('/api/dunning/past-due')).total >= 1, 'past-due list');
 
     for (const provider of ['paystack', 'stripe']) {
@@ -194,7 +202,7 @@ describe('billing demo', { concurrency: true }, () => {
     const before = await totals(get);
     const again = await billing(t, ['demo'], env);
     assert.equal(again.code, 1);
-    assert.match(again.stderr, /already has customers; nothing was changed/);
+    assert.match(again.stderr, /demo's data is already in this database .*; nothing was changed/);
     assert.equal(again.stdout, '');
     assert.deepEqual(await totals(get), before, 'nothing changed');
   });
@@ -219,15 +227,54 @@ describe('billing demo', { concurrency: true }, () => {
     assert.equal(await database.hasTables(), false, 'no database was created or migrated');
   });
 
-  test('a database with one customer of its own is refused and left as it was', async (t) => {
+  test("works beside the user's own customer, whose email it does not take", async (t) => {
+    const database = await emptyDatabase(t);
+    const get = await api(t, database.url);
+    const own = await get('/api/customers', { email: 'ada@example.com', name: 'Ada Lovelace' });
+    const run = await billing(t, ['demo'], { DATABASE_URL: database.url, ...SECRETS });
+    assert.equal(run.code, 0, run.stderr);
+    const customers = (await get('/api/customers?limit=100')).data as { id: string; email: string }[];
+    assert.equal(customers.length, 7);
+    assert.deepEqual(
+      customers.filter((c) => !c.email.endsWith('@demo.example')).map((c) => c.id),
+      [own.id],
+      "every other customer is the demo's",
+    );
+    assert.equal((await get(`/api/customers/${own.id}`)).email, 'ada@example.com');
+  });
+
+  test('a database that has received provider events it did not send is refused and left as it was', async (t) => {
     const database = await emptyDatabase(t);
     const get = await api(t, database.url);
     await get('/api/customers', { email: 'only@example.com', name: 'Only Customer' });
+    // A real Paystack event, as a live database receives one (signed with its secret).
+    const deps = await createDeps(
+      loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'silent', ...SECRETS, API_KEYS: KEY }),
+    );
+    const app = await buildApp(deps, { schemaController: SHARED_SCHEMA_COMPILERS });
+    try {
+      const body = JSON.stringify({
+        event: 'charge.success',
+        data: { id: 1, reference: 'live_ref_1', status: 'success', amount: 5000, currency: 'NGN', metadata: {} },
+      });
+      const signature = createHmac('sha512', SECRETS.PAYSTACK_SECRET_KEY).update(body).digest('hex');
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/notify?p=paystack',
+        headers: { 'content-type': 'application/json', 'x-paystack-signature': signature },
+        payload: body,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+    } finally {
+      await app.close();
+      await deps.close();
+    }
     const before = await totals(get);
-    assert.equal(before.customers, 1);
+    assert.equal(before['provider-events'], 1);
     const run = await billing(t, ['demo'], { DATABASE_URL: database.url, ...SECRETS });
     assert.equal(run.code, 1);
-    assert.match(run.stderr, /already has customers/);
+    assert.match(run.stderr, /received Paystack or Stripe events the demo did not send.*nothing was changed/);
+    assert.equal(run.stdout, '');
     assert.deepEqual(await totals(get), before);
   });
 });

@@ -166,7 +166,8 @@ export async function createCheckoutLink(
     return {
       attempt,
       email: customer.email,
-      number: invoice.number,
+      // Open (checked above): finalized, so numbered.
+      number: invoice.number ?? invoice.id,
       callbackUrl: input.callback_url ?? hosted,
       cancelUrl: hosted,
       metadata: {

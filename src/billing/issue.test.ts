@@ -69,7 +69,7 @@ test('a one-off invoice bills its items with no subscription, takes the credit, 
       ['proration', 1200, true],
     ],
   );
-  assert.match(invoice.number, /^INV-\d{6}$/);
+  assert.match(invoice.number!, /^INV-\d{6}$/);
   assert.deepEqual(invoice.metadata, { reason: 'upgrade' });
   const customer = async () => (await app.request('GET', `/api/customers/${sub.customer_id}`)).body;
   assert.deepEqual((await customer()).balances, {});

@@ -17,6 +17,7 @@ import {
   recordBalanceTransaction,
 } from '../modules/balances/balances.ledger.ts';
 import {
+  finalizeInvoice,
   type Invoice,
   type InvoiceContext,
   issueInvoice,
@@ -26,8 +27,21 @@ import {
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import { periodInvoiceInput } from './compose/input.ts';
-import { composeInvoice } from './compose/pipeline.ts';
-import type { ComposedInvoice, InvoiceLineDraft } from './compose/types.ts';
+import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
+import type { ComposedInvoice, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
+
+/**
+ * What issuing needs: the invoice record's context (INVOICE_FINALIZE_DELAY for renewals'
+ * drafts among its settings), and the pipeline to compose with (default PIPELINE). Deps fits;
+ * `pipeline` exists for tests, which add a step the production pipeline does not have yet (a
+ * usage line) to a copy of their deps: every caller passes its context on whole.
+ */
+export interface IssueContext extends InvoiceContext {
+  pipeline?: readonly ComposeStep[];
+}
+
+/** The line kinds that make a renewal invoice a draft (SPEC §12 "Drafts"): late usage may still come. */
+const DRAFT_KINDS: ReadonlySet<InvoiceLineDraft['kind']> = new Set(['usage', 'proration']);
 
 /** The subscription an invoice bills: its id, customer, the customer's test clock, its anchor. */
 export type BilledSubscription = Pick<
@@ -63,6 +77,20 @@ interface PeriodIssue {
   dueAt: string;
   /** When the worker charges the customer's saved method (SPEC §10); null: it does not. */
   nextPaymentAttemptAt: string | null;
+  /** A renewal issued by the worker: it may be a draft (SPEC §12 "Drafts"). */
+  mayDraft?: boolean;
+}
+
+/**
+ * When the renewal invoice of `content`, for a period starting at `periodStart`, is finalized
+ * (SPEC §12 "Drafts"): null — final at once — unless it has a usage or proration line and
+ * owes something; otherwise `periodStart` + INVOICE_FINALIZE_DELAY (ISO 8601; the period start
+ * is in the customer's clock's time, so a test clock finalizes it at its own time).
+ */
+function finalizationTime(ctx: IssueContext, content: ComposedInvoice, periodStart: Date): string | null {
+  // Nothing owed: issued paid at once, moving its subscription as a paid renewal does.
+  if (content.amount_due === 0 || !content.lines.some((line) => DRAFT_KINDS.has(line.kind))) return null;
+  return new Date(periodStart.getTime() + ctx.config.invoiceFinalizeDelayMs).toISOString();
 }
 
 /**
@@ -77,7 +105,7 @@ interface PeriodIssue {
  */
 async function issuePeriodInvoice(
   trx: Transaction<Database>,
-  ctx: InvoiceContext,
+  ctx: IssueContext,
   subscription: BilledSubscription,
   plan: PlanRow,
   issue: PeriodIssue,
@@ -95,7 +123,9 @@ async function issuePeriodInvoice(
       periodEnd: end,
       balance,
     }),
+    ctx.pipeline ?? PIPELINE,
   );
+  const finalizesAt = issue.mayDraft ? finalizationTime(ctx, content, issue.period.start) : null;
   const issued = await issueInvoice(trx, ctx, {
     customerId: subscription.customer_id,
     testClockId: subscription.test_clock_id,
@@ -103,13 +133,21 @@ async function issuePeriodInvoice(
     currency: plan.currency,
     periodStart: start,
     periodEnd: end,
-    dueAt: issue.dueAt,
     nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
+    // A draft's due time is its finalization: nothing can be paid on it before.
+    dueAt: finalizesAt === null ? issue.dueAt : finalizesAt,
+    finalizesAt,
     content,
   });
   if (issued.created) {
     await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
-    return issued;
+    if (finalizesAt === null || Date.parse(finalizesAt) > ctx.clock.now().getTime()) return issued;
+    // INVOICE_FINALIZE_DELAY=0 (or a renewal run late): finalized in the same transaction.
+    const row = await lockInvoice(trx, issued.invoice.id);
+    return {
+      invoice: await finalizeInvoice(trx, ctx, row, { next_payment_attempt_at: issue.nextPaymentAttemptAt }),
+      created: true,
+    };
   }
   // The period was invoiced already (paid in advance, wholly or in part): nothing was written.
   const { invoice } = issued;
@@ -149,7 +187,7 @@ async function takeAppliedCredit(
  */
 export async function issueFirstPeriodInvoice(
   trx: Transaction<Database>,
-  ctx: InvoiceContext,
+  ctx: IssueContext,
   subscription: BilledSubscription,
   plan: PlanRow,
   period: Period,
@@ -166,12 +204,15 @@ export async function issueFirstPeriodInvoice(
 /**
  * The renewal invoice of `subscription` for `period` (SPEC §9: a trial's end too), due at the
  * period's start; charged at `nextPaymentAttemptAt` when given (the customer has a saved
- * method, SPEC §10). When the period was invoiced already (paid in advance) that invoice is
- * returned, `created: false`. The caller holds the subscription's lock.
+ * method, SPEC §10). One with a usage or proration line that owes something is issued `draft`
+ * instead (SPEC §12 "Drafts"): unnumbered, due and finalized at the period's start +
+ * INVOICE_FINALIZE_DELAY (at once when that has passed already, e.g. a delay of 0), charged
+ * only once finalized (billing/finalize.ts). When the period was invoiced already (paid in
+ * advance) that invoice is returned, `created: false`. The caller holds the subscription's lock.
  */
 export async function issueRenewalInvoice(
   trx: Transaction<Database>,
-  ctx: InvoiceContext,
+  ctx: IssueContext,
   subscription: BilledSubscription,
   plan: PlanRow,
   period: Period,
@@ -182,6 +223,7 @@ export async function issueRenewalInvoice(
     period,
     dueAt: period.start.toISOString(),
     nextPaymentAttemptAt,
+    mayDraft: true,
   });
 }
 
@@ -217,7 +259,7 @@ export async function nextUninvoicedPeriod(
  */
 export async function issueAdvanceInvoice(
   trx: Transaction<Database>,
-  ctx: InvoiceContext,
+  ctx: IssueContext,
   subscription: BilledSubscription,
   plan: PlanRow,
 ): Promise<IssuedInvoice> {
@@ -257,20 +299,23 @@ export interface OneOffInvoiceInput {
  */
 export async function issueOneOffInvoice(
   trx: Transaction<Database>,
-  ctx: InvoiceContext,
+  ctx: IssueContext,
   input: OneOffInvoiceInput,
 ): Promise<Invoice> {
   const balance = await spendableBalance(trx, input.customerId, input.currency);
-  const content = composeInvoice({
-    reason: 'one_off',
-    currency: input.currency,
-    customer: { id: input.customerId, balance },
-    subscription: null,
-    pending_items: input.items,
-    usage: [],
-    discounts: [],
-    tax_rates: [],
-  });
+  const content = composeInvoice(
+    {
+      reason: 'one_off',
+      currency: input.currency,
+      customer: { id: input.customerId, balance },
+      subscription: null,
+      pending_items: input.items,
+      usage: [],
+      discounts: [],
+      tax_rates: [],
+    },
+    ctx.pipeline ?? PIPELINE,
+  );
   const { invoice } = await issueInvoice(trx, ctx, {
     customerId: input.customerId,
     testClockId: input.testClockId,

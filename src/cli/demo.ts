@@ -1,4 +1,5 @@
-// `billing demo`: fills an EMPTY database with a small, realistic story, so
+// `billing demo`: adds a small, realistic story beside whatever the database holds (its
+// customers' emails are under @demo.example, so nothing collides with the user's), so
 // `npm start` + `npx billing demo` shows every list populated.
 //
 // Decision: the demo builds the app in this process over DATABASE_URL and sends every
@@ -15,6 +16,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
+import type { Deps } from '../deps.ts';
 
 /** Where the demo writes its report (the CLI's io). */
 export interface DemoIo {
@@ -22,7 +24,10 @@ export interface DemoIo {
   stderr: { write(text: string): unknown };
 }
 
-/** Exit codes: 0 done; 1 refused (database not empty) or a step failed; 78 provider secrets missing. */
+/**
+ * Exit codes: 0 done; 1 refused (the demo's data is already there, or the database has
+ * provider events the demo did not send) or a step failed; 78 provider secrets missing.
+ */
 export const DEMO_EXIT = { ok: 0, refused: 1, config: 78 } as const;
 
 const MISSING_SECRETS = `billing demo signs Paystack and Stripe events the way the providers do, so it needs the
@@ -38,15 +43,47 @@ and \`npx billing demo\` — any test values will do on a development database:
 database the key saved payment methods are encrypted with is generated beside it.
 `;
 
-/** Is there any customer row (deleted ones included)? Reads without migrating anything. */
-async function hasCustomers(config: Readonly<Config>): Promise<boolean> {
+/** The domain of every demo customer's email: reserved (RFC 2606), never a real person's. */
+export const DEMO_EMAIL_DOMAIN = 'demo.example';
+
+/**
+ * Why the demo must not write to this database, or undefined when it may: its customers are
+ * already there (deleted ones included: their emails stay taken), or the inbox holds provider
+ * events — which, with no demo customer yet, the demo did not send: a database that receives
+ * real Paystack or Stripe events must never get the demo's signed fake payments. Reads
+ * without creating or migrating anything.
+ */
+async function refusal(config: Readonly<Config>): Promise<string | undefined> {
   const { openDatabase } = await import('../db/connect.ts');
   const handle = openDatabase(config.database);
   try {
-    const tables = await handle.db.introspection.getTables();
-    if (!tables.some((table) => table.name === 'customers')) return false;
-    const row = await handle.db.selectFrom('customers').select('id').limit(1).executeTakeFirst();
-    return row !== undefined;
+    const tables = new Set((await handle.db.introspection.getTables()).map((table) => table.name));
+    if (tables.has('customers')) {
+      const demo = await handle.db
+        .selectFrom('customers')
+        .select('id')
+        .where('email', 'like', `%@${DEMO_EMAIL_DOMAIN}`)
+        .limit(1)
+        .executeTakeFirst();
+      if (demo) {
+        return (
+          `the demo's data is already in this database (customers under @${DEMO_EMAIL_DOMAIN}); nothing was changed.\n` +
+          'Look around with GET /api/customers, or point DATABASE_URL at a new database ' +
+          '(e.g. DATABASE_URL=sqlite:./data/demo.db) to run it again.\n'
+        );
+      }
+    }
+    if (tables.has('provider_events')) {
+      const event = await handle.db.selectFrom('provider_events').select('id').limit(1).executeTakeFirst();
+      if (event) {
+        return (
+          'this database has received Paystack or Stripe events the demo did not send, so it may be a live one, ' +
+          'and the demo posts fake signed payments; nothing was changed.\n' +
+          'Run it on a development database (e.g. DATABASE_URL=sqlite:./data/demo.db).\n'
+        );
+      }
+    }
+    return undefined;
   } finally {
     await handle.close();
   }
@@ -72,7 +109,7 @@ class DemoClient {
   }
 
   /** An API call; anything but `expected` stops the demo with the answer. */
-  async api<T = Resource>(method: 'GET' | 'POST', url: string, body?: unknown, expected = 200): Promise<T> {
+  async api<T = Resource>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown, expected = 200): Promise<T> {
     const res = await this.#app.inject({
       method,
       url,
@@ -213,8 +250,43 @@ function stripePaymentIntentEvent(
   };
 }
 
-/** The story itself. Returns what it made, for the report. */
-async function tellStory(client: DemoClient): Promise<void> {
+/** What the story made that a newcomer looks at next. */
+interface Story {
+  /** Linus's renewal invoice: open, its card payment declined; `hosted_invoice_url` is its page. */
+  invoice: { id: string; hosted_invoice_url: string; amount_remaining: number; currency: string };
+  /** The dunning case chasing that invoice. */
+  dunningCase: Resource;
+  /** Adaeze, whose Paystack card was saved as a payment method. */
+  savedMethodCustomer: Resource;
+  /** Every customer the story created, to check its payments landed. */
+  customerIds: string[];
+}
+
+/**
+ * The renewal the worker runs when a period ends, for the demo's own subscription only (the
+ * user's subscriptions are never touched): after a resume its period ends now, and the
+ * renewal issues the new period's invoice. A running server's worker may have renewed it
+ * first; then the invoice is already there.
+ */
+async function renewNow(deps: Deps, subscriptionId: string): Promise<void> {
+  const [{ transactionWithRetry }, { lockSubscription }, { lockCustomerBalances }, { renewSubscription }] =
+    await Promise.all([
+      import('../db/transaction.ts'),
+      import('../modules/subscriptions/subscriptions.lifecycle.ts'),
+      import('../modules/balances/balances.ledger.ts'),
+      import('../billing/renewals.ts'),
+    ]);
+  await transactionWithRetry(deps.db, async (trx) => {
+    const row = await lockSubscription(trx, subscriptionId);
+    if (row.status !== 'active' || row.current_period_end === null) return;
+    if (new Date(row.current_period_end).getTime() > deps.clock.now().getTime()) return;
+    await lockCustomerBalances(trx, [row.customer_id]);
+    await renewSubscription(trx, deps, row);
+  });
+}
+
+/** The story itself. Returns what a newcomer looks at next. */
+async function tellStory(client: DemoClient, deps: Deps): Promise<Story> {
   const now = Date.now();
   const at = (minutesAgo: number) => new Date(now - minutesAgo * MINUTE);
 
@@ -270,24 +342,42 @@ async function tellStory(client: DemoClient): Promise<void> {
 
   const people = [
     {
-      email: 'adaeze.okafor@example.com',
+      email: `adaeze.okafor@${DEMO_EMAIL_DOMAIN}`,
       name: 'Adaeze Okafor',
       phone: '+2348031234567',
       plan: starter,
       country: 'NG',
     },
-    { email: 'tunde.bakare@example.com', name: 'Tunde Bakare', phone: '+2348059876543', plan: growth, country: 'NG' },
-    { email: 'grace.hopper@example.com', name: 'Grace Hopper', phone: '+14155550101', plan: pro, country: 'US' },
-    { email: 'linus.pauling@example.com', name: 'Linus Pauling', phone: '+14155550123', plan: pro, country: 'US' },
     {
-      email: 'margaret.hamilton@example.com',
+      email: `tunde.bakare@${DEMO_EMAIL_DOMAIN}`,
+      name: 'Tunde Bakare',
+      phone: '+2348059876543',
+      plan: growth,
+      country: 'NG',
+    },
+    {
+      email: `grace.hopper@${DEMO_EMAIL_DOMAIN}`,
+      name: 'Grace Hopper',
+      phone: '+14155550101',
+      plan: pro,
+      country: 'US',
+    },
+    {
+      email: `linus.pauling@${DEMO_EMAIL_DOMAIN}`,
+      name: 'Linus Pauling',
+      phone: '+14155550123',
+      plan: pro,
+      country: 'US',
+    },
+    {
+      email: `margaret.hamilton@${DEMO_EMAIL_DOMAIN}`,
       name: 'Margaret Hamilton',
       phone: '+16175550199',
       plan: team,
       country: 'US',
     },
     {
-      email: 'chinua.achebe@example.com',
+      email: `chinua.achebe@${DEMO_EMAIL_DOMAIN}`,
       name: 'Chinua Achebe',
       phone: '+2348021112233',
       plan: undefined,
@@ -353,7 +443,8 @@ async function tellStory(client: DemoClient): Promise<void> {
     },
   });
 
-  // Stripe: two first payments, then Linus's next charge is declined → past_due + dunning.
+  // Stripe: two first payments. Linus then pauses and comes back: his new period's invoice
+  // is issued at once and his card is declined on it → past_due, and a dunning case chases it.
   await client.stripe(
     stripePaymentIntentEvent('payment_intent.succeeded', {
       amount: 2_900,
@@ -370,38 +461,62 @@ async function tellStory(client: DemoClient): Promise<void> {
       at: at(35),
     }),
   );
+  const linusSubscription = linus.subscription!.id;
+  await client.api('PUT', `/api/subscriptions/${linusSubscription}/pause`);
+  await client.api('PUT', `/api/subscriptions/${linusSubscription}/resume`);
+  await renewNow(deps, linusSubscription);
+  type Invoice = Story['invoice'];
+  const open = await client.api<{ data: Invoice[] }>(
+    'GET',
+    `/api/invoices?subscription_id=${linusSubscription}&status=open`,
+  );
+  const invoice = open.data[0];
+  if (!invoice) throw new DemoStepError(`Linus's renewal invoice was not issued after his resume`);
   await client.stripe(
     stripePaymentIntentEvent('payment_intent.payment_failed', {
-      amount: 2_900,
+      amount: invoice.amount_remaining,
       email: linus.email,
-      metadata: ids(linus),
-      at: at(1),
+      metadata: { ...ids(linus), invoice_id: invoice.id },
+      at: new Date(),
       error: 'Your card has insufficient funds.',
     }),
   );
-}
-
-/** Totals of every list, for the report and as the demo's own check that the story landed. */
-async function summarize(client: DemoClient) {
-  const total = async (path: string) => (await client.api<{ meta: { total: number } }>('GET', path)).meta.total;
-  const subscriptions = await client.api<{ data: { status: string }[] }>('GET', '/api/subscriptions?limit=100');
-  const byStatus = new Map<string, number>();
-  for (const s of subscriptions.data) byStatus.set(s.status, (byStatus.get(s.status) ?? 0) + 1);
+  const cases = await client.api<{ data: (Resource & { subscription_id: string; invoice_id: string | null })[] }>(
+    'GET',
+    '/api/dunning/cases?sort_by=created_at&sort_order=desc&limit=10',
+  );
+  const dunningCase = cases.data.find((c) => c.subscription_id === linusSubscription);
+  if (!dunningCase || dunningCase.invoice_id !== invoice.id) {
+    throw new DemoStepError(`the declined payment opened no dunning case for invoice ${invoice.id}`);
+  }
   return {
-    plans: await total('/api/plans'),
-    customers: await total('/api/customers'),
-    subscriptions: [...byStatus].map(([status, n]) => `${n} ${status}`).join(', '),
-    payments: await total('/api/payments'),
-    refunds: await total('/api/refunds'),
-    dunningCases: (await client.api<{ total: number }>('GET', '/api/dunning/cases')).total,
-    events: await total('/api/events'),
+    invoice,
+    dunningCase,
+    savedMethodCustomer: adaeze.customer,
+    customerIds: customers.map((c) => c.customer.id),
   };
 }
 
 /**
- * `billing demo` with the process's configuration: checks the
- * provider secrets (exit 78 with how to set them), refuses a database that has customers
- * (exit 1, untouched), else migrates it and tells the story. Resolves with the exit code.
+ * The story's own payments (the user's data is not counted), as the demo's check that its
+ * provider events landed: 5 payments (one failed), 1 of them refunded in part.
+ */
+async function countPayments(client: DemoClient, customerIds: string[]) {
+  let payments = 0;
+  let refunded = 0;
+  for (const id of customerIds) {
+    const list = await client.api<{ data: { status: string }[] }>('GET', `/api/payments?customer_id=${id}&limit=100`);
+    payments += list.data.length;
+    refunded += list.data.filter((p) => p.status === 'partially_refunded' || p.status === 'refunded').length;
+  }
+  return { payments, refunded };
+}
+
+/**
+ * `billing demo` with the process's configuration: checks the provider secrets (exit 78
+ * with how to set them); refuses (exit 1, untouched) a database that has the demo's data
+ * already or provider events it did not send; else migrates it and tells the story beside
+ * the user's data, printing the ids a newcomer needs next. Resolves with the exit code.
  */
 export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<number> {
   if (!config.paystackSecretKey || !config.stripeWebhookSecret) {
@@ -412,11 +527,9 @@ export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<num
     io.stderr.write(`${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set.\n\n${MISSING_SECRETS}`);
     return DEMO_EXIT.config;
   }
-  if (await hasCustomers(config)) {
-    io.stderr.write(
-      'billing demo only fills an empty database, and this one already has customers; nothing was changed.\n' +
-        'Point DATABASE_URL at a new database (e.g. DATABASE_URL=sqlite:./data/demo.db) to try it.\n',
-    );
+  const refused = await refusal(config);
+  if (refused) {
+    io.stderr.write(`billing demo refused: ${refused}`);
     return DEMO_EXIT.refused;
   }
   // A bootstrap key only this process knows: nothing to clean up, nothing left in `keys list`.
@@ -433,26 +546,29 @@ export async function runDemo(config: Readonly<Config>, io: DemoIo): Promise<num
     const app = await buildApp(deps);
     try {
       const client = new DemoClient(app, demoKey, demoConfig);
-      await tellStory(client);
-      const totals = await summarize(client);
-      if (totals.payments < 5 || totals.refunds < 1 || totals.dunningCases < 1) {
+      const story = await tellStory(client, deps);
+      const landed = await countPayments(client, story.customerIds);
+      if (landed.payments < 5 || landed.refunded < 1) {
         throw new DemoStepError(
-          `the provider events did not all land (${totals.payments} payments, ${totals.refunds} refunds, ` +
-            `${totals.dunningCases} dunning cases); the service's log and GET /api/events tell why`,
+          `the provider events did not all land (${landed.payments} payments, ${landed.refunded} refunded); ` +
+            `the service's log and GET /api/provider-events tell why`,
         );
       }
       const base = `http://${['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host}:${config.port}`;
       io.stdout.write(
-        `Demo data created:
-  ${totals.plans} plans, ${totals.customers} customers, subscriptions: ${totals.subscriptions}
-  ${totals.payments} payments, ${totals.refunds} refund, ${totals.dunningCases} open dunning case, ${totals.events} events
+        `Demo data created beside yours (customers under @${DEMO_EMAIL_DOMAIN}):
+  4 plans, ${story.customerIds.length} customers, 5 subscriptions, ${landed.payments} payments (one declined), ${landed.refunded} refund, 1 dunning case
   (the Paystack and Stripe events went through POST /api/notify, signed with your secrets)
+
+  open invoice to pay:   ${story.invoice.id}  ${story.invoice.hosted_invoice_url}
+  its dunning case:      ${story.dunningCase.id}
+  saved payment method:  customer ${story.savedMethodCustomer.id}
 
 Look around with a key (npm start must be running on the same DATABASE_URL):
   KEY=$(npx billing keys create --name me)
-  curl -s "${base}/api/subscriptions?limit=10" -H "Authorization: Bearer $KEY"
-  curl -s "${base}/api/payments" -H "Authorization: Bearer $KEY"
-  curl -s "${base}/api/dunning/cases" -H "Authorization: Bearer $KEY"
+  curl -s "${base}/api/invoices/${story.invoice.id}" -H "Authorization: Bearer $KEY"
+  curl -s "${base}/api/dunning/cases/${story.dunningCase.id}" -H "Authorization: Bearer $KEY"
+  curl -s "${base}/api/customers/${story.savedMethodCustomer.id}/payment-methods" -H "Authorization: Bearer $KEY"
 or open ${base}/docs
 `,
       );

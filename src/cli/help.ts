@@ -45,15 +45,18 @@ unreadable, 1 otherwise. Steps: docs/operations.md "Rotating DATA_ENCRYPTION_KEY
   },
   demo: {
     usage: 'demo',
-    summary: 'fill an empty database with a small story: customers, plans, subscriptions, payments',
+    summary: 'add a small story beside your data: customers, plans, subscriptions, payments',
     details: `Works on the database of DATABASE_URL, in this process (no running server needed;
 a running \`npm start\` on the same database shows the result at once). It creates plans,
 customers and subscriptions through the API's routes, then sends Paystack and Stripe events
 signed with PAYSTACK_SECRET_KEY and STRIPE_WEBHOOK_SECRET through POST /api/notify: payments,
-a refund, and a failed renewal that opens a dunning case.
+a refund, a saved card, and a declined renewal whose open invoice a dunning case chases. Its
+customers' emails are under @demo.example, so it runs beside your own data; it prints the ids
+to look at next.
 
-Needs both provider secrets set (the same values the server uses), and refuses to run on a
-database that already has customers (exit 1, nothing changed).`,
+Needs both provider secrets set (the same values the server uses). Refuses (exit 1, nothing
+changed) a database that has the demo's data already, or has received provider events the
+demo did not send (it may be live: the demo posts fake signed payments).`,
   },
   help: {
     usage: 'help [command [action]]',

@@ -168,7 +168,11 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   },
   'invoice.created': {
     schema: invoiceSchema,
-    when: 'An invoice was issued (subscription start, trial end or renewal).',
+    when: 'An invoice was issued (subscription start, trial end or renewal): `open` (final), or `draft` (a renewal with usage or prorations, finalized after INVOICE_FINALIZE_DELAY).',
+  },
+  'invoice.finalized': {
+    schema: invoiceSchema,
+    when: 'A draft became `open`: numbered, its hosted page live, and collected like any open invoice.',
   },
   'invoice.paid': { schema: invoiceSchema, when: 'Payments settled the whole amount due.' },
   'invoice.payment_failed': {

@@ -70,7 +70,7 @@ async function issue(
     invoice,
     customer,
     subscriptionId: res.body.id as string,
-    path: new URL(invoice.hosted_invoice_url).pathname,
+    path: new URL(invoice.hosted_invoice_url!).pathname,
   };
 }
 
@@ -117,7 +117,7 @@ test('the page of an open invoice is public HTML with its Pay button, identical 
       },
     ],
   });
-  assert.match(invoice.hosted_invoice_url, /^https:\/\/billing\.example\.com\/i\/[A-Za-z0-9_-]{43}$/);
+  assert.match(invoice.hosted_invoice_url!, /^https:\/\/billing\.example\.com\/i\/[A-Za-z0-9_-]{43}$/);
   const res = await app.request('GET', path, { key: null });
   assert.equal(res.status, 200);
   assertPageHeaders(res);

@@ -112,7 +112,7 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
     const pay =
       payProvider === undefined
         ? undefined
-        : { action: `${pagePath(invoice.hosted_invoice_url)}/pay`, provider: payProvider };
+        : { action: `${pagePath(invoice.hosted_invoice_url ?? '')}/pay`, provider: payProvider };
     return sendPage(reply, status, renderInvoicePage({ invoice, customer, businessName, pay }));
   };
 
@@ -148,7 +148,8 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
     async (request, reply) => {
       const row = await findInvoiceRowByToken(deps.db, request.params.token);
       if (!row) return notFound(reply);
-      const page = pagePath(toInvoice(row, publicUrl).hosted_invoice_url);
+      // Numbered (findInvoiceRowByToken): it has a hosted URL.
+      const page = pagePath(toInvoice(row, publicUrl).hosted_invoice_url ?? '');
       // Another site's form: nothing is made; the customer sees the invoice and decides.
       if (fromAnotherSite(request)) return seeOther(reply, page);
       await payBudget(request, reply);

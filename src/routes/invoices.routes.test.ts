@@ -124,7 +124,7 @@ test('list: lenient page and limit, 400 for an unknown sort_by, sort_order or st
     assert.deepEqual(res.body.meta, meta, query);
   }
   for (const [query, field, message] of [
-    ['status=bogus', 'status', 'status must be one of: open, paid, void, uncollectible'],
+    ['status=bogus', 'status', 'status must be one of: draft, open, paid, void, uncollectible'],
     ['sort_by=number', 'sort_by', 'sort_by must be one of: created_at, due_at, amount_due'],
     ['sort_order=up', 'sort_order', 'sort_order must be one of: asc, desc'],
   ]) {

@@ -1,5 +1,6 @@
-// /api/invoices: list, get, void, mark uncollectible (SPEC §3, §9). Invoices are issued by
+// /api/invoices: list, get, void, finalize a draft, mark uncollectible (SPEC §3, §9, §12). Invoices are issued by
 // the subscription flows and settled by payments; these routes read them and close them.
+import { CANNOT_FINALIZE, finalizeInvoiceNow } from '../billing/finalize.ts';
 import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
@@ -69,11 +70,25 @@ export function invoiceRoutes(deps: Deps): Route[] {
         operationId: 'voidInvoice',
         summary: 'Void an invoice',
         description:
-          'From `open` or `uncollectible`: nothing is owed on it any more. Emits `invoice.voided`; an open dunning case chasing the invoice closes as `cancelled`. From `paid` or `void`: 409 `validation_error` "cannot be voided in its current state". No body.',
+          'From `draft`, `open` or `uncollectible`: nothing is owed on it any more (a voided draft never takes a number). Emits `invoice.voided`; an open dunning case chasing the invoice closes as `cancelled`. From `paid` or `void`: 409 `validation_error` "cannot be voided in its current state". No body.',
         params: idParams,
         response: stateChangeResponses,
       },
       handler: async (request) => service.voidInvoice(deps, request.params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/invoices/:id/finalize',
+      config: { scope: 'admin' },
+      schema: {
+        ...common,
+        operationId: 'finalizeInvoice',
+        summary: 'Finalize a draft invoice now',
+        description: `From \`draft\` only, before its \`finalizes_at\`: it takes the next invoice number, becomes \`open\` (\`invoice.finalized\`) and is collected like any open renewal (charged at once when its customer has a saved method). Otherwise 409 \`validation_error\` "${CANNOT_FINALIZE}". No body. Admin scope.`,
+        params: idParams,
+        response: stateChangeResponses,
+      },
+      handler: async (request) => finalizeInvoiceNow(deps, request.params.id),
     }),
     defineRoute({
       method: 'POST',

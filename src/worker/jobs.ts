@@ -5,6 +5,7 @@ import { resolveUnknownRefunds } from './refunds.jobs.ts';
 import { chargeInvoices } from './charges.jobs.ts';
 import { runDunningSchedule } from './dunning.jobs.ts';
 import { purgeIdempotencyKeys } from './idempotency.jobs.ts';
+import { finalizeInvoices } from './invoices.jobs.ts';
 import type { Job, WorkerService } from './job.ts';
 import { retryProviderEvents } from './provider-events.jobs.ts';
 import {
@@ -33,6 +34,8 @@ export const CLOCK_AWARE_JOBS: readonly Job[] = [
   applyPeriodEndCancellations,
   // Before the past-due job: one tick issues a renewal invoice, and a later one finds it overdue.
   issueRenewalInvoices,
+  // After issuing, before charging: a draft finalized in a tick is charged in the same tick.
+  finalizeInvoices,
   // Before charging: a dunning step's retry (SPEC §10 "Dunning retries") is charged in the same tick.
   runDunningSchedule,
   // Right after issuing: a renewal invoice of a customer with a saved method is charged in the same tick.

@@ -3,13 +3,16 @@
 import type { Selectable } from 'kysely';
 
 /** Every status (the transition table beside the module says how one moves to the next). */
-export const INVOICE_STATUSES = ['open', 'paid', 'void', 'uncollectible'] as const;
+export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
 export interface InvoicesTable {
   id: string;
-  /** `<INVOICE_PREFIX>-<000001>`: gap-free per prefix, unique (invoice_numbers). */
-  number: string;
+  /**
+   * `<INVOICE_PREFIX>-<000001>`: gap-free per prefix, unique (invoice_numbers). Null while
+   * `draft`: the number is taken at finalization, so a voided draft leaves no gap.
+   */
+  number: string | null;
   customer_id: string;
   /** Null is reserved for one-off invoices (none are issued yet). */
   subscription_id: string | null;
@@ -42,6 +45,8 @@ export interface InvoicesTable {
    * may charge it.
    */
   charges_stopped_at: string | null;
+  /** When a `draft` is finalized (SPEC §12 "Drafts"): period start + INVOICE_FINALIZE_DELAY; null otherwise. */
+  finalizes_at: string | null;
   /** JSON array of InvoiceLine (invoices.schemas.ts); fixed when the invoice is issued. */
   lines: string;
   /** 32 random bytes, base64url: the secret part of `hosted_invoice_url` (`/i/<token>`). */

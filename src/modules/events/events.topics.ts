@@ -14,6 +14,7 @@ export const TOPICS = [
   'payment.refund_failed',
   'payment.merged',
   'invoice.created',
+  'invoice.finalized',
   'invoice.paid',
   'invoice.payment_failed',
   'invoice.payment_attempted',

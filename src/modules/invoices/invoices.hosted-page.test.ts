@@ -50,6 +50,7 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     due_at: '2026-01-22T10:00:00.000Z',
     attempt_count: 0,
     next_payment_attempt_at: null,
+    finalizes_at: null,
     lines: [
       line,
       {

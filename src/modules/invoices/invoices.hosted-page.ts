@@ -183,6 +183,8 @@ function formatDate(iso: string, style: 'long' | 'short' = 'long'): string {
 }
 
 const STATUS_LABEL: Record<Invoice['status'], string> = {
+  // Never rendered: an invoice never finalized has no hosted page (findInvoiceRowByToken).
+  draft: 'Draft',
   open: 'Open',
   paid: 'Paid',
   void: 'Void',
@@ -204,6 +206,7 @@ function summary(invoice: Invoice): string {
     case 'uncollectible':
       return `${escapeHtml(remaining)} outstanding<small>Was due ${formatDate(invoice.due_at)}.</small>`;
     case 'open':
+    case 'draft':
       return `${escapeHtml(remaining)} due ${formatDate(invoice.due_at)}`;
   }
 }
@@ -267,7 +270,7 @@ ${body}
  */
 export function renderInvoicePage({ invoice, customer, businessName, pay }: HostedInvoice): string {
   const money = (minor: number) => escapeHtml(formatMoney(minor, invoice.currency));
-  const number = escapeHtml(invoice.number);
+  const number = escapeHtml(invoice.number ?? '');
   const billedTo = customer
     ? [customer.name ? `<p class="name">${userText(customer.name)}</p>` : '', `<p>${userText(customer.email)}</p>`]
         .filter(Boolean)

@@ -44,13 +44,15 @@ async function invoiceEvents(app: TestApp): Promise<{ topic: string; data: { id:
   return res.body.data.filter((e: { topic: string }) => e.topic.startsWith('invoice.'));
 }
 
-test('the transition table: open → paid | void | uncollectible; uncollectible → paid | void; paid and void are final', () => {
+test('the transition table: draft → open | void; open → paid | void | uncollectible; uncollectible → paid | void; paid and void are final', () => {
   const moves = INVOICE_STATUSES.flatMap((from) =>
-    (['paid', 'void', 'mark_uncollectible'] as const)
+    (['finalize', 'paid', 'void', 'mark_uncollectible'] as const)
       .filter((event) => nextInvoiceStatus(from, event))
       .map((event) => `${from}:${event}→${INVOICE_TRANSITIONS[from][event]!.to}`),
   );
   assert.deepEqual(moves, [
+    'draft:finalize→open',
+    'draft:void→void',
     'open:paid→paid',
     'open:void→void',
     'open:mark_uncollectible→uncollectible',
@@ -76,7 +78,7 @@ test('an invoice is issued once per (subscription, period), numbered INV-000001,
     first.invoice.lines.map((line) => [line.description, line.amount, line.currency, line.quantity]),
     [['Pro × 1, 15 Jan 2026 – 15 Feb 2026', 5000, 'NGN', 1]],
   );
-  assert.match(first.invoice.hosted_invoice_url, /^http:\/\/127\.0\.0\.1:\d+\/i\/[A-Za-z0-9_-]{43}$/);
+  assert.match(first.invoice.hosted_invoice_url!, /^http:\/\/127\.0\.0\.1:\d+\/i\/[A-Za-z0-9_-]{43}$/);
   const again = await issue(app.deps, sub.id, '2026-01-15T10:00:00.000Z');
   assert.equal(again.created, false);
   assert.equal(again.invoice.id, first.invoice.id);

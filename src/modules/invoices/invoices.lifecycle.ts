@@ -19,10 +19,13 @@ import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.t
 
 export type { Invoice, InvoiceLine };
 
-/** What issuing and moving invoices needs: the clock and the numbering / URL settings. Deps fits. */
+/**
+ * What issuing and moving invoices needs: the clock, the numbering / URL settings and
+ * INVOICE_FINALIZE_DELAY (when a renewal's draft is finalized). Deps fits.
+ */
 export interface InvoiceContext {
   clock: Clock;
-  config: Pick<Config, 'invoicePrefix' | 'publicUrl'>;
+  config: Pick<Config, 'invoicePrefix' | 'publicUrl' | 'invoiceFinalizeDelayMs'>;
 }
 
 /** `<publicUrl>/i/<token>`: the hosted invoice page (SPEC §9). */
@@ -33,7 +36,8 @@ export function hostedInvoiceUrl(publicUrl: string, token: string): string {
 /**
  * An invoices row as the API and events show it: `lines` and `metadata` parsed,
  * `amount_remaining` = amount_due − amount_paid (minor units), `hosted_invoice_url` built
- * from `publicUrl` (PUBLIC_URL) and the row's token.
+ * from `publicUrl` (PUBLIC_URL) and the row's token — null while it has no number (a draft, or
+ * a draft voided): never final, so no page (Stripe's drafts have no hosted URL either).
  */
 export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
   return pickFields(invoiceSchema, {
@@ -47,7 +51,7 @@ export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
     amount_paid: Number(row.amount_paid),
     amount_remaining: Number(row.amount_due) - Number(row.amount_paid),
     lines: JSON.parse(row.lines) as InvoiceLine[],
-    hosted_invoice_url: hostedInvoiceUrl(publicUrl, row.hosted_token),
+    hosted_invoice_url: row.number === null ? null : hostedInvoiceUrl(publicUrl, row.hosted_token),
     metadata: JSON.parse(row.metadata) as Record<string, string>,
   });
 }
@@ -70,10 +74,19 @@ export async function findInvoiceRow(db: Kysely<Database>, id: string): Promise<
   return db.selectFrom('invoices').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The invoice whose hosted page token is `token` (SPEC §9 `/i/{token}`), or undefined. */
+/**
+ * The invoice whose hosted page token is `token` (SPEC §9 `/i/{token}`), or undefined — also
+ * for one never finalized (a draft, or a draft voided: no number), which has no hosted page
+ * (SPEC §12 "Drafts").
+ */
 export async function findInvoiceRowByToken(db: Kysely<Database>, token: string): Promise<InvoiceRow | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
-  return db.selectFrom('invoices').selectAll().where('hosted_token', '=', token).executeTakeFirst();
+  return db
+    .selectFrom('invoices')
+    .selectAll()
+    .where('hosted_token', '=', token)
+    .where('number', 'is not', null)
+    .executeTakeFirst();
 }
 
 /**
@@ -142,6 +155,11 @@ export interface InvoiceDraft {
   metadata?: Record<string, string>;
   /** When the worker charges the customer's saved method (SPEC §10); default null: it does not. */
   nextPaymentAttemptAt?: string | null;
+  /**
+   * Issue it `draft` (SPEC §12 "Drafts"), finalized at this instant (ISO 8601); default null:
+   * final (`open`) at once. A draft takes no number and is never charged until finalized.
+   */
+  finalizesAt?: string | null;
 }
 
 /**
@@ -150,7 +168,7 @@ export interface InvoiceDraft {
  * one-off invoice, of no subscription, is always new). Called only by the billing core's
  * issue.ts, which composes `draft.content`.
  * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
- * owes 0), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
+ * owes 0) — or, given `draft.finalizesAt`, stores it `draft` with no number (finalizeInvoice numbers it later), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
  * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
  * hold between workers; the unique (subscription_id, period_start) index is the backstop,
  * and its violation rolls the whole transaction back (so no number is lost). Lines and
@@ -187,13 +205,18 @@ export async function issueInvoice(
   }
   const now = ctx.clock.now().toISOString();
   const lines: InvoiceLine[] = content.lines.map((line) => ({ id: newId('invoiceLine'), ...line }));
+  const finalizesAt = draft.finalizesAt ?? null;
   const row: InvoicesTable = {
     id: newId('invoice'),
-    number: await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null)),
+    // A draft's number is taken when it is finalized: a voided draft leaves no gap.
+    number:
+      finalizesAt === null
+        ? await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null))
+        : null,
     customer_id: draft.customerId,
     test_clock_id: draft.testClockId ?? null,
     subscription_id: draft.subscriptionId,
-    status: 'open',
+    status: finalizesAt === null ? 'open' : 'draft',
     currency: draft.currency,
     subtotal: content.subtotal,
     total_discount: content.total_discount,
@@ -206,8 +229,9 @@ export async function issueInvoice(
     period_end: draft.periodEnd,
     due_at: draft.dueAt,
     attempt_count: 0,
-    next_payment_attempt_at: draft.nextPaymentAttemptAt ?? null,
+    next_payment_attempt_at: finalizesAt === null ? (draft.nextPaymentAttemptAt ?? null) : null,
     charges_stopped_at: null,
+    finalizes_at: finalizesAt,
     lines: JSON.stringify(lines),
     hosted_token: randomBytes(32).toString('base64url'),
     paid_at: null,
@@ -221,12 +245,43 @@ export async function issueInvoice(
   await addToCount(trx, 'invoices', 1);
   const invoice = toInvoice(row, ctx.config.publicUrl);
   await emitEvent(trx, ctx.clock, 'invoice.created', invoice);
-  if (row.amount_due === 0) return { invoice: await transitionInvoice(trx, ctx, row, 'paid'), created: true };
+  if (row.amount_due === 0 && row.status === 'open') {
+    return { invoice: await transitionInvoice(trx, ctx, row, 'paid'), created: true };
+  }
   return { invoice, created: true };
 }
 
+/**
+ * Finalizes the locked `draft` invoice `row` (SPEC §12 "Drafts"): it takes the next number of
+ * its sequence (invoiceNumberPrefix; gap-free, given now and not at creation), becomes
+ * `open` with `finalizes_at` cleared and `changes` applied (the billing core schedules its
+ * charge there), and emits `invoice.finalized`; one that owes nothing (its credit covered it)
+ * is then `paid` (`invoice.paid`). All in `trx`. Throws ForbiddenInvoiceTransitionError (and
+ * writes nothing) unless `row` is a draft.
+ */
+export async function finalizeInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  row: InvoiceRow,
+  changes: Pick<InvoiceChanges, 'next_payment_attempt_at'> = {},
+): Promise<Invoice> {
+  if (!nextInvoiceStatus(row.status, 'finalize')) throw new ForbiddenInvoiceTransitionError(row.status, 'finalize');
+  const number = await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, row.test_clock_id));
+  const finalized = { ...row, number, finalizes_at: null };
+  const invoice = await transitionInvoice(trx, ctx, finalized, 'finalize', {
+    ...changes,
+    number,
+    finalizes_at: null,
+  });
+  if (Number(row.amount_due) > 0) return invoice;
+  return transitionInvoice(trx, ctx, { ...finalized, status: 'open' }, 'paid');
+}
+
 export type InvoiceChanges = Partial<
-  Pick<InvoicesTable, 'amount_paid' | 'attempt_count' | 'next_payment_attempt_at' | 'charges_stopped_at'>
+  Pick<
+    InvoicesTable,
+    'amount_paid' | 'attempt_count' | 'next_payment_attempt_at' | 'charges_stopped_at' | 'number' | 'finalizes_at'
+  >
 >;
 
 /** The timestamp column each target status stamps with the transition's time. */
@@ -252,12 +307,15 @@ export async function transitionInvoice(
   const transition = nextInvoiceStatus(row.status, event);
   if (!transition) throw new ForbiddenInvoiceTransitionError(row.status, event);
   const now = ctx.clock.now().toISOString();
+  const stamped = transition.to in STAMPED ? STAMPED[transition.to as keyof typeof STAMPED] : undefined;
   const set = {
     // Only an open invoice is charged (SPEC §10): leaving `open` ends its automatic attempts.
     next_payment_attempt_at: null,
+    // A draft voided is final: it will never be finalized.
+    finalizes_at: null,
     ...changes,
     status: transition.to,
-    [STAMPED[transition.to as keyof typeof STAMPED]]: now,
+    ...(stamped === undefined ? {} : { [stamped]: now }),
     updated_at: now,
   };
   await trx.updateTable('invoices').set(set).where('id', '=', row.id).execute();

@@ -42,7 +42,7 @@ test('property: a press reuses exactly the live link of the amount owed, else ma
         });
         const sub = await createSubscription(app, { plan: { amount: 5000, currency: 'NGN' } });
         const invoice = await issueTestInvoice(app, sub.id);
-        const path = `${new URL(invoice.hosted_invoice_url).pathname}/pay`;
+        const path = `${new URL(invoice.hosted_invoice_url!).pathname}/pay`;
         // The model: the link a press may hand out again, and what is owed.
         let live: { url: string; madeAt: number; amount: number } | undefined;
         let paid = 0;

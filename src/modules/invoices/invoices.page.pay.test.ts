@@ -49,7 +49,7 @@ async function openInvoice(app: TestApp, plan: Record<string, unknown> = {}) {
   const sub = await createSubscription(app, { plan: { name: 'Pro', amount: 5000, currency: 'NGN', ...plan } });
   const invoice = await issueTestInvoice(app, sub.id);
   assert.equal(invoice.status, 'open');
-  return { invoice, path: new URL(invoice.hosted_invoice_url).pathname };
+  return { invoice, path: new URL(invoice.hosted_invoice_url!).pathname };
 }
 
 interface Answer {

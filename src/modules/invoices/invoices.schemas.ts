@@ -101,6 +101,7 @@ const INVOICE_EXAMPLE = {
   due_at: '2026-01-15T10:00:00.000Z',
   attempt_count: 0,
   next_payment_attempt_at: null,
+  finalizes_at: null,
   lines: [
     {
       id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
@@ -128,7 +129,12 @@ const INVOICE_EXAMPLE = {
 export const invoiceSchema = Type.Object(
   {
     id: Type.String({ examples: ['inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
-    number: Type.String({ description: '`<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances' }),
+    number: Nullable(
+      Type.String({
+        description:
+          '`<INVOICE_PREFIX>-<000001>`: gap-free, unique across instances; null while `draft` (given at finalization)',
+      }),
+    ),
     customer_id: Type.String(),
     subscription_id: Nullable(Type.String()),
     status: StringEnum(INVOICE_STATUSES),
@@ -146,8 +152,20 @@ export const invoiceSchema = Type.Object(
     due_at: timestamp,
     attempt_count: Type.Integer({ minimum: 0, description: 'Failed payments reported for this invoice' }),
     next_payment_attempt_at: nullableTimestamp,
+    finalizes_at: Nullable(
+      Type.String({
+        format: 'date-time',
+        description:
+          'When a `draft` is finalized (numbered, `open`, collected): its period start + INVOICE_FINALIZE_DELAY; null otherwise',
+      }),
+    ),
     lines: Type.Array(ref(invoiceLineSchema)),
-    hosted_invoice_url: Type.String({ description: 'The public page a customer opens: `<PUBLIC_URL>/i/<token>`' }),
+    hosted_invoice_url: Nullable(
+      Type.String({
+        description:
+          'The public page a customer opens: `<PUBLIC_URL>/i/<token>`; null while it has no `number` (a draft, or a draft voided: never final)',
+      }),
+    ),
     paid_at: nullableTimestamp,
     voided_at: nullableTimestamp,
     metadata: metadataOut,
@@ -156,7 +174,8 @@ export const invoiceSchema = Type.Object(
   },
   {
     $id: 'Invoice',
-    description: 'What a customer owes for one billing period; final when issued, settled by payments (SPEC §9).',
+    description:
+      'What a customer owes for one billing period; final when issued — or, a renewal with usage or prorations, when its `draft` is finalized — and settled by payments (SPEC §9, §12).',
     examples: [INVOICE_EXAMPLE],
   },
 );

@@ -1,4 +1,5 @@
-// The invoices API (SPEC §3, §9): list, get, void, mark uncollectible. Status changes go
+// The invoices API (SPEC §3, §9): list, get, void, mark uncollectible (finalizing a draft is
+// the billing core's: billing/finalize.ts). Status changes go
 // through invoices.lifecycle.ts (the transition table and its events); this module decides
 // what each request means and owns its transaction. Issuing and settling invoices belong to
 // the billing core (billing/settle.ts, billing/subscriptions.ts), not to this module.
@@ -83,7 +84,8 @@ export async function getInvoice(db: Kysely<Database>, publicUrl: string, id: st
 }
 
 /**
- * Voids invoice `id` (from `open` or `uncollectible`): status `void`, `voided_at` now, emits
+ * Voids invoice `id` (from `draft`, `open` or `uncollectible`; a draft never takes a number):
+ * status `void`, `voided_at` now, emits
  * `invoice.voided`; an open dunning case chasing this invoice closes as `cancelled` (nothing
  * is owed on it any more) — one transaction. The subscription is not moved (its status is
  * left to payments, cancel and dunning). Lock order: invoices → dunning_cases. Throws 404

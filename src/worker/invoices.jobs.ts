@@ -1,0 +1,56 @@
+// Finalizing draft invoices (SPEC §12 "Drafts"): drafts whose `finalizes_at` has come are
+// claimed in small batches (SKIP LOCKED on PostgreSQL) and finalized in that same transaction
+// (billing/finalize.ts), so two workers never finalize one draft and a crash rolls the batch
+// back for a retry: each draft takes exactly one number. Clock-aware (SPEC §11): a test clock
+// customer's drafts are finalized by its clock's advance, at its time.
+import { sql } from 'kysely';
+import { finalizeDraft } from '../billing/finalize.ts';
+import { claimRows } from '../db/locking.ts';
+import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
+import type { Job } from './job.ts';
+
+const BATCH_SIZE = 50;
+
+/**
+ * Drafts of the scope with `finalizes_at` ≤ now, the longest waiting first, become `open`
+ * (numbered, `invoice.finalized`) and are scheduled for a charge when their customer has a
+ * saved method — the charge job runs after this one in each tick.
+ */
+export const finalizeInvoices: Job = {
+  name: 'finalize_invoices',
+  batchSize: BATCH_SIZE,
+  run: (deps, scope = REAL_TIME) =>
+    deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now().toISOString();
+      const rows = await claimRows(
+        whereInScope(
+          trx
+            .selectFrom('invoices')
+            .selectAll()
+            // A literal: SQLite uses the partial index invoices_due_for_finalization only then.
+            .where('status', '=', sql.lit('draft'))
+            .where('finalizes_at', '<=', now)
+            .orderBy('finalizes_at')
+            .orderBy('id')
+            .limit(BATCH_SIZE),
+          'invoices.test_clock_id',
+          scope,
+        ),
+        trx,
+      ).execute();
+      for (const row of rows) await finalizeDraft(trx, deps, row);
+      return rows.length;
+    }),
+  nextDueAt: async (deps, scope, after) => {
+    const row = await whereInScope(
+      deps.db
+        .selectFrom('invoices')
+        .select((eb) => eb.fn.min('finalizes_at').as('due'))
+        .where('status', '=', sql.lit('draft'))
+        .where('finalizes_at', '>', after.toISOString()),
+      'invoices.test_clock_id',
+      scope,
+    ).executeTakeFirst();
+    return earliest([row?.due]);
+  },
+};
