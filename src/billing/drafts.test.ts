@@ -9,11 +9,19 @@ import { type TestContext, test } from 'node:test';
 import { buildTestApp, connectSecondInstance, type TestApp } from '../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../test/helpers/database.ts';
 import { createCustomer, createPlan, createSubscription } from '../../test/helpers/factories.ts';
-import { invoiceEvents, invoicesOf, reportPayment, runWorker } from '../../test/helpers/invoice-payments.ts';
+import {
+  invoiceById,
+  invoiceEvents,
+  invoicesOf,
+  reportPayment,
+  runWorker,
+} from '../../test/helpers/invoice-payments.ts';
 import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
 import { appWithFakeProviders } from '../../test/helpers/provider-apps.ts';
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 import type { Deps } from '../deps.ts';
+import { StateConflictError } from '../http/errors.ts';
+import { voidInvoice } from '../modules/invoices/invoices.service.ts';
 import { CLOCK_AWARE_JOBS } from '../worker/jobs.ts';
 import { finalizeInvoices } from '../worker/invoices.jobs.ts';
 import { Worker } from '../worker/runner.ts';
@@ -336,3 +344,78 @@ test(
     assert.equal(await finalizeInvoices.run(second), 0);
   },
 );
+
+test('finalize now racing void, then racing the finalize job (two instances on PostgreSQL): each draft is finalized once or voided, numbers stay gap-free, the loser gets a 409', async (t) => {
+  const app = await buildTestApp(t);
+  const second = ON_POSTGRES ? await connectSecondInstance(app) : app.deps;
+  if (ON_POSTGRES) t.after(() => second.close());
+  const plan = await metered(app);
+  const count = 16;
+  const subs = await activeAtPeriodEnd(app, ...Array.from({ length: count }, () => plan.id));
+  assert.equal(await issueRenewalInvoices.run(withUsage(app)), count);
+  const drafts = await Promise.all(subs.map((sub) => renewalOf(app, sub.id)));
+  assert.ok(drafts.every((draft) => draft.status === 'draft'));
+  const againstVoid = drafts.slice(0, count / 2);
+  const againstJob = drafts.slice(count / 2);
+
+  const finalizeNow = async (id: string) => {
+    const res = await app.request('POST', `/api/invoices/${id}/finalize`);
+    assert.ok(res.status === 200 || res.status === 409, `finalize ${id}: ${res.status} ${res.text}`);
+    return res.status;
+  };
+  const voidOnSecond = (id: string) =>
+    voidInvoice(second, id).then(
+      () => 200,
+      (error: unknown) => {
+        assert.ok(error instanceof StateConflictError, String(error));
+        return 409;
+      },
+    );
+  // Not due yet: the admin's finalize against a void on the other instance, half of them
+  // asked in each order.
+  const raced = await Promise.all(
+    againstVoid.map((draft, i) =>
+      i % 2 === 0
+        ? Promise.all([finalizeNow(draft.id), voidOnSecond(draft.id)])
+        : Promise.all([voidOnSecond(draft.id), finalizeNow(draft.id)]).then(([v, f]) => [f, v] as const),
+    ),
+  );
+  // Due: the admin's finalize against the job on both instances.
+  app.clock.advance(HOUR);
+  const asked = againstJob.map((draft) => finalizeNow(draft.id));
+  // The jobs start once the first finalize answered, while the others are in flight.
+  await asked[0];
+  const [finalizes, ...jobs] = await Promise.all([
+    Promise.all(asked),
+    finalizeInvoices.run(second),
+    finalizeInvoices.run(app.deps),
+  ]);
+
+  const finalizedEvents = (await invoiceEvents(app)).filter((event) => event.topic === 'invoice.finalized');
+  const after = await Promise.all(drafts.map((draft) => invoiceById(app, draft.id)));
+  for (const invoice of after) {
+    const events = finalizedEvents.filter((event) => event.id === invoice.id).length;
+    assert.equal(events, invoice.number === null ? 0 : 1, `${invoice.id}: finalized once or never`);
+  }
+  for (const [i, [finalized, voided]] of raced.entries()) {
+    const invoice = after[i]!;
+    // Void succeeds from draft and from open alike: it never loses.
+    assert.equal(voided, 200);
+    assert.equal(invoice.status, 'void');
+    // Finalized first (a number, then voided) or voided first (no number, the finalize refused).
+    assert.equal(invoice.number === null, finalized === 409, `${invoice.id}: ${finalized} ${invoice.number}`);
+  }
+  for (const [i, status] of finalizes.entries()) {
+    assert.equal(after[count / 2 + i]!.status, 'open');
+    assert.ok(status === 200 || status === 409);
+  }
+  assert.equal(jobs[0]! + jobs[1]! + finalizes.filter((status) => status === 200).length, count / 2);
+  // The first invoices took INV-000001 … INV-<count>; the finalized drafts the next ones, no gap.
+  const numbers = after.flatMap((invoice) => (invoice.number === null ? [] : [invoice.number])).sort();
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: numbers.length }, (_, i) => `INV-${String(count + i + 1).padStart(6, '0')}`),
+  );
+  const sequence = await app.deps.db.selectFrom('invoice_numbers').select('last_number').executeTakeFirstOrThrow();
+  assert.equal(Number(sequence.last_number), count + numbers.length);
+});
