@@ -179,3 +179,117 @@ test('0026 allows drafts with no number, keeping every invoice, the rows referen
   );
   if (!ON_POSTGRES) assert.deepEqual(await sqliteIndexes(db), indexesBefore);
 });
+
+test(
+  '0026 on SQLite is all or nothing: failing midway (a referencing row that cannot be put back) leaves every row and the schema as before; then it keeps every row exactly',
+  { skip: ON_POSTGRES && 'SQLite only: PostgreSQL alters the table in place' },
+  async (t) => {
+    const handle = openDatabase({ kind: 'sqlite', path: ':memory:' });
+    t.after(() => handle.close());
+    const db = handle.db as unknown as Kysely<any>;
+    const { '0026_invoice_drafts': _added, ...before } = APP_MIGRATIONS;
+    await migrateToLatest(handle, before);
+    await db
+      .insertInto('customers')
+      .values({
+        id: CUSTOMER,
+        email: 'ada@example.com',
+        email_normalized: 'ada@example.com',
+        metadata: '{}',
+        created_at: CREATED,
+        updated_at: CREATED,
+      })
+      .execute();
+    const ids = Array.from({ length: 40 }, (_, i) => `inv_${String(i).padStart(3, '0')}`);
+    await db
+      .insertInto('invoices')
+      .values(ids.map((id, i) => invoice(id, `INV-${String(i + 1).padStart(6, '0')}`, i % 3 ? 'open' : 'paid')))
+      .execute();
+    await db
+      .insertInto('invoice_payment_attempts')
+      .values(
+        ids.map((id, i) => ({
+          id: `pat_${i}`,
+          invoice_id: id,
+          provider: 'paystack',
+          kind: 'charge',
+          reference: `ref-${i}`,
+          status: 'failed',
+          amount: 5000 + i,
+          currency: 'NGN',
+          created_at: CREATED,
+          updated_at: CREATED,
+        })),
+      )
+      .execute();
+    await db
+      .insertInto('customer_balance_transactions')
+      .values(
+        ids.map((id, i) => ({
+          id: `cbtxn_${i}`,
+          customer_id: CUSTOMER,
+          currency: 'NGN',
+          amount: -(i + 1),
+          kind: 'applied_to_invoice',
+          // Some credits name no invoice: they are set aside and put back too.
+          invoice_id: i % 4 === 0 ? null : id,
+          created_at: CREATED,
+        })),
+      )
+      .execute();
+    const snapshot = async () => ({
+      invoices: await db.selectFrom('invoices').selectAll().orderBy('id').execute(),
+      attempts: await db.selectFrom('invoice_payment_attempts').selectAll().orderBy('id').execute(),
+      credits: await db.selectFrom('customer_balance_transactions').selectAll().orderBy('id').execute(),
+      schema: (
+        await sql<{ name: string; sql: string | null }>`select name, sql from sqlite_master order by name`.execute(db)
+      ).rows,
+      temp: (await sql<{ name: string }>`select name from sqlite_temp_master`.execute(db)).rows,
+    });
+
+    // A row whose invoice is gone (written while foreign keys were off): putting it back fails
+    // after the old table was dropped and the other rows were set aside.
+    await sql`pragma foreign_keys = off`.execute(db);
+    await db
+      .insertInto('invoice_payment_attempts')
+      .values({
+        id: 'pat_orphan',
+        invoice_id: 'inv_gone',
+        provider: 'paystack',
+        kind: 'charge',
+        reference: 'ref-orphan',
+        status: 'failed',
+        amount: 1,
+        currency: 'NGN',
+        created_at: CREATED,
+        updated_at: CREATED,
+      })
+      .execute();
+    await sql`pragma foreign_keys = on`.execute(db);
+    const withOrphan = await snapshot();
+    await assert.rejects(migrateToLatest(handle), /foreign key/i);
+    assert.deepEqual(await snapshot(), withOrphan, 'nothing of the failed run remains');
+    await assert.rejects(
+      db
+        .insertInto('invoices')
+        .values(invoice('inv_draft', null, 'draft'))
+        .execute(),
+    );
+
+    await db.deleteFrom('invoice_payment_attempts').where('id', '=', 'pat_orphan').execute();
+    const kept = await snapshot();
+    assert.deepEqual(await migrateToLatest(handle), ['0026_invoice_drafts']);
+    const after = await snapshot();
+    // Every column of every row as it was, plus the new column (spread: the rows SQLite
+    // answers have no prototype).
+    assert.deepEqual(
+      after.invoices.map((row) => ({ ...row })),
+      kept.invoices.map((row) => ({ ...row, finalizes_at: null })),
+    );
+    assert.deepEqual(after.attempts, kept.attempts);
+    assert.deepEqual(after.credits, kept.credits);
+    assert.deepEqual(after.temp, []);
+    const check = await sql`pragma foreign_key_check`.execute(db);
+    assert.deepEqual(check.rows, []);
+  },
+);
