@@ -163,22 +163,7 @@ test(
   '0026 on SQLite is all or nothing: failing midway (a referencing row that cannot be put back) leaves every row and the schema as before; then it keeps every row exactly',
   { skip: ON_POSTGRES && 'SQLite only: PostgreSQL alters the table in place' },
   async (t) => {
-    const handle = openDatabase({ kind: 'sqlite', path: ':memory:' });
-    t.after(() => handle.close());
-    const db = handle.db as unknown as Kysely<any>;
-    const { '0026_invoice_drafts': _added, ...before } = APP_MIGRATIONS;
-    await migrateToLatest(handle, before);
-    await db
-      .insertInto('customers')
-      .values({
-        id: CUSTOMER,
-        email: 'ada@example.com',
-        email_normalized: 'ada@example.com',
-        metadata: '{}',
-        created_at: CREATED,
-        updated_at: CREATED,
-      })
-      .execute();
+    const { handle, db } = await databaseBefore(t, '0026_invoice_drafts', CREATED);
     const ids = Array.from({ length: 40 }, (_, i) => `inv_${String(i).padStart(3, '0')}`);
     await db
       .insertInto('invoices')
