@@ -1,6 +1,8 @@
-// Dunning cases (SPEC §4 "Dunning case"): opened by a failed payment or an unpaid
-// renewal, counted on further failures, recovered by a payment, closed by a cancel. Every
-// change commits with its event in the caller's transaction (SPEC §6 outbox).
+// Dunning cases (SPEC §4 "Dunning case"): opened by a failed payment or an unpaid renewal,
+// counted on further failures, stepped by reminders (billing/dunning-steps.ts decides when),
+// recovered by a payment, closed by a cancel. The only writer of dunning_cases and
+// dunning_steps. Every change commits with its event in the caller's transaction (SPEC §6
+// outbox).
 import type { Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/database.ts';

@@ -1,6 +1,7 @@
 // Applies subscription transitions: the only writer of `subscriptions.status`. Each change
 // consults the transition table, writes the row and emits its event in the caller's
-// transaction (SPEC §4, §6 outbox).
+// transaction (SPEC §4, §6 outbox). The only writer of the table too (and of the provider
+// subscription references that name its rows): creation, payment times, a clock's delete.
 import type { Kysely, Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
