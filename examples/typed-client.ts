@@ -2,7 +2,7 @@
 // generated from /openapi.json (examples/api.d.ts, `npm run generate:client`). Every path,
 // parameter, body and response below is checked by TypeScript against the API's document.
 //
-//   BILLING_URL=http://127.0.0.1:3000 BILLING_API_KEY=… node examples/typed-client.ts
+//   BILLING_URL=http://127.0.0.1:3000 BILLING_API_KEY=… npx node examples/typed-client.ts
 //
 // It creates a customer, lists customers five at a time, creates a plan and a subscription,
 // cancels it, and handles a 404 and a 400 through their typed error bodies.

@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './helpers/service.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN = process.env.PRODUCTION_INSTALL_TEST === '1';
@@ -22,14 +22,6 @@ function systemPath(): string {
     .split(delimiter)
     .filter((entry) => !entry.includes('node_modules'))
     .join(delimiter);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
 }
 
 test(

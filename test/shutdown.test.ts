@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { drain } from '../src/server.ts';
 import type { Job } from '../src/worker/job.ts';
 import { Worker } from '../src/worker/runner.ts';
 import { buildTestApp } from './helpers/app.ts';
+import { freePort } from './helpers/service.ts';
 
 const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
 const KEY = 'shutdown_test_key_0123456789abcdef';
@@ -95,18 +96,6 @@ function tempDatabase(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'billing-shutdown-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return join(dir, 'billing.db');
-}
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 /** Reads one HTTP response from `socket`: its status and whether the server closed the connection. */

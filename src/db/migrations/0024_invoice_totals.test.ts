@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Kysely } from 'kysely';
-import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../../test/helpers/database.ts';
-import { openDatabase } from '../connect.ts';
-import { APP_MIGRATIONS, migrateToLatest } from '../migrate.ts';
+import { migrateToLatest } from '../migrate.ts';
+import { databaseBefore, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
 
 const AT = '2026-01-15T10:00:00.000Z';
 const END = '2026-02-15T10:00:00.000Z';
@@ -25,7 +23,7 @@ function invoice(id: string, number: string, amountDue: number, lines: object[])
   return {
     id,
     number,
-    customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    customer_id: MIGRATION_CUSTOMER,
     subscription_id: null,
     status: 'open',
     currency: 'NGN',
@@ -43,28 +41,7 @@ function invoice(id: string, number: string, amountDue: number, lines: object[])
 }
 
 test('0024 adds the totals (subtotal = total = amount_due, the rest 0) and gives stored lines kind, proration and unit_amount, in order', async (t) => {
-  const database = await createTestDatabase();
-  t.after(() => database.drop());
-  const config = ON_POSTGRES
-    ? ({ kind: 'postgres', url: TEST_DATABASE_URL } as const)
-    : ({ kind: 'sqlite', path: ':memory:' } as const);
-  const handle = openDatabase(config, { schema: database.schema });
-  t.after(() => handle.close());
-  const db = handle.db as unknown as Kysely<any>;
-  const { '0024_invoice_totals': _added, ...before } = APP_MIGRATIONS;
-  await migrateToLatest(handle, before);
-
-  await db
-    .insertInto('customers')
-    .values({
-      id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
-      email: 'ada@example.com',
-      email_normalized: 'ada@example.com',
-      metadata: '{}',
-      created_at: AT,
-      updated_at: AT,
-    })
-    .execute();
+  const { handle, db } = await databaseBefore(t, '0024_invoice_totals', AT);
   const plan = 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
   await db
     .insertInto('invoices')

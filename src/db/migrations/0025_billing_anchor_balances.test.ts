@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Kysely } from 'kysely';
-import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../../test/helpers/database.ts';
-import { openDatabase } from '../connect.ts';
-import { APP_MIGRATIONS, migrateToLatest } from '../migrate.ts';
+import { ON_POSTGRES } from '../../../test/helpers/database.ts';
+import { migrateToLatest } from '../migrate.ts';
+import { databaseBefore, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
 
 const CREATED = '2026-01-15T10:00:00.000Z';
-const CUSTOMER = 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
+const CUSTOMER = MIGRATION_CUSTOMER;
 const PLAN = 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
 
 function subscription(id: string, status: string, period: [string | null, string | null], trialEnd: string | null) {
@@ -26,28 +25,7 @@ function subscription(id: string, status: string, period: [string | null, string
 }
 
 test('0025 anchors existing subscriptions where their periods continue, and adds the credit ledger', async (t) => {
-  const database = await createTestDatabase();
-  t.after(() => database.drop());
-  const config = ON_POSTGRES
-    ? ({ kind: 'postgres', url: TEST_DATABASE_URL } as const)
-    : ({ kind: 'sqlite', path: ':memory:' } as const);
-  const handle = openDatabase(config, { schema: database.schema });
-  t.after(() => handle.close());
-  const db = handle.db as unknown as Kysely<any>;
-  const { '0025_billing_anchor_balances': _added, ...before } = APP_MIGRATIONS;
-  await migrateToLatest(handle, before);
-
-  await db
-    .insertInto('customers')
-    .values({
-      id: CUSTOMER,
-      email: 'ada@example.com',
-      email_normalized: 'ada@example.com',
-      metadata: '{}',
-      created_at: CREATED,
-      updated_at: CREATED,
-    })
-    .execute();
+  const { handle, db } = await databaseBefore(t, '0025_billing_anchor_balances', CREATED);
   await db
     .insertInto('plans')
     .values({

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
-import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../../test/helpers/database.ts';
-import { openDatabase } from '../connect.ts';
+import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { APP_MIGRATIONS, migrateToLatest } from '../migrate.ts';
+import { databaseBefore, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
 
 const CREATED = '2026-01-15T10:00:00.000Z';
-const CUSTOMER = 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
+const CUSTOMER = MIGRATION_CUSTOMER;
 
 function invoice(id: string, number: string | null, status: string) {
   return {
@@ -38,28 +38,7 @@ async function sqliteIndexes(db: Kysely<any>): Promise<string[]> {
 }
 
 test('0026 allows drafts with no number, keeping every invoice, the rows referencing them, their foreign keys and indexes', async (t) => {
-  const database = await createTestDatabase();
-  t.after(() => database.drop());
-  const config = ON_POSTGRES
-    ? ({ kind: 'postgres', url: TEST_DATABASE_URL } as const)
-    : ({ kind: 'sqlite', path: ':memory:' } as const);
-  const handle = openDatabase(config, { schema: database.schema });
-  t.after(() => handle.close());
-  const db = handle.db as unknown as Kysely<any>;
-  const { '0026_invoice_drafts': _added, ...before } = APP_MIGRATIONS;
-  await migrateToLatest(handle, before);
-
-  await db
-    .insertInto('customers')
-    .values({
-      id: CUSTOMER,
-      email: 'ada@example.com',
-      email_normalized: 'ada@example.com',
-      metadata: '{}',
-      created_at: CREATED,
-      updated_at: CREATED,
-    })
-    .execute();
+  const { handle, db } = await databaseBefore(t, '0026_invoice_drafts', CREATED);
   await db
     .insertInto('invoices')
     .values(invoice('inv_A', 'INV-000001', 'open'))
