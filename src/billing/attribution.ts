@@ -14,6 +14,7 @@ import { isValidEmail, normalizeEmail } from '../modules/customers/customers.ema
 import { findOrCreateCustomerByEmail } from '../modules/customers/customers.service.ts';
 import { isPayable } from '../modules/invoices/invoices.status.ts';
 import { findInvoiceRow } from '../modules/invoices/invoices.lifecycle.ts';
+import { rememberProviderSubscriptionReference } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { PaymentReport } from '../providers/provider.ts';
 import type { PaymentBatch } from './payment-batch.ts';
 
@@ -125,16 +126,7 @@ export async function attributePayment(
   }
 
   if (subscription && fromMetadata && report.subscriptionReference !== null) {
-    await trx
-      .insertInto('provider_subscription_references')
-      .values({
-        provider,
-        reference: report.subscriptionReference,
-        subscription_id: subscription.id,
-        created_at: clock.now().toISOString(),
-      })
-      .onConflict((oc) => oc.columns(['provider', 'reference']).doNothing())
-      .execute();
+    await rememberProviderSubscriptionReference(trx, clock, provider, report.subscriptionReference, subscription.id);
   }
   return {
     customerId,

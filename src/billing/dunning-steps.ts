@@ -21,12 +21,10 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { claimRows, forUpdate } from '../db/locking.ts';
-import { emitEvent } from '../modules/events/events.service.ts';
 import { hostedInvoiceUrl, type InvoiceContext, updateInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
-import { type DunningContext, toDunningCase } from '../modules/dunning/dunning.cases.ts';
-import { nextActionAt } from '../modules/dunning/dunning.schedule.ts';
+import { type DunningContext, markRetryRequested, recordReminder } from '../modules/dunning/dunning.cases.ts';
 import type { DunningReminder, ReminderCharge } from '../modules/dunning/dunning.schemas.ts';
 import type { DunningCaseRow } from '../db/tables/dunning.table.ts';
 
@@ -61,10 +59,10 @@ function isChargeable(invoice: InvoiceRow): boolean {
 }
 
 /**
- * Sends the reminder of step `row.step + 1`: records the step, emits `dunning.reminder` (the
- * case with `step`, `final`, `hosted_invoice_url`, `action_url`, `charge`) and moves
- * `next_action_at` to the following step or, after the last, to the final action; no retry
- * is awaited any more. `invoice` is the case's invoice (undefined when it chases none).
+ * Sends the reminder of step `row.step + 1` through the record (dunning.cases recordReminder):
+ * the case with `hosted_invoice_url`, `action_url` (the provider's page, else the hosted one,
+ * when the failed retry needs the customer) and `charge`. `invoice` is the case's invoice
+ * (undefined when it chases none).
  */
 async function sendReminder(
   trx: Transaction<Database>,
@@ -73,26 +71,12 @@ async function sendReminder(
   invoice: Pick<InvoiceRow, 'hosted_token'> | undefined,
   retry: FailedRetry | null,
 ): Promise<DunningReminder> {
-  const schedule = ctx.config.dunningScheduleMs;
-  const step = row.step + 1;
-  const now = ctx.clock.now().toISOString();
-  const next = nextActionAt(new Date(row.opened_at), step, schedule).toISOString();
-  const set = { step, next_action_at: next, retry_requested_at: null, updated_at: now };
-  await trx.updateTable('dunning_cases').set(set).where('id', '=', row.id).execute();
   const hosted = invoice ? hostedInvoiceUrl(ctx.config.publicUrl, invoice.hosted_token) : null;
-  const reminder: DunningReminder = {
-    ...toDunningCase({ ...row, ...set }),
-    final: step === schedule.length,
+  return recordReminder(trx, ctx, row, {
     hosted_invoice_url: hosted,
     action_url: retry?.needsCustomer ? (retry.providerUrl ?? hosted) : null,
     charge: retry?.charge ?? null,
-  };
-  const eventId = await emitEvent(trx, ctx.clock, 'dunning.reminder', reminder);
-  await trx
-    .insertInto('dunning_steps')
-    .values({ case_id: row.id, step, final: reminder.final, event_id: eventId, taken_at: now })
-    .execute();
-  return reminder;
+  });
 }
 
 /**
@@ -131,15 +115,7 @@ export async function takeStep(
     const nowIso = now.toISOString();
     // The charge job's request (charges.ts requestInvoiceCharge does the same write).
     await updateInvoice(trx, ctx, invoice, { next_payment_attempt_at: nowIso });
-    await trx
-      .updateTable('dunning_cases')
-      .set({
-        retry_requested_at: nowIso,
-        next_action_at: new Date(now.getTime() + RETRY_WAIT_MS).toISOString(),
-        updated_at: nowIso,
-      })
-      .where('id', '=', row.id)
-      .execute();
+    await markRetryRequested(trx, row.id, nowIso, new Date(now.getTime() + RETRY_WAIT_MS).toISOString());
     return 'charging';
   }
   await sendReminder(trx, ctx, row, invoice, null);

@@ -13,6 +13,7 @@ import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import {
   lockSubscription,
+  rememberPaymentTime,
   type Subscription,
   toSubscription,
   transitionSubscription,
@@ -36,8 +37,6 @@ export interface PaymentFacts {
   occurredAt?: string;
 }
 
-type PaymentTime = 'last_payment_succeeded_at' | 'last_payment_failed_at';
-
 type Time = string | null | undefined;
 
 /** True when ISO 8601 times `a` and `b` are both known and `a` is before `b`. */
@@ -57,20 +56,6 @@ function isNotAfter(a: Time, b: Time): boolean {
 function failureStands(row: SubscriptionRow, at: Time): boolean {
   const failedAt = row.last_payment_failed_at;
   return isBefore(at, failedAt) && !isNotAfter(failedAt, row.last_payment_succeeded_at);
-}
-
-/**
- * Remembers `at` as the subscription's latest successful or failed payment applied, unless
- * a later one is remembered already. Internal bookkeeping: no event, `updated_at` stays.
- */
-async function rememberPaymentTime(
-  trx: Transaction<Database>,
-  row: SubscriptionRow,
-  column: PaymentTime,
-  at: string | undefined,
-): Promise<void> {
-  if (at === undefined || isNotAfter(at, row[column])) return;
-  await trx.updateTable('subscriptions').set(column, at).where('id', '=', row.id).execute();
 }
 
 /** What moving subscriptions by payments needs: the clock, dunning and invoice settings (Deps fits). */

@@ -3,20 +3,19 @@
 // (modules/subscriptions/subscriptions.lifecycle.ts); reads are the record's own.
 import { closeOpenCase } from '../modules/dunning/dunning.cases.ts';
 import type { Kysely } from 'kysely';
-import { addToCount } from '../db/counts.ts';
 import type { Database } from '../db/database.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError, NotFoundError, StateConflictError } from '../http/errors.ts';
 import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
-import { emitEvent } from '../modules/events/events.service.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
 import { issueFirstPeriodInvoice } from './issue.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import {
   ForbiddenTransitionError,
+  insertSubscription,
   lockSubscription,
   type Subscription,
   toSubscription,
@@ -88,10 +87,7 @@ export async function createSubscription(
       last_payment_succeeded_at: null,
       last_payment_failed_at: null,
     };
-    await trx.insertInto('subscriptions').values(row).execute();
-    await addToCount(trx, 'subscriptions', 1);
-    const subscription = toSubscription(row);
-    await emitEvent(trx, clock, 'subscription.created', subscription);
+    const subscription = await insertSubscription(trx, clock, row);
     if (first) await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
     return subscription;
   });

@@ -1,15 +1,29 @@
 // Deleting a test clock (SPEC §11 "Deleting"): the clock and everything its customers own,
 // refused while a charge of theirs is in flight with the provider.
-import { lockTestClock } from '../modules/test-clocks/test-clocks.service.ts';
+// Each table is written by its record's function; the reads and locks stay here, in the
+// lock order (db/locking.ts), and the deletes run children before parents.
 import type { Kysely } from 'kysely';
-import { addToCount } from '../db/counts.ts';
 import type { Database } from '../db/database.ts';
 import { forUpdate } from '../db/locking.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError } from '../http/errors.ts';
-import { findChargesInFlight } from '../modules/payment-attempts/payment-attempts.ts';
-import { deleteTestClockInvoiceNumbers } from '../modules/invoices/invoices.lifecycle.ts';
 import { deleteTestClockBalanceTransactions } from '../modules/balances/balances.ledger.ts';
+import { deleteCustomers } from '../modules/customers/customers.repository.ts';
+import { deleteDunningCases } from '../modules/dunning/dunning.cases.ts';
+import { deleteInvoices, deleteTestClockInvoiceNumbers } from '../modules/invoices/invoices.lifecycle.ts';
+import { deleteAttemptsOfInvoices, findChargesInFlight } from '../modules/payment-attempts/payment-attempts.ts';
+import { deletePaymentMethodsOfCustomers } from '../modules/payment-methods/payment-methods.ts';
+import {
+  detachPaymentsOfCustomers,
+  detachPaymentsOfInvoices,
+  detachPaymentsOfSubscriptions,
+  moveTestClockRefundsToRealTime,
+} from '../modules/payments/payments.detaching.ts';
+import {
+  deleteProviderSubscriptionReferences,
+  deleteSubscriptions,
+} from '../modules/subscriptions/subscriptions.lifecycle.ts';
+import { deleteTestClockRow, lockTestClock } from '../modules/test-clocks/test-clocks.service.ts';
 
 /**
  * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
@@ -55,46 +69,22 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
       );
     }
     const cases = await ids('dunning_cases');
-    if (cases.length > 0) {
-      await trx.deleteFrom('dunning_steps').where('case_id', 'in', cases).execute();
-      await trx.deleteFrom('dunning_cases').where('id', 'in', cases).execute();
-    }
-    if (customers.length > 0) {
-      await trx
-        .updateTable('payments')
-        .set({ customer_id: null, subscription_id: null, invoice_id: null })
-        .where('customer_id', 'in', customers)
-        .execute();
-    }
+    await deleteDunningCases(trx, cases);
+    await detachPaymentsOfCustomers(trx, customers);
     // Their refunds stay with the payments, back on real time: the real-time worker resolves
     // a pending one still without a provider answer.
-    await trx.updateTable('refunds').set({ test_clock_id: null }).where('test_clock_id', '=', id).execute();
-    if (subscriptions.length > 0) {
-      await trx
-        .updateTable('payments')
-        .set({ subscription_id: null, invoice_id: null })
-        .where('subscription_id', 'in', subscriptions)
-        .execute();
-      await trx.deleteFrom('provider_subscription_references').where('subscription_id', 'in', subscriptions).execute();
-    }
+    await moveTestClockRefundsToRealTime(trx, id);
+    await detachPaymentsOfSubscriptions(trx, subscriptions);
+    await deleteProviderSubscriptionReferences(trx, subscriptions);
     // The clock's customers' credit ledger goes with them (it names their invoices).
     await deleteTestClockBalanceTransactions(trx, id);
-    if (invoices.length > 0) {
-      await trx.updateTable('payments').set({ invoice_id: null }).where('invoice_id', 'in', invoices).execute();
-      await trx.deleteFrom('invoice_payment_attempts').where('invoice_id', 'in', invoices).execute();
-      await trx.deleteFrom('invoices').where('id', 'in', invoices).execute();
-      await addToCount(trx, 'invoices', -invoices.length);
-    }
+    await detachPaymentsOfInvoices(trx, invoices);
+    await deleteAttemptsOfInvoices(trx, invoices);
+    await deleteInvoices(trx, invoices);
     await deleteTestClockInvoiceNumbers(trx, id);
-    if (subscriptions.length > 0) {
-      await trx.deleteFrom('subscriptions').where('id', 'in', subscriptions).execute();
-      await addToCount(trx, 'subscriptions', -subscriptions.length);
-    }
-    if (customers.length > 0) {
-      await trx.deleteFrom('payment_methods').where('customer_id', 'in', customers).execute();
-      await trx.deleteFrom('customers').where('id', 'in', customers).execute();
-      await addToCount(trx, 'customers', -Number(liveCustomers.n));
-    }
-    await trx.deleteFrom('test_clocks').where('id', '=', id).execute();
+    await deleteSubscriptions(trx, subscriptions);
+    await deletePaymentMethodsOfCustomers(trx, customers);
+    await deleteCustomers(trx, customers, Number(liveCustomers.n));
+    await deleteTestClockRow(trx, id);
   });
 }

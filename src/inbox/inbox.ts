@@ -4,12 +4,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import { compiledQueries, compiledQuery, type Param } from '../db/compiled-queries.ts';
 import type { Database } from '../db/database.ts';
-import { forUpdate } from '../db/locking.ts';
+import { claimRows, forUpdate } from '../db/locking.ts';
 import { isRetryableConflict } from '../db/errors.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../db/transaction.ts';
 import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
-import { canMove } from './inbox.status.ts';
+import { canMove, RETRIED_STATUSES } from './inbox.status.ts';
 import type { InboxStatus, ProviderEventRow } from '../db/tables/provider-events.table.ts';
 import { withoutNul } from '../providers/provider-values.ts';
 
@@ -19,6 +19,42 @@ import { withoutNul } from '../providers/provider-values.ts';
  * both ever process one row, the second finds it finished and rolls back (finishInboxRow).
  */
 export const RECEIVE_LEASE_MS = 10_000;
+
+/** How long a row the worker claimed is the claimer's before another worker may take it. */
+export const CLAIM_LEASE_MS = 5 * 60_000;
+
+/**
+ * Claims up to `limit` due inbox rows for the worker's retry (SPEC §5, §7): rows still to be
+ * processed (RETRIED_STATUSES) whose `next_attempt_at` has come by `clock`, oldest due first,
+ * skipping rows another transaction holds (claimRows), and moves their `next_attempt_at`
+ * CLAIM_LEASE_MS ahead — in one short transaction of its own, so two workers never process
+ * one row at once and a crashed worker's rows come due again. Returns the claimed `pev_…` ids.
+ */
+export async function claimDueInboxRows(db: Kysely<Database>, clock: Clock, limit: number): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
+    const now = clock.now();
+    const rows = await claimRows(
+      trx
+        .selectFrom('provider_events')
+        .select('id')
+        .where('next_attempt_at', 'is not', null)
+        .where('next_attempt_at', '<=', now.toISOString())
+        .where('status', 'in', RETRIED_STATUSES)
+        .orderBy('next_attempt_at')
+        .limit(limit),
+      trx,
+    ).execute();
+    const ids = rows.map((row) => row.id);
+    if (ids.length > 0) {
+      await trx
+        .updateTable('provider_events')
+        .set({ next_attempt_at: new Date(now.getTime() + CLAIM_LEASE_MS).toISOString() })
+        .where('id', 'in', ids)
+        .execute();
+    }
+    return ids;
+  });
+}
 
 /** A verified event about to be stored. */
 export interface IncomingEvent {

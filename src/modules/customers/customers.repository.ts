@@ -107,3 +107,19 @@ export async function markCustomerDeleted(trx: Transaction<Database>, id: string
   await trx.updateTable('customers').set({ deleted_at: now, updated_at: now }).where('id', '=', id).execute();
   await addToCount(trx, 'customers', -1);
 }
+
+/**
+ * Deletes customers `customerIds` (`cus_…`, locked by the caller) outright and uncounts the
+ * `liveCount` of them that were not marked deleted (the kept total counts live customers
+ * only; the caller reads it under the same locks): a test clock's delete (SPEC §11
+ * "Deleting"), after everything they own is gone or detached. No events.
+ */
+export async function deleteCustomers(
+  trx: Transaction<Database>,
+  customerIds: readonly string[],
+  liveCount: number,
+): Promise<void> {
+  if (customerIds.length === 0) return;
+  await trx.deleteFrom('customers').where('id', 'in', customerIds).execute();
+  await addToCount(trx, 'customers', -liveCount);
+}

@@ -1,6 +1,8 @@
-// Dunning cases (SPEC §4 "Dunning case"): opened by a failed payment or an unpaid
-// renewal, counted on further failures, recovered by a payment, closed by a cancel. Every
-// change commits with its event in the caller's transaction (SPEC §6 outbox).
+// Dunning cases (SPEC §4 "Dunning case"): opened by a failed payment or an unpaid renewal,
+// counted on further failures, stepped by reminders (billing/dunning-steps.ts decides when),
+// recovered by a payment, closed by a cancel. The only writer of dunning_cases and
+// dunning_steps. Every change commits with its event in the caller's transaction (SPEC §6
+// outbox).
 import type { Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { Database } from '../../db/database.ts';
@@ -10,7 +12,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { nextActionAt } from './dunning.schedule.ts';
-import { caseSchema, type DunningCase } from './dunning.schemas.ts';
+import { caseSchema, type DunningCase, type DunningReminder } from './dunning.schemas.ts';
 import type { DunningCaseRow, DunningCaseStatus, DunningReason } from '../../db/tables/dunning.table.ts';
 
 /** What dunning needs from the running service: the time and the schedule (Deps fits). */
@@ -163,6 +165,68 @@ export async function closeCase(
   const closed: DunningCaseRow = { ...row, ...set };
   await trx.updateTable('dunning_cases').set(set).where('id', '=', row.id).execute();
   return toDunningCase(closed);
+}
+
+/** Where a reminder points the customer, and the charge it reports (SPEC §10 "Dunning retries"). */
+export type ReminderLinks = Pick<DunningReminder, 'hosted_invoice_url' | 'action_url' | 'charge'>;
+
+/**
+ * Sends the reminder of step `row.step + 1` on open case `row` (locked by the caller): moves
+ * `next_action_at` to the following step or, after the last, to the final action (SPEC §4,
+ * the schedule `ctx.config.dunningScheduleMs`), clears `retry_requested_at`, emits
+ * `dunning.reminder` (the case with `step`, `final` and `links`) and records the step in
+ * `dunning_steps` with that event — in that order, in `trx`. `dunning_steps` (case, step) is
+ * unique: a second reminder of one step throws and rolls the transaction back. Returns the
+ * reminder.
+ */
+export async function recordReminder(
+  trx: Transaction<Database>,
+  { clock, config }: DunningContext,
+  row: DunningCaseRow,
+  links: ReminderLinks,
+): Promise<DunningReminder> {
+  const schedule = config.dunningScheduleMs;
+  const step = row.step + 1;
+  const now = clock.now().toISOString();
+  const next = nextActionAt(new Date(row.opened_at), step, schedule).toISOString();
+  const set = { step, next_action_at: next, retry_requested_at: null, updated_at: now };
+  await trx.updateTable('dunning_cases').set(set).where('id', '=', row.id).execute();
+  const reminder: DunningReminder = { ...toDunningCase({ ...row, ...set }), final: step === schedule.length, ...links };
+  const eventId = await emitEvent(trx, clock, 'dunning.reminder', reminder);
+  await trx
+    .insertInto('dunning_steps')
+    .values({ case_id: row.id, step, final: reminder.final, event_id: eventId, taken_at: now })
+    .execute();
+  return reminder;
+}
+
+/**
+ * Marks open case `caseId` (`dun_…`, locked by the caller) as awaiting the charge its step
+ * asked for: `retry_requested_at` = `now`, and the case is not due again until `waitUntil`
+ * (both ISO 8601), when the step's reminder goes out if no outcome came (SPEC §10 "Dunning
+ * retries"). No event.
+ */
+export async function markRetryRequested(
+  trx: Transaction<Database>,
+  caseId: string,
+  now: string,
+  waitUntil: string,
+): Promise<void> {
+  await trx
+    .updateTable('dunning_cases')
+    .set({ retry_requested_at: now, next_action_at: waitUntil, updated_at: now })
+    .where('id', '=', caseId)
+    .execute();
+}
+
+/**
+ * Deletes dunning cases `caseIds` (`dun_…`, locked by the caller) with their steps: a test
+ * clock's delete (SPEC §11 "Deleting"). No events; the reminders already emitted stay.
+ */
+export async function deleteDunningCases(trx: Transaction<Database>, caseIds: readonly string[]): Promise<void> {
+  if (caseIds.length === 0) return;
+  await trx.deleteFrom('dunning_steps').where('case_id', 'in', caseIds).execute();
+  await trx.deleteFrom('dunning_cases').where('id', 'in', caseIds).execute();
 }
 
 /**

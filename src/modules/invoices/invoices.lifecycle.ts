@@ -138,6 +138,18 @@ export async function deleteTestClockInvoiceNumbers(trx: Transaction<Database>, 
   await trx.deleteFrom('invoice_numbers').where('prefix', 'like', `%-${testClockId}`).execute();
 }
 
+/**
+ * Deletes invoices `invoiceIds` (`inv_…`, locked by the caller) and uncounts them
+ * (db/counts.ts): a test clock's delete (SPEC §11 "Deleting"), after their payment attempts,
+ * their dunning cases and the payments' links to them are gone. No events; the invoices'
+ * events already emitted stay.
+ */
+export async function deleteInvoices(trx: Transaction<Database>, invoiceIds: readonly string[]): Promise<void> {
+  if (invoiceIds.length === 0) return;
+  await trx.deleteFrom('invoices').where('id', 'in', invoiceIds).execute();
+  await addToCount(trx, 'invoices', -invoiceIds.length);
+}
+
 /** What to bill: the invoice's owner, period (ISO 8601), due time, and its lines and totals as composed. */
 export interface InvoiceDraft {
   customerId: string;

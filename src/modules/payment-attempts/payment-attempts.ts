@@ -362,3 +362,16 @@ export async function findCheckoutInFlight(
 export async function findAttempt(db: Kysely<Database>, id: string): Promise<PaymentAttemptRow | undefined> {
   return db.selectFrom('invoice_payment_attempts').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/**
+ * Deletes every payment attempt of invoices `invoiceIds` (`inv_…`, locked by the caller, none
+ * of them with a charge in flight: findChargesInFlight) — a test clock's delete (SPEC §11
+ * "Deleting"), just before the invoices go. No events.
+ */
+export async function deleteAttemptsOfInvoices(
+  trx: Transaction<Database>,
+  invoiceIds: readonly string[],
+): Promise<void> {
+  if (invoiceIds.length === 0) return;
+  await trx.deleteFrom('invoice_payment_attempts').where('invoice_id', 'in', invoiceIds).execute();
+}

@@ -496,3 +496,16 @@ export async function findPaymentMethodToCharge(
   if (!row) return undefined;
   return toChargeable(row, ctx);
 }
+
+/**
+ * Deletes every payment method of customers `customerIds` (`cus_…`, locked by the caller),
+ * whatever its status: a test clock's delete (SPEC §11 "Deleting"), just before the customers
+ * go. No events (the clock's customers vanish whole).
+ */
+export async function deletePaymentMethodsOfCustomers(
+  trx: Transaction<Database>,
+  customerIds: readonly string[],
+): Promise<void> {
+  if (customerIds.length === 0) return;
+  await trx.deleteFrom('payment_methods').where('customer_id', 'in', customerIds).execute();
+}

@@ -1,7 +1,9 @@
 // Applies subscription transitions: the only writer of `subscriptions.status`. Each change
 // consults the transition table, writes the row and emits its event in the caller's
-// transaction (SPEC §4, §6 outbox).
+// transaction (SPEC §4, §6 outbox). The only writer of the table too (and of the provider
+// subscription references that name its rows): creation, payment times, a clock's delete.
 import type { Kysely, Transaction } from 'kysely';
+import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -51,6 +53,92 @@ export async function lockSubscription(trx: Transaction<Database>, id: string): 
     : undefined;
   if (!row) throw new NotFoundError('subscription', id);
   return row;
+}
+
+/**
+ * Inserts the new subscription `row` (its status `trialing` or `incomplete`, decided by the
+ * caller: billing/subscriptions.ts createSubscription, SPEC §4), counts it (db/counts.ts) and
+ * emits `subscription.created` with it — all in `trx`. Returns the subscription as the API
+ * shows it. Throws what the insert throws (a duplicate id, a missing customer or plan).
+ */
+export async function insertSubscription(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: SubscriptionRow,
+): Promise<Subscription> {
+  await trx.insertInto('subscriptions').values(row).execute();
+  await addToCount(trx, 'subscriptions', 1);
+  const subscription = toSubscription(row);
+  await emitEvent(trx, clock, 'subscription.created', subscription);
+  return subscription;
+}
+
+/** The two payment times a subscription remembers (SPEC §5 stale reports). */
+export type PaymentTime = 'last_payment_succeeded_at' | 'last_payment_failed_at';
+
+/**
+ * Remembers `at` (ISO 8601, the provider's time of the payment) as `row`'s latest successful
+ * or failed payment applied, unless `at` is undefined or a time no earlier is remembered
+ * already: the times order reports that arrive out of order (SPEC §5 "stale reports").
+ * Internal bookkeeping: no event, `updated_at` stays. The caller holds the subscription's
+ * lock (lockSubscription).
+ */
+export async function rememberPaymentTime(
+  trx: Transaction<Database>,
+  row: SubscriptionRow,
+  column: PaymentTime,
+  at: string | undefined,
+): Promise<void> {
+  const remembered = row[column];
+  if (at === undefined || (remembered !== null && Date.parse(at) <= Date.parse(remembered))) return;
+  await trx.updateTable('subscriptions').set(column, at).where('id', '=', row.id).execute();
+}
+
+/**
+ * Remembers that `provider` calls subscription `subscriptionId` (`sub_…`) by `reference`
+ * (its own subscription id), so later payment reports without our metadata are attributed
+ * to it (SPEC §5 "Attribution"). The first subscription remembered for a reference stays:
+ * a repeat is ignored (ON CONFLICT DO NOTHING). `clock` stamps `created_at`.
+ */
+export async function rememberProviderSubscriptionReference(
+  trx: Transaction<Database>,
+  clock: Clock,
+  provider: string,
+  reference: string,
+  subscriptionId: string,
+): Promise<void> {
+  await trx
+    .insertInto('provider_subscription_references')
+    .values({ provider, reference, subscription_id: subscriptionId, created_at: clock.now().toISOString() })
+    .onConflict((oc) => oc.columns(['provider', 'reference']).doNothing())
+    .execute();
+}
+
+/**
+ * Forgets the provider subscription references of subscriptions `subscriptionIds` (`sub_…`,
+ * locked by the caller): a test clock's delete (SPEC §11 "Deleting"), before the
+ * subscriptions go. No events.
+ */
+export async function deleteProviderSubscriptionReferences(
+  trx: Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await trx.deleteFrom('provider_subscription_references').where('subscription_id', 'in', subscriptionIds).execute();
+}
+
+/**
+ * Deletes subscriptions `subscriptionIds` (`sub_…`, locked by the caller) and uncounts them
+ * (db/counts.ts): a test clock's delete (SPEC §11 "Deleting"), after their invoices, dunning
+ * cases and provider references are gone. No events.
+ */
+export async function deleteSubscriptions(
+  trx: Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await trx.deleteFrom('subscriptions').where('id', 'in', subscriptionIds).execute();
+  await addToCount(trx, 'subscriptions', -subscriptionIds.length);
 }
 
 export type SubscriptionChanges = Partial<

@@ -84,6 +84,15 @@ export async function lockTestClock(trx: Transaction<Database>, id: string): Pro
   return row;
 }
 
+/**
+ * Deletes the row of test clock `id` (`clock_…`, locked by the caller: lockTestClock), the
+ * last statement of its delete (SPEC §11 "Deleting", billing/test-clocks.ts), once its
+ * customers and what they own are gone. No event.
+ */
+export async function deleteTestClockRow(trx: Transaction<Database>, id: string): Promise<void> {
+  await trx.deleteFrom('test_clocks').where('id', '=', id).execute();
+}
+
 /** `time` plus MAX_ADVANCE_YEARS calendar years (UTC). */
 function advanceLimit(time: Date): Date {
   const limit = new Date(time.getTime());
