@@ -130,6 +130,24 @@ function run(label: string, databaseUrl: string | undefined): boolean {
   }
 }
 
+/**
+ * Fills Node's compile cache before the test processes start: with it empty (a fresh clone),
+ * every process compiled the same sources at once — ≈ 40 s of CPU more for the suite. One
+ * process importing the app's modules and the test helpers compiles each once (≈ 1–2 s).
+ * src/main.ts is left out: importing it starts the service.
+ */
+function warmCompileCache(): void {
+  const modules = globSync('{src/**/*.ts,test/helpers/*.ts}')
+    .filter((path) => !path.endsWith('.test.ts') && path !== join('src', 'main.ts'))
+    .map((path) => pathToFileURL(resolve(path)).href);
+  const script = modules.map((url) => `await import(${JSON.stringify(url)});`).join('\n');
+  spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: 'ignore',
+    env: { ...process.env, NODE_COMPILE_CACHE: compileCache, LOG_LEVEL: 'silent' },
+  });
+}
+
+warmCompileCache();
 let ok = run('SQLite', undefined);
 if (pgUrl) {
   if (!/^postgres(ql)?:\/\//.test(pgUrl)) {
