@@ -88,7 +88,11 @@ export const API_KEY_SORT_FIELDS = ['created_at'] as const;
  * Whether any request could authenticate now: an API_KEYS bootstrap key, or a stored key
  * neither revoked nor expired (what start-up checks to tell a newcomer the next step).
  */
-export async function anyUsableApiKey(db: Kysely<Database>, clock: Clock, bootstrapKeys: readonly string[]) {
+export async function anyUsableApiKey(
+  db: Kysely<Database>,
+  clock: Clock,
+  bootstrapKeys: readonly string[],
+): Promise<boolean> {
   return bootstrapKeys.length > 0 || (await repo.hasUsableKey(db, clock.now().toISOString()));
 }
 
