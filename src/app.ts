@@ -21,6 +21,7 @@ import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './routes/api-keys.routes.ts';
 import { checkoutRoutes } from './routes/checkout.routes.ts';
 import { refundRoutes } from './routes/refunds.routes.ts';
+import { couponRoutes } from './routes/coupons.routes.ts';
 import { customerRoutes } from './routes/customers.routes.ts';
 import { EMAIL_FORMATS } from './modules/customers/customers.schemas.ts';
 import { dunningRoutes } from './routes/dunning.routes.ts';
@@ -52,6 +53,7 @@ function allRoutes(deps: Deps): Route[] {
     ...customerRoutes(deps),
     ...paymentMethodRoutes(deps),
     ...planRoutes(deps),
+    ...couponRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),

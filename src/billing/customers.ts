@@ -1,17 +1,32 @@
-// A customer as the core sees it (SPEC §3, §14): read with its credit balances; deleted —
-// refused while a subscription is live — with its saved payment methods detached.
+// A customer as the core sees it (SPEC §3, §14): created or changed with a discount, read
+// with its credit balances and discount; deleted — refused while a subscription is live —
+// with its saved payment methods detached.
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
-import { AppError } from '../http/errors.ts';
+import { AppError, ValidationError } from '../http/errors.ts';
 import type { Clock } from '../shared/clock.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import { detachCustomerPaymentMethods } from '../modules/payment-methods/payment-methods.ts';
 import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import { customerHasLiveSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import * as repo from '../modules/customers/customers.repository.ts';
-import { getCustomer, toCustomer, lockCustomer } from '../modules/customers/customers.service.ts';
-import type { CustomerDetail } from '../modules/customers/customers.schemas.ts';
+import {
+  createCustomer,
+  getCustomer,
+  lockCustomer,
+  toCustomer,
+  updateCustomer,
+} from '../modules/customers/customers.service.ts';
+import type {
+  CreateCustomerInput,
+  Customer,
+  CustomerDetail,
+  UpdateCustomerInput,
+} from '../modules/customers/customers.schemas.ts';
+import { findDiscount, toDiscount } from '../modules/coupons/coupons.discounts.ts';
+import type { Discount } from '../modules/coupons/coupons.schemas.ts';
+import { asksForDiscount, redeemDiscount, removeDiscountOfCustomer } from './coupons.ts';
 import { customerBalances } from '../modules/balances/balances.ledger.ts';
 
 /**
@@ -19,9 +34,63 @@ import { customerBalances } from '../modules/balances/balances.ledger.ts';
  * minor units, the non-zero ones. Read outside a transaction. Throws 404 `not_found` for
  * unknown, deleted or malformed ids.
  */
-export async function getCustomerWithBalances(db: Kysely<Database>, id: string): Promise<CustomerDetail> {
+export async function getCustomerWithBalances(db: Kysely<Database>, clock: Clock, id: string): Promise<CustomerDetail> {
   const customer = await getCustomer(db, id);
-  return { ...customer, balances: await customerBalances(db, id) };
+  const found = await findDiscount(db, id, null);
+  return {
+    ...customer,
+    discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null,
+    balances: await customerBalances(db, id),
+  };
+}
+
+/**
+ * Creates a customer (modules/customers createCustomer: its rules and 400/409s) and, with
+ * `coupon` or `promotion_code`, redeems it as the customer's discount in the same transaction
+ * (billing/coupons.ts redeemDiscount: its 400s; nothing is created then). Returns the customer
+ * with `discount` (null without one).
+ */
+export async function createCustomerWithDiscount(
+  db: Kysely<Database>,
+  clock: Clock,
+  input: CreateCustomerInput,
+  options: { testClocks: boolean },
+): Promise<Customer> {
+  const { coupon, promotion_code, ...fields } = input;
+  const request = { coupon, promotion_code };
+  let discount: Discount | null = null;
+  const customer = await createCustomer(db, clock, fields, options, async (trx, row, customerClock) => {
+    if (asksForDiscount(request)) discount = await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
+  });
+  return { ...customer, discount };
+}
+
+/**
+ * Changes a customer (modules/customers updateCustomer) and, in the same transaction, its own
+ * discount: `coupon` or `promotion_code` redeems a new one (replacing the one it had),
+ * `coupon: null` removes it (`customer.discount.deleted`). Returns the customer with its
+ * discount as it is then. Throws what updateCustomer and redeemDiscount throw (nothing changes).
+ */
+export async function updateCustomerWithDiscount(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+  patch: UpdateCustomerInput,
+): Promise<Customer> {
+  const { coupon, promotion_code, ...fields } = patch;
+  const request = { coupon: coupon ?? undefined, promotion_code };
+  const customer = await updateCustomer(db, clock, id, fields, async (trx, row, customerClock) => {
+    if (coupon === null) {
+      if (promotion_code !== undefined) {
+        throw new ValidationError('coupon: null removes the discount; it cannot come with a promotion_code', 'coupon');
+      }
+      await removeDiscountOfCustomer(trx, customerClock, row.id);
+    } else if (asksForDiscount(request)) {
+      await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
+    }
+  });
+  const found = await findDiscount(db, id, null);
+  return { ...customer, discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null };
 }
 
 /**

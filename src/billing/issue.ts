@@ -3,7 +3,9 @@
 // advance, a one-off — builds the pipeline's input from the records, composes it
 // (billing/compose) with the customer's credit balance, and hands the result to the
 // invoices record (issueInvoice). previewInvoice composes the same way and stores nothing.
-// Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice).
+// Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice);
+// a period's invoice takes its subscription's and customer's discounts (billing/coupons.ts),
+// and a `once` discount it took ends with it. A one-off invoice takes no discount.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { isPostgres } from '../db/column-types.ts';
@@ -26,6 +28,7 @@ import {
 } from '../modules/invoices/invoices.lifecycle.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { endUsedOnceDiscounts, invoiceDiscounts } from './coupons.ts';
 import { periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposedInvoice, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
@@ -113,6 +116,7 @@ async function issuePeriodInvoice(
   const start = issue.period.start.toISOString();
   const end = issue.period.end.toISOString();
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
+  const discounts = await invoiceDiscounts(trx, subscription.id, subscription.customer_id);
   const content = composeInvoice(
     periodInvoiceInput({
       reason: issue.reason,
@@ -122,6 +126,7 @@ async function issuePeriodInvoice(
       periodStart: start,
       periodEnd: end,
       balance,
+      discounts: discounts.compose,
     }),
     ctx.pipeline ?? PIPELINE,
   );
@@ -141,6 +146,7 @@ async function issuePeriodInvoice(
   });
   if (issued.created) {
     await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
+    await endUsedOnceDiscounts(trx, discounts, content, end);
     if (finalizesAt === null || Date.parse(finalizesAt) > ctx.clock.now().getTime()) return issued;
     // INVOICE_FINALIZE_DELAY=0 (or a renewal run late): finalized in the same transaction.
     const row = await lockInvoice(trx, issued.invoice.id);
@@ -358,6 +364,7 @@ export async function previewInvoice(db: Kysely<Database>, subscriptionId: strin
   const periodStart = period.start.toISOString();
   const periodEnd = period.end.toISOString();
   const balance = Math.max(await customerBalance(db, subscription.customer_id, plan.currency), 0);
+  const discounts = await invoiceDiscounts(db, subscription.id, subscription.customer_id);
   const composed = composeInvoice(
     periodInvoiceInput({
       reason: 'preview',
@@ -367,6 +374,7 @@ export async function previewInvoice(db: Kysely<Database>, subscriptionId: strin
       periodStart,
       periodEnd,
       balance,
+      discounts: discounts.compose,
     }),
   );
   return {

@@ -11,7 +11,10 @@ import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
 import { type InvoiceContext, voidDraftsOfSubscription } from '../modules/invoices/invoices.lifecycle.ts';
 import { issueFirstPeriodInvoice } from './issue.ts';
+import { asksForDiscount, redeemDiscount } from './coupons.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
+import { findDiscount, toDiscount } from '../modules/coupons/coupons.discounts.ts';
+import { getSubscription } from '../modules/subscriptions/subscriptions.service.ts';
 import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import {
   ForbiddenTransitionError,
@@ -39,9 +42,10 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
  * is in its first period `[created_at, +interval]` from the start and gets that period's
  * invoice in the same transaction (SPEC §9, through issue.ts: the customer's credit applied),
  * due at once (`invoice.created`) — the invoice the first payment settles; a trial gets none
- * until it ends (the renewal job issues it). `ctx` is the
- * clock and the invoice settings (Deps fits). Throws 404 naming an unknown (or deleted)
- * customer or plan, 422 `invalid_state` for an archived plan.
+ * until it ends (the renewal job issues it). With `coupon` or `promotion_code` the discount is
+ * redeemed in the same transaction, before the first invoice (billing/coupons.ts; its 400s
+ * change nothing). `ctx` is the clock and the invoice settings (Deps fits). Throws 404 naming
+ * an unknown (or deleted) customer or plan, 422 `invalid_state` for an archived plan.
  */
 export async function createSubscription(
   db: Kysely<Database>,
@@ -88,8 +92,15 @@ export async function createSubscription(
       last_payment_failed_at: null,
     };
     const subscription = await insertSubscription(trx, clock, row);
+    // Before the first invoice, which takes it.
+    const discount = asksForDiscount(input)
+      ? await redeemDiscount(trx, clock, input, {
+          customer,
+          subscription: { id: row.id, plan, quantity: 1 },
+        })
+      : null;
     if (first) await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
-    return subscription;
+    return { ...subscription, discount };
   });
 }
 
@@ -207,4 +218,14 @@ export async function resumeSubscription(db: Kysely<Database>, apiClock: Clock, 
       `subscription cannot be resumed in its current state (${row.status}, no pending cancellation)`,
     );
   });
+}
+
+/**
+ * Subscription `id` with its own discount (GET /api/subscriptions/{id}, SPEC §14), the
+ * coupon's `valid` as of `clock`. Throws 404 `not_found` for unknown or malformed ids.
+ */
+export async function getSubscriptionWithDiscount(db: Kysely<Database>, clock: Clock, id: string): Promise<Subscription> {
+  const subscription = await getSubscription(db, id);
+  const found = await findDiscount(db, subscription.customer_id, subscription.id);
+  return { ...subscription, discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null };
 }

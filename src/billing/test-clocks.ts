@@ -8,6 +8,7 @@ import { forUpdate } from '../db/locking.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError } from '../http/errors.ts';
 import { deleteTestClockBalanceTransactions } from '../modules/balances/balances.ledger.ts';
+import { deleteDiscountsOfCustomers } from '../modules/coupons/coupons.discounts.ts';
 import { deleteCustomers } from '../modules/customers/customers.repository.ts';
 import { deleteDunningCases } from '../modules/dunning/dunning.cases.ts';
 import { deleteInvoices, deleteTestClockInvoiceNumbers } from '../modules/invoices/invoices.lifecycle.ts';
@@ -82,6 +83,7 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
     await deleteAttemptsOfInvoices(trx, invoices);
     await deleteInvoices(trx, invoices);
     await deleteTestClockInvoiceNumbers(trx, id);
+    await deleteDiscountsOfCustomers(trx, customers);
     await deleteSubscriptions(trx, subscriptions);
     await deletePaymentMethodsOfCustomers(trx, customers);
     await deleteCustomers(trx, customers, Number(liveCustomers.n));

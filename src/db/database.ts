@@ -2,6 +2,7 @@
 import type { ApiKeysTable } from './tables/api-keys.table.ts';
 import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
 import type { CustomerBalanceTransactionsTable } from './tables/balances.table.ts';
+import type { CouponsTable, DiscountsTable, PromotionCodesTable } from './tables/coupons.table.ts';
 import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
@@ -18,8 +19,10 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
+  coupons: CouponsTable;
   customers: CustomersTable;
   customer_balance_transactions: CustomerBalanceTransactionsTable;
+  discounts: DiscountsTable;
   dunning_cases: DunningCasesTable;
   dunning_steps: DunningStepsTable;
   events: EventsTable;
@@ -31,6 +34,7 @@ export interface Database {
   payment_methods: PaymentMethodsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;
+  promotion_codes: PromotionCodesTable;
   provider_events: ProviderEventsTable;
   provider_subscription_references: ProviderSubscriptionReferencesTable;
   refunds: RefundsTable;

@@ -9,6 +9,13 @@ import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
 import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import {
+  couponListSchema,
+  couponSchema,
+  discountSchema,
+  promotionCodeListSchema,
+  promotionCodeSchema,
+} from '../modules/coupons/coupons.schemas.ts';
+import {
   caseListSchema,
   caseSchema,
   caseWithStepsSchema,
@@ -61,6 +68,11 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   customerListSchema,
   planSchema,
   planListSchema,
+  couponSchema,
+  couponListSchema,
+  promotionCodeSchema,
+  promotionCodeListSchema,
+  discountSchema,
   subscriptionSchema,
   subscriptionListSchema,
   paymentSchema,
@@ -110,6 +122,11 @@ export const TAGS = [
   { name: 'Customers', description: 'The people and companies who pay. Emails are unique among live customers.' },
   { name: 'Plans', description: 'Prices: an amount per billing interval. Immutable once created; archive instead.' },
   {
+    name: 'Coupons',
+    description:
+      'Coupons and the promotion codes customers type: percent or amount off, once, repeating or forever, applied to a subscription or a customer (SPEC §14).',
+  },
+  {
     name: 'Subscriptions',
     description: 'A customer on a plan, moving through trialing, active, past_due, paused, cancelled (SPEC §4).',
   },
@@ -144,6 +161,25 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'customer.created': { schema: customerSchema, when: 'A customer was created (through the API or attribution).' },
   'customer.updated': { schema: customerSchema, when: 'A customer changed.' },
   'customer.deleted': { schema: customerSchema, when: 'A customer was deleted.' },
+  'customer.discount.created': {
+    schema: discountSchema,
+    when: 'A coupon or promotion code was redeemed: a discount on a subscription (its creation) or on a customer (its creation or change).',
+  },
+  'customer.discount.deleted': {
+    schema: discountSchema,
+    when: "A customer's own discount was removed (PATCH `coupon: null`) or replaced by another.",
+  },
+  'coupon.created': { schema: couponSchema, when: 'A coupon was created.' },
+  'coupon.updated': { schema: couponSchema, when: "A coupon's name or metadata changed." },
+  'coupon.deleted': {
+    schema: couponSchema,
+    when: 'A coupon was deleted: no new redemptions; the discounts made keep applying.',
+  },
+  'promotion_code.created': { schema: promotionCodeSchema, when: 'A promotion code was created.' },
+  'promotion_code.updated': {
+    schema: promotionCodeSchema,
+    when: 'A promotion code was activated or deactivated, or its metadata changed.',
+  },
   'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
   'subscription.updated': {
     schema: subscriptionSchema,

@@ -36,7 +36,9 @@ export function customerRoutes(deps: Deps): Route[] {
         },
       },
       handler: async (request, reply) =>
-        reply.code(201).send(await service.createCustomer(db, clock, request.body, { testClocks: config.testClocks })),
+        reply
+          .code(201)
+          .send(await billing.createCustomerWithDiscount(db, clock, request.body, { testClocks: config.testClocks })),
     }),
     defineRoute<{ Querystring: ListQueryInput }>({
       method: 'GET',
@@ -66,7 +68,7 @@ export function customerRoutes(deps: Deps): Route[] {
           ...errorResponses(401, 403, 404),
         },
       },
-      handler: async (request) => billing.getCustomerWithBalances(db, request.params.id),
+      handler: async (request) => billing.getCustomerWithBalances(db, clock, request.params.id),
     }),
     defineRoute({
       method: 'PATCH',
@@ -83,7 +85,7 @@ export function customerRoutes(deps: Deps): Route[] {
           ...errorResponses(400, 401, 403, 404, 409, 413, 415),
         },
       },
-      handler: async (request) => service.updateCustomer(db, clock, request.params.id, request.body),
+      handler: async (request) => billing.updateCustomerWithDiscount(db, clock, request.params.id, request.body),
     }),
     defineRoute({
       method: 'DELETE',

@@ -71,7 +71,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         params: idParams,
         response: { 200: responseOf(subscriptionSchema, 'The subscription'), ...errorResponses(401, 403, 404) },
       },
-      handler: async (request) => service.getSubscription(db, request.params.id),
+      handler: async (request) => billing.getSubscriptionWithDiscount(db, deps.clock, request.params.id),
     }),
     defineRoute({
       method: 'PUT',

@@ -21,6 +21,9 @@ export const ID_PREFIXES = {
   testClock: 'clock',
   paymentMethod: 'pm',
   balanceTransaction: 'cbtxn',
+  coupon: 'coupon',
+  promotionCode: 'promo',
+  discount: 'di',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
@@ -43,7 +46,7 @@ function pooledRandom(): number {
 }
 
 const nextUlid = monotonicFactory(pooledRandom);
-const ID_SHAPE = /^[a-z]{2,5}_[0-9A-HJKMNP-TV-Z]{26}$/;
+const ID_SHAPE = /^[a-z]{2,6}_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** A new id of the given kind, e.g. `newId('customer')` → `cus_01JD3…` (32 chars). */
 export function newId(kind: IdKind): string {

@@ -1,7 +1,7 @@
 // The input of a subscription period's invoice, built from the records the issuing code
 // holds (a plan row, ids, the period): one place that knows which inputs exist today.
 import type { PlanRow } from '../../db/tables/plans.table.ts';
-import type { ComposeInput, InvoiceReason } from './types.ts';
+import type { ComposeDiscount, ComposeInput, InvoiceReason } from './types.ts';
 
 /** What a subscription period's invoice is composed from (ISO 8601 period bounds). */
 export interface PeriodInvoiceFacts {
@@ -16,12 +16,14 @@ export interface PeriodInvoiceFacts {
   quantity?: number;
   /** The customer's credit balance in the plan's currency (minor units); default 0: no balances before SPEC §14. */
   balance?: number;
+  /** The subscription's and the customer's discounts, in that order (SPEC §14); default none. */
+  discounts?: readonly ComposeDiscount[];
 }
 
 /**
  * The ComposeInput of one subscription period in the plan's currency: the plan × quantity
- * for `[periodStart, periodEnd)`, no pending items, usage, discounts or tax rates (none exist
- * before SPEC §13–§15), and the customer's balance.
+ * for `[periodStart, periodEnd)`, its discounts, no pending items, usage or tax rates (none
+ * exist before SPEC §13–§15), and the customer's balance.
  */
 export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
   const { plan } = facts;
@@ -38,7 +40,7 @@ export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
     },
     pending_items: [],
     usage: [],
-    discounts: [],
+    discounts: facts.discounts ?? [],
     tax_rates: [],
   };
 }

@@ -40,9 +40,35 @@ export interface ComposeSubscription {
 }
 
 /**
+ * What a coupon takes off (SPEC §14): exactly one of `percent_off_bps` (hundredths of a
+ * percent, 1…10000: 2000 = 20 %) or `amount_off` (minor units of `currency`), on the lines of
+ * `applies_to_plans` (null: every plan).
+ */
+export interface ComposeCoupon {
+  id: string;
+  name: string;
+  percent_off_bps: number | null;
+  amount_off: number | null;
+  currency: string | null;
+  applies_to_plans: readonly string[] | null;
+}
+
+/**
+ * A discount an invoice may take: a coupon applied to its subscription or its customer,
+ * until `end` (ISO 8601, exclusive: an invoice whose period starts before it is discounted;
+ * null: no end). The issuer passes only the discounts whose coupon's duration is not used up
+ * (a `once` discount until its first invoice).
+ */
+export interface ComposeDiscount {
+  id: string;
+  coupon: ComposeCoupon;
+  end: string | null;
+}
+
+/**
  * Everything the steps read. Money is integer minor units of `currency` (ISO 4217, upper
- * case), the one currency of every line. The lists SPEC §14 and §15 will fill are typed
- * `readonly never[]` until then: only `[]` fits, so nothing passed there can be ignored by
+ * case), the one currency of every line. The lists SPEC §14 and §15 will fill (usage, tax rates) are
+ * typed `readonly never[]` until then: only `[]` fits, so nothing passed there can be ignored by
  * their identity steps.
  */
 export interface ComposeInput {
@@ -56,8 +82,11 @@ export interface ComposeInput {
   pending_items: readonly InvoiceLineDraft[];
   /** Usage to bill in arrears (SPEC §15). */
   usage: readonly never[];
-  /** Coupons applied to this invoice (SPEC §14). */
-  discounts: readonly never[];
+  /**
+   * Discounts the invoice may take, in the order they apply (SPEC §14): the subscription's,
+   * then the customer's.
+   */
+  discounts: readonly ComposeDiscount[];
   /** Tax rates applied to this invoice (SPEC §14). */
   tax_rates: readonly never[];
 }

@@ -3,6 +3,7 @@
 // use JSON Schema's `idn-email` (RFC 6531), checked by isValidEmail (see EMAIL_FORMATS).
 import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, pageOf, timestamp } from '../../http/schemas.ts';
+import { discountField, discountRequestFields } from '../coupons/coupons.schemas.ts';
 import { EMAIL_MAX_LENGTH, isValidEmail } from './customers.email.ts';
 
 /**
@@ -38,6 +39,9 @@ export const customerSchema = Type.Object(
     ),
     created_at: timestamp,
     updated_at: timestamp,
+    discount: discountField(
+      "The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one, create and update, not in lists or events.",
+    ),
   },
   {
     $id: 'Customer',
@@ -90,6 +94,7 @@ export const createCustomerBody = Type.Object(
           "A test clock id (`clock_…`): the customer and everything it owns live in that clock's time, for good (SPEC §11). Only with TEST_CLOCKS=true.",
       }),
     ),
+    ...discountRequestFields,
   },
   {
     additionalProperties: false,
@@ -105,6 +110,15 @@ export const updateCustomerBody = Type.Object(
     name: Type.Optional(name),
     phone: Type.Optional(phone),
     metadata: Type.Optional(Nullable(metadataSchema)),
+    coupon: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: 64,
+          description: "A coupon id to apply to all the customer's subscriptions (replacing their discount); null removes it.",
+        }),
+      ),
+    ),
+    promotion_code: discountRequestFields.promotion_code,
   },
   {
     additionalProperties: false,

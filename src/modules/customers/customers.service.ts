@@ -58,7 +58,15 @@ async function withEmailGuard<T>(
 }
 
 /**
- * Creates a customer and emits `customer.created`. With `input.test_clock` (only when
+ * More work a caller does in the transaction of a customer's creation or change, after the
+ * row is written (or locked, when nothing of it changes): the billing core applies a discount
+ * there (billing/customers.ts). `clock` is the customer's.
+ */
+export type WithinCustomerChange = (trx: Transaction<Database>, row: CustomerRow, clock: Clock) => Promise<void>;
+
+/**
+ * Creates a customer and emits `customer.created` (then runs `within`, if given, in the same
+ * transaction). With `input.test_clock` (only when
  * `options.testClocks`, TEST_CLOCKS; else 400) the customer belongs to that test clock for
  * good and is created at the clock's time (SPEC §11). Throws 409 `conflict` when a live
  * customer already has the email (compared by normalizeEmail: NFC, then lower case), 400
@@ -69,6 +77,7 @@ export async function createCustomer(
   apiClock: Clock,
   input: CreateCustomerInput,
   options: { testClocks: boolean } = { testClocks: false },
+  within?: WithinCustomerChange,
 ): Promise<Customer> {
   const testClockId = input.test_clock ?? null;
   if (testClockId !== null && !options.testClocks) {
@@ -96,6 +105,7 @@ export async function createCustomer(
     if (await repo.findCustomerByNormalizedEmail(trx, row.email_normalized)) throw emailTaken(input.email);
     await repo.insertCustomer(trx, row);
     await emitEvent(trx, clock, 'customer.created', customer);
+    await within?.(trx, row, clock);
   });
   return customer;
 }
@@ -197,7 +207,8 @@ export async function lockCustomer(trx: Transaction<Database>, id: string): Prom
 }
 
 /**
- * Applies the given fields and emits `customer.updated` when anything changed.
+ * Applies the given fields and emits `customer.updated` when anything changed; `within`, if
+ * given, runs in the same transaction once the row is locked.
  * Throws 404 for unknown ids, 409 `conflict` for an email another customer has,
  * 400 when merged metadata would exceed 50 keys.
  */
@@ -206,6 +217,7 @@ export async function updateCustomer(
   apiClock: Clock,
   id: string,
   patch: UpdateCustomerInput,
+  within?: WithinCustomerChange,
 ): Promise<Customer> {
   return withEmailGuard(db, patch.email ?? '', async (trx) => {
     const row = await lockCustomer(trx, id);
@@ -223,6 +235,7 @@ export async function updateCustomer(
       next.name !== current.name ||
       next.phone !== current.phone ||
       JSON.stringify(next.metadata) !== JSON.stringify(current.metadata);
+    await within?.(trx, row, clock);
     if (!changed) return current;
     // Recomputed only when the email changes: a row that migration 0008 found colliding
     // keeps its marker (and its name/phone/metadata stay editable) until it gets an address.

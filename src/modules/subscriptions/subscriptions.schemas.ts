@@ -11,6 +11,7 @@ import {
   timestamp,
 } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES } from './subscriptions.status.ts';
+import { discountField, discountRequestFields } from '../coupons/coupons.schemas.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
 /** A subscription as the API returns it (SPEC §4 fields). */
@@ -40,6 +41,9 @@ export const subscriptionSchema = Type.Object(
     metadata: metadataOut,
     created_at: timestamp,
     updated_at: timestamp,
+    discount: discountField(
+      "The subscription's own discount (SPEC §14; the customer's applies too, see the customer); shown by GET one and create, not in lists or events.",
+    ),
   },
   {
     $id: 'Subscription',
@@ -78,6 +82,7 @@ export const createSubscriptionBody = Type.Object(
     plan_id: Type.String({ minLength: 1, maxLength: 64 }),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
     metadata: Type.Optional(metadataSchema),
+    ...discountRequestFields,
   },
   {
     additionalProperties: false,
