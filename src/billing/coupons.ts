@@ -122,8 +122,8 @@ export async function redeemDiscount(
     start: now.toISOString(),
     end,
   });
-  // The coupon as redeemed: its count includes this redemption.
-  const discount = toDiscount(row, { ...coupon, times_redeemed: Number(coupon.times_redeemed) + 1 }, now);
+  // Read after the redemption: its count includes this one.
+  const discount = toDiscount(row, coupon, now);
   await emitEvent(trx, clock, 'customer.discount.created', discount);
   return discount;
 }

@@ -240,10 +240,14 @@ export const discountRequestFields = {
 
 /**
  * A `discount` field of another resource (subscription, customer): the Discount or null,
- * absent where it is not read (lists, events).
+ * absent where it is not read (lists, events). Written inline as `type: ['object', 'null']`
+ * (as Nullable writes its fields), not as an `anyOf` of the named schema: the serializer
+ * would compile every named schema the resource reaches once more to choose a branch.
  */
 export function discountField(description: string) {
-  return Type.Optional(
-    Type.Unsafe<Discount | null>({ anyOf: [{ $ref: 'Discount#' }, { type: 'null' }], description }),
-  );
+  const { $id: _id, examples: _examples, description: _description, ...inline } = discountSchema as unknown as Record<
+    string,
+    unknown
+  >;
+  return Type.Optional(Type.Unsafe<Discount | null>({ ...inline, type: ['object', 'null'], description }));
 }

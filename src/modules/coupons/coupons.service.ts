@@ -206,7 +206,7 @@ export async function deleteCoupon(db: Kysely<Database>, clock: Clock, id: strin
  * Counts one redemption of coupon `id` at `now`, in `trx`: one conditional UPDATE, so on
  * PostgreSQL concurrent redemptions queue on the row and each re-checks the limit against the
  * count the one before it committed — `max_redemptions` holds however many race. Returns the
- * row as redeemed. Throws 400 `validation_error` (field `coupon`) saying why it cannot be
+ * row as redeemed (read after the update: `times_redeemed` counts this one). Throws 400 `validation_error` (field `coupon`) saying why it cannot be
  * redeemed (unknown, deleted, past redeem_by, max_redemptions reached); the caller's
  * transaction then rolls back whatever else it wrote.
  */
