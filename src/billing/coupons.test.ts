@@ -74,7 +74,10 @@ test('20 % off €49.00 on a subscription: the first invoice has a −9.80 line;
   );
   assert.equal((await app.request('GET', `/api/coupons/${coupon.id}`)).body.times_redeemed, 1);
   const events = await app.request('GET', '/api/events?topic=customer.discount.created');
-  assert.deepEqual(events.body.data.map((e: { data: { id: string } }) => e.data.id), [discount.id]);
+  assert.deepEqual(
+    events.body.data.map((e: { data: { id: string } }) => e.data.id),
+    [discount.id],
+  );
   // The preview of the next renewal takes it too.
   const preview = await app.request('POST', '/api/invoices/preview', { body: { subscription_id: res.body.id } });
   if (preview.status === 200) assert.equal(preview.body.total_discount, 980);
@@ -85,8 +88,16 @@ test('repeating 3 months discounts invoices 1–3 and stops on the 4th; once dis
   const plan = await createPlan(app, EURO_PLAN);
   const threeMonths = await createCoupon(app, { percent_off: 20, duration: 'repeating', duration_in_months: 3 });
   const once = await createCoupon(app, { amount_off: 1000, currency: 'EUR', duration: 'once' });
-  const repeating = await subscribe(app, { customer_id: (await createCustomer(app)).id, plan_id: plan.id, coupon: threeMonths.id });
-  const first = await subscribe(app, { customer_id: (await createCustomer(app)).id, plan_id: plan.id, coupon: once.id });
+  const repeating = await subscribe(app, {
+    customer_id: (await createCustomer(app)).id,
+    plan_id: plan.id,
+    coupon: threeMonths.id,
+  });
+  const first = await subscribe(app, {
+    customer_id: (await createCustomer(app)).id,
+    plan_id: plan.id,
+    coupon: once.id,
+  });
   assert.equal(repeating.body.discount.end, '2026-04-15T10:00:00.000Z');
   assert.equal(first.body.discount.end, null);
   for (const at of ['2026-02-15T10:00:00.000Z', '2026-03-15T10:00:00.000Z', '2026-04-15T10:00:00.000Z']) {
@@ -170,13 +181,19 @@ test('restrictions: first-time customers, minimum amount, plans, limits, expiry;
   const [invoice] = (await app.request('GET', `/api/invoices?subscription_id=${firstSub.body.id}`)).body.data;
   await app.request('POST', `/api/invoices/${invoice.id}/pay`, { body: { paid_out_of_band: true } });
   await refused({ promotion_code: 'first' }, /is for first-time customers/, veteran.id);
-  assert.equal((await subscribe(app, { customer_id: (await createCustomer(app)).id, plan_id: plan.id, promotion_code: 'FIRST' })).status, 201);
+  assert.equal(
+    (await subscribe(app, { customer_id: (await createCustomer(app)).id, plan_id: plan.id, promotion_code: 'FIRST' }))
+      .status,
+    201,
+  );
   await refused({ promotion_code: 'BIG', plan_id: cheap.id }, /needs a first invoice of at least 5000 EUR/);
   await refused({ coupon: coupon.id, plan_id: cheap.id }, /does not apply to plan/);
   await refused({ coupon: coupon.id, promotion_code: 'BIG' }, /not both/);
   await refused({ promotion_code: 'NOPE' }, /promotion code NOPE does not exist/);
   await refused({ coupon: 'coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' }, /does not exist/);
-  const customerMinimum = await app.request('PATCH', `/api/customers/${veteran.id}`, { body: { promotion_code: 'BIG' } });
+  const customerMinimum = await app.request('PATCH', `/api/customers/${veteran.id}`, {
+    body: { promotion_code: 'BIG' },
+  });
   assert.equal(customerMinimum.status, 400);
   app.clock.set(new Date('2026-01-21T00:00:00Z'));
   await refused({ promotion_code: 'SOON' }, /cannot be redeemed: it expired/);
@@ -185,7 +202,11 @@ test('restrictions: first-time customers, minimum amount, plans, limits, expiry;
   assert.equal((await app.request('GET', '/api/subscriptions')).body.meta.total, 2);
 
   // A deleted coupon takes no new redemption, while its discounts keep applying.
-  const kept = await subscribe(app, { customer_id: (await createCustomer(app)).id, plan_id: plan.id, coupon: coupon.id });
+  const kept = await subscribe(app, {
+    customer_id: (await createCustomer(app)).id,
+    plan_id: plan.id,
+    coupon: coupon.id,
+  });
   assert.equal(kept.status, 201);
   assert.equal((await app.request('DELETE', `/api/coupons/${coupon.id}`)).status, 204);
   await refused({ coupon: coupon.id }, /cannot be redeemed: it is deleted/);
@@ -207,7 +228,10 @@ test('20 parallel subscriptions with a code whose max_redemptions is 5: exactly 
   const statuses = results.map((r) => r.status).sort();
   assert.deepEqual(statuses, [...Array(5).fill(201), ...Array(15).fill(400)]);
   for (const refused of results.filter((r) => r.status === 400)) {
-    assert.equal(refused.body.message, 'promotion code FIVE cannot be redeemed: it has reached its max_redemptions (5)');
+    assert.equal(
+      refused.body.message,
+      'promotion code FIVE cannot be redeemed: it has reached its max_redemptions (5)',
+    );
   }
   assert.equal((await app.request('GET', `/api/promotion-codes/${code.body.id}`)).body.times_redeemed, 5);
   assert.equal((await app.request('GET', `/api/coupons/${coupon.id}`)).body.times_redeemed, 5);

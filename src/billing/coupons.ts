@@ -96,7 +96,8 @@ export async function redeemDiscount(
         'promotion_code',
       );
     }
-    if (code.minimum_amount !== null) checkMinimum(code.code, Number(code.minimum_amount), code.minimum_amount_currency!, target);
+    if (code.minimum_amount !== null)
+      checkMinimum(code.code, Number(code.minimum_amount), code.minimum_amount_currency!, target);
     await redeemPromotionCode(trx, code, now);
     couponId = code.coupon_id;
     promotionCodeId = code.id;
@@ -157,7 +158,11 @@ export async function removeDiscountOfCustomer(
 ): Promise<void> {
   const removed = await removeCustomerDiscount(trx, customerId);
   if (!removed) return;
-  const coupon = await trx.selectFrom('coupons').selectAll().where('id', '=', removed.coupon_id).executeTakeFirstOrThrow();
+  const coupon = await trx
+    .selectFrom('coupons')
+    .selectAll()
+    .where('id', '=', removed.coupon_id)
+    .executeTakeFirstOrThrow();
   await emitEvent(trx, clock, 'customer.discount.deleted', toDiscount(removed, coupon, clock.now()));
 }
 

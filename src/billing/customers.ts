@@ -60,7 +60,8 @@ export async function createCustomerWithDiscount(
   const request = { coupon, promotion_code };
   let discount: Discount | null = null;
   const customer = await createCustomer(db, clock, fields, options, async (trx, row, customerClock) => {
-    if (asksForDiscount(request)) discount = await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
+    if (asksForDiscount(request))
+      discount = await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
   });
   return { ...customer, discount };
 }

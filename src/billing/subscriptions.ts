@@ -224,7 +224,11 @@ export async function resumeSubscription(db: Kysely<Database>, apiClock: Clock, 
  * Subscription `id` with its own discount (GET /api/subscriptions/{id}, SPEC §14), the
  * coupon's `valid` as of `clock`. Throws 404 `not_found` for unknown or malformed ids.
  */
-export async function getSubscriptionWithDiscount(db: Kysely<Database>, clock: Clock, id: string): Promise<Subscription> {
+export async function getSubscriptionWithDiscount(
+  db: Kysely<Database>,
+  clock: Clock,
+  id: string,
+): Promise<Subscription> {
   const subscription = await getSubscription(db, id);
   const found = await findDiscount(db, subscription.customer_id, subscription.id);
   return { ...subscription, discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null };

@@ -55,7 +55,12 @@ test('coupons: create, get, list, update name/metadata, delete (valid false, no 
     deleted_at: null,
   });
   assert.deepEqual((await app.request('GET', `/api/coupons/${res.body.id}`)).body, res.body);
-  const amount = await createCoupon(app, { percent_off: undefined, amount_off: 500, currency: 'EUR', duration: 'once' });
+  const amount = await createCoupon(app, {
+    percent_off: undefined,
+    amount_off: 500,
+    currency: 'EUR',
+    duration: 'once',
+  });
   assert.deepEqual([amount.percent_off, amount.amount_off, amount.currency], [null, 500, 'EUR']);
 
   const bad: [Record<string, unknown>, RegExp][] = [
@@ -91,7 +96,10 @@ test('coupons: create, get, list, update name/metadata, delete (valid false, no 
     body: { name: 'Launch (extended)', metadata: { channel: 'email' } },
   });
   assert.equal(updated.status, 200);
-  assert.deepEqual([updated.body.name, updated.body.metadata], ['Launch (extended)', { campaign: 'spring', channel: 'email' }]);
+  assert.deepEqual(
+    [updated.body.name, updated.body.metadata],
+    ['Launch (extended)', { campaign: 'spring', channel: 'email' }],
+  );
   const fixed = await app.request('PATCH', `/api/coupons/${res.body.id}`, { body: { percent_off: 50 } });
   assert.equal(fixed.status, 400, 'what a coupon takes off is fixed');
   assert.equal((await app.request('GET', `/api/coupons/${res.body.id}`)).body.percent_off, 12.5);
@@ -104,7 +112,12 @@ test('coupons: create, get, list, update name/metadata, delete (valid false, no 
   assert.equal(code.status, 400);
   assert.match(code.body.message, /is deleted/);
   assert.equal((await app.request('GET', '/api/coupons/coupon_nope')).status, 404);
-  assert.deepEqual(await topics(app, 'coupon.'), ['coupon.created', 'coupon.created', 'coupon.updated', 'coupon.deleted']);
+  assert.deepEqual(await topics(app, 'coupon.'), [
+    'coupon.created',
+    'coupon.created',
+    'coupon.updated',
+    'coupon.deleted',
+  ]);
 
   // Past redeem_by the coupon is no longer valid.
   app.clock.set(new Date('2026-07-01T00:00:00Z'));
@@ -148,7 +161,10 @@ test('promotion codes: created with restrictions; the charset; unique among acti
   const unknownCoupon = await app.request('POST', '/api/promotion-codes', {
     body: { code: 'OK123', coupon: 'coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' },
   });
-  assert.deepEqual([unknownCoupon.status, unknownCoupon.body.message], [400, 'coupon coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G does not exist']);
+  assert.deepEqual(
+    [unknownCoupon.status, unknownCoupon.body.message],
+    [400, 'coupon coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G does not exist'],
+  );
   const halfMinimum = await app.request('POST', '/api/promotion-codes', {
     body: { code: 'OK123', coupon: coupon.id, restrictions: { minimum_amount: 5 } },
   });

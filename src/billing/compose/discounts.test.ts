@@ -26,7 +26,11 @@ function coupon(overrides: Partial<ComposeCoupon> = {}): ComposeCoupon {
   };
 }
 
-function discount(c: Partial<ComposeCoupon>, end: string | null = null, id = 'di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'): ComposeDiscount {
+function discount(
+  c: Partial<ComposeCoupon>,
+  end: string | null = null,
+  id = 'di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+): ComposeDiscount {
   return { id, coupon: coupon(c), end };
 }
 
@@ -179,20 +183,18 @@ test('property: discount lines are ≤ 0, each at most its base, and the invoice
           quantity,
           discounts: coupons.map((c, i) => discount({ ...c, currency: 'EUR', id: `coupon_${i}` }, null, `di_${i}`)),
         });
-        const pending = items.map(
-          (a, i): InvoiceLineDraft => ({
-            kind: 'proration',
-            description: `item ${i}`,
-            amount: a,
-            currency: 'EUR',
-            quantity: 1,
-            unit_amount: null,
-            period_start: START,
-            period_end: END,
-            plan_id: PRO.id,
-            proration: true,
-          }),
-        );
+        const pending = items.map((a, i): InvoiceLineDraft => ({
+          kind: 'proration',
+          description: `item ${i}`,
+          amount: a,
+          currency: 'EUR',
+          quantity: 1,
+          unit_amount: null,
+          period_start: START,
+          period_end: END,
+          plan_id: PRO.id,
+          proration: true,
+        }));
         const composed = composeInvoice({ ...base, pending_items: pending });
         const lines = composed.lines.filter((l) => l.kind === 'discount');
         for (const line of lines) assert.ok(line.amount < 0 && -line.amount <= Math.max(composed.subtotal, 0));

@@ -49,7 +49,8 @@ export function discounts(lines: readonly InvoiceLineDraft[], input: ComposeInpu
 function discountedLines(lines: readonly InvoiceLineDraft[], discount: ComposeDiscount): InvoiceLineDraft[] {
   const plans = discount.coupon.applies_to_plans;
   return lines.filter(
-    (line) => DISCOUNTABLE.has(line.kind) && (plans === null || (line.plan_id !== null && plans.includes(line.plan_id))),
+    (line) =>
+      DISCOUNTABLE.has(line.kind) && (plans === null || (line.plan_id !== null && plans.includes(line.plan_id))),
   );
 }
 

@@ -130,7 +130,12 @@ export async function findDiscount(
  */
 export async function endDiscounts(trx: Transaction<Database>, ids: readonly string[], end: string): Promise<void> {
   if (ids.length === 0) return;
-  await trx.updateTable('discounts').set({ ends_at: end }).where('id', 'in', ids).where('ends_at', 'is', null).execute();
+  await trx
+    .updateTable('discounts')
+    .set({ ends_at: end })
+    .where('id', 'in', ids)
+    .where('ends_at', 'is', null)
+    .execute();
 }
 
 /** A test clock's delete (billing/test-clocks.ts): the discounts of `customerIds`, before their customers. */

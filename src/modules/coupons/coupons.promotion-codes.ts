@@ -86,7 +86,10 @@ export async function createPromotionCode(
     throw new ValidationError('minimum_amount and minimum_amount_currency go together', 'restrictions');
   }
   if (minimumCurrency !== undefined && !CURRENCIES.has(minimumCurrency)) {
-    throw new ValidationError(`minimum_amount_currency must be an ISO 4217 code (got "${minimumCurrency}")`, 'restrictions');
+    throw new ValidationError(
+      `minimum_amount_currency must be an ISO 4217 code (got "${minimumCurrency}")`,
+      'restrictions',
+    );
   }
   const row: PromotionCodeRow = {
     id: newId('promotionCode'),
@@ -244,4 +247,3 @@ export async function redeemPromotionCode(trx: Transaction<Database>, row: Promo
   const why = promotionCodeRefusal(latest, now) ?? 'it is not valid';
   throw new ValidationError(`promotion code ${row.code} cannot be redeemed: ${why}`, 'promotion_code');
 }
-

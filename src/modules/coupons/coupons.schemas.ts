@@ -59,7 +59,9 @@ export const couponSchema = Type.Object(
       Type.Array(Type.String(), { description: 'Only these plans’ lines are discounted; null: every plan.' }),
     ),
     times_redeemed: Type.Integer(),
-    valid: Type.Boolean({ description: 'Can it be redeemed now: not deleted, not past redeem_by, below max_redemptions.' }),
+    valid: Type.Boolean({
+      description: 'Can it be redeemed now: not deleted, not past redeem_by, below max_redemptions.',
+    }),
     metadata: metadataOut,
     created_at: timestamp,
     updated_at: timestamp,
@@ -245,9 +247,11 @@ export const discountRequestFields = {
  * would compile every named schema the resource reaches once more to choose a branch.
  */
 export function discountField(description: string) {
-  const { $id: _id, examples: _examples, description: _description, ...inline } = discountSchema as unknown as Record<
-    string,
-    unknown
-  >;
+  const {
+    $id: _id,
+    examples: _examples,
+    description: _description,
+    ...inline
+  } = discountSchema as unknown as Record<string, unknown>;
   return Type.Optional(Type.Unsafe<Discount | null>({ ...inline, type: ['object', 'null'], description }));
 }

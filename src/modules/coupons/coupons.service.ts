@@ -28,7 +28,8 @@ const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
  */
 export function couponRefusal(row: CouponRow, now: Date): string | null {
   if (row.deleted_at !== null) return 'it is deleted';
-  if (row.redeem_by !== null && Date.parse(row.redeem_by) <= now.getTime()) return `its redeem_by (${row.redeem_by}) has passed`;
+  if (row.redeem_by !== null && Date.parse(row.redeem_by) <= now.getTime())
+    return `its redeem_by (${row.redeem_by}) has passed`;
   if (row.max_redemptions !== null && row.times_redeemed >= row.max_redemptions) {
     return `it has reached its max_redemptions (${row.max_redemptions})`;
   }
@@ -55,7 +56,10 @@ export function toCoupon(row: CouponRow, now: Date): Coupon {
 export function percentToBps(percent: number): number {
   const bps = Math.round(percent * 100);
   if (Math.abs(percent * 100 - bps) > 1e-6 || bps < 1 || bps > 10_000) {
-    throw new ValidationError(`percent_off must be above 0 and at most 100, with at most 2 decimals (got ${percent})`, 'percent_off');
+    throw new ValidationError(
+      `percent_off must be above 0 and at most 100, with at most 2 decimals (got ${percent})`,
+      'percent_off',
+    );
   }
   return bps;
 }
@@ -65,17 +69,26 @@ async function checkCouponInput(db: Kysely<Database>, input: CreateCouponInput, 
   const hasPercent = input.percent_off !== undefined;
   const hasAmount = input.amount_off !== undefined;
   if (hasPercent === hasAmount) {
-    throw new ValidationError('a coupon has exactly one of percent_off or amount_off', hasPercent ? 'amount_off' : 'percent_off');
+    throw new ValidationError(
+      'a coupon has exactly one of percent_off or amount_off',
+      hasPercent ? 'amount_off' : 'percent_off',
+    );
   }
   if (hasAmount && input.currency === undefined) throw new ValidationError('amount_off needs a currency', 'currency');
   if (hasPercent && input.currency !== undefined) {
     throw new ValidationError('currency goes with amount_off only: a percent_off applies in any currency', 'currency');
   }
   if (input.currency !== undefined && !CURRENCIES.has(input.currency)) {
-    throw new ValidationError(`currency must be an ISO 4217 code such as EUR or NGN (got "${input.currency}")`, 'currency');
+    throw new ValidationError(
+      `currency must be an ISO 4217 code such as EUR or NGN (got "${input.currency}")`,
+      'currency',
+    );
   }
   if ((input.duration === 'repeating') !== (input.duration_in_months !== undefined)) {
-    throw new ValidationError('duration_in_months is required with duration repeating, and only then', 'duration_in_months');
+    throw new ValidationError(
+      'duration_in_months is required with duration repeating, and only then',
+      'duration_in_months',
+    );
   }
   if (input.redeem_by !== undefined && Date.parse(input.redeem_by) <= now.getTime()) {
     throw new ValidationError('redeem_by must be in the future', 'redeem_by');
@@ -83,7 +96,8 @@ async function checkCouponInput(db: Kysely<Database>, input: CreateCouponInput, 
   const plans = input.applies_to_plans ?? [];
   const found = plans.length === 0 ? [] : await db.selectFrom('plans').select('id').where('id', 'in', plans).execute();
   const missing = plans.find((id) => !found.some((plan) => plan.id === id));
-  if (missing !== undefined) throw new ValidationError(`applies_to_plans names plan ${missing}, which does not exist`, 'applies_to_plans');
+  if (missing !== undefined)
+    throw new ValidationError(`applies_to_plans names plan ${missing}, which does not exist`, 'applies_to_plans');
 }
 
 /**
@@ -225,7 +239,10 @@ export async function redeemCoupon(trx: Transaction<Database>, id: string, now: 
   const row = await findCoupon(trx, id);
   if (!row) throw new ValidationError(`coupon ${id} does not exist`, 'coupon');
   if (result === undefined || Number(result.numUpdatedRows) === 0) {
-    throw new ValidationError(`coupon ${id} cannot be redeemed: ${couponRefusal(row, now) ?? 'it is not valid'}`, 'coupon');
+    throw new ValidationError(
+      `coupon ${id} cannot be redeemed: ${couponRefusal(row, now) ?? 'it is not valid'}`,
+      'coupon',
+    );
   }
   return row;
 }

@@ -114,7 +114,8 @@ export const updateCustomerBody = Type.Object(
       Nullable(
         Type.String({
           maxLength: 64,
-          description: "A coupon id to apply to all the customer's subscriptions (replacing their discount); null removes it.",
+          description:
+            "A coupon id to apply to all the customer's subscriptions (replacing their discount); null removes it.",
         }),
       ),
     ),
