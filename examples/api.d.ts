@@ -153,6 +153,94 @@ export interface paths {
     patch: operations['updatePlan'];
     trace?: never;
   };
+  '/api/coupons': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List coupons */
+    get: operations['listCoupons'];
+    put?: never;
+    /**
+     * Create a coupon
+     * @description Exactly one of `percent_off` (0 < x ≤ 100, 2 decimals) or `amount_off` + `currency`; `duration_in_months` with `repeating` only. Emits `coupon.created`.
+     */
+    post: operations['createCoupon'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/coupons/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a coupon */
+    get: operations['getCoupon'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a coupon
+     * @description No new redemptions (nor through its promotion codes); the discounts made keep applying. Emits `coupon.deleted`.
+     */
+    delete: operations['deleteCoupon'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a coupon
+     * @description Only `name` and `metadata`; what a coupon takes off is fixed. Emits `coupon.updated`.
+     */
+    patch: operations['updateCoupon'];
+    trace?: never;
+  };
+  '/api/promotion-codes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List promotion codes */
+    get: operations['listPromotionCodes'];
+    put?: never;
+    /**
+     * Create a promotion code
+     * @description `code`: 3–40 letters, digits, `-` or `_`, unique among active codes without case (409 otherwise). Emits `promotion_code.created`.
+     */
+    post: operations['createPromotionCode'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/promotion-codes/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a promotion code */
+    get: operations['getPromotionCode'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update a promotion code
+     * @description `active` and `metadata` only. Reactivating a code another active promotion code has is 409. Emits `promotion_code.updated`.
+     */
+    patch: operations['updatePromotionCode'];
+    trace?: never;
+  };
   '/api/subscriptions': {
     parameters: {
       query?: never;
@@ -970,6 +1058,146 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'customer.discount.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.discount.created event
+     * @description A coupon or promotion code was redeemed: a discount on a subscription (its creation) or on a customer (its creation or change). Sent to every enabled endpoint subscribed to `customer.discount.created` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['customerDiscountCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'customer.discount.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.discount.deleted event
+     * @description A customer's own discount was removed (PATCH `coupon: null`) or replaced by another. Sent to every enabled endpoint subscribed to `customer.discount.deleted` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['customerDiscountDeletedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'coupon.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * coupon.created event
+     * @description A coupon was created. Sent to every enabled endpoint subscribed to `coupon.created` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['couponCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'coupon.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * coupon.updated event
+     * @description A coupon's name or metadata changed. Sent to every enabled endpoint subscribed to `coupon.updated` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['couponUpdatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'coupon.deleted': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * coupon.deleted event
+     * @description A coupon was deleted: no new redemptions; the discounts made keep applying. Sent to every enabled endpoint subscribed to `coupon.deleted` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['couponDeletedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'promotion_code.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * promotion_code.created event
+     * @description A promotion code was created. Sent to every enabled endpoint subscribed to `promotion_code.created` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['promotionCodeCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'promotion_code.updated': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * promotion_code.updated event
+     * @description A promotion code was activated or deactivated, or its metadata changed. Sent to every enabled endpoint subscribed to `promotion_code.updated` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['promotionCodeUpdatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'subscription.created': {
     parameters: {
       query?: never;
@@ -1615,6 +1843,24 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
+      /** @description The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one when there is one (absent otherwise), not in create or update responses, lists or events. */
+      discount?: {
+        /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+        id: string;
+        coupon: components['schemas']['Coupon'];
+        /** @description The promotion code (`promo_…`) it was redeemed with. */
+        promotion_code: string | null;
+        customer_id: string;
+        /** @description Null: the customer's discount, on every subscription. */
+        subscription_id: string | null;
+        /** Format: date-time */
+        start: string;
+        /**
+         * Format: date-time
+         * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
+         */
+        end: string | null;
+      } | null;
     };
     /**
      * @description A customer and its credit balances (GET /api/customers/{id}).
@@ -1650,6 +1896,24 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
+      /** @description The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one when there is one (absent otherwise), not in create or update responses, lists or events. */
+      discount?: {
+        /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+        id: string;
+        coupon: components['schemas']['Coupon'];
+        /** @description The promotion code (`promo_…`) it was redeemed with. */
+        promotion_code: string | null;
+        customer_id: string;
+        /** @description Null: the customer's discount, on every subscription. */
+        subscription_id: string | null;
+        /** Format: date-time */
+        start: string;
+        /**
+         * Format: date-time
+         * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
+         */
+        end: string | null;
+      } | null;
       /** @description Credit balance per currency (ISO 4217) in minor units: what payments left over beyond the invoices they paid, less what later invoices took (their `applied_balance`). Only non-zero balances are listed; `{}` when there are none. */
       balances: {
         [key: string]: number;
@@ -1763,6 +2027,228 @@ export interface components {
       };
     };
     /**
+     * @description How much comes off invoices and for how long (SPEC §14).
+     * @example {
+     *       "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "name": "Launch: 20 % off for 3 months",
+     *       "percent_off": 20,
+     *       "amount_off": null,
+     *       "currency": null,
+     *       "duration": "repeating",
+     *       "duration_in_months": 3,
+     *       "max_redemptions": 100,
+     *       "redeem_by": "2026-12-31T23:59:59.000Z",
+     *       "applies_to_plans": null,
+     *       "times_redeemed": 4,
+     *       "valid": true,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z",
+     *       "deleted_at": null
+     *     }
+     */
+    Coupon: {
+      /** @example coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      name: string;
+      /** @description Percent taken off, 0 < x ≤ 100, at most 2 decimals; null for amount_off. */
+      percent_off: number | null;
+      /** @description Minor units of `currency` taken off; null for percent_off. */
+      amount_off: number | null;
+      /** @description ISO 4217 of amount_off; null for percent_off. */
+      currency: string | null;
+      /**
+       * @description `once`: the first invoice after redemption; `repeating`: `duration_in_months`; `forever`.
+       * @enum {string}
+       */
+      duration: 'once' | 'repeating' | 'forever';
+      duration_in_months: number | null;
+      max_redemptions: number | null;
+      /** Format: date-time */
+      redeem_by: string | null;
+      /** @description Only these plans’ lines are discounted; null: every plan. */
+      applies_to_plans: string[] | null;
+      times_redeemed: number;
+      /** @description Can it be redeemed now: not deleted, not past redeem_by, below max_redemptions. */
+      valid: boolean;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** Format: date-time */
+      deleted_at: string | null;
+    };
+    /**
+     * @description A page of Coupon objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "name": "Launch: 20 % off for 3 months",
+     *           "percent_off": 20,
+     *           "amount_off": null,
+     *           "currency": null,
+     *           "duration": "repeating",
+     *           "duration_in_months": 3,
+     *           "max_redemptions": 100,
+     *           "redeem_by": "2026-12-31T23:59:59.000Z",
+     *           "applies_to_plans": null,
+     *           "times_redeemed": 4,
+     *           "valid": true,
+     *           "metadata": {},
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z",
+     *           "deleted_at": null
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    CouponList: {
+      data: components['schemas']['Coupon'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
+     * @description A code customers type to redeem a coupon (SPEC §14); unique among active codes, without case.
+     * @example {
+     *       "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "code": "LAUNCH20",
+     *       "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "max_redemptions": 50,
+     *       "expires_at": null,
+     *       "restrictions": {
+     *         "first_time_transaction": true,
+     *         "minimum_amount": null,
+     *         "minimum_amount_currency": null
+     *       },
+     *       "active": true,
+     *       "times_redeemed": 3,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    PromotionCode: {
+      /** @example promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description What a customer types; compared without case. */
+      code: string;
+      coupon_id: string;
+      max_redemptions: number | null;
+      /** Format: date-time */
+      expires_at: string | null;
+      restrictions: {
+        /** @description Only customers with no paid invoice yet. */
+        first_time_transaction: boolean;
+        /** @description The first invoice's subtotal must be at least this (minor units). */
+        minimum_amount: number | null;
+        minimum_amount_currency: string | null;
+      };
+      active: boolean;
+      times_redeemed: number;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    /**
+     * @description A page of PromotionCode objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "code": "LAUNCH20",
+     *           "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "max_redemptions": 50,
+     *           "expires_at": null,
+     *           "restrictions": {
+     *             "first_time_transaction": true,
+     *             "minimum_amount": null,
+     *             "minimum_amount_currency": null
+     *           },
+     *           "active": true,
+     *           "times_redeemed": 3,
+     *           "metadata": {},
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    PromotionCodeList: {
+      data: components['schemas']['PromotionCode'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
+     * @description A coupon applied to a subscription or a customer (SPEC §14).
+     * @example {
+     *       "id": "di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "coupon": {
+     *         "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "name": "Launch: 20 % off for 3 months",
+     *         "percent_off": 20,
+     *         "amount_off": null,
+     *         "currency": null,
+     *         "duration": "repeating",
+     *         "duration_in_months": 3,
+     *         "max_redemptions": 100,
+     *         "redeem_by": "2026-12-31T23:59:59.000Z",
+     *         "applies_to_plans": null,
+     *         "times_redeemed": 4,
+     *         "valid": true,
+     *         "metadata": {},
+     *         "created_at": "2026-01-15T10:00:00.000Z",
+     *         "updated_at": "2026-01-15T10:00:00.000Z",
+     *         "deleted_at": null
+     *       },
+     *       "promotion_code": null,
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "start": "2026-01-15T10:00:00.000Z",
+     *       "end": "2026-04-15T10:00:00.000Z"
+     *     }
+     */
+    Discount: {
+      /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      coupon: components['schemas']['Coupon'];
+      /** @description The promotion code (`promo_…`) it was redeemed with. */
+      promotion_code: string | null;
+      customer_id: string;
+      /** @description Null: the customer's discount, on every subscription. */
+      subscription_id: string | null;
+      /** Format: date-time */
+      start: string;
+      /**
+       * Format: date-time
+       * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
+       */
+      end: string | null;
+    };
+    /**
      * @description A customer on a plan; `status` moves only by the transitions of SPEC §4.
      * @example {
      *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -1820,6 +2306,24 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
+      /** @description The subscription's own discount (SPEC §14; the customer's applies too, see the customer); shown by GET one when there is one (absent otherwise), not in the create response, lists or events. */
+      discount?: {
+        /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+        id: string;
+        coupon: components['schemas']['Coupon'];
+        /** @description The promotion code (`promo_…`) it was redeemed with. */
+        promotion_code: string | null;
+        customer_id: string;
+        /** @description Null: the customer's discount, on every subscription. */
+        subscription_id: string | null;
+        /** Format: date-time */
+        start: string;
+        /**
+         * Format: date-time
+         * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
+         */
+        end: string | null;
+      } | null;
     };
     /**
      * @description A page of Subscription objects and where it is in the whole list.
@@ -2606,6 +3110,13 @@ export interface components {
         | 'customer.created'
         | 'customer.updated'
         | 'customer.deleted'
+        | 'customer.discount.created'
+        | 'customer.discount.deleted'
+        | 'coupon.created'
+        | 'coupon.updated'
+        | 'coupon.deleted'
+        | 'promotion_code.created'
+        | 'promotion_code.updated'
         | 'subscription.created'
         | 'subscription.updated'
         | 'subscription.renewed'
@@ -2730,6 +3241,13 @@ export interface components {
         | 'customer.created'
         | 'customer.updated'
         | 'customer.deleted'
+        | 'customer.discount.created'
+        | 'customer.discount.deleted'
+        | 'coupon.created'
+        | 'coupon.updated'
+        | 'coupon.deleted'
+        | 'promotion_code.created'
+        | 'promotion_code.updated'
         | 'subscription.created'
         | 'subscription.updated'
         | 'subscription.renewed'
@@ -4059,6 +4577,10 @@ export interface operations {
           };
           /** @description A test clock id (`clock_…`): the customer and everything it owns live in that clock's time, for good (SPEC §11). Only with TEST_CLOCKS=true. */
           test_clock?: string;
+          /** @description A coupon id (`coupon_…`) to apply. */
+          coupon?: string;
+          /** @description A promotion code to apply: its id (`promo_…`) or the code itself. */
+          promotion_code?: string;
         };
       };
     };
@@ -4213,6 +4735,10 @@ export interface operations {
           metadata?: {
             [key: string]: string;
           } | null;
+          /** @description A coupon id to apply to all the customer's subscriptions (replacing their discount); null removes it. */
+          coupon?: string | null;
+          /** @description A promotion code to apply: its id (`promo_…`) or the code itself. */
+          promotion_code?: string;
         };
       };
     };
@@ -4713,6 +5239,610 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listCoupons: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'name';
+        sort_order?: 'asc' | 'desc';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of coupons */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "name": "Launch: 20 % off for 3 months",
+           *           "percent_off": 20,
+           *           "amount_off": null,
+           *           "currency": null,
+           *           "duration": "repeating",
+           *           "duration_in_months": 3,
+           *           "max_redemptions": 100,
+           *           "redeem_by": "2026-12-31T23:59:59.000Z",
+           *           "applies_to_plans": null,
+           *           "times_redeemed": 4,
+           *           "valid": true,
+           *           "metadata": {},
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z",
+           *           "deleted_at": null
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['CouponList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCoupon: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description Exactly one of `percent_off` or `amount_off` + `currency`. */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "Launch",
+         *       "percent_off": 20,
+         *       "duration": "repeating",
+         *       "duration_in_months": 3
+         *     }
+         */
+        'application/json': {
+          name: string;
+          /** @example 20 */
+          percent_off?: number;
+          amount_off?: number;
+          /** @description ISO 4217, with amount_off. */
+          currency?: string;
+          /** @enum {string} */
+          duration: 'once' | 'repeating' | 'forever';
+          /** @description repeating only */
+          duration_in_months?: number;
+          max_redemptions?: number;
+          /**
+           * Format: date-time
+           * @description ISO 8601 date-time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
+           */
+          redeem_by?: string;
+          applies_to_plans?: string[];
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The new coupon */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "name": "Launch: 20 % off for 3 months",
+           *       "percent_off": 20,
+           *       "amount_off": null,
+           *       "currency": null,
+           *       "duration": "repeating",
+           *       "duration_in_months": 3,
+           *       "max_redemptions": 100,
+           *       "redeem_by": "2026-12-31T23:59:59.000Z",
+           *       "applies_to_plans": null,
+           *       "times_redeemed": 4,
+           *       "valid": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z",
+           *       "deleted_at": null
+           *     }
+           */
+          'application/json': components['schemas']['Coupon'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCoupon: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The coupon */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "name": "Launch: 20 % off for 3 months",
+           *       "percent_off": 20,
+           *       "amount_off": null,
+           *       "currency": null,
+           *       "duration": "repeating",
+           *       "duration_in_months": 3,
+           *       "max_redemptions": 100,
+           *       "redeem_by": "2026-12-31T23:59:59.000Z",
+           *       "applies_to_plans": null,
+           *       "times_redeemed": 4,
+           *       "valid": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z",
+           *       "deleted_at": null
+           *     }
+           */
+          'application/json': components['schemas']['Coupon'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteCoupon: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateCoupon: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Only `name` and `metadata` change: what a coupon takes off is fixed once created. */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "Launch (extended)"
+         *     }
+         */
+        'application/json': {
+          name?: string;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          } | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The coupon as updated */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "name": "Launch: 20 % off for 3 months",
+           *       "percent_off": 20,
+           *       "amount_off": null,
+           *       "currency": null,
+           *       "duration": "repeating",
+           *       "duration_in_months": 3,
+           *       "max_redemptions": 100,
+           *       "redeem_by": "2026-12-31T23:59:59.000Z",
+           *       "applies_to_plans": null,
+           *       "times_redeemed": 4,
+           *       "valid": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z",
+           *       "deleted_at": null
+           *     }
+           */
+          'application/json': components['schemas']['Coupon'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listPromotionCodes: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'code';
+        sort_order?: 'asc' | 'desc';
+        /** @description Exact, without case. */
+        code?: string;
+        /** @description A coupon id. */
+        coupon?: string;
+        active?: 'true' | 'false';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of promotion codes */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "code": "LAUNCH20",
+           *           "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "max_redemptions": 50,
+           *           "expires_at": null,
+           *           "restrictions": {
+           *             "first_time_transaction": true,
+           *             "minimum_amount": null,
+           *             "minimum_amount_currency": null
+           *           },
+           *           "active": true,
+           *           "times_redeemed": 3,
+           *           "metadata": {},
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['PromotionCodeList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createPromotionCode: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description `code`: 3–40 letters, digits, `-` or `_`; unique among active codes without case. */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "code": "LAUNCH20",
+         *       "coupon": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *     }
+         */
+        'application/json': {
+          /** @example LAUNCH20 */
+          code: string;
+          /** @description The coupon id (`coupon_…`). */
+          coupon: string;
+          max_redemptions?: number;
+          /**
+           * Format: date-time
+           * @description ISO 8601 date-time from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
+           */
+          expires_at?: string;
+          restrictions?: {
+            first_time_transaction?: boolean;
+            minimum_amount?: number;
+            minimum_amount_currency?: string;
+          };
+          /** @default true */
+          active?: boolean;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The new promotion code */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "code": "LAUNCH20",
+           *       "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "max_redemptions": 50,
+           *       "expires_at": null,
+           *       "restrictions": {
+           *         "first_time_transaction": true,
+           *         "minimum_amount": null,
+           *         "minimum_amount_currency": null
+           *       },
+           *       "active": true,
+           *       "times_redeemed": 3,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['PromotionCode'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getPromotionCode: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The promotion code */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "code": "LAUNCH20",
+           *       "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "max_redemptions": 50,
+           *       "expires_at": null,
+           *       "restrictions": {
+           *         "first_time_transaction": true,
+           *         "minimum_amount": null,
+           *         "minimum_amount_currency": null
+           *       },
+           *       "active": true,
+           *       "times_redeemed": 3,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['PromotionCode'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updatePromotionCode: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "active": false
+         *     }
+         */
+        'application/json': {
+          active?: boolean;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          } | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The promotion code as updated */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "code": "LAUNCH20",
+           *       "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "max_redemptions": 50,
+           *       "expires_at": null,
+           *       "restrictions": {
+           *         "first_time_transaction": true,
+           *         "minimum_amount": null,
+           *         "minimum_amount_currency": null
+           *       },
+           *       "active": true,
+           *       "times_redeemed": 3,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['PromotionCode'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   listSubscriptions: {
     parameters: {
       query?: {
@@ -4821,6 +5951,10 @@ export interface operations {
           metadata?: {
             [key: string]: string;
           };
+          /** @description A coupon id (`coupon_…`) to apply. */
+          coupon?: string;
+          /** @description A promotion code to apply: its id (`promo_…`) or the code itself. */
+          promotion_code?: string;
         };
       };
     };
@@ -6692,7 +7826,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.discount.created`, `customer.discount.deleted`, `coupon.created`, `coupon.updated`, `coupon.deleted`, `promotion_code.created`, `promotion_code.updated`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6842,7 +7976,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.discount.created`, `customer.discount.deleted`, `coupon.created`, `coupon.updated`, `coupon.deleted`, `promotion_code.created`, `promotion_code.updated`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -7114,6 +8248,13 @@ export interface operations {
           | 'customer.created'
           | 'customer.updated'
           | 'customer.deleted'
+          | 'customer.discount.created'
+          | 'customer.discount.deleted'
+          | 'coupon.created'
+          | 'coupon.updated'
+          | 'coupon.deleted'
+          | 'promotion_code.created'
+          | 'promotion_code.updated'
           | 'subscription.created'
           | 'subscription.updated'
           | 'subscription.renewed'
@@ -8031,6 +9172,454 @@ export interface operations {
           /** @constant */
           topic: 'customer.deleted';
           data: components['schemas']['Customer'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  customerDiscountCreatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "customer.discount.created",
+         *       "data": {
+         *         "id": "di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "coupon": {
+         *           "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "name": "Launch: 20 % off for 3 months",
+         *           "percent_off": 20,
+         *           "amount_off": null,
+         *           "currency": null,
+         *           "duration": "repeating",
+         *           "duration_in_months": 3,
+         *           "max_redemptions": 100,
+         *           "redeem_by": "2026-12-31T23:59:59.000Z",
+         *           "applies_to_plans": null,
+         *           "times_redeemed": 4,
+         *           "valid": true,
+         *           "metadata": {},
+         *           "created_at": "2026-01-15T10:00:00.000Z",
+         *           "updated_at": "2026-01-15T10:00:00.000Z",
+         *           "deleted_at": null
+         *         },
+         *         "promotion_code": null,
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "start": "2026-01-15T10:00:00.000Z",
+         *         "end": "2026-04-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'customer.discount.created';
+          data: components['schemas']['Discount'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  customerDiscountDeletedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "customer.discount.deleted",
+         *       "data": {
+         *         "id": "di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "coupon": {
+         *           "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "name": "Launch: 20 % off for 3 months",
+         *           "percent_off": 20,
+         *           "amount_off": null,
+         *           "currency": null,
+         *           "duration": "repeating",
+         *           "duration_in_months": 3,
+         *           "max_redemptions": 100,
+         *           "redeem_by": "2026-12-31T23:59:59.000Z",
+         *           "applies_to_plans": null,
+         *           "times_redeemed": 4,
+         *           "valid": true,
+         *           "metadata": {},
+         *           "created_at": "2026-01-15T10:00:00.000Z",
+         *           "updated_at": "2026-01-15T10:00:00.000Z",
+         *           "deleted_at": null
+         *         },
+         *         "promotion_code": null,
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "start": "2026-01-15T10:00:00.000Z",
+         *         "end": "2026-04-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'customer.discount.deleted';
+          data: components['schemas']['Discount'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  couponCreatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "coupon.created",
+         *       "data": {
+         *         "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "name": "Launch: 20 % off for 3 months",
+         *         "percent_off": 20,
+         *         "amount_off": null,
+         *         "currency": null,
+         *         "duration": "repeating",
+         *         "duration_in_months": 3,
+         *         "max_redemptions": 100,
+         *         "redeem_by": "2026-12-31T23:59:59.000Z",
+         *         "applies_to_plans": null,
+         *         "times_redeemed": 4,
+         *         "valid": true,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "deleted_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'coupon.created';
+          data: components['schemas']['Coupon'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  couponUpdatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "coupon.updated",
+         *       "data": {
+         *         "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "name": "Launch: 20 % off for 3 months",
+         *         "percent_off": 20,
+         *         "amount_off": null,
+         *         "currency": null,
+         *         "duration": "repeating",
+         *         "duration_in_months": 3,
+         *         "max_redemptions": 100,
+         *         "redeem_by": "2026-12-31T23:59:59.000Z",
+         *         "applies_to_plans": null,
+         *         "times_redeemed": 4,
+         *         "valid": true,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "deleted_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'coupon.updated';
+          data: components['schemas']['Coupon'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  couponDeletedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "coupon.deleted",
+         *       "data": {
+         *         "id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "name": "Launch: 20 % off for 3 months",
+         *         "percent_off": 20,
+         *         "amount_off": null,
+         *         "currency": null,
+         *         "duration": "repeating",
+         *         "duration_in_months": 3,
+         *         "max_redemptions": 100,
+         *         "redeem_by": "2026-12-31T23:59:59.000Z",
+         *         "applies_to_plans": null,
+         *         "times_redeemed": 4,
+         *         "valid": true,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "deleted_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'coupon.deleted';
+          data: components['schemas']['Coupon'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  promotionCodeCreatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "promotion_code.created",
+         *       "data": {
+         *         "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "code": "LAUNCH20",
+         *         "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "max_redemptions": 50,
+         *         "expires_at": null,
+         *         "restrictions": {
+         *           "first_time_transaction": true,
+         *           "minimum_amount": null,
+         *           "minimum_amount_currency": null
+         *         },
+         *         "active": true,
+         *         "times_redeemed": 3,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'promotion_code.created';
+          data: components['schemas']['PromotionCode'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  promotionCodeUpdatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "promotion_code.updated",
+         *       "data": {
+         *         "id": "promo_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "code": "LAUNCH20",
+         *         "coupon_id": "coupon_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "max_redemptions": 50,
+         *         "expires_at": null,
+         *         "restrictions": {
+         *           "first_time_transaction": true,
+         *           "minimum_amount": null,
+         *           "minimum_amount_currency": null
+         *         },
+         *         "active": true,
+         *         "times_redeemed": 3,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'promotion_code.updated';
+          data: components['schemas']['PromotionCode'];
         };
       };
     };

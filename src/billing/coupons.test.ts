@@ -47,13 +47,13 @@ test('20 % off €49.00 on a subscription: the first invoice has a −9.80 line;
   const customer = await createCustomer(app);
   const res = await subscribe(app, { customer_id: customer.id, plan_id: plan.id, coupon: coupon.id });
   assert.equal(res.status, 201, res.text);
-  const discount = res.body.discount;
+  assert.equal(res.body.discount, undefined, 'the create response is the subscription as its event carries it');
+  const discount = (await app.request('GET', `/api/subscriptions/${res.body.id}`)).body.discount;
   assert.match(discount.id, /^di_[0-9A-Z]{26}$/);
   assert.deepEqual(
     [discount.coupon.id, discount.coupon.times_redeemed, discount.subscription_id, discount.start, discount.end],
     [coupon.id, 1, res.body.id, '2026-01-15T10:00:00.000Z', null],
   );
-  assert.deepEqual((await app.request('GET', `/api/subscriptions/${res.body.id}`)).body.discount, discount);
   const list = await app.request('GET', `/api/invoices?subscription_id=${res.body.id}`);
   const invoice = (await app.request('GET', `/api/invoices/${list.body.data[0].id}`)).body;
   assert.deepEqual(
@@ -98,8 +98,10 @@ test('repeating 3 months discounts invoices 1–3 and stops on the 4th; once dis
     plan_id: plan.id,
     coupon: once.id,
   });
-  assert.equal(repeating.body.discount.end, '2026-04-15T10:00:00.000Z');
-  assert.equal(first.body.discount.end, null);
+  const discountOf = async (id: string) => (await app.request('GET', `/api/subscriptions/${id}`)).body.discount;
+  assert.equal((await discountOf(repeating.body.id)).end, '2026-04-15T10:00:00.000Z');
+  // A once discount ends with the period of the first invoice, which took it at creation.
+  assert.equal((await discountOf(first.body.id)).end, '2026-02-15T10:00:00.000Z');
   for (const at of ['2026-02-15T10:00:00.000Z', '2026-03-15T10:00:00.000Z', '2026-04-15T10:00:00.000Z']) {
     await payAndRenewAt(app, at);
   }
@@ -115,13 +117,10 @@ test('repeating 3 months discounts invoices 1–3 and stops on the 4th; once dis
     '2026-03-15 −0 4900',
     '2026-04-15 −0 4900',
   ]);
-  // A once discount ends with the period of the invoice that took it.
-  const used = (await app.request('GET', `/api/subscriptions/${first.body.id}`)).body.discount;
-  assert.equal(used.end, '2026-02-15T10:00:00.000Z');
 });
 
 test("a customer's discount (a promotion code typed in any case) applies to all their subscriptions after the subscription's own", async (t) => {
-  const app = await buildTestApp(t);
+  const app = await buildTestApp(t, { env: { TEST_CLOCKS: 'true' } });
   const plan = await createPlan(app, EURO_PLAN);
   const tenPercent = await createCoupon(app, { name: 'Loyal', percent_off: 10 });
   const twentyPercent = await createCoupon(app, { percent_off: 20 });
@@ -130,11 +129,12 @@ test("a customer's discount (a promotion code typed in any case) applies to all 
   const customer = await createCustomer(app);
   const patched = await app.request('PATCH', `/api/customers/${customer.id}`, { body: { promotion_code: 'loyal10' } });
   assert.equal(patched.status, 200, patched.text);
+  const customerDiscount = async (id: string) => (await app.request('GET', `/api/customers/${id}`)).body.discount;
+  const given = await customerDiscount(customer.id);
   assert.deepEqual(
-    [patched.body.discount.coupon.id, patched.body.discount.promotion_code, patched.body.discount.subscription_id],
-    [tenPercent.id, code.body.id, null],
+    [given.coupon.id, given.promotion_code, given.subscription_id, given.customer_id],
+    [tenPercent.id, code.body.id, null, customer.id],
   );
-  assert.equal((await app.request('GET', `/api/customers/${customer.id}`)).body.discount.id, patched.body.discount.id);
   const both = await subscribe(app, { customer_id: customer.id, plan_id: plan.id, coupon: twentyPercent.id });
   const only = await subscribe(app, { customer_id: customer.id, plan_id: plan.id });
   assert.deepEqual(await invoiceSummary(app, both.body.id), ['2026-01-15 −1470 3430'], '980 + 490');
@@ -143,16 +143,25 @@ test("a customer's discount (a promotion code typed in any case) applies to all 
 
   // Removed: the next invoices take only the subscription's own.
   const removed = await app.request('PATCH', `/api/customers/${customer.id}`, { body: { coupon: null } });
-  assert.deepEqual([removed.status, removed.body.discount], [200, null]);
+  assert.deepEqual([removed.status, await customerDiscount(customer.id)], [200, undefined]);
   await payAndRenewAt(app, '2026-02-15T10:00:00.000Z');
   assert.deepEqual((await invoiceSummary(app, both.body.id)).at(-1), '2026-02-15 −980 3920');
   assert.deepEqual((await invoiceSummary(app, only.body.id)).at(-1), '2026-02-15 −0 4900');
   const created = await app.request('POST', '/api/customers', {
     body: { email: 'new@example.com', coupon: twentyPercent.id },
   });
-  assert.deepEqual([created.status, created.body.discount.coupon.id], [201, twentyPercent.id]);
+  assert.deepEqual([created.status, (await customerDiscount(created.body.id)).coupon.id], [201, twentyPercent.id]);
   const topics = (await app.request('GET', '/api/events?topic=customer.discount.deleted')).body.meta.total;
   assert.equal(topics, 1);
+
+  // A test clock's delete takes its customers' discounts with them.
+  const clock = await app.request('POST', '/api/test-clocks', { body: { frozen_time: '2026-03-01T00:00:00Z' } });
+  const onClock = await createCustomer(app, { test_clock: clock.body.id, coupon: tenPercent.id });
+  const clocked = await subscribe(app, { customer_id: onClock.id, plan_id: plan.id, coupon: twentyPercent.id });
+  assert.deepEqual(await invoiceSummary(app, clocked.body.id), ['2026-03-01 −1470 3430']);
+  assert.equal((await app.request('DELETE', `/api/test-clocks/${clock.body.id}`)).status, 204);
+  const left = await app.deps.db.selectFrom('discounts').select('id').where('customer_id', '=', onClock.id).execute();
+  assert.deepEqual(left, []);
 });
 
 test('restrictions: first-time customers, minimum amount, plans, limits, expiry; a refusal changes nothing', async (t) => {

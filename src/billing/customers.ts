@@ -25,7 +25,6 @@ import type {
   UpdateCustomerInput,
 } from '../modules/customers/customers.schemas.ts';
 import { findDiscount, toDiscount } from '../modules/coupons/coupons.discounts.ts';
-import type { Discount } from '../modules/coupons/coupons.schemas.ts';
 import { asksForDiscount, redeemDiscount, removeDiscountOfCustomer } from './coupons.ts';
 import { customerBalances } from '../modules/balances/balances.ledger.ts';
 
@@ -37,18 +36,17 @@ import { customerBalances } from '../modules/balances/balances.ledger.ts';
 export async function getCustomerWithBalances(db: Kysely<Database>, clock: Clock, id: string): Promise<CustomerDetail> {
   const customer = await getCustomer(db, id);
   const found = await findDiscount(db, id, null);
-  return {
-    ...customer,
-    discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null,
-    balances: await customerBalances(db, id),
-  };
+  const balances = await customerBalances(db, id);
+  return found
+    ? { ...customer, discount: toDiscount(found.discount, found.coupon, clock.now()), balances }
+    : { ...customer, balances };
 }
 
 /**
  * Creates a customer (modules/customers createCustomer: its rules and 400/409s) and, with
  * `coupon` or `promotion_code`, redeems it as the customer's discount in the same transaction
  * (billing/coupons.ts redeemDiscount: its 400s; nothing is created then). Returns the customer
- * with `discount` (null without one).
+ * as `customer.created` carries it; GET one shows its discount.
  */
 export async function createCustomerWithDiscount(
   db: Kysely<Database>,
@@ -58,19 +56,18 @@ export async function createCustomerWithDiscount(
 ): Promise<Customer> {
   const { coupon, promotion_code, ...fields } = input;
   const request = { coupon, promotion_code };
-  let discount: Discount | null = null;
-  const customer = await createCustomer(db, clock, fields, options, async (trx, row, customerClock) => {
-    if (asksForDiscount(request))
-      discount = await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
+  return createCustomer(db, clock, fields, options, async (trx, row, customerClock) => {
+    if (asksForDiscount(request)) {
+      await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
+    }
   });
-  return { ...customer, discount };
 }
 
 /**
  * Changes a customer (modules/customers updateCustomer) and, in the same transaction, its own
  * discount: `coupon` or `promotion_code` redeems a new one (replacing the one it had),
- * `coupon: null` removes it (`customer.discount.deleted`). Returns the customer with its
- * discount as it is then. Throws what updateCustomer and redeemDiscount throw (nothing changes).
+ * `coupon: null` removes it (`customer.discount.deleted`). Returns the customer as changed
+ * (GET one shows its discount). Throws what updateCustomer and redeemDiscount throw (nothing changes).
  */
 export async function updateCustomerWithDiscount(
   db: Kysely<Database>,
@@ -80,7 +77,7 @@ export async function updateCustomerWithDiscount(
 ): Promise<Customer> {
   const { coupon, promotion_code, ...fields } = patch;
   const request = { coupon: coupon ?? undefined, promotion_code };
-  const customer = await updateCustomer(db, clock, id, fields, async (trx, row, customerClock) => {
+  return updateCustomer(db, clock, id, fields, async (trx, row, customerClock) => {
     if (coupon === null) {
       if (promotion_code !== undefined) {
         throw new ValidationError('coupon: null removes the discount; it cannot come with a promotion_code', 'coupon');
@@ -90,8 +87,6 @@ export async function updateCustomerWithDiscount(
       await redeemDiscount(trx, customerClock, request, { customer: row, subscription: null });
     }
   });
-  const found = await findDiscount(db, id, null);
-  return { ...customer, discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null };
 }
 
 /**

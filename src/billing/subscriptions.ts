@@ -44,7 +44,8 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
  * due at once (`invoice.created`) — the invoice the first payment settles; a trial gets none
  * until it ends (the renewal job issues it). With `coupon` or `promotion_code` the discount is
  * redeemed in the same transaction, before the first invoice (billing/coupons.ts; its 400s
- * change nothing). `ctx` is the clock and the invoice settings (Deps fits). Throws 404 naming
+ * change nothing); the response is the subscription as `subscription.created` carries it, its
+ * discount shown by GET one. `ctx` is the clock and the invoice settings (Deps fits). Throws 404 naming
  * an unknown (or deleted) customer or plan, 422 `invalid_state` for an archived plan.
  */
 export async function createSubscription(
@@ -93,14 +94,11 @@ export async function createSubscription(
     };
     const subscription = await insertSubscription(trx, clock, row);
     // Before the first invoice, which takes it.
-    const discount = asksForDiscount(input)
-      ? await redeemDiscount(trx, clock, input, {
-          customer,
-          subscription: { id: row.id, plan, quantity: 1 },
-        })
-      : null;
+    if (asksForDiscount(input)) {
+      await redeemDiscount(trx, clock, input, { customer, subscription: { id: row.id, plan, quantity: 1 } });
+    }
     if (first) await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
-    return { ...subscription, discount };
+    return subscription;
   });
 }
 
@@ -221,8 +219,9 @@ export async function resumeSubscription(db: Kysely<Database>, apiClock: Clock, 
 }
 
 /**
- * Subscription `id` with its own discount (GET /api/subscriptions/{id}, SPEC §14), the
- * coupon's `valid` as of `clock`. Throws 404 `not_found` for unknown or malformed ids.
+ * Subscription `id` with its own discount when it has one (GET /api/subscriptions/{id}, SPEC
+ * §14; absent otherwise, so the body is the resource its events carry), the coupon's `valid`
+ * as of `clock`. Throws 404 `not_found` for unknown or malformed ids.
  */
 export async function getSubscriptionWithDiscount(
   db: Kysely<Database>,
@@ -231,5 +230,5 @@ export async function getSubscriptionWithDiscount(
 ): Promise<Subscription> {
   const subscription = await getSubscription(db, id);
   const found = await findDiscount(db, subscription.customer_id, subscription.id);
-  return { ...subscription, discount: found ? toDiscount(found.discount, found.coupon, clock.now()) : null };
+  return found ? { ...subscription, discount: toDiscount(found.discount, found.coupon, clock.now()) } : subscription;
 }

@@ -40,7 +40,7 @@ export const customerSchema = Type.Object(
     created_at: timestamp,
     updated_at: timestamp,
     discount: discountField(
-      "The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one, create and update, not in lists or events.",
+      "The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one when there is one (absent otherwise), not in create or update responses, lists or events.",
     ),
   },
   {

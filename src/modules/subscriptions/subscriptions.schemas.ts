@@ -42,7 +42,7 @@ export const subscriptionSchema = Type.Object(
     created_at: timestamp,
     updated_at: timestamp,
     discount: discountField(
-      "The subscription's own discount (SPEC §14; the customer's applies too, see the customer); shown by GET one and create, not in lists or events.",
+      "The subscription's own discount (SPEC §14; the customer's applies too, see the customer); shown by GET one when there is one (absent otherwise), not in the create response, lists or events.",
     ),
   },
   {
