@@ -12,6 +12,11 @@
 //     void / mark-uncollectible lock the invoice, then the case chasing it; an invoice that
 //     takes credit locks its customer's balance — an advisory lock, balances.ledger.ts —
 //     before it takes a number, and the renewal job locks its whole batch's balances at once)
+//   customers → promotion_codes → coupons → discounts
+//     (redeeming a code or coupon — creating a subscription, creating or changing a customer —
+//     holds the customer's lock, then counts on the code, then on its coupon, each with one
+//     conditional UPDATE that locks the row until commit, then writes the discount; the issuer
+//     ends a `once` discount after the invoice that took it)
 //   webhook_endpoints → webhook_deliveries → events
 //     (the API's PATCH, delete, retry and test lock the endpoint first; so does the worker
 //     recording attempts: its batch's endpoints in id order, before any delivery; an event's
