@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../test/helpers/factories.ts';
 import { runWorker } from '../../test/helpers/invoice-payments.ts';
+import { previewInvoice } from './issue.ts';
 
 const EURO_PLAN = { name: 'Pro', amount: 4900, currency: 'EUR', interval: 'month' };
 
@@ -78,9 +79,12 @@ test('20 % off €49.00 on a subscription: the first invoice has a −9.80 line;
     events.body.data.map((e: { data: { id: string } }) => e.data.id),
     [discount.id],
   );
-  // The preview of the next renewal takes it too.
-  const preview = await app.request('POST', '/api/invoices/preview', { body: { subscription_id: res.body.id } });
-  if (preview.status === 200) assert.equal(preview.body.total_discount, 980);
+  // The preview of the next renewal takes it too: a forever coupon.
+  const preview = await previewInvoice(app.deps.db, res.body.id);
+  assert.deepEqual(
+    [preview.period_start, preview.total_discount, preview.amount_due],
+    ['2026-02-15T10:00:00.000Z', 980, 3920],
+  );
 });
 
 test('repeating 3 months discounts invoices 1–3 and stops on the 4th; once discounts only the first', async (t) => {
