@@ -135,7 +135,7 @@ test('pending proration items become lines after the fee, in their order; anythi
   assert.throws(() => composeInvoice(input({ pending_items: [{ ...credit, proration: false }] })), ComposeInputError);
 });
 
-test('usage, discounts and taxes are the identity until SPEC §14 and §15 fill them: the same lines, untouched', () => {
+test('usage and taxes are the identity until SPEC §14 and §15 fill them, discounts without a discount: the same lines, untouched', () => {
   const lines = [line('subscription', 5000), line('proration', -10), line('discount', -100), line('tax', 75)];
   for (const step of [usage, discounts, taxes]) assert.equal(step(lines, input()), lines, step.name);
 });

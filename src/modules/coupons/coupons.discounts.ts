@@ -84,11 +84,31 @@ async function withCoupons(
   return discounts.map((discount) => ({ discount, coupon: byId.get(discount.coupon_id)! }));
 }
 
+/** Every column of `coupons`, read beside a discount as `cpn_<column>`. */
+const COUPON_COLUMNS = [
+  'id',
+  'name',
+  'percent_off_bps',
+  'amount_off',
+  'currency',
+  'duration',
+  'duration_in_months',
+  'max_redemptions',
+  'redeem_by',
+  'applies_to_plans',
+  'times_redeemed',
+  'metadata',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+] as const satisfies readonly (keyof CouponRow)[];
+
 /**
  * The discounts an invoice of subscription `subscriptionId` (of customer `customerId`) may
  * take, in the order the pipeline applies them (SPEC §14): the subscription's, then the
  * customer's. Deleted coupons included: their discounts keep applying. Whether each still
- * applies to a period is the pipeline's rule (its `end`).
+ * applies to a period is the pipeline's rule (its `end`). One statement: every invoice issued
+ * runs it, most finding nothing.
  */
 export async function discountsForSubscription(
   db: Kysely<Database> | Transaction<Database>,
@@ -97,16 +117,26 @@ export async function discountsForSubscription(
 ): Promise<DiscountWithCoupon[]> {
   const rows = await db
     .selectFrom('discounts')
-    .selectAll()
+    .innerJoin('coupons', 'coupons.id', 'discounts.coupon_id')
+    .selectAll('discounts')
+    .select(COUPON_COLUMNS.map((column) => `coupons.${column} as cpn_${column}` as const))
     .where((eb) =>
       eb.or([
-        eb('subscription_id', '=', subscriptionId),
-        eb.and([eb('customer_id', '=', customerId), eb('subscription_id', 'is', null)]),
+        eb('discounts.subscription_id', '=', subscriptionId),
+        eb.and([eb('discounts.customer_id', '=', customerId), eb('discounts.subscription_id', 'is', null)]),
       ]),
     )
     .execute();
-  rows.sort((a, b) => Number(a.subscription_id === null) - Number(b.subscription_id === null));
-  return withCoupons(db, rows);
+  const found = rows.map((row) => {
+    const record = row as unknown as Record<string, unknown>;
+    const coupon = Object.fromEntries(COUPON_COLUMNS.map((column) => [column, record[`cpn_${column}`]]));
+    const discount = Object.fromEntries(Object.entries(record).filter(([key]) => !key.startsWith('cpn_')));
+    return { discount: discount as unknown as DiscountRow, coupon: coupon as unknown as CouponRow };
+  });
+  // The subscription's first.
+  return found.sort(
+    (a, b) => Number(a.discount.subscription_id === null) - Number(b.discount.subscription_id === null),
+  );
 }
 
 /** The discount of subscription `subscriptionId`, or of customer `customerId` when `subscriptionId` is null. */
