@@ -1843,27 +1843,9 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
-      /** @description The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one when there is one (absent otherwise), not in create or update responses, lists or events. */
-      discount?: {
-        /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
-        id: string;
-        coupon: components['schemas']['Coupon'];
-        /** @description The promotion code (`promo_…`) it was redeemed with. */
-        promotion_code: string | null;
-        customer_id: string;
-        /** @description Null: the customer's discount, on every subscription. */
-        subscription_id: string | null;
-        /** Format: date-time */
-        start: string;
-        /**
-         * Format: date-time
-         * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
-         */
-        end: string | null;
-      } | null;
     };
     /**
-     * @description A customer and its credit balances (GET /api/customers/{id}).
+     * @description A customer, its credit balances and its discount (GET /api/customers/{id}).
      * @example {
      *       "id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "email": "ada@example.com",
@@ -1896,28 +1878,11 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
-      /** @description The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one when there is one (absent otherwise), not in create or update responses, lists or events. */
-      discount?: {
-        /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
-        id: string;
-        coupon: components['schemas']['Coupon'];
-        /** @description The promotion code (`promo_…`) it was redeemed with. */
-        promotion_code: string | null;
-        customer_id: string;
-        /** @description Null: the customer's discount, on every subscription. */
-        subscription_id: string | null;
-        /** Format: date-time */
-        start: string;
-        /**
-         * Format: date-time
-         * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
-         */
-        end: string | null;
-      } | null;
       /** @description Credit balance per currency (ISO 4217) in minor units: what payments left over beyond the invoices they paid, less what later invoices took (their `applied_balance`). Only non-zero balances are listed; `{}` when there are none. */
       balances: {
         [key: string]: number;
       };
+      discount?: components['schemas']['Discount'];
     };
     /**
      * @description A page of Customer objects and where it is in the whole list.
@@ -2306,24 +2271,6 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
-      /** @description The subscription's own discount (SPEC §14; the customer's applies too, see the customer); shown by GET one when there is one (absent otherwise), not in the create response, lists or events. */
-      discount?: {
-        /** @example di_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
-        id: string;
-        coupon: components['schemas']['Coupon'];
-        /** @description The promotion code (`promo_…`) it was redeemed with. */
-        promotion_code: string | null;
-        customer_id: string;
-        /** @description Null: the customer's discount, on every subscription. */
-        subscription_id: string | null;
-        /** Format: date-time */
-        start: string;
-        /**
-         * Format: date-time
-         * @description Invoices whose period starts before it are discounted. `repeating`: start + duration_in_months; `once`: null until its first invoice, then that period’s end; `forever`: null.
-         */
-        end: string | null;
-      } | null;
     };
     /**
      * @description A page of Subscription objects and where it is in the whole list.
@@ -2363,6 +2310,66 @@ export interface components {
         page: number;
         limit: number;
       };
+    };
+    /**
+     * @description A subscription and its discount (GET /api/subscriptions/{id}).
+     * @example {
+     *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "status": "trialing",
+     *       "entitled": true,
+     *       "current_period_start": "2026-01-15T10:00:00.000Z",
+     *       "current_period_end": "2026-01-29T10:00:00.000Z",
+     *       "trial_end": "2026-01-29T10:00:00.000Z",
+     *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *       "cancel_at_period_end": false,
+     *       "cancelled_at": null,
+     *       "ended_at": null,
+     *       "cancellation_reason": null,
+     *       "cancellation_comment": null,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    SubscriptionDetail: {
+      /** @example sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      plan_id: string;
+      /** @enum {string} */
+      status:
+        'incomplete' | 'incomplete_expired' | 'trialing' | 'active' | 'past_due' | 'unpaid' | 'paused' | 'cancelled';
+      /** @description May the customer use the product now? (trialing, active, past_due) */
+      entitled: boolean;
+      /** Format: date-time */
+      current_period_start: string | null;
+      /** Format: date-time */
+      current_period_end: string | null;
+      /** Format: date-time */
+      trial_end: string | null;
+      /**
+       * Format: date-time
+       * @description Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.
+       */
+      billing_cycle_anchor: string;
+      cancel_at_period_end: boolean;
+      /** Format: date-time */
+      cancelled_at: string | null;
+      /** Format: date-time */
+      ended_at: string | null;
+      /** @enum {string|null} */
+      cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
+      cancellation_comment: string | null;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      discount?: components['schemas']['Discount'];
     };
     /**
      * @description A charge reported by a payment provider (Paystack, Stripe), attributed to a customer and subscription.
@@ -6015,7 +6022,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The subscription */
+      /** @description The subscription and its discount */
       200: {
         headers: {
           [name: string]: unknown;
@@ -6042,7 +6049,7 @@ export interface operations {
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
            */
-          'application/json': components['schemas']['Subscription'];
+          'application/json': components['schemas']['SubscriptionDetail'];
         };
       };
       /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */

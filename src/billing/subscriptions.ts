@@ -24,7 +24,11 @@ import {
   toSubscription,
   transitionSubscription,
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
-import type { CancelInput, CreateSubscriptionInput } from '../modules/subscriptions/subscriptions.schemas.ts';
+import type {
+  CancelInput,
+  CreateSubscriptionInput,
+  SubscriptionDetail,
+} from '../modules/subscriptions/subscriptions.schemas.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
@@ -227,7 +231,7 @@ export async function getSubscriptionWithDiscount(
   db: Kysely<Database>,
   clock: Clock,
   id: string,
-): Promise<Subscription> {
+): Promise<SubscriptionDetail> {
   const subscription = await getSubscription(db, id);
   const found = await findDiscount(db, subscription.customer_id, subscription.id);
   return found ? { ...subscription, discount: toDiscount(found.discount, found.coupon, clock.now()) } : subscription;

@@ -211,11 +211,7 @@ export function pickFields<S extends TObject>(schema: S, row: Static<S>): Static
     PROPERTY_NAMES.set(schema, keys);
   }
   const picked: Record<string, unknown> = {};
-  // An optional property the row does not carry stays absent, as JSON would have it.
-  for (const key of keys) {
-    const value = (row as Record<string, unknown>)[key];
-    if (value !== undefined) picked[key] = value;
-  }
+  for (const key of keys) picked[key] = (row as Record<string, unknown>)[key];
   return picked as Static<S>;
 }
 

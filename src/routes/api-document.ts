@@ -46,7 +46,11 @@ import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
 import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
-import { subscriptionListSchema, subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
+import {
+  subscriptionDetailSchema,
+  subscriptionListSchema,
+  subscriptionSchema,
+} from '../modules/subscriptions/subscriptions.schemas.ts';
 import { testClockListSchema, testClockSchema } from '../modules/test-clocks/test-clocks.schemas.ts';
 import {
   attemptSchema,
@@ -75,6 +79,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   discountSchema,
   subscriptionSchema,
   subscriptionListSchema,
+  subscriptionDetailSchema,
   paymentSchema,
   paymentListSchema,
   mergedPaymentSchema,

@@ -7,6 +7,7 @@ import { SUBSCRIPTION_STATUSES, type SubscriptionStatus } from '../modules/subsc
 import {
   cancelBody,
   createSubscriptionBody,
+  subscriptionDetailSchema,
   subscriptionListSchema,
   subscriptionSchema,
 } from '../modules/subscriptions/subscriptions.schemas.ts';
@@ -69,7 +70,10 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         operationId: 'getSubscription',
         summary: 'Get a subscription',
         params: idParams,
-        response: { 200: responseOf(subscriptionSchema, 'The subscription'), ...errorResponses(401, 403, 404) },
+        response: {
+          200: responseOf(subscriptionDetailSchema, 'The subscription and its discount'),
+          ...errorResponses(401, 403, 404),
+        },
       },
       handler: async (request) => billing.getSubscriptionWithDiscount(db, deps.clock, request.params.id),
     }),

@@ -239,19 +239,3 @@ export const discountRequestFields = {
     Type.String({ maxLength: 100, description: 'A promotion code to apply: its id (`promo_…`) or the code itself.' }),
   ),
 };
-
-/**
- * A `discount` field of another resource (subscription, customer): the Discount or null,
- * absent where it is not read (lists, events). Written inline as `type: ['object', 'null']`
- * (as Nullable writes its fields), not as an `anyOf` of the named schema: the serializer
- * would compile every named schema the resource reaches once more to choose a branch.
- */
-export function discountField(description: string) {
-  const {
-    $id: _id,
-    examples: _examples,
-    description: _description,
-    ...inline
-  } = discountSchema as unknown as Record<string, unknown>;
-  return Type.Optional(Type.Unsafe<Discount | null>({ ...inline, type: ['object', 'null'], description }));
-}

@@ -2,8 +2,8 @@
 // serialize and document the routes; `Customer` and the inputs are their static types. Emails
 // use JSON Schema's `idn-email` (RFC 6531), checked by isValidEmail (see EMAIL_FORMATS).
 import Type, { type Static } from 'typebox';
-import { metadataOut, metadataSchema, Nullable, pageOf, timestamp } from '../../http/schemas.ts';
-import { discountField, discountRequestFields } from '../coupons/coupons.schemas.ts';
+import { metadataOut, metadataSchema, Nullable, pageOf, ref, timestamp } from '../../http/schemas.ts';
+import { discountRequestFields, discountSchema } from '../coupons/coupons.schemas.ts';
 import { EMAIL_MAX_LENGTH, isValidEmail } from './customers.email.ts';
 
 /**
@@ -39,9 +39,6 @@ export const customerSchema = Type.Object(
     ),
     created_at: timestamp,
     updated_at: timestamp,
-    discount: discountField(
-      "The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); shown by GET one when there is one (absent otherwise), not in create or update responses, lists or events.",
-    ),
   },
   {
     $id: 'Customer',
@@ -53,7 +50,7 @@ export const customerSchema = Type.Object(
 export const customerListSchema = pageOf('CustomerList', customerSchema);
 
 /**
- * One customer with its credit balances (SPEC §14): GET /api/customers/{id} only. Lists,
+ * One customer with its credit balances and discount (SPEC §14): GET /api/customers/{id} only. Lists,
  * changes and `customer.*` events show the plain Customer.
  */
 export const customerDetailSchema = Type.Object(
@@ -63,10 +60,16 @@ export const customerDetailSchema = Type.Object(
       description:
         'Credit balance per currency (ISO 4217) in minor units: what payments left over beyond the invoices they paid, less what later invoices took (their `applied_balance`). Only non-zero balances are listed; `{}` when there are none.',
     }),
+    discount: Type.Optional(
+      ref(discountSchema, {
+        description:
+          "The customer's own discount, applied to all their subscriptions' invoices (SPEC §14); absent when there is none.",
+      }),
+    ),
   },
   {
     $id: 'CustomerDetail',
-    description: 'A customer and its credit balances (GET /api/customers/{id}).',
+    description: 'A customer, its credit balances and its discount (GET /api/customers/{id}).',
     examples: [{ ...CUSTOMER_EXAMPLE, balances: { NGN: 25000 } }],
   },
 );

@@ -7,11 +7,12 @@ import {
   Nullable,
   nullableTimestamp,
   pageOf,
+  ref,
   StringEnum,
   timestamp,
 } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES } from './subscriptions.status.ts';
-import { discountField, discountRequestFields } from '../coupons/coupons.schemas.ts';
+import { discountRequestFields, discountSchema } from '../coupons/coupons.schemas.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
 /** A subscription as the API returns it (SPEC §4 fields). */
@@ -41,9 +42,6 @@ export const subscriptionSchema = Type.Object(
     metadata: metadataOut,
     created_at: timestamp,
     updated_at: timestamp,
-    discount: discountField(
-      "The subscription's own discount (SPEC §14; the customer's applies too, see the customer); shown by GET one when there is one (absent otherwise), not in the create response, lists or events.",
-    ),
   },
   {
     $id: 'Subscription',
@@ -75,6 +73,30 @@ export const subscriptionSchema = Type.Object(
 export const subscriptionListSchema = pageOf('SubscriptionList', subscriptionSchema);
 
 export type Subscription = Static<typeof subscriptionSchema>;
+
+/**
+ * One subscription with its own discount (SPEC §14): GET /api/subscriptions/{id} only. Lists,
+ * changes and `subscription.*` events show the plain Subscription.
+ */
+export const subscriptionDetailSchema = Type.Object(
+  {
+    ...subscriptionSchema.properties,
+    discount: Type.Optional(
+      ref(discountSchema, {
+        description:
+          "The subscription's own discount (SPEC §14; the customer's applies too: see the customer); absent when there is none.",
+      }),
+    ),
+  },
+  {
+    $id: 'SubscriptionDetail',
+    description: 'A subscription and its discount (GET /api/subscriptions/{id}).',
+    examples: (subscriptionSchema as unknown as { examples: unknown[] }).examples,
+  },
+);
+
+/** A subscription with its discount, as GET /api/subscriptions/{id} returns it. */
+export type SubscriptionDetail = Static<typeof subscriptionDetailSchema>;
 
 export const createSubscriptionBody = Type.Object(
   {
