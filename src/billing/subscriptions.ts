@@ -10,6 +10,7 @@ import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
+import { toSafeAmount } from './compose/rounding.ts';
 import { issueFirstPeriodInvoice } from './issue.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
@@ -58,6 +59,9 @@ export async function createSubscription(
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
 
+    const quantity = input.quantity ?? 1;
+    // Refused now, not at the trial's end: each period bills price × quantity (SPEC §13).
+    toSafeAmount(BigInt(plan.amount) * BigInt(quantity), `${plan.name} × ${quantity}`);
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
     const trialEnd = trialDays > 0 ? new Date(now.getTime() + trialDays * DAY_MS).toISOString() : null;
@@ -76,6 +80,10 @@ export async function createSubscription(
       current_period_end: trialEnd ?? first!.end.toISOString(),
       trial_end: trialEnd,
       billing_cycle_anchor: anchor,
+      quantity,
+      pending_plan_id: null,
+      pending_quantity: null,
+      pending_effective_at: null,
       cancel_at_period_end: false,
       cancelled_at: null,
       ended_at: null,

@@ -11,7 +11,7 @@ import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
 import type { PlansTable } from './tables/plans.table.ts';
 import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
-import type { SubscriptionsTable } from './tables/subscriptions.table.ts';
+import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
@@ -35,6 +35,7 @@ export interface Database {
   provider_subscription_references: ProviderSubscriptionReferencesTable;
   refunds: RefundsTable;
   subscriptions: SubscriptionsTable;
+  subscription_pending_items: SubscriptionPendingItemsTable;
   test_clocks: TestClocksTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -6,6 +6,7 @@ import type { ApiDocument } from '../http/openapi.ts';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
 import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
 import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
+import { invoicePreviewSchema, subscriptionUpdatedSchema } from '../billing/plan-changes.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
 import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import {
@@ -63,6 +64,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   planListSchema,
   subscriptionSchema,
   subscriptionListSchema,
+  subscriptionUpdatedSchema,
+  invoicePreviewSchema,
   paymentSchema,
   paymentListSchema,
   mergedPaymentSchema,
@@ -146,8 +149,16 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'customer.deleted': { schema: customerSchema, when: 'A customer was deleted.' },
   'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
   'subscription.updated': {
-    schema: subscriptionSchema,
-    when: 'A subscription changed: status (paused, resumed, activated, …), or its renewal into the next billing period.',
+    schema: subscriptionUpdatedSchema,
+    when: 'A subscription changed: status (paused, resumed, activated, …), its renewal into the next billing period, or its plan or quantity (with `previous_attributes`).',
+  },
+  'subscription.update_scheduled': {
+    schema: subscriptionUpdatedSchema,
+    when: 'A plan or quantity change was scheduled for the period end (`pending_update`; `previous_attributes` has the one it replaced).',
+  },
+  'subscription.update_applied': {
+    schema: subscriptionUpdatedSchema,
+    when: 'The renewal applied a scheduled change: the new period bills the new plan and quantity.',
   },
   'subscription.renewed': {
     schema: subscriptionSchema,

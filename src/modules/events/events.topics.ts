@@ -5,6 +5,8 @@ export const TOPICS = [
   'customer.deleted',
   'subscription.created',
   'subscription.updated',
+  'subscription.update_scheduled',
+  'subscription.update_applied',
   'subscription.renewed',
   'subscription.past_due',
   'subscription.cancelled',

@@ -1,0 +1,80 @@
+// Proration items waiting for a subscription's next invoice (SPEC §13 `create_prorations`):
+// the only writer of `subscription_pending_items`. Each item is a line rounded when its change
+// was made; the invoice that takes it records itself on the item, in its own transaction.
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { newId } from '../../shared/ids.ts';
+import type { InvoiceLineDraft } from '../invoices/invoices.schemas.ts';
+
+/** Items waiting for an invoice, oldest first: their ids (to mark them taken) and their lines. */
+export interface WaitingItems {
+  ids: string[];
+  lines: InvoiceLineDraft[];
+}
+
+/**
+ * Stores `lines` (rounded `kind: proration` lines, minor units) as waiting for the next
+ * invoice of `subscription`, in order. The caller holds the subscription's lock.
+ */
+export async function addPendingItems(
+  trx: Transaction<Database>,
+  clock: Clock,
+  subscription: { id: string; test_clock_id: string | null },
+  lines: readonly InvoiceLineDraft[],
+): Promise<void> {
+  if (lines.length === 0) return;
+  const now = clock.now().toISOString();
+  await trx
+    .insertInto('subscription_pending_items')
+    .values(
+      lines.map((line) => ({
+        id: newId('pendingItem'),
+        subscription_id: subscription.id,
+        line: JSON.stringify(line),
+        invoice_id: null,
+        created_at: now,
+        test_clock_id: subscription.test_clock_id,
+      })),
+    )
+    .execute();
+}
+
+/** The items of subscription `subscriptionId` no invoice has taken yet, in the order they were made. */
+export async function waitingPendingItems(
+  db: Kysely<Database> | Transaction<Database>,
+  subscriptionId: string,
+): Promise<WaitingItems> {
+  const rows = await db
+    .selectFrom('subscription_pending_items')
+    .select(['id', 'line'])
+    .where('subscription_id', '=', subscriptionId)
+    .where('invoice_id', 'is', null)
+    .orderBy('id')
+    .execute();
+  return { ids: rows.map((row) => row.id), lines: rows.map((row) => JSON.parse(row.line) as InvoiceLineDraft) };
+}
+
+/** Records that invoice `invoiceId` took items `ids` (read by waitingPendingItems under the subscription's lock). */
+export async function markPendingItemsInvoiced(
+  trx: Transaction<Database>,
+  ids: readonly string[],
+  invoiceId: string,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .updateTable('subscription_pending_items')
+    .set({ invoice_id: invoiceId })
+    .where('id', 'in', ids)
+    .where('invoice_id', 'is', null)
+    .execute();
+}
+
+/** Deletes every item of subscriptions `subscriptionIds` (a test clock's delete, SPEC §11). */
+export async function deletePendingItems(
+  trx: Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await trx.deleteFrom('subscription_pending_items').where('subscription_id', 'in', subscriptionIds).execute();
+}
