@@ -4,7 +4,7 @@
 // call this one function with the same facts, so they agree to the minor unit.
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import type { SubscriptionStatus } from '../db/tables/subscriptions.table.ts';
-import { StateConflictError, ValidationError } from '../http/errors.ts';
+import { AppError, StateConflictError, ValidationError } from '../http/errors.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import { prorationLines } from './compose/proration.ts';
 import { toSafeAmount } from './compose/rounding.ts';
@@ -77,7 +77,8 @@ function defaultProrationDate(now: Date, periodStart: string): string {
  * price × quantity per period not below the old one, same interval — applies now with
  * `always_invoice`; a downgrade is scheduled for the period end with no proration (made
  * immediate, it defaults to `create_prorations`). Throws StateConflictError (409,
- * CANNOT_CHANGE) unless `trialing`/`active`; ValidationError (400) for an archived plan,
+ * CANNOT_CHANGE) unless `trialing`/`active`; 409 `conflict` once the period has ended and
+ * its renewal has not run yet; ValidationError (400) for an archived plan,
  * another currency, a change that changes nothing, proration options on a period-end change,
  * a proration date outside the period (or, for a new period, at its very start); and
  * AmountOutOfRangeError (400) when price × quantity exceeds 2^53 − 1.
@@ -85,6 +86,10 @@ function defaultProrationDate(now: Date, periodStart: string): string {
 export function decideChange(facts: ChangeFacts): ChangeDecision {
   const { from, to, request } = facts;
   if (facts.status !== 'trialing' && facts.status !== 'active') throw new StateConflictError(CANNOT_CHANGE);
+  // Between a period's end and its renewal no period holds "now": the renewal comes first.
+  if (facts.now.getTime() >= Date.parse(facts.period_end)) {
+    throw new AppError('conflict', 'the subscription is due for renewal: retry the change once it has renewed');
+  }
   if (to.plan.id !== from.plan.id && !to.plan.active) {
     throw new ValidationError(`plan ${to.plan.id} is archived and takes no subscriptions`, 'plan_id');
   }
