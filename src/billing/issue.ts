@@ -9,8 +9,6 @@ import type { Database } from '../db/database.ts';
 import { isPostgres } from '../db/column-types.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
-import { NotFoundError } from '../http/errors.ts';
-import { isIdOf } from '../shared/ids.ts';
 import {
   customerBalance,
   lockCustomerBalances,
@@ -24,7 +22,6 @@ import {
   lockInvoice,
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
-import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';

@@ -49,7 +49,14 @@ test('$10 → $20 at mid-period: −$5 for the unused time and +$10 for the rema
   assert.equal(decision.proration_date, '2026-04-16T00:00:00.000Z');
   assert.deepEqual(amounts(decision.lines), [-500, 1000]);
   assert.deepEqual(
-    decision.lines.map((line) => [line.kind, line.description, line.quantity, line.period_start, line.period_end, line.proration]),
+    decision.lines.map((line) => [
+      line.kind,
+      line.description,
+      line.quantity,
+      line.period_start,
+      line.period_end,
+      line.proration,
+    ]),
     [
       ['proration', 'Unused time on Basic × 1 after 16 Apr 2026', 1, '2026-04-16T00:00:00.000Z', END, true],
       ['proration', 'Remaining time on Pro × 1 after 16 Apr 2026', 1, '2026-04-16T00:00:00.000Z', END, true],
@@ -59,7 +66,11 @@ test('$10 → $20 at mid-period: −$5 for the unused time and +$10 for the rema
 
 test('3 → 5 seats with a third of the period left: −round(3 × $10 / 3) and +round(5 × $10 / 3), rounded once each', () => {
   const decision = decideChange(
-    facts({ from: { plan: BASIC, quantity: 3 }, to: { plan: BASIC, quantity: 5 }, now: new Date('2026-04-21T00:00:00Z') }),
+    facts({
+      from: { plan: BASIC, quantity: 3 },
+      to: { plan: BASIC, quantity: 5 },
+      now: new Date('2026-04-21T00:00:00Z'),
+    }),
   );
   assert.equal(decision.kind, 'same_period');
   if (decision.kind !== 'same_period') return;
@@ -105,7 +116,11 @@ test('a downgrade is scheduled for the period end with no proration; made immedi
     effective_at: END,
   });
   const now = decideChange(
-    facts({ from: { plan: PRO, quantity: 1 }, to: { plan: BASIC, quantity: 1 }, request: { effective: 'immediately' } }),
+    facts({
+      from: { plan: PRO, quantity: 1 },
+      to: { plan: BASIC, quantity: 1 },
+      request: { effective: 'immediately' },
+    }),
   );
   assert.equal(now.kind, 'same_period');
   if (now.kind === 'same_period') {
@@ -113,13 +128,18 @@ test('a downgrade is scheduled for the period end with no proration; made immedi
     assert.deepEqual(amounts(now.lines), [-1000, 500]);
   }
   // An upgrade asked for the period end is scheduled too.
-  assert.deepEqual(decideChange(facts({ request: { effective: 'period_end' } })), { kind: 'scheduled', effective_at: END });
+  assert.deepEqual(decideChange(facts({ request: { effective: 'period_end' } })), {
+    kind: 'scheduled',
+    effective_at: END,
+  });
 });
 
 test('in a trial the plan is swapped with no lines, whatever the prices and intervals', () => {
   for (const to of [PRO, BASIC, YEARLY]) {
     assert.deepEqual(
-      decideChange(facts({ status: 'trialing', from: { plan: plan('Mid', 1500), quantity: 1 }, to: { plan: to, quantity: 2 } })),
+      decideChange(
+        facts({ status: 'trialing', from: { plan: plan('Mid', 1500), quantity: 1 }, to: { plan: to, quantity: 2 } }),
+      ),
       { kind: 'trial_swap' },
     );
   }
@@ -130,7 +150,9 @@ test('proration_behavior none has no lines; proration_date is to the second and 
   assert.ok(none.kind === 'same_period' && none.lines.length === 0 && none.behavior === 'none');
   const late = decideChange(facts({ now: new Date('2026-04-16T00:00:00.999Z') }));
   assert.ok(late.kind === 'same_period' && late.proration_date === '2026-04-16T00:00:00.000Z');
-  const early = decideChange(facts({ period_start: '2026-04-01T00:00:00.400Z', now: new Date('2026-04-01T00:00:00.700Z') }));
+  const early = decideChange(
+    facts({ period_start: '2026-04-01T00:00:00.400Z', now: new Date('2026-04-01T00:00:00.700Z') }),
+  );
   assert.ok(early.kind === 'same_period' && early.proration_date === '2026-04-01T00:00:00.400Z');
   // A given proration_date is used as it is: the preview's answer fed back to the change.
   const given = decideChange(facts({ request: { proration_date: '2026-04-11T00:00:00.000Z' } }));
@@ -154,11 +176,15 @@ test('refusals: state 409 with the exact text, archived plan, other currency, no
   for (const status of ['past_due', 'unpaid', 'paused', 'cancelled', 'incomplete', 'incomplete_expired'] as const) {
     assert.throws(
       () => decideChange(facts({ status })),
-      (error: unknown) => error instanceof StateConflictError && error.message === CANNOT_CHANGE && error.status === 409,
+      (error: unknown) =>
+        error instanceof StateConflictError && error.message === CANNOT_CHANGE && error.status === 409,
     );
   }
   const refused = (more: Partial<ChangeFacts>, pattern: RegExp) =>
-    assert.throws(() => decideChange(facts(more)), (error: unknown) => error instanceof ValidationError && pattern.test(error.message));
+    assert.throws(
+      () => decideChange(facts(more)),
+      (error: unknown) => error instanceof ValidationError && pattern.test(error.message),
+    );
   refused({ to: { plan: { ...PRO, active: false }, quantity: 1 } }, /archived/);
   refused({ to: { plan: { ...PRO, currency: 'EUR' }, quantity: 1 } }, /keeps the currency/);
   refused({ to: { plan: BASIC, quantity: 1 } }, /no new plan or quantity/);
@@ -167,6 +193,9 @@ test('refusals: state 409 with the exact text, archived plan, other currency, no
   refused({ request: { effective: 'period_end', proration_behavior: 'none' } }, /not prorated/);
   refused({ to: { plan: YEARLY, quantity: 1 }, request: { proration_date: START } }, /later proration_date/);
   // 2^40 × 10^6 minor units a period is beyond 2^53 − 1: refused, never rounded.
-  assert.throws(() => decideChange(facts({ to: { plan: plan('Huge', 2 ** 40), quantity: 1_000_000 } })), AmountOutOfRangeError);
+  assert.throws(
+    () => decideChange(facts({ to: { plan: plan('Huge', 2 ** 40), quantity: 1_000_000 } })),
+    AmountOutOfRangeError,
+  );
   assert.equal(decideChange(facts({ to: { plan: PRO, quantity: 1_000_000 } })).kind, 'same_period');
 });

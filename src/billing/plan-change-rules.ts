@@ -29,7 +29,10 @@ export interface ChangeRequest {
 }
 
 /** A plan as the rules read it. */
-export type ChangePlan = Pick<PlanRow, 'id' | 'name' | 'amount' | 'currency' | 'interval' | 'interval_count' | 'active'>;
+export type ChangePlan = Pick<
+  PlanRow,
+  'id' | 'name' | 'amount' | 'currency' | 'interval' | 'interval_count' | 'active'
+>;
 
 /** Everything a change is decided from. */
 export interface ChangeFacts {
@@ -53,7 +56,13 @@ export type ChangeDecision =
   /** Now, in the same period: `lines` (credit, charge) wait, are invoiced now, or are none. */
   | { kind: 'same_period'; behavior: ProrationBehavior; proration_date: string; lines: InvoiceLineDraft[] }
   /** Now, and a new period starts (interval change, anchor now): the old plan's unused time credited (unless `none`). */
-  | { kind: 'new_period'; behavior: ProrationBehavior; proration_date: string; lines: InvoiceLineDraft[]; period: Period };
+  | {
+      kind: 'new_period';
+      behavior: ProrationBehavior;
+      proration_date: string;
+      lines: InvoiceLineDraft[];
+      period: Period;
+    };
 
 function composePlan(plan: ChangePlan): ComposePlan {
   return { id: plan.id, name: plan.name, amount: Number(plan.amount), currency: plan.currency };
@@ -149,7 +158,13 @@ export function decideChange(facts: ChangeFacts): ChangeDecision {
       interval: to.plan.interval,
       intervalCount: to.plan.interval_count,
     });
-    return { kind: 'new_period', behavior, proration_date: date, lines: behavior === 'none' ? [] : prorate(null), period };
+    return {
+      kind: 'new_period',
+      behavior,
+      proration_date: date,
+      lines: behavior === 'none' ? [] : prorate(null),
+      period,
+    };
   }
   const upgrade = newAmount >= oldAmount;
   if (!upgrade && request.effective === undefined) return { kind: 'scheduled', effective_at: facts.period_end };

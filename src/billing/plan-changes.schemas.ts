@@ -1,7 +1,7 @@
 // Plan changes and previews (SPEC §13), defined once: these TypeBox schemas validate,
 // serialize and document PATCH /api/subscriptions/{id} and POST /api/invoices/preview.
 import Type from 'typebox';
-import { Nullable, ref, StringEnum, timestamp, timestampInput } from '../http/schemas.ts';
+import { Nullable, StringEnum, timestamp, timestampInput } from '../http/schemas.ts';
 import { invoiceLineSchema } from '../modules/invoices/invoices.schemas.ts';
 import { subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
 import { PRORATION_BEHAVIORS } from './plan-change-rules.ts';
@@ -11,7 +11,9 @@ const minorUnits = (description: string, minimum?: number) =>
 
 /** The fields of a change, shared by the PATCH and the preview. */
 const changeFields = {
-  plan_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'The new plan: active, same currency' })),
+  plan_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'The new plan: active, same currency' }),
+  ),
   quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'The new quantity (seats)' })),
   proration_behavior: Type.Optional(
     StringEnum(PRORATION_BEHAVIORS, {
@@ -25,7 +27,8 @@ const changeFields = {
   }),
   billing_cycle_anchor: Type.Optional(
     StringEnum(['unchanged', 'now'] as const, {
-      description: '`now`: a new period starts at the proration date (as an interval change does). Default `unchanged`.',
+      description:
+        '`now`: a new period starts at the proration date (as an interval change does). Default `unchanged`.',
     }),
   ),
   effective: Type.Optional(
@@ -64,7 +67,8 @@ export const invoicePreviewSchema = Type.Object(
     proration_date: Nullable(
       Type.String({
         format: 'date-time',
-        description: 'The instant prorated: send it with the change to get exactly these lines. Null without proration.',
+        description:
+          'The instant prorated: send it with the change to get exactly these lines. Null without proration.',
       }),
     ),
     lines: Type.Array(Type.Object(lineFields)),
@@ -97,6 +101,8 @@ export const subscriptionUpdatedSchema = Type.Object(
       ),
     ),
   },
-  { $id: 'SubscriptionUpdate', description: 'A subscription after a change; `previous_attributes` as Stripe names it.' },
+  {
+    $id: 'SubscriptionUpdate',
+    description: 'A subscription after a change; `previous_attributes` as Stripe names it.',
+  },
 );
-

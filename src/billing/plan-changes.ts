@@ -27,12 +27,7 @@ import {
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import type { InvoiceLineDraft } from './compose/types.ts';
-import {
-  type ChangeDecision,
-  type ChangePlan,
-  type ChangeRequest,
-  decideChange,
-} from './plan-change-rules.ts';
+import { type ChangeDecision, type ChangePlan, type ChangeRequest, decideChange } from './plan-change-rules.ts';
 import {
   composePreview,
   type InvoicePreview,
@@ -132,7 +127,14 @@ export async function changeSubscription(
     }
     const swapped = { plan_id: to.plan.id, quantity: to.quantity, ...CLEARED };
     if (decision.kind === 'trial_swap') {
-      return updateSubscription(trx, clock, row, swapped, 'subscription.updated', previousOf(row, ['plan_id', 'quantity', 'pending_update']));
+      return updateSubscription(
+        trx,
+        clock,
+        row,
+        swapped,
+        'subscription.updated',
+        previousOf(row, ['plan_id', 'quantity', 'pending_update']),
+      );
     }
     const charge = (await hasDefaultPaymentMethod(trx, row.customer_id)) ? clock.now().toISOString() : null;
     if (decision.kind === 'new_period') {
@@ -151,19 +153,17 @@ export async function changeSubscription(
         'current_period_end',
       ]);
       const subscription = await updateSubscription(trx, clock, row, changes, 'subscription.updated', previous);
-      const waiting = await waitingPendingItems(trx, row.id);
+      const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
       const plan = await findPlan(trx, to.plan.id);
-      const issued = await issueChangePeriodInvoice(
-        trx,
-        ctx,
-        { ...row, ...changes },
-        plan!,
-        decision.period,
-        charge,
-        [...waiting.lines, ...decision.lines],
-      );
+      const issued = await issueChangePeriodInvoice(trx, ctx, { ...row, ...changes }, plan!, decision.period, charge, [
+        ...waiting.lines,
+        ...decision.lines,
+      ]);
       if (!issued.created) {
-        throw new ValidationError('that new period has an invoice already: pass a later proration_date', 'proration_date');
+        throw new ValidationError(
+          'that new period has an invoice already: pass a later proration_date',
+          'proration_date',
+        );
       }
       await markPendingItemsInvoiced(trx, waiting.ids, issued.invoice.id);
       return subscription;
@@ -178,7 +178,7 @@ export async function changeSubscription(
     );
     if (decision.behavior === 'create_prorations') await addPendingItems(trx, clock, row, decision.lines);
     if (decision.behavior === 'always_invoice') {
-      const waiting = await waitingPendingItems(trx, row.id);
+      const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
       const invoice = await issueOneOffInvoice(trx, ctx, {
         ...prorationInvoiceShape(row, decision.proration_date),
         reason: 'subscription_update',
@@ -248,7 +248,7 @@ export async function previewChange(
   if (!asksForChange(request)) return previewUpcomingInvoice(db, ctx, row);
   const clock = await clockFor(db, ctx, row.test_clock_id);
   const { to, decision } = await prepareChange(db, row, request, clock.now());
-  const waiting = await waitingPendingItems(db, row.id);
+  const waiting = await waitingPendingItems<InvoiceLineDraft>(db, row.id);
   const currency = to.plan.currency;
   const common = { subscriptionId: row.id, customerId: row.customer_id, currency };
   const plan = (await findPlan(db, to.plan.id))!;
@@ -274,7 +274,12 @@ export async function previewChange(
   // The renewal after the change: as renewalTerms will see the row once the change is made.
   const after: SubscriptionRow =
     decision.kind === 'scheduled'
-      ? { ...row, pending_plan_id: to.plan.id, pending_quantity: to.quantity, pending_effective_at: decision.effective_at }
+      ? {
+          ...row,
+          pending_plan_id: to.plan.id,
+          pending_quantity: to.quantity,
+          pending_effective_at: decision.effective_at,
+        }
       : { ...row, plan_id: to.plan.id, quantity: to.quantity, ...CLEARED };
   const terms = await renewalTerms(db, after);
   const extra: InvoiceLineDraft[] =
@@ -346,7 +351,7 @@ export async function previewUpcomingInvoice(
   ctx: Pick<IssueContext, 'pipeline'>,
   row: SubscriptionRow,
 ): Promise<InvoicePreview> {
-  const waiting = await waitingPendingItems(db, row.id);
+  const waiting = await waitingPendingItems<InvoiceLineDraft>(db, row.id);
   const terms = await renewalTerms(db, row);
   const invoicedAhead = await nextUninvoicedPeriod(db, row, terms.plan);
   // A period invoiced already (paid in advance) is not issued again: the next one is.

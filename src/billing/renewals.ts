@@ -17,6 +17,7 @@ import { markPendingItemsInvoiced, waitingPendingItems } from '../modules/subscr
 import { nextStatus } from '../modules/subscriptions/subscriptions.status.ts';
 import { issueRenewalInvoice } from './issue.ts';
 import { renewalTerms } from './renewal-terms.ts';
+import type { InvoiceLineDraft } from './compose/types.ts';
 
 /**
  * Renews `row` — an `active`/`trialing` subscription, locked (claimed), whose
@@ -42,7 +43,11 @@ export async function renewSubscription(
   let current = row;
   if (terms.appliesPendingUpdate) {
     // The change scheduled for this period end applies first: the new period bills it (SPEC §13).
-    const previous = { plan_id: row.plan_id, quantity: row.quantity, pending_update: toSubscription(row).pending_update };
+    const previous = {
+      plan_id: row.plan_id,
+      quantity: row.quantity,
+      pending_update: toSubscription(row).pending_update,
+    };
     const applied = {
       plan_id: terms.plan.id,
       quantity: terms.quantity,
@@ -56,7 +61,7 @@ export async function renewSubscription(
   }
   const charge = await hasDefaultPaymentMethod(trx, row.customer_id);
   const now = ctx.clock.now().toISOString();
-  const waiting = await waitingPendingItems(trx, row.id);
+  const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
   const { invoice, created } = await issueRenewalInvoice(
     trx,
     ctx,

@@ -73,7 +73,7 @@ export function invoiceRoutes(deps: Deps): Route[] {
         operationId: 'previewInvoice',
         summary: 'Preview an invoice',
         description:
-          'The invoice a change of `subscription_id` would produce (the fields of PATCH /api/subscriptions/{id}), composed by the same pipeline and rules and never stored: no id, no number. `always_invoice` and interval changes: the invoice the change issues now; otherwise the renewal that follows, on the new plan, with the proration items waiting. Without a change: the upcoming renewal. Send the answer\'s `proration_date` with the change to get exactly these lines. Read scope.',
+          "The invoice a change of `subscription_id` would produce (the fields of PATCH /api/subscriptions/{id}), composed by the same pipeline and rules and never stored: no id, no number. `always_invoice` and interval changes: the invoice the change issues now; otherwise the renewal that follows, on the new plan, with the proration items waiting. Without a change: the upcoming renewal. Send the answer's `proration_date` with the change to get exactly these lines. Read scope.",
         body: previewInvoiceBody,
         response: {
           200: responseOf(invoicePreviewSchema, 'The invoice that would result'),

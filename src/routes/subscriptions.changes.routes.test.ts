@@ -23,7 +23,9 @@ const usd = (app: TestApp, name: string, amount: number, more: Record<string, un
 /** An active subscription (its first invoice paid) of a new customer on `planId` × `quantity`. */
 async function activeSubscription(app: TestApp, planId: string, quantity = 1) {
   const customer = await createCustomer(app);
-  const res = await app.request('POST', '/api/subscriptions', { body: { customer_id: customer.id, plan_id: planId, quantity } });
+  const res = await app.request('POST', '/api/subscriptions', {
+    body: { customer_id: customer.id, plan_id: planId, quantity },
+  });
   assert.equal(res.status, 201, res.text);
   await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, res.body.id));
   return (await app.request('GET', `/api/subscriptions/${res.body.id}`)).body;
@@ -31,16 +33,26 @@ async function activeSubscription(app: TestApp, planId: string, quantity = 1) {
 
 /** Invoices of the customer, oldest first (a proration invoice belongs to no period: customer_id finds it). */
 async function customerInvoices(app: TestApp, customerId: string) {
-  const res = await app.request('GET', `/api/invoices?customer_id=${customerId}&sort_by=created_at&sort_order=asc&limit=100`);
+  const res = await app.request(
+    'GET',
+    `/api/invoices?customer_id=${customerId}&sort_by=created_at&sort_order=asc&limit=100`,
+  );
   assert.equal(res.status, 200, res.text);
-  return res.body.data as { id: string; subscription_id: string | null; lines: { kind: string; amount: number; description: string }[]; [key: string]: unknown }[];
+  return res.body.data as {
+    id: string;
+    subscription_id: string | null;
+    lines: { kind: string; amount: number; description: string }[];
+    [key: string]: unknown;
+  }[];
 }
 
 const linesOf = (invoice: { lines: { kind: string; amount: number; description: string }[] }) =>
   invoice.lines.map((line) => [line.kind, line.amount, line.description]);
 
 async function eventsOf(app: TestApp, topic: string) {
-  return (await app.request('GET', `/api/events?topic=${topic}&limit=100`)).body.data as { data: Record<string, unknown> }[];
+  return (await app.request('GET', `/api/events?topic=${topic}&limit=100`)).body.data as {
+    data: Record<string, unknown>;
+  }[];
 }
 
 test('quantity: on create (default 1), billed as price × quantity; out of range or beyond 2^53 − 1 is 400 and creates nothing', async (t) => {
@@ -53,8 +65,15 @@ test('quantity: on create (default 1), billed as price × quantity; out of range
   const customer = await createCustomer(app);
   const huge = await usd(app, 'Huge', 1_000_000_000_000);
   const before = (await app.request('GET', '/api/subscriptions')).body.meta.total;
-  for (const [planId, quantity] of [[seat.id, 0], [seat.id, 1_000_001], [seat.id, 1.5], [huge.id, 1_000_000]] as const) {
-    const res = await app.request('POST', '/api/subscriptions', { body: { customer_id: customer.id, plan_id: planId, quantity } });
+  for (const [planId, quantity] of [
+    [seat.id, 0],
+    [seat.id, 1_000_001],
+    [seat.id, 1.5],
+    [huge.id, 1_000_000],
+  ] as const) {
+    const res = await app.request('POST', '/api/subscriptions', {
+      body: { customer_id: customer.id, plan_id: planId, quantity },
+    });
     assert.equal(res.status, 400, res.text);
     assert.equal(res.body.code, 'validation_error');
   }
@@ -69,7 +88,9 @@ test('an upgrade at mid-period: the preview shows −unused +remaining, the chan
   await saveTestPaymentMethod(app, sub.customer_id, 'paystack');
   app.clock.set(new Date('2026-01-31T10:00:00.600Z'));
 
-  const preview = await app.request('POST', '/api/invoices/preview', { body: { subscription_id: sub.id, plan_id: pro.id } });
+  const preview = await app.request('POST', '/api/invoices/preview', {
+    body: { subscription_id: sub.id, plan_id: pro.id },
+  });
   assert.equal(preview.status, 200, preview.text);
   assert.equal(preview.body.proration_date, MID, 'now, to the second');
   // 15 of 31 days left: 1000 × 15/31 = 483.87 → 484; 2000 × 15/31 = 967.74 → 968.
@@ -93,7 +114,15 @@ test('an upgrade at mid-period: the preview shows −unused +remaining, the chan
   const invoice = invoices[1]!;
   assert.deepEqual(linesOf(invoice), linesOf(preview.body));
   assert.deepEqual(
-    [invoice.subscription_id, invoice.status, invoice.total, invoice.amount_due, invoice.due_at, invoice.next_payment_attempt_at, invoice.metadata],
+    [
+      invoice.subscription_id,
+      invoice.status,
+      invoice.total,
+      invoice.amount_due,
+      invoice.due_at,
+      invoice.next_payment_attempt_at,
+      invoice.metadata,
+    ],
     [null, 'open', 484, 484, '2026-01-31T10:00:05.000Z', '2026-01-31T10:00:05.000Z', { subscription_id: sub.id }],
   );
   const [updated] = await eventsOf(app, 'subscription.updated');
@@ -157,7 +186,14 @@ test('a downgrade is scheduled for the period end (no proration), can be cancell
   const again = await app.request('DELETE', `/api/subscriptions/${sub.id}/pending-update`);
   assert.equal(again.status, 409);
 
-  assert.equal((await app.request('PATCH', `/api/subscriptions/${sub.id}`, { body: { plan_id: basic.id, quantity: 2, effective: 'period_end' } })).status, 200);
+  assert.equal(
+    (
+      await app.request('PATCH', `/api/subscriptions/${sub.id}`, {
+        body: { plan_id: basic.id, quantity: 2, effective: 'period_end' },
+      })
+    ).status,
+    200,
+  );
   app.clock.set(new Date(END));
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   assert.equal(await issueRenewalInvoices.run(app.deps), 0);
@@ -177,7 +213,9 @@ test('month → year resets the anchor and the period now and credits the rest; 
   const yearly = await usd(app, 'Yearly', 10000, { interval: 'year' });
   const sub = await activeSubscription(app, monthly.id);
   app.clock.set(new Date(MID));
-  const preview = await app.request('POST', '/api/invoices/preview', { body: { subscription_id: sub.id, plan_id: yearly.id } });
+  const preview = await app.request('POST', '/api/invoices/preview', {
+    body: { subscription_id: sub.id, plan_id: yearly.id },
+  });
   const changed = await app.request('PATCH', `/api/subscriptions/${sub.id}`, { body: { plan_id: yearly.id } });
   assert.equal(changed.status, 200, changed.text);
   assert.deepEqual(
@@ -213,12 +251,24 @@ test('in a trial the plan is swapped with no invoice and the trial goes on; the 
   const basic = await usd(app, 'Basic', 1000);
   const pro = await usd(app, 'Pro', 2000);
   const customer = await createCustomer(app);
-  const sub = (await app.request('POST', '/api/subscriptions', { body: { customer_id: customer.id, plan_id: basic.id, trial_period_days: 14 } })).body;
+  const sub = (
+    await app.request('POST', '/api/subscriptions', {
+      body: { customer_id: customer.id, plan_id: basic.id, trial_period_days: 14 },
+    })
+  ).body;
   app.clock.set(new Date('2026-01-20T10:00:00.000Z'));
-  const changed = await app.request('PATCH', `/api/subscriptions/${sub.id}`, { body: { plan_id: pro.id, quantity: 2 } });
+  const changed = await app.request('PATCH', `/api/subscriptions/${sub.id}`, {
+    body: { plan_id: pro.id, quantity: 2 },
+  });
   assert.equal(changed.status, 200, changed.text);
   assert.deepEqual(
-    [changed.body.status, changed.body.plan_id, changed.body.quantity, changed.body.trial_end, changed.body.current_period_end],
+    [
+      changed.body.status,
+      changed.body.plan_id,
+      changed.body.quantity,
+      changed.body.trial_end,
+      changed.body.current_period_end,
+    ],
     ['trialing', pro.id, 2, sub.trial_end, sub.trial_end],
   );
   assert.equal((await customerInvoices(app, customer.id)).length, 0);
@@ -268,13 +318,15 @@ test('refusals change nothing: past_due 409 with the exact text, other currency,
   assert.equal((await customerInvoices(app, sub.customer_id)).length, 1);
 });
 
-test('concurrent changes of one subscription: each is 200 or 409, the state is one request\'s whole change, one invoice per winner', async (t) => {
+test("concurrent changes of one subscription: each is 200 or 409, the state is one request's whole change, one invoice per winner", async (t) => {
   const app = await buildTestApp(t);
   const plans = [await usd(app, 'A', 2000), await usd(app, 'B', 3000), await usd(app, 'C', 4000)];
   const sub = await activeSubscription(app, (await usd(app, 'Start', 1000)).id);
   app.clock.set(new Date(MID));
   const bodies = plans.map((plan, i) => ({ plan_id: plan.id, quantity: i + 2 }));
-  const results = await Promise.all(bodies.map((body) => app.request('PATCH', `/api/subscriptions/${sub.id}`, { body })));
+  const results = await Promise.all(
+    bodies.map((body) => app.request('PATCH', `/api/subscriptions/${sub.id}`, { body })),
+  );
   const winners = results.filter((res) => res.status === 200);
   for (const res of results) {
     assert.ok(res.status === 200 || res.status === 409, res.text);
@@ -282,7 +334,10 @@ test('concurrent changes of one subscription: each is 200 or 409, the state is o
   }
   assert.ok(winners.length >= 1);
   const after = (await app.request('GET', `/api/subscriptions/${sub.id}`)).body;
-  assert.ok(bodies.some((body) => body.plan_id === after.plan_id && body.quantity === after.quantity), 'never a mixed state');
+  assert.ok(
+    bodies.some((body) => body.plan_id === after.plan_id && body.quantity === after.quantity),
+    'never a mixed state',
+  );
   assert.equal((await customerInvoices(app, sub.customer_id)).length, 1 + winners.length);
   if (!ON_POSTGRES) return;
   // A change that finds the subscription held (here by an open transaction) is refused at once.
@@ -323,7 +378,6 @@ test('a change racing the renewal at the period end: one consistent period eithe
       ['subscription', 10000, 'Yearly × 1, 15 Feb 2026 – 15 Feb 2027'],
       ['proration', -1000, 'Unused time on Monthly × 1 after 15 Feb 2026'],
     ]);
-  }
-  else assert.deepEqual([changed.status, changed.body.code, after.plan_id], [409, 'conflict', monthly.id]);
+  } else assert.deepEqual([changed.status, changed.body.code, after.plan_id], [409, 'conflict', monthly.id]);
   await runWorker(app.deps);
 });

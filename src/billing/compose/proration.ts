@@ -47,7 +47,9 @@ export function prorationLines(input: ProrationInput): InvoiceLineDraft[] {
     );
   }
   if (input.to !== null && input.to.plan.currency !== input.from.plan.currency) {
-    throw new ComposeInputError(`a change from ${input.from.plan.currency} to ${input.to.plan.currency} cannot prorate`);
+    throw new ComposeInputError(
+      `a change from ${input.from.plan.currency} to ${input.to.plan.currency} cannot prorate`,
+    );
   }
   const remaining = BigInt(end - at);
   const length = BigInt(end - start);

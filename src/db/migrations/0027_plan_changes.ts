@@ -14,7 +14,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .alterTable('subscriptions')
     .addColumn('quantity', 'integer', (c) =>
-      c.notNull().defaultTo(1).check(sql`quantity between 1 and 1000000`),
+      c
+        .notNull()
+        .defaultTo(1)
+        .check(sql`quantity between 1 and 1000000`),
     )
     .execute();
   await db.schema.alterTable('subscriptions').addColumn('pending_plan_id', 'text').execute();

@@ -33,7 +33,11 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     pending_update:
       row.pending_plan_id === null || row.pending_effective_at === null
         ? null
-        : { plan_id: row.pending_plan_id, quantity: row.pending_quantity ?? row.quantity, effective_at: row.pending_effective_at },
+        : {
+            plan_id: row.pending_plan_id,
+            quantity: row.pending_quantity ?? row.quantity,
+            effective_at: row.pending_effective_at,
+          },
     metadata: JSON.parse(row.metadata),
   });
 }
@@ -74,7 +78,13 @@ export async function lockSubscriptionForChange(trx: Transaction<Database>, id: 
   if (!isIdOf('subscription', id)) throw new NotFoundError('subscription', id);
   let row: SubscriptionRow | undefined;
   try {
-    row = await trx.selectFrom('subscriptions').selectAll().where('id', '=', id).forUpdate().noWait().executeTakeFirst();
+    row = await trx
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('id', '=', id)
+      .forUpdate()
+      .noWait()
+      .executeTakeFirst();
   } catch (error) {
     if (isLockNotAvailable(error)) {
       throw new AppError('conflict', `subscription ${id} is being changed by another request: retry`);
@@ -207,7 +217,12 @@ export async function transitionSubscription(
 }
 
 /** The fields a plan change (SPEC §13) reports as they were before: Stripe's `previous_attributes`. */
-export type PreviousAttributes = Partial<Pick<Subscription, 'plan_id' | 'quantity' | 'pending_update' | 'billing_cycle_anchor' | 'current_period_start' | 'current_period_end'>>;
+export type PreviousAttributes = Partial<
+  Pick<
+    Subscription,
+    'plan_id' | 'quantity' | 'pending_update' | 'billing_cycle_anchor' | 'current_period_start' | 'current_period_end'
+  >
+>;
 
 /**
  * Writes `changes` to `row` without moving its status, and emits `topic` with the resulting
@@ -230,7 +245,8 @@ export async function updateSubscription(
     .where('id', '=', row.id)
     .execute();
   const subscription = toSubscription(updated);
-  const data = previousAttributes === undefined ? subscription : { ...subscription, previous_attributes: previousAttributes };
+  const data =
+    previousAttributes === undefined ? subscription : { ...subscription, previous_attributes: previousAttributes };
   await emitEvent(trx, clock, topic, data);
   return subscription;
 }

@@ -5,23 +5,26 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
-import type { InvoiceLineDraft } from '../invoices/invoices.schemas.ts';
 
-/** Items waiting for an invoice, oldest first: their ids (to mark them taken) and their lines. */
-export interface WaitingItems {
+/**
+ * Items waiting for an invoice, oldest first: their ids (to mark them taken) and their lines.
+ * `Line` is the invoice line the billing core stored (InvoiceLineDraft): this record keeps
+ * it as JSON and does not read it, so it need not know the invoices record above it.
+ */
+export interface WaitingItems<Line> {
   ids: string[];
-  lines: InvoiceLineDraft[];
+  lines: Line[];
 }
 
 /**
  * Stores `lines` (rounded `kind: proration` lines, minor units) as waiting for the next
  * invoice of `subscription`, in order. The caller holds the subscription's lock.
  */
-export async function addPendingItems(
+export async function addPendingItems<Line>(
   trx: Transaction<Database>,
   clock: Clock,
   subscription: { id: string; test_clock_id: string | null },
-  lines: readonly InvoiceLineDraft[],
+  lines: readonly Line[],
 ): Promise<void> {
   if (lines.length === 0) return;
   const now = clock.now().toISOString();
@@ -41,10 +44,10 @@ export async function addPendingItems(
 }
 
 /** The items of subscription `subscriptionId` no invoice has taken yet, in the order they were made. */
-export async function waitingPendingItems(
+export async function waitingPendingItems<Line>(
   db: Kysely<Database> | Transaction<Database>,
   subscriptionId: string,
-): Promise<WaitingItems> {
+): Promise<WaitingItems<Line>> {
   const rows = await db
     .selectFrom('subscription_pending_items')
     .select(['id', 'line'])
@@ -52,7 +55,7 @@ export async function waitingPendingItems(
     .where('invoice_id', 'is', null)
     .orderBy('id')
     .execute();
-  return { ids: rows.map((row) => row.id), lines: rows.map((row) => JSON.parse(row.line) as InvoiceLineDraft) };
+  return { ids: rows.map((row) => row.id), lines: rows.map((row) => JSON.parse(row.line) as Line) };
 }
 
 /** Records that invoice `invoiceId` took items `ids` (read by waitingPendingItems under the subscription's lock). */

@@ -39,7 +39,11 @@ export const subscriptionSchema = Type.Object(
       description:
         'Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.',
     }),
-    quantity: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the plan billed (seats): each period bills price × quantity' }),
+    quantity: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'Units of the plan billed (seats): each period bills price × quantity',
+    }),
     pending_update: Nullable(pendingUpdateSchema),
     cancel_at_period_end: Type.Boolean(),
     cancelled_at: nullableTimestamp,
@@ -91,7 +95,9 @@ export const createSubscriptionBody = Type.Object(
     customer_id: Type.String({ minLength: 1, maxLength: 64 }),
     plan_id: Type.String({ minLength: 1, maxLength: 64 }),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
-    quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the plan (seats); default 1' })),
+    quantity: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the plan (seats); default 1' }),
+    ),
     metadata: Type.Optional(metadataSchema),
   },
   {
