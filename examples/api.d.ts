@@ -188,6 +188,30 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
+    /**
+     * Change the plan or quantity
+     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview.
+     */
+    patch: operations['updateSubscription'];
+    trace?: never;
+  };
+  '/api/subscriptions/{id}/pending-update': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a scheduled change
+     * @description `pending_update` becomes null (`subscription.updated` with `previous_attributes`). 409 `validation_error` when none is scheduled.
+     */
+    delete: operations['cancelPendingUpdate'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -353,6 +377,26 @@ export interface paths {
     get: operations['getInvoice'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/invoices/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Preview an invoice
+     * @description The invoice a change of `subscription_id` would produce (the fields of PATCH /api/subscriptions/{id}), composed by the same pipeline and rules and never stored: no id, no number. `always_invoice` and interval changes: the invoice the change issues now; otherwise the renewal that follows, on the new plan, with the proration items waiting. Without a change: the upcoming renewal. Send the answer's `proration_date` with the change to get exactly these lines. Read scope.
+     */
+    post: operations['previewInvoice'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1001,9 +1045,49 @@ export interface webhooks {
     put?: never;
     /**
      * subscription.updated event
-     * @description A subscription changed: status (paused, resumed, activated, …), or its renewal into the next billing period. Sent to every enabled endpoint subscribed to `subscription.updated` (or `*`); see docs/webhooks.md.
+     * @description A subscription changed: status (paused, resumed, activated, …), its renewal into the next billing period, or its plan or quantity (with `previous_attributes`). Sent to every enabled endpoint subscribed to `subscription.updated` (or `*`); see docs/webhooks.md.
      */
     post: operations['subscriptionUpdatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'subscription.update_scheduled': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * subscription.update_scheduled event
+     * @description A plan or quantity change was scheduled for the period end (`pending_update`; `previous_attributes` has the one it replaced). Sent to every enabled endpoint subscribed to `subscription.update_scheduled` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['subscriptionUpdateScheduledWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'subscription.update_applied': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * subscription.update_applied event
+     * @description The renewal applied a scheduled change: the new period bills the new plan and quantity. Sent to every enabled endpoint subscribed to `subscription.update_applied` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['subscriptionUpdateAppliedWebhook'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1774,6 +1858,8 @@ export interface components {
      *       "current_period_end": "2026-01-29T10:00:00.000Z",
      *       "trial_end": "2026-01-29T10:00:00.000Z",
      *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *       "quantity": 1,
+     *       "pending_update": null,
      *       "cancel_at_period_end": false,
      *       "cancelled_at": null,
      *       "ended_at": null,
@@ -1805,6 +1891,18 @@ export interface components {
        * @description Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.
        */
       billing_cycle_anchor: string;
+      /** @description Units of the plan billed (seats): each period bills price × quantity */
+      quantity: number;
+      /** @description A plan or quantity change scheduled for `effective_at` (the period end); null when none. */
+      pending_update: {
+        plan_id: string;
+        quantity: number;
+        /**
+         * Format: date-time
+         * @description The period end at which it applies
+         */
+        effective_at: string;
+      } | null;
       cancel_at_period_end: boolean;
       /** Format: date-time */
       cancelled_at: string | null;
@@ -1835,6 +1933,8 @@ export interface components {
      *           "current_period_end": "2026-01-29T10:00:00.000Z",
      *           "trial_end": "2026-01-29T10:00:00.000Z",
      *           "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *           "quantity": 1,
+     *           "pending_update": null,
      *           "cancel_at_period_end": false,
      *           "cancelled_at": null,
      *           "ended_at": null,
@@ -1859,6 +1959,186 @@ export interface components {
         page: number;
         limit: number;
       };
+    };
+    /**
+     * @description A subscription after a change; `previous_attributes` as Stripe names it.
+     * @example {
+     *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "status": "active",
+     *       "entitled": true,
+     *       "current_period_start": "2026-01-15T10:00:00.000Z",
+     *       "current_period_end": "2026-01-29T10:00:00.000Z",
+     *       "trial_end": "2026-01-29T10:00:00.000Z",
+     *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *       "quantity": 5,
+     *       "pending_update": null,
+     *       "cancel_at_period_end": false,
+     *       "cancelled_at": null,
+     *       "ended_at": null,
+     *       "cancellation_reason": null,
+     *       "cancellation_comment": null,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z",
+     *       "previous_attributes": {
+     *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+     *         "quantity": 3,
+     *         "pending_update": null
+     *       }
+     *     }
+     */
+    SubscriptionUpdate: {
+      /** @example sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      plan_id: string;
+      /** @enum {string} */
+      status:
+        'incomplete' | 'incomplete_expired' | 'trialing' | 'active' | 'past_due' | 'unpaid' | 'paused' | 'cancelled';
+      /** @description May the customer use the product now? (trialing, active, past_due) */
+      entitled: boolean;
+      /** Format: date-time */
+      current_period_start: string | null;
+      /** Format: date-time */
+      current_period_end: string | null;
+      /** Format: date-time */
+      trial_end: string | null;
+      /**
+       * Format: date-time
+       * @description Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.
+       */
+      billing_cycle_anchor: string;
+      /** @description Units of the plan billed (seats): each period bills price × quantity */
+      quantity: number;
+      /** @description A plan or quantity change scheduled for `effective_at` (the period end); null when none. */
+      pending_update: {
+        plan_id: string;
+        quantity: number;
+        /**
+         * Format: date-time
+         * @description The period end at which it applies
+         */
+        effective_at: string;
+      } | null;
+      cancel_at_period_end: boolean;
+      /** Format: date-time */
+      cancelled_at: string | null;
+      /** Format: date-time */
+      ended_at: string | null;
+      /** @enum {string|null} */
+      cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
+      cancellation_comment: string | null;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @description Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were. */
+      previous_attributes?: {
+        [key: string]: unknown;
+      };
+    };
+    /**
+     * @description An invoice as it would be issued, composed by the same pipeline and never stored (SPEC §13): no id, no number.
+     * @example {
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "currency": "USD",
+     *       "period_start": "2026-01-31T10:00:00.000Z",
+     *       "period_end": "2026-02-15T10:00:00.000Z",
+     *       "proration_date": "2026-01-31T10:00:00.000Z",
+     *       "lines": [
+     *         {
+     *           "kind": "proration",
+     *           "description": "Unused time on Basic × 1 after 31 Jan 2026",
+     *           "amount": -484,
+     *           "currency": "USD",
+     *           "quantity": 1,
+     *           "unit_amount": null,
+     *           "period_start": "2026-01-31T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "proration": true
+     *         },
+     *         {
+     *           "kind": "proration",
+     *           "description": "Remaining time on Pro × 1 after 31 Jan 2026",
+     *           "amount": 968,
+     *           "currency": "USD",
+     *           "quantity": 1,
+     *           "unit_amount": null,
+     *           "period_start": "2026-01-31T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+     *           "proration": true
+     *         }
+     *       ],
+     *       "subtotal": 484,
+     *       "total_discount": 0,
+     *       "total_tax": 0,
+     *       "total": 484,
+     *       "applied_balance": 0,
+     *       "amount_due": 484
+     *     }
+     */
+    InvoicePreview: {
+      customer_id: string;
+      subscription_id: string;
+      /** @description ISO 4217, upper case */
+      currency: string;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+      /**
+       * Format: date-time
+       * @description The instant prorated: send it with the change to get exactly these lines. Null without proration.
+       */
+      proration_date: string | null;
+      lines: {
+        /**
+         * @description What the line bills for
+         * @enum {string}
+         */
+        kind: 'subscription' | 'proration' | 'usage' | 'discount' | 'tax' | 'adjustment';
+        description: string;
+        /** @description The line total, rounded once: unit_amount × quantity for a subscription line (minor units; negative for a credit) */
+        amount: number;
+        /** @description ISO 4217, upper case */
+        currency: string;
+        quantity: number;
+        /** @description The price of one unit (minor units); null when the line has no unit price */
+        unit_amount: number | null;
+        /** Format: date-time */
+        period_start: string;
+        /** Format: date-time */
+        period_end: string;
+        plan_id: string | null;
+        /** @description The meter a usage line bills */
+        meter_id?: string;
+        /** @description The coupon a discount line applies */
+        coupon_id?: string;
+        /** @description The tax rate a tax line applies */
+        tax_rate_id?: string;
+        /** @description True for the lines a plan or quantity change prorated */
+        proration: boolean;
+      }[];
+      /** @description The subscription, proration, usage and adjustment lines (minor units) */
+      subtotal: number;
+      /** @description −(the discount lines) (minor units) */
+      total_discount: number;
+      /** @description The tax lines (minor units) */
+      total_tax: number;
+      /** @description Every line; negative: credit for the customer (minor units) */
+      total: number;
+      /** @description The customer's credit balance it would take now (minor units) */
+      applied_balance: number;
+      /** @description total − applied_balance, never below 0 (minor units) */
+      amount_due: number;
     };
     /**
      * @description A charge reported by a payment provider (Paystack, Stripe), attributed to a customer and subscription.
@@ -2608,6 +2888,8 @@ export interface components {
         | 'customer.deleted'
         | 'subscription.created'
         | 'subscription.updated'
+        | 'subscription.update_scheduled'
+        | 'subscription.update_applied'
         | 'subscription.renewed'
         | 'subscription.past_due'
         | 'subscription.cancelled'
@@ -2732,6 +3014,8 @@ export interface components {
         | 'customer.deleted'
         | 'subscription.created'
         | 'subscription.updated'
+        | 'subscription.update_scheduled'
+        | 'subscription.update_applied'
         | 'subscription.renewed'
         | 'subscription.past_due'
         | 'subscription.cancelled'
@@ -4760,6 +5044,8 @@ export interface operations {
            *           "current_period_end": "2026-01-29T10:00:00.000Z",
            *           "trial_end": "2026-01-29T10:00:00.000Z",
            *           "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *           "quantity": 1,
+           *           "pending_update": null,
            *           "cancel_at_period_end": false,
            *           "cancelled_at": null,
            *           "ended_at": null,
@@ -4817,6 +5103,8 @@ export interface operations {
           customer_id: string;
           plan_id: string;
           trial_period_days?: number;
+          /** @description Units of the plan (seats); default 1 */
+          quantity?: number;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -4842,6 +5130,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -4898,6 +5188,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -4921,6 +5213,147 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateSubscription: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *       "quantity": 5
+         *     }
+         */
+        'application/json': {
+          /** @description The new plan: active, same currency */
+          plan_id?: string;
+          /** @description The new quantity (seats) */
+          quantity?: number;
+          /**
+           * @description `create_prorations`: the lines wait for the next invoice; `always_invoice`: an invoice now; `none`: no lines. Default: `always_invoice` for an upgrade or an interval change, `create_prorations` for a downgrade made immediate.
+           * @enum {string}
+           */
+          proration_behavior?: 'create_prorations' | 'always_invoice' | 'none';
+          /**
+           * Format: date-time
+           * @description The instant prorated, inside the current period; default now (to the second).
+           */
+          proration_date?: string;
+          /**
+           * @description `now`: a new period starts at the proration date (as an interval change does). Default `unchanged`.
+           * @enum {string}
+           */
+          billing_cycle_anchor?: 'unchanged' | 'now';
+          /**
+           * @description Default: `immediately` for an upgrade, an interval change or a trial; `period_end` (scheduled as `pending_update`) for a downgrade.
+           * @enum {string}
+           */
+          effective?: 'immediately' | 'period_end';
+        };
+      };
+    };
+    responses: {
+      /** @description The subscription in its new state */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "trialing",
+           *       "entitled": true,
+           *       "current_period_start": "2026-01-15T10:00:00.000Z",
+           *       "current_period_end": "2026-01-29T10:00:00.000Z",
+           *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
+           *       "cancel_at_period_end": false,
+           *       "cancelled_at": null,
+           *       "ended_at": null,
+           *       "cancellation_reason": null,
+           *       "cancellation_comment": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Subscription'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelPendingUpdate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The subscription */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "trialing",
+           *       "entitled": true,
+           *       "current_period_start": "2026-01-15T10:00:00.000Z",
+           *       "current_period_end": "2026-01-29T10:00:00.000Z",
+           *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
+           *       "cancel_at_period_end": false,
+           *       "cancelled_at": null,
+           *       "ended_at": null,
+           *       "cancellation_reason": null,
+           *       "cancellation_comment": null,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Subscription'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
@@ -4972,6 +5405,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -5027,6 +5462,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -5082,6 +5519,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -5574,6 +6013,116 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  previewInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *     }
+         */
+        'application/json': {
+          subscription_id: string;
+          /** @description The new plan: active, same currency */
+          plan_id?: string;
+          /** @description The new quantity (seats) */
+          quantity?: number;
+          /**
+           * @description `create_prorations`: the lines wait for the next invoice; `always_invoice`: an invoice now; `none`: no lines. Default: `always_invoice` for an upgrade or an interval change, `create_prorations` for a downgrade made immediate.
+           * @enum {string}
+           */
+          proration_behavior?: 'create_prorations' | 'always_invoice' | 'none';
+          /**
+           * Format: date-time
+           * @description The instant prorated, inside the current period; default now (to the second).
+           */
+          proration_date?: string;
+          /**
+           * @description `now`: a new period starts at the proration date (as an interval change does). Default `unchanged`.
+           * @enum {string}
+           */
+          billing_cycle_anchor?: 'unchanged' | 'now';
+          /**
+           * @description Default: `immediately` for an upgrade, an interval change or a trial; `period_end` (scheduled as `pending_update`) for a downgrade.
+           * @enum {string}
+           */
+          effective?: 'immediately' | 'period_end';
+        };
+      };
+    };
+    responses: {
+      /** @description The invoice that would result */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "USD",
+           *       "period_start": "2026-01-31T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "proration_date": "2026-01-31T10:00:00.000Z",
+           *       "lines": [
+           *         {
+           *           "kind": "proration",
+           *           "description": "Unused time on Basic × 1 after 31 Jan 2026",
+           *           "amount": -484,
+           *           "currency": "USD",
+           *           "quantity": 1,
+           *           "unit_amount": null,
+           *           "period_start": "2026-01-31T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": true
+           *         },
+           *         {
+           *           "kind": "proration",
+           *           "description": "Remaining time on Pro × 1 after 31 Jan 2026",
+           *           "amount": 968,
+           *           "currency": "USD",
+           *           "quantity": 1,
+           *           "unit_amount": null,
+           *           "period_start": "2026-01-31T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+           *           "proration": true
+           *         }
+           *       ],
+           *       "subtotal": 484,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 484,
+           *       "applied_balance": 0,
+           *       "amount_due": 484
+           *     }
+           */
+          'application/json': components['schemas']['InvoicePreview'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
@@ -6692,7 +7241,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6842,7 +7391,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -7116,6 +7665,8 @@ export interface operations {
           | 'customer.deleted'
           | 'subscription.created'
           | 'subscription.updated'
+          | 'subscription.update_scheduled'
+          | 'subscription.update_applied'
           | 'subscription.renewed'
           | 'subscription.past_due'
           | 'subscription.cancelled'
@@ -8079,6 +8630,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8136,12 +8689,14 @@ export interface operations {
          *         "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
-         *         "status": "trialing",
+         *         "status": "active",
          *         "entitled": true,
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 5,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8149,14 +8704,159 @@ export interface operations {
          *         "cancellation_comment": null,
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
-         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "previous_attributes": {
+         *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+         *           "quantity": 3,
+         *           "pending_update": null
+         *         }
          *       }
          *     }
          */
         'application/json': {
           /** @constant */
           topic: 'subscription.updated';
-          data: components['schemas']['Subscription'];
+          data: components['schemas']['SubscriptionUpdate'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  subscriptionUpdateScheduledWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "subscription.update_scheduled",
+         *       "data": {
+         *         "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "active",
+         *         "entitled": true,
+         *         "current_period_start": "2026-01-15T10:00:00.000Z",
+         *         "current_period_end": "2026-01-29T10:00:00.000Z",
+         *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 5,
+         *         "pending_update": null,
+         *         "cancel_at_period_end": false,
+         *         "cancelled_at": null,
+         *         "ended_at": null,
+         *         "cancellation_reason": null,
+         *         "cancellation_comment": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "previous_attributes": {
+         *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+         *           "quantity": 3,
+         *           "pending_update": null
+         *         }
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'subscription.update_scheduled';
+          data: components['schemas']['SubscriptionUpdate'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  subscriptionUpdateAppliedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "subscription.update_applied",
+         *       "data": {
+         *         "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "active",
+         *         "entitled": true,
+         *         "current_period_start": "2026-01-15T10:00:00.000Z",
+         *         "current_period_end": "2026-01-29T10:00:00.000Z",
+         *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 5,
+         *         "pending_update": null,
+         *         "cancel_at_period_end": false,
+         *         "cancelled_at": null,
+         *         "ended_at": null,
+         *         "cancellation_reason": null,
+         *         "cancellation_comment": null,
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "previous_attributes": {
+         *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+         *           "quantity": 3,
+         *           "pending_update": null
+         *         }
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'subscription.update_applied';
+          data: components['schemas']['SubscriptionUpdate'];
         };
       };
     };
@@ -8205,6 +8905,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8268,6 +8970,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -8331,6 +9035,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,

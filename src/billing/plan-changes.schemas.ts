@@ -83,6 +83,48 @@ export const invoicePreviewSchema = Type.Object(
     $id: 'InvoicePreview',
     description:
       'An invoice as it would be issued, composed by the same pipeline and never stored (SPEC §13): no id, no number.',
+    examples: [
+      {
+        customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        currency: 'USD',
+        period_start: '2026-01-31T10:00:00.000Z',
+        period_end: '2026-02-15T10:00:00.000Z',
+        proration_date: '2026-01-31T10:00:00.000Z',
+        lines: [
+          {
+            kind: 'proration',
+            description: 'Unused time on Basic × 1 after 31 Jan 2026',
+            amount: -484,
+            currency: 'USD',
+            quantity: 1,
+            unit_amount: null,
+            period_start: '2026-01-31T10:00:00.000Z',
+            period_end: '2026-02-15T10:00:00.000Z',
+            plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+            proration: true,
+          },
+          {
+            kind: 'proration',
+            description: 'Remaining time on Pro × 1 after 31 Jan 2026',
+            amount: 968,
+            currency: 'USD',
+            quantity: 1,
+            unit_amount: null,
+            period_start: '2026-01-31T10:00:00.000Z',
+            period_end: '2026-02-15T10:00:00.000Z',
+            plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H',
+            proration: true,
+          },
+        ],
+        subtotal: 484,
+        total_discount: 0,
+        total_tax: 0,
+        total: 484,
+        applied_balance: 0,
+        amount_due: 484,
+      },
+    ],
   },
 );
 
@@ -104,5 +146,13 @@ export const subscriptionUpdatedSchema = Type.Object(
   {
     $id: 'SubscriptionUpdate',
     description: 'A subscription after a change; `previous_attributes` as Stripe names it.',
+    examples: [
+      {
+        ...(subscriptionSchema.examples as Record<string, unknown>[])[0],
+        status: 'active',
+        quantity: 5,
+        previous_attributes: { plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H', quantity: 3, pending_update: null },
+      },
+    ],
   },
 );
