@@ -85,7 +85,8 @@ function defaultProrationDate(now: Date, periodStart: string): string {
  * period at the proration date and credits the unused time (`always_invoice`); an upgrade —
  * price × quantity per period not below the old one, same interval — applies now with
  * `always_invoice`; a downgrade is scheduled for the period end with no proration (made
- * immediate, it defaults to `create_prorations`). Throws StateConflictError (409,
+ * immediate — `effective: immediately`, or a proration option given — it defaults to
+ * `create_prorations`). Throws StateConflictError (409,
  * CANNOT_CHANGE) unless `trialing`/`active`; 409 `conflict` once the period has ended and
  * its renewal has not run yet; ValidationError (400) for an archived plan,
  * another currency, a change that changes nothing, proration options on a period-end change,
@@ -167,7 +168,9 @@ export function decideChange(facts: ChangeFacts): ChangeDecision {
     };
   }
   const upgrade = newAmount >= oldAmount;
-  if (!upgrade && request.effective === undefined) return { kind: 'scheduled', effective_at: facts.period_end };
+  // Proration options given say the client wants it now: only a bare downgrade waits.
+  const bare = request.proration_behavior === undefined && request.proration_date === undefined;
+  if (!upgrade && request.effective === undefined && bare) return { kind: 'scheduled', effective_at: facts.period_end };
   const behavior = request.proration_behavior ?? (upgrade ? 'always_invoice' : 'create_prorations');
   return { kind: 'same_period', behavior, proration_date: date, lines: behavior === 'none' ? [] : prorate(to) };
 }
