@@ -230,9 +230,9 @@ test('random plan changes on a test clock: invoiced = ∫ price × quantity (±1
         assert.equal(after.status, 'active');
         assert.equal(periods.at(-1)!.period_end, after.current_period_end);
         assert.equal(Date.parse(after.current_period_end), model.end);
-      // The clock's delete takes the subscription with its waiting items.
-      assert.equal((await app.request('DELETE', `/api/test-clocks/${clock.id}`)).status, 204);
-      assert.equal((await app.request('GET', `/api/subscriptions/${sub.id}`)).status, 404);
+        // The clock's delete takes the subscription with its waiting items.
+        assert.equal((await app.request('DELETE', `/api/test-clocks/${clock.id}`)).status, 204);
+        assert.equal((await app.request('GET', `/api/subscriptions/${sub.id}`)).status, 404);
       },
     ),
     {

@@ -148,7 +148,7 @@ export const subscriptionUpdatedSchema = Type.Object(
     description: 'A subscription after a change; `previous_attributes` as Stripe names it.',
     examples: [
       {
-        ...(subscriptionSchema.examples as Record<string, unknown>[])[0],
+        ...((subscriptionSchema as { examples?: Record<string, unknown>[] }).examples ?? [])[0],
         status: 'active',
         quantity: 5,
         previous_attributes: { plan_id: 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H', quantity: 3, pending_update: null },
