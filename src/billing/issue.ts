@@ -1,6 +1,7 @@
 // Issuing invoices (SPEC §9 "When invoices are created", §12): the ONLY way an invoice comes
 // to exist. Each kind — a subscription's first period, a renewal, the next period paid in
-// advance, a one-off — builds the pipeline's input from the records, composes it
+// advance, a plan change's new period or its invoice of prorations (SPEC §13), a one-off —
+// builds the pipeline's input from the records, composes it
 // (billing/compose) with the customer's credit balance, and hands the result to the
 // invoices record (issueInvoice). previewInvoice composes the same way and stores nothing.
 // Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice).
