@@ -3,7 +3,7 @@
 // advance, a plan change's new period or its invoice of prorations (SPEC §13), a one-off —
 // builds the pipeline's input from the records, composes it
 // (billing/compose) with the customer's credit balance, and hands the result to the
-// invoices record (issueInvoice). previewInvoice composes the same way and stores nothing.
+// invoices record (issueInvoice). composePreview composes the same way and stores nothing.
 // Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice).
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
