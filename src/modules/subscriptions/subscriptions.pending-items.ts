@@ -81,3 +81,17 @@ export async function deletePendingItems(
   if (subscriptionIds.length === 0) return;
   await trx.deleteFrom('subscription_pending_items').where('subscription_id', 'in', subscriptionIds).execute();
 }
+
+/**
+ * Puts back the items invoices `invoiceIds` took (drafts voided unsent: a pause's or a
+ * cancel's, SPEC §12), so they wait for the subscription's next invoice again. The caller
+ * holds the subscription's lock.
+ */
+export async function releasePendingItems(trx: Transaction<Database>, invoiceIds: readonly string[]): Promise<void> {
+  if (invoiceIds.length === 0) return;
+  await trx
+    .updateTable('subscription_pending_items')
+    .set({ invoice_id: null })
+    .where('invoice_id', 'in', invoiceIds)
+    .execute();
+}
