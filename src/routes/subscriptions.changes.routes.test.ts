@@ -166,6 +166,37 @@ test('seats 3 → 5 with create_prorations: nothing invoiced now; the renewal ta
   assert.deepEqual(linesOf(next.body), [['subscription', 5000, 'Seat × 5, 15 Mar 2026 – 15 Apr 2026']]);
 });
 
+test('a pause voids the renewal draft that took proration items: they wait for the next invoice again', async (t) => {
+  const app = await buildTestApp(t);
+  const seat = await usd(app, 'Seat', 1000);
+  const sub = await activeSubscription(app, seat.id, 3);
+  app.clock.set(new Date(MID));
+  const changed = await app.request('PATCH', `/api/subscriptions/${sub.id}`, {
+    body: { quantity: 5, proration_behavior: 'create_prorations' },
+  });
+  assert.equal(changed.status, 200, changed.text);
+  app.clock.set(new Date(END));
+  await issueRenewalInvoices.run(app.deps);
+  const draft = (await invoicesOf(app, sub.id)).at(-1)!;
+  assert.equal(draft.status, 'draft');
+  assert.equal((await upcomingLines(app, sub.id)).filter(([kind]) => kind === 'proration').length, 0, 'taken');
+  assert.equal((await app.request('PUT', `/api/subscriptions/${sub.id}/pause`)).status, 200);
+  assert.equal((await app.request('GET', `/api/invoices/${draft.id}`)).body.status, 'void');
+  assert.deepEqual(
+    (await upcomingLines(app, sub.id)).filter(([kind]) => kind === 'proration'),
+    [
+      ['proration', -1452, 'Unused time on Seat × 3 after 31 Jan 2026'],
+      ['proration', 2419, 'Remaining time on Seat × 5 after 31 Jan 2026'],
+    ],
+  );
+});
+
+async function upcomingLines(app: TestApp, subscriptionId: string) {
+  const res = await app.request('POST', '/api/invoices/preview', { body: { subscription_id: subscriptionId } });
+  assert.equal(res.status, 200, res.text);
+  return linesOf(res.body);
+}
+
 test('a downgrade is scheduled for the period end (no proration), can be cancelled, and is applied once by the renewal', async (t) => {
   const app = await buildTestApp(t);
   const basic = await usd(app, 'Basic', 1000);
