@@ -228,7 +228,10 @@ function renewalWrites(
   full: boolean,
 ): Write[] {
   const fresh = new Map<string, string>();
-  for (const value of template.unique) fresh.set(value, `${value.slice(0, Math.max(4, value.length - 12))}${i}`);
+  // Ids of one renewal share their time prefix: the template value's position keeps them apart.
+  template.unique.forEach((value, k) => {
+    fresh.set(value, `${value.slice(0, Math.max(4, value.length - 14))}${k.toString(36)}x${i}`);
+  });
   fresh.set(String(template.subscription.id), subscriptionId);
   fresh.set(String(template.subscription.customer_id), customerId);
   const swap = (value: unknown) => {
