@@ -86,7 +86,7 @@ export function dueChargesQuery(trx: Transaction<Database>, now: string, scope: 
     trx
       .selectFrom('invoices')
       .selectAll()
-      // A literal: SQLite uses the partial index invoices_due_for_charge only then.
+      // Literals: SQLite uses the scope's partial index (invoices_charge_due, …_by_clock) only then.
       .where('status', '=', sql.lit('open'))
       .where('next_payment_attempt_at', 'is not', null)
       .where('next_payment_attempt_at', '<=', now)
