@@ -457,12 +457,12 @@ export async function benchBillingRun(
         TEST_CLOCKS: 'true',
         LOG_LEVEL: 'warn',
         METRICS_PORT: String(metricsPort),
-        ...(dialect === 'sqlite'
-          ? {
-              NODE_OPTIONS: `--import=${join(ROOT, 'bench/count-sqlite-statements.ts')}`,
-              BENCH_STATEMENT_COUNT_FILE: statementFile,
-            }
-          : {}),
+        // BENCH_CPU_PROF=<dir>: the app writes a V8 CPU profile there when it stops.
+        NODE_OPTIONS: [
+          dialect === 'sqlite' ? `--import=${join(ROOT, 'bench/count-sqlite-statements.ts')}` : '',
+          process.env.BENCH_CPU_PROF ? `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` : '',
+        ].join(' '),
+        BENCH_STATEMENT_COUNT_FILE: statementFile,
       },
       '/api/health',
     );

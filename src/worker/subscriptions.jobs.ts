@@ -6,6 +6,8 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { claimRows } from '../db/locking.ts';
+import { deferCounts, flushCounts } from '../db/counts.ts';
+import { deferEvents, flushEvents } from '../modules/events/events.service.ts';
 import { type Job } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
@@ -174,7 +176,12 @@ export const issueRenewalInvoices: Job = {
         trx,
         rows.map((row) => row.customer_id),
       );
+      // The batch's events and count changes are written once, before the commit.
+      deferEvents(trx);
+      deferCounts(trx);
       for (const row of rows) await renewSubscription(trx, deps, row);
+      await flushEvents(trx);
+      await flushCounts(trx);
       return rows.length;
     }),
   nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, false),
