@@ -44,7 +44,7 @@ const LATENCY_MS = 50;
 const FLOOR_BATCH = 100;
 const START = '2026-01-01T00:00:00.000Z';
 const NEXT_MONTH = '2026-02-01T00:00:00.000Z';
-const IDLE_SECONDS = 3;
+const IDLE_SECONDS = 5;
 
 export interface BillingRunFigures {
   dialect: 'sqlite' | 'postgres';
@@ -467,8 +467,9 @@ export async function benchBillingRun(
       '/api/health',
     );
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-    // Idle: the worker's polls with N clock subscriptions in the database and nothing due.
-    await sleep(1000);
+    // Idle: the worker's polls with N clock subscriptions in the database and nothing due
+    // (after 3 s: the first ticks and the JIT of startup settle).
+    await sleep(3000);
     const idleBefore = app.cpuSeconds();
     await sleep(IDLE_SECONDS * 1000);
     const idleAfter = app.cpuSeconds();
