@@ -467,9 +467,23 @@ export async function benchBillingRun(
       '/api/health',
     );
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-    // Idle: the worker's polls with N clock subscriptions in the database and nothing due
-    // (after 3 s: the first ticks and the JIT of startup settle).
-    await sleep(3000);
+    // Idle: the worker's polls with N clock subscriptions in the database and nothing due —
+    // once the seeding's events are fanned out (a backlog of several per customer) and 2 s
+    // more, for the JIT of startup to settle.
+    const waiting = dialect === 'sqlite' ? sqliteSql(sqlitePath) : await pgSql(databaseUrl);
+    try {
+      const deadline = Date.now() + 600_000;
+      for (;;) {
+        const [row] = await waiting.rows<{ n: number | string }>(
+          'select count(*) as n from events where fanned_out_at is null',
+        );
+        if (Number(row?.n) === 0 || Date.now() > deadline) break;
+        await sleep(500);
+      }
+    } finally {
+      await waiting.close();
+    }
+    await sleep(2000);
     const idleBefore = app.cpuSeconds();
     await sleep(IDLE_SECONDS * 1000);
     const idleAfter = app.cpuSeconds();

@@ -15,6 +15,7 @@ import type { Topic } from '../events/events.topics.ts';
 import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscriptions.status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
 import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Subscription };
 
@@ -47,10 +48,12 @@ export class ForbiddenTransitionError extends Error {
  * Reads a subscription inside `trx`, locked on PostgreSQL so concurrent changes queue and
  * each sees the state the previous one left. Throws 404 for unknown or malformed ids.
  */
+const subscriptionForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('subscriptions').selectAll().where('id', '=', param('id')), db),
+);
+
 export async function lockSubscription(trx: Transaction<Database>, id: string): Promise<SubscriptionRow> {
-  const row = isIdOf('subscription', id)
-    ? await forUpdate(trx.selectFrom('subscriptions').selectAll().where('id', '=', id), trx).executeTakeFirst()
-    : undefined;
+  const row = isIdOf('subscription', id) ? await subscriptionForUpdate.executeTakeFirst(trx, { id }) : undefined;
   if (!row) throw new NotFoundError('subscription', id);
   return row;
 }
