@@ -30,6 +30,7 @@ import * as invoiceTotals from './migrations/0024_invoice_totals.ts';
 import * as billingAnchorBalances from './migrations/0025_billing_anchor_balances.ts';
 import * as invoiceDrafts from './migrations/0026_invoice_drafts.ts';
 import * as planChanges from './migrations/0027_plan_changes.ts';
+import * as dueWorkByScope from './migrations/0028_due_work_by_scope.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -58,6 +59,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0025_billing_anchor_balances': billingAnchorBalances,
   '0026_invoice_drafts': invoiceDrafts,
   '0027_plan_changes': planChanges,
+  '0028_due_work_by_scope': dueWorkByScope,
 };
 
 /** The names of every migration, in the order they apply. */

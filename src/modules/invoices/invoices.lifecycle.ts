@@ -16,6 +16,7 @@ import type { Topic } from '../events/events.topics.ts';
 import { type InvoiceEvent, nextInvoiceStatus } from './invoices.status.ts';
 import { type Invoice, type InvoiceContent, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
 import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Invoice, InvoiceLine };
 
@@ -94,10 +95,12 @@ export async function findInvoiceRowByToken(db: Kysely<Database>, token: string)
  * void) queue and each sees the state the previous one left. Throws 404 `not_found` for
  * unknown or malformed ids.
  */
+const invoiceForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('invoices').selectAll().where('id', '=', param('id')), db),
+);
+
 export async function lockInvoice(trx: Transaction<Database>, id: string): Promise<InvoiceRow> {
-  const row = isIdOf('invoice', id)
-    ? await forUpdate(trx.selectFrom('invoices').selectAll().where('id', '=', id), trx).executeTakeFirst()
-    : undefined;
+  const row = isIdOf('invoice', id) ? await invoiceForUpdate.executeTakeFirst(trx, { id }) : undefined;
   if (!row) throw new NotFoundError('invoice', id);
   return row;
 }

@@ -18,6 +18,7 @@ import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } 
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
 import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
 import { deletePendingItems } from './subscriptions.pending-items.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Subscription };
 
@@ -58,10 +59,12 @@ export class ForbiddenTransitionError extends Error {
  * Reads a subscription inside `trx`, locked on PostgreSQL so concurrent changes queue and
  * each sees the state the previous one left. Throws 404 for unknown or malformed ids.
  */
+const subscriptionForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('subscriptions').selectAll().where('id', '=', param('id')), db),
+);
+
 export async function lockSubscription(trx: Transaction<Database>, id: string): Promise<SubscriptionRow> {
-  const row = isIdOf('subscription', id)
-    ? await forUpdate(trx.selectFrom('subscriptions').selectAll().where('id', '=', id), trx).executeTakeFirst()
-    : undefined;
+  const row = isIdOf('subscription', id) ? await subscriptionForUpdate.executeTakeFirst(trx, { id }) : undefined;
   if (!row) throw new NotFoundError('subscription', id);
   return row;
 }
