@@ -21,6 +21,8 @@ export const ID_PREFIXES = {
   testClock: 'clock',
   paymentMethod: 'pm',
   balanceTransaction: 'cbtxn',
+  creditNote: 'cn',
+  creditNoteLine: 'cnli',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

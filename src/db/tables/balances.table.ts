@@ -2,7 +2,7 @@
 // each customer, per currency. The balance is the sum of the amounts, always.
 import type { Selectable } from 'kysely';
 
-/** Why the balance moved. Only the first two are written today; SPEC §14 adds the others. */
+/** Why the balance moved (SPEC §14). */
 export const BALANCE_TRANSACTION_KINDS = [
   'overpayment',
   'applied_to_invoice',
@@ -25,6 +25,8 @@ export interface CustomerBalanceTransactionsTable {
   invoice_id: string | null;
   /** The payment whose surplus it is (`overpayment`); null for none. */
   payment_id: string | null;
+  /** The credit note (`cn_…`) whose credit it is (`credit_note`) or whose void took it back (`reversal`); null for none. */
+  credit_note_id: string | null;
   created_at: string;
   /** The test clock (`clock_…`) of the customer; null: real time (SPEC §11). */
   test_clock_id: string | null;

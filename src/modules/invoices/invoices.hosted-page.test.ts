@@ -43,6 +43,8 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     total: 650000,
     applied_balance: 0,
     amount_due: 650000,
+    pre_payment_credit_notes_amount: 0,
+    post_payment_credit_notes_amount: 0,
     amount_paid: 100000,
     amount_remaining: 550000,
     period_start: '2026-01-15T10:00:00.000Z',
