@@ -219,7 +219,6 @@ async function issueCreditNote(
       amount: creditAmount,
       kind: 'credit_note',
       invoiceId: invoice.id,
-      creditNoteId: id,
     });
     balanceTransactionId = entry.id;
   }
@@ -413,6 +412,7 @@ export async function voidCreditNote(deps: Deps, id: string): Promise<CreditNote
       );
     }
     const credit = Number(note.credit_amount);
+    let reversalId: string | null = null;
     if (credit > 0) {
       const balance = await customerBalance(trx, note.customer_id, note.currency);
       if (balance < credit) {
@@ -422,21 +422,21 @@ export async function voidCreditNote(deps: Deps, id: string): Promise<CreditNote
           { credit_amount: credit, balance },
         );
       }
-      await recordBalanceTransaction(trx, ctx.clock, {
+      const reversal = await recordBalanceTransaction(trx, ctx.clock, {
         customerId: note.customer_id,
         testClockId: note.test_clock_id,
         currency: note.currency,
         amount: -credit,
         kind: 'reversal',
         invoiceId: note.invoice_id,
-        creditNoteId: note.id,
       });
+      reversalId = reversal.id;
     }
     await applyCreditNoteToInvoice(trx, ctx, invoice, {
       prePayment: -Number(note.pre_payment_amount),
       postPayment: -Number(note.post_payment_amount),
     });
-    return markCreditNoteVoid(trx, ctx.clock, note);
+    return markCreditNoteVoid(trx, ctx.clock, note, reversalId);
   });
 }
 

@@ -59,7 +59,7 @@ async function balanceOf(app: App, customerId: string, currency: string): Promis
 async function ledgerOf(app: App, customerId: string) {
   return app.deps.db
     .selectFrom('customer_balance_transactions')
-    .select(['kind', 'amount', 'credit_note_id', 'invoice_id'])
+    .select(['id', 'kind', 'amount', 'invoice_id'])
     .where('customer_id', '=', customerId)
     .orderBy('id')
     .execute();
@@ -106,10 +106,10 @@ test('worked example: a paid invoice of 10,000 split three ways → one refund o
   assert.equal(await balanceOf(app, customer.id, 'USD'), 5000);
   const ledger = await ledgerOf(app, customer.id);
   assert.deepEqual(
-    ledger.map((row) => [row.kind, Number(row.amount), row.credit_note_id, row.invoice_id]),
-    [['credit_note', 5000, note.id, invoice.id]],
+    ledger.map((row) => [row.id, row.kind, Number(row.amount), row.invoice_id]),
+    [[note.balance_transaction_id, 'credit_note', 5000, invoice.id]],
   );
-  assert.equal(note.balance_transaction_id !== null, true);
+  assert.equal(note.reversal_balance_transaction_id, null);
 
   const after = (await app.request('GET', `/api/invoices/${invoice.id}`)).body;
   assert.deepEqual(
@@ -270,10 +270,10 @@ test('void of a credit given: reversed in the ledger while the balance holds it,
   assert.equal(voided.status, 200, voided.text);
   assert.equal(await balanceOf(app, customer.id, 'NGN'), 0);
   assert.deepEqual(
-    (await ledgerOf(app, customer.id)).map((row) => [row.kind, Number(row.amount), row.credit_note_id]),
+    (await ledgerOf(app, customer.id)).map((row) => [row.id, row.kind, Number(row.amount)]),
     [
-      ['credit_note', 2000, note.body.id],
-      ['reversal', -2000, note.body.id],
+      [note.body.balance_transaction_id, 'credit_note', 2000],
+      [voided.body.reversal_balance_transaction_id, 'reversal', -2000],
     ],
   );
   assert.equal((await invoiceById(app, invoice.id)).post_payment_credit_notes_amount, 0);

@@ -3,7 +3,7 @@
 // gap-free `CN-000001` sequences (one per prefix: real time, or a test clock's own), as
 // invoice_numbers does for invoices. Invoices gain what their notes took: before payment
 // (lowering `amount_due`, as Stripe's pre_payment_credit_notes_amount) and after
-// (post_payment_credit_notes_amount). The ledger's rows name the note that made them.
+// (post_payment_credit_notes_amount).
 import { type Kysely, sql } from 'kysely';
 import { columnTypes } from '../column-types.ts';
 
@@ -43,7 +43,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     // JSON arrays: the invoice lines credited, and the refunds asked ({refund_id, payment_id, amount}).
     .addColumn('lines', 'text', (c) => c.notNull())
     .addColumn('refunds', 'text', (c) => c.notNull())
+    // The ledger entries the note made (credit) and its void made (reversal): the ledger's
+    // rows are found from here, so the ledger's table (another migration's) is not altered.
     .addColumn('balance_transaction_id', 'text')
+    .addColumn('reversal_balance_transaction_id', 'text')
     .addColumn('status', 'text', (c) => c.notNull().check(oneOf('status', STATUSES)))
     // A request's Idempotency-Key scope (hashed): its retry finds the note instead of making another.
     .addColumn('request_key', 'text', (c) => c.unique())
@@ -69,12 +72,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('invoices')
     .addColumn('post_payment_credit_notes_amount', t.bigint, (c) => c.notNull().defaultTo(0))
     .execute();
-  await db.schema.alterTable('customer_balance_transactions').addColumn('credit_note_id', 'text').execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('customer_balance_transactions').dropColumn('credit_note_id').execute();
   await db.schema.alterTable('invoices').dropColumn('post_payment_credit_notes_amount').execute();
   await db.schema.alterTable('invoices').dropColumn('pre_payment_credit_notes_amount').execute();
   await db.schema.dropTable('credit_notes').execute();

@@ -25,8 +25,6 @@ export interface CustomerBalanceTransactionsTable {
   invoice_id: string | null;
   /** The payment whose surplus it is (`overpayment`); null for none. */
   payment_id: string | null;
-  /** The credit note (`cn_…`) whose credit it is (`credit_note`) or whose void took it back (`reversal`); null for none. */
-  credit_note_id: string | null;
   created_at: string;
   /** The test clock (`clock_…`) of the customer; null: real time (SPEC §11). */
   test_clock_id: string | null;

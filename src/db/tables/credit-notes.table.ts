@@ -35,6 +35,8 @@ export interface CreditNotesTable {
   refunds: string;
   /** The ledger entry (`cbtxn_…`, kind `credit_note`) of `credit_amount`; null when none. */
   balance_transaction_id: string | null;
+  /** The ledger entry (kind `reversal`) the note's void made to take its credit back; null otherwise. */
+  reversal_balance_transaction_id: string | null;
   status: CreditNoteStatus;
   /** Hex SHA-256 of the request's Idempotency-Key scope; null without a key. */
   request_key: string | null;

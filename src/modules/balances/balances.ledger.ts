@@ -75,8 +75,6 @@ export interface BalanceTransactionInput {
   kind: BalanceTransactionKind;
   invoiceId?: string | null;
   paymentId?: string | null;
-  /** The credit note whose credit this is, or whose void reverses it. */
-  creditNoteId?: string | null;
 }
 
 /**
@@ -101,7 +99,6 @@ export async function recordBalanceTransaction(
     kind: input.kind,
     invoice_id: input.invoiceId ?? null,
     payment_id: input.paymentId ?? null,
-    credit_note_id: input.creditNoteId ?? null,
     created_at: clock.now().toISOString(),
     test_clock_id: input.testClockId,
   };

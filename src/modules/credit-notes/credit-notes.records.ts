@@ -115,6 +115,7 @@ export async function insertCreditNote(
     lines: JSON.stringify(draft.lines.map((line) => ({ id: newId('creditNoteLine'), ...line }))),
     refunds: JSON.stringify(draft.refunds),
     balance_transaction_id: draft.balanceTransactionId,
+    reversal_balance_transaction_id: null,
     status: 'issued',
     request_key: draft.requestKey,
     test_clock_id: draft.testClockId,
@@ -180,16 +181,23 @@ export async function creditedOnInvoice(
 }
 
 /**
- * Marks the locked issued credit note `row` `void` (`voided_at` now) and emits
- * `credit_note.voided`, in `trx`. Returns the note after.
+ * Marks the locked issued credit note `row` `void` (`voided_at` now, the `reversal` ledger
+ * entry that took its credit back, if any) and emits `credit_note.voided`, in `trx`. Returns
+ * the note after.
  */
 export async function markCreditNoteVoid(
   trx: Transaction<Database>,
   clock: Clock,
   row: CreditNoteRow,
+  reversalBalanceTransactionId: string | null,
 ): Promise<CreditNote> {
   const now = clock.now().toISOString();
-  const set = { status: 'void' as const, voided_at: now, updated_at: now };
+  const set = {
+    status: 'void' as const,
+    voided_at: now,
+    updated_at: now,
+    reversal_balance_transaction_id: reversalBalanceTransactionId,
+  };
   await trx.updateTable('credit_notes').set(set).where('id', '=', row.id).execute();
   const note = toCreditNote({ ...row, ...set });
   await emitEvent(trx, clock, 'credit_note.voided', note);

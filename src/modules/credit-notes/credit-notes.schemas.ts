@@ -17,7 +17,18 @@ export const creditNoteLineSchema = Type.Object(
     description: Type.String({ description: "The invoice line's description" }),
     amount: minorUnits('How much of the line is credited'),
   },
-  { $id: 'CreditNoteLine', description: 'An invoice line a credit note credits.' },
+  {
+    $id: 'CreditNoteLine',
+    description: 'An invoice line a credit note credits.',
+    examples: [
+      {
+        id: 'cnli_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        invoice_line_id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
+        amount: 2500,
+      },
+    ],
+  },
 );
 export type CreditNoteLine = Static<typeof creditNoteLineSchema>;
 
@@ -28,7 +39,13 @@ export const creditNoteRefundSchema = Type.Object(
     payment_id: Type.String(),
     amount: minorUnits('Asked of the provider on that payment'),
   },
-  { $id: 'CreditNoteRefund', description: 'A refund of a payment of the invoice, asked for by the credit note.' },
+  {
+    $id: 'CreditNoteRefund',
+    description: 'A refund of a payment of the invoice, asked for by the credit note.',
+    examples: [
+      { refund_id: 're_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', payment_id: 'pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', amount: 3000 },
+    ],
+  },
 );
 export type CreditNoteRefund = Static<typeof creditNoteRefundSchema>;
 
@@ -49,6 +66,7 @@ const EXAMPLE = {
   lines: [],
   refunds: [{ refund_id: 're_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', payment_id: 'pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', amount: 3000 }],
   balance_transaction_id: 'cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  reversal_balance_transaction_id: null,
   status: 'issued',
   created_at: '2026-02-01T10:00:00.000Z',
   voided_at: null,
@@ -82,7 +100,15 @@ export const creditNoteSchema = Type.Object(
       description: 'The refunds asked for `refund_amount`, one per payment, oldest payment first',
     }),
     balance_transaction_id: Nullable(
-      Type.String({ description: 'The ledger entry of `credit_amount` (`cbtxn_…`); null when none' }),
+      Type.String({
+        description: 'The ledger entry (`cbtxn_…`, kind `credit_note`) of `credit_amount`; null when none',
+      }),
+    ),
+    reversal_balance_transaction_id: Nullable(
+      Type.String({
+        description:
+          'The ledger entry (`cbtxn_…`, kind `reversal`) that took the credit back when the note was voided; null otherwise',
+      }),
     ),
     status: StringEnum(CREDIT_NOTE_STATUSES),
     created_at: timestamp,
