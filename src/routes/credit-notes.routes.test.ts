@@ -361,3 +361,25 @@ test('two notes at once on one invoice never exceed its total (one of 6,000 + 6,
   assert.deepEqual(notes.data.map((n: { number: string }) => n.number).sort(), ['CN-000001', 'CN-000002', 'CN-000003']);
   assert.equal((await invoiceById(app, invoice.id)).post_payment_credit_notes_amount, 9000);
 });
+
+test("a test clock customer's credit notes are numbered in the clock's own sequence, stamped with its time, and deleted with it", async (t) => {
+  const app = await appWithFakeProviders(t, { TEST_CLOCKS: 'true' });
+  const clock = await app.request('POST', '/api/test-clocks', { body: { frozen_time: '2026-01-01T00:00:00.000Z' } });
+  assert.equal(clock.status, 201, clock.text);
+  const customer = await createCustomer(app, { test_clock: clock.body.id });
+  const plan = await createPlan(app, { amount: 5000, currency: 'NGN' });
+  const subscription = await createSubscription(app, { customerId: customer.id, planId: plan.id });
+  const [invoice] = await invoicesOf(app, subscription.id);
+  const note = await creditNote(app, { invoice_id: invoice!.id, amount: 1000 });
+  assert.equal(note.status, 201, note.text);
+  assert.equal(note.body.number, `CN-${clock.body.id}-000001`);
+  assert.equal(note.body.created_at, '2026-01-01T00:00:00.000Z');
+
+  const real = await openInvoice(app, 5000, 'NGN');
+  const realNote = await creditNote(app, { invoice_id: real.invoice.id, amount: 1000 });
+  assert.equal(realNote.body.number, 'CN-000001', 'the real sequence took no number from the clock');
+
+  assert.equal((await app.request('DELETE', `/api/test-clocks/${clock.body.id}`)).status, 204);
+  assert.equal((await app.request('GET', `/api/credit-notes/${note.body.id}`)).status, 404);
+  assert.equal((await app.request('GET', `/api/credit-notes/${realNote.body.id}`)).status, 200);
+});
