@@ -143,6 +143,15 @@ test('an open invoice says what is due and when; totals are due, paid and remain
   assert.match(html, /<main class="sheet status-open">/);
 });
 
+test('credit notes that lowered the amount due are shown before it; none, no row', () => {
+  const html = page({ amount_due: 600000, pre_payment_credit_notes_amount: 50000, amount_remaining: 500000 });
+  assert.match(
+    html,
+    /<tr><th scope="row">Credit notes<\/th><td class="num">−₦500.00<\/td><\/tr>\n<tr><th scope="row">Amount due<\/th><td class="num">₦6,000.00</,
+  );
+  assert.doesNotMatch(page(), /Credit notes/);
+});
+
 test('paid, void and uncollectible invoices carry their stamp and say why nothing (or what) is owed', () => {
   const paid = page({ status: 'paid', amount_paid: 650000, amount_remaining: 0, paid_at: '2026-01-20T08:00:00.000Z' });
   assert.match(paid, /<div class="stamp" aria-hidden="true">Paid<\/div>/);
