@@ -321,6 +321,38 @@ test("exactly once: Stripe acts on the note's refund but the answer is lost → 
   assert.equal(refund.provider_reference, app.stripe.ledger.refunds[0]!.providerId);
 });
 
+test("a crash right after Paystack made the note's refund: the note and its refund were committed first; the worker resumes it once the lease passes and finds it", async (t) => {
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
+  const { subscription, invoice } = await openInvoice(app, 6000, 'NGN');
+  await payWithPaystack(app, subscription.id, invoice.id, 6000);
+  const paystack = app.deps.providers.paystack!;
+  // The process dies after Paystack acted, before anything is recorded: the call throws what
+  // no provider error is, as a dying process would leave it.
+  const crashing = Object.create(paystack) as typeof paystack;
+  crashing.createRefund = async (input) => {
+    await paystack.createRefund(input);
+    throw new Error('process killed');
+  };
+  const deps = { ...app.deps, providers: { ...app.deps.providers, paystack: crashing } };
+  await assert.rejects(
+    createCreditNote(deps, { invoice_id: invoice.id, amount: 6000, refund_amount: 2500, credit_amount: 3500 }, null),
+    /process killed/,
+  );
+  const [note] = (await app.request('GET', `/api/credit-notes?invoice_id=${invoice.id}`)).body.data;
+  assert.equal(note.refund_amount, 2500, 'the note was committed before the call');
+  const refundId = note.refunds[0].refund_id;
+  assert.equal(app.paystack.ledger.refundsWithMarker(refundId).length, 1);
+
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 0, 'the dead call still holds the lease');
+  app.clock.advance(300 + 60_000);
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 1);
+  assert.equal(app.paystack.ledger.refundsWithMarker(refundId).length, 1, 'found by its marker, not sent again');
+  const refund = (await app.request('GET', `/api/refunds/${refundId}`)).body;
+  assert.equal(refund.provider_reference, app.paystack.ledger.refundsWithMarker(refundId)[0]!.providerId);
+  app.clock.advance(3_600_000);
+  assert.equal(await resolveUnknownRefunds.run(app.deps), 0, 'answered: nothing left to resume');
+});
+
 test('Idempotency-Key: the same request twice is one credit note', async (t) => {
   const app = await appWithFakeProviders(t);
   const { invoice } = await openInvoice(app, 5000, 'NGN');
