@@ -503,6 +503,67 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/credit-notes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List credit notes
+     * @description Filters are exact matches; `sort_by` is `created_at` (default) or `amount`.
+     */
+    get: operations['listCreditNotes'];
+    put?: never;
+    /**
+     * Issue a credit note
+     * @description Corrects a finalized invoice (`open`, `uncollectible` or `paid`) by `amount`, or by `lines` (invoice line ids and amounts; the note is their sum). The note first lowers what the invoice still owes (`amount_due`; an invoice left owing nothing is `paid`); the rest — all of it on a paid invoice — must equal `refund_amount + credit_amount + out_of_band_amount` exactly (400 otherwise). `refund_amount` is refunded through the invoice's payments' providers (spread over its payments, oldest first), exactly once: each refund is committed `pending` with the note and asked of the provider afterwards; without a usable answer the worker resumes it (`refunds` names them: GET /api/refunds/{id}). `credit_amount` goes to the customer's credit balance; `out_of_band_amount` is recorded only. Never more than the invoice's total minus its earlier non-void notes (400). A draft or void invoice: 409 `validation_error`. A refund beyond what the invoice's provider payments may still refund: 422 `invalid_state`. Emits `credit_note.created`.
+     */
+    post: operations['createCreditNote'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/credit-notes/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a credit note */
+    get: operations['getCreditNote'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/credit-notes/{id}/void': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Void a credit note
+     * @description Undoes what the note did: the invoice owes its pre-payment part again (the invoice must still be `open` or `uncollectible`), its credit leaves the customer's balance (a `reversal`; 409 `conflict` when the balance no longer holds it). A note that asked for a refund cannot be voided (a refund is not taken back), nor a void one: 409 `validation_error`. Emits `credit_note.voided`. No body.
+     */
+    post: operations['voidCreditNote'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/invoices/{id}/pay': {
     parameters: {
       query?: never;
@@ -1388,6 +1449,46 @@ export interface webhooks {
      * @description The invoice was marked uncollectible (by the API or dunning cancelling the subscription). Sent to every enabled endpoint subscribed to `invoice.marked_uncollectible` (or `*`); see docs/webhooks.md.
      */
     post: operations['invoiceMarkedUncollectibleWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'credit_note.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * credit_note.created event
+     * @description A credit note was issued: the invoice owes less, or money goes back (refund, credit, out of band). Sent to every enabled endpoint subscribed to `credit_note.created` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['creditNoteCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'credit_note.voided': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * credit_note.voided event
+     * @description A credit note was voided: what it lowered is owed again, its credit left the balance. Sent to every enabled endpoint subscribed to `credit_note.voided` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['creditNoteVoidedWebhook'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2905,6 +3006,8 @@ export interface components {
         | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
+        | 'credit_note.created'
+        | 'credit_note.voided'
         | 'payment_method.attached'
         | 'payment_method.detached'
         | 'dunning.started'
@@ -3031,6 +3134,8 @@ export interface components {
         | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
+        | 'credit_note.created'
+        | 'credit_note.voided'
         | 'payment_method.attached'
         | 'payment_method.detached'
         | 'dunning.started'
@@ -3429,6 +3534,8 @@ export interface components {
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
+     *       "pre_payment_credit_notes_amount": 0,
+     *       "post_payment_credit_notes_amount": 0,
      *       "amount_paid": 0,
      *       "amount_remaining": 500000,
      *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -3481,8 +3588,12 @@ export interface components {
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
-      /** @description What the customer owes: total − applied_balance, never below 0 (minor units) */
+      /** @description What the customer owes: total − applied_balance − pre_payment_credit_notes_amount, never below 0 (minor units) */
       amount_due: number;
+      /** @description What credit notes took off amount_due while the invoice was unpaid (SPEC §14; void ones excluded) (minor units) */
+      pre_payment_credit_notes_amount: number;
+      /** @description What credit notes gave back after payment: refunds, customer credit, out of band (void ones excluded) (minor units) */
+      post_payment_credit_notes_amount: number;
       /** @description Settled by payments, never above amount_due (minor units) */
       amount_paid: number;
       /** @description amount_due − amount_paid (minor units) */
@@ -3534,6 +3645,8 @@ export interface components {
      *           "total": 500000,
      *           "applied_balance": 0,
      *           "amount_due": 500000,
+     *           "pre_payment_credit_notes_amount": 0,
+     *           "post_payment_credit_notes_amount": 0,
      *           "amount_paid": 0,
      *           "amount_remaining": 500000,
      *           "period_start": "2026-01-15T10:00:00.000Z",
@@ -3677,6 +3790,8 @@ export interface components {
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
+     *       "pre_payment_credit_notes_amount": 0,
+     *       "post_payment_credit_notes_amount": 0,
      *       "amount_paid": 0,
      *       "amount_remaining": 500000,
      *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -3748,8 +3863,12 @@ export interface components {
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
-      /** @description What the customer owes: total − applied_balance, never below 0 (minor units) */
+      /** @description What the customer owes: total − applied_balance − pre_payment_credit_notes_amount, never below 0 (minor units) */
       amount_due: number;
+      /** @description What credit notes took off amount_due while the invoice was unpaid (SPEC §14; void ones excluded) (minor units) */
+      pre_payment_credit_notes_amount: number;
+      /** @description What credit notes gave back after payment: refunds, customer credit, out of band (void ones excluded) (minor units) */
+      post_payment_credit_notes_amount: number;
       /** @description Settled by payments, never above amount_due (minor units) */
       amount_paid: number;
       /** @description amount_due − amount_paid (minor units) */
@@ -3787,6 +3906,158 @@ export interface components {
       payment_attempts: components['schemas']['PaymentAttempt'][];
     };
     /**
+     * @description An invoice line a credit note credits.
+     * @example {
+     *       "id": "cnli_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_line_id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *       "amount": 2500
+     *     }
+     */
+    CreditNoteLine: {
+      /** @example cnli_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description The invoice line (`il_…`) credited */
+      invoice_line_id: string;
+      /** @description The invoice line's description */
+      description: string;
+      /** @description How much of the line is credited (minor units) */
+      amount: number;
+    };
+    /**
+     * @description A refund of a payment of the invoice, asked for by the credit note.
+     * @example {
+     *       "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "amount": 3000
+     *     }
+     */
+    CreditNoteRefund: {
+      /** @description The refund (`re_…`): GET /api/refunds/{id} shows its status */
+      refund_id: string;
+      payment_id: string;
+      /** @description Asked of the provider on that payment (minor units) */
+      amount: number;
+    };
+    /**
+     * @description A correction of a finalized invoice (SPEC §14): before payment it lowers what is due; after payment it is refunded, credited to the customer or settled out of band.
+     * @example {
+     *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "number": "CN-000007",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "currency": "NGN",
+     *       "amount": 10000,
+     *       "pre_payment_amount": 0,
+     *       "post_payment_amount": 10000,
+     *       "refund_amount": 3000,
+     *       "credit_amount": 5000,
+     *       "out_of_band_amount": 2000,
+     *       "reason": "product_unsatisfactory",
+     *       "memo": "Two days of outage",
+     *       "lines": [],
+     *       "refunds": [
+     *         {
+     *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "amount": 3000
+     *         }
+     *       ],
+     *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "reversal_balance_transaction_id": null,
+     *       "status": "issued",
+     *       "created_at": "2026-02-01T10:00:00.000Z",
+     *       "voided_at": null
+     *     }
+     */
+    CreditNote: {
+      /** @example cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description `CN-000001`: gap-free, unique across instances (a test clock customer's notes: `CN-<clock id>-000001`) */
+      number: string;
+      invoice_id: string;
+      customer_id: string;
+      /** @description ISO 4217, upper case: the invoice's */
+      currency: string;
+      /** @description The whole credit: pre_payment_amount + post_payment_amount (minor units) */
+      amount: number;
+      /** @description Taken off the invoice's amount_due (an open or uncollectible invoice) (minor units) */
+      pre_payment_amount: number;
+      /** @description Given back after payment (a paid invoice): refund_amount + credit_amount + out_of_band_amount (minor units) */
+      post_payment_amount: number;
+      /** @description Refunded through the payment provider, exactly once (see `refunds`) (minor units) */
+      refund_amount: number;
+      /** @description Added to the customer's credit balance (ledger kind `credit_note`) (minor units) */
+      credit_amount: number;
+      /** @description Returned outside the service (cash, bank transfer): recorded only (minor units) */
+      out_of_band_amount: number;
+      /** @enum {string|null} */
+      reason: 'duplicate' | 'fraudulent' | 'order_change' | 'product_unsatisfactory' | null;
+      memo: string | null;
+      /** @description The invoice lines credited; empty when the note was for an amount */
+      lines: components['schemas']['CreditNoteLine'][];
+      /** @description The refunds asked for `refund_amount`, one per payment, oldest payment first */
+      refunds: components['schemas']['CreditNoteRefund'][];
+      /** @description The ledger entry (`cbtxn_…`, kind `credit_note`) of `credit_amount`; null when none */
+      balance_transaction_id: string | null;
+      /** @description The ledger entry (`cbtxn_…`, kind `reversal`) that took the credit back when the note was voided; null otherwise */
+      reversal_balance_transaction_id: string | null;
+      /** @enum {string} */
+      status: 'issued' | 'void';
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      voided_at: string | null;
+    };
+    /**
+     * @description A page of CreditNote objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "number": "CN-000007",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "currency": "NGN",
+     *           "amount": 10000,
+     *           "pre_payment_amount": 0,
+     *           "post_payment_amount": 10000,
+     *           "refund_amount": 3000,
+     *           "credit_amount": 5000,
+     *           "out_of_band_amount": 2000,
+     *           "reason": "product_unsatisfactory",
+     *           "memo": "Two days of outage",
+     *           "lines": [],
+     *           "refunds": [
+     *             {
+     *               "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "amount": 3000
+     *             }
+     *           ],
+     *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "reversal_balance_transaction_id": null,
+     *           "status": "issued",
+     *           "created_at": "2026-02-01T10:00:00.000Z",
+     *           "voided_at": null
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    CreditNoteList: {
+      data: components['schemas']['CreditNote'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
      * @description An automatic charge of a saved method and what it came to: `attempt.status` `succeeded`, `failed` (a decline: `failure_code`) or `requires_action` (the customer must act: `url`).
      * @example {
      *       "invoice": {
@@ -3802,6 +4073,8 @@ export interface components {
      *         "total": 500000,
      *         "applied_balance": 0,
      *         "amount_due": 500000,
+     *         "pre_payment_credit_notes_amount": 0,
+     *         "post_payment_credit_notes_amount": 0,
      *         "amount_paid": 0,
      *         "amount_remaining": 500000,
      *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -5860,6 +6133,8 @@ export interface operations {
            *           "total": 500000,
            *           "applied_balance": 0,
            *           "amount_due": 500000,
+           *           "pre_payment_credit_notes_amount": 0,
+           *           "post_payment_credit_notes_amount": 0,
            *           "amount_paid": 0,
            *           "amount_remaining": 500000,
            *           "period_start": "2026-01-15T10:00:00.000Z",
@@ -5950,6 +6225,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6162,6 +6439,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6241,6 +6520,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6320,6 +6601,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6547,6 +6830,326 @@ export interface operations {
       };
     };
   };
+  listCreditNotes: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'amount';
+        sort_order?: 'asc' | 'desc';
+        invoice_id?: string;
+        customer_id?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of credit notes */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "number": "CN-000007",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "currency": "NGN",
+           *           "amount": 10000,
+           *           "pre_payment_amount": 0,
+           *           "post_payment_amount": 10000,
+           *           "refund_amount": 3000,
+           *           "credit_amount": 5000,
+           *           "out_of_band_amount": 2000,
+           *           "reason": "product_unsatisfactory",
+           *           "memo": "Two days of outage",
+           *           "lines": [],
+           *           "refunds": [
+           *             {
+           *               "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "amount": 3000
+           *             }
+           *           ],
+           *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "reversal_balance_transaction_id": null,
+           *           "status": "issued",
+           *           "created_at": "2026-02-01T10:00:00.000Z",
+           *           "voided_at": null
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['CreditNoteList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCreditNote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *       "amount": 10000,
+         *       "reason": "product_unsatisfactory",
+         *       "refund_amount": 3000,
+         *       "credit_amount": 5000,
+         *       "out_of_band_amount": 2000
+         *     }
+         */
+        'application/json': {
+          /** @description The finalized invoice (`inv_…`) corrected */
+          invoice_id: string;
+          /** @description The credit (minor units); give `amount` or `lines`, not both */
+          amount?: number;
+          /** @description Invoice lines credited, each at most what is left of it; the note is their sum */
+          lines?: {
+            invoice_line_id: string;
+            /** @description Minor units */
+            amount: number;
+          }[];
+          /** @enum {string} */
+          reason?: 'duplicate' | 'fraudulent' | 'order_change' | 'product_unsatisfactory';
+          /** @description Paid invoice: refunded through the provider (minor units) */
+          refund_amount?: number;
+          /** @description Paid invoice: added to the customer's credit balance (minor units) */
+          credit_amount?: number;
+          /** @description Paid invoice: returned outside the service, recorded only (minor units) */
+          out_of_band_amount?: number;
+          memo?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The credit note, issued */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "CN-000007",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "amount": 10000,
+           *       "pre_payment_amount": 0,
+           *       "post_payment_amount": 10000,
+           *       "refund_amount": 3000,
+           *       "credit_amount": 5000,
+           *       "out_of_band_amount": 2000,
+           *       "reason": "product_unsatisfactory",
+           *       "memo": "Two days of outage",
+           *       "lines": [],
+           *       "refunds": [
+           *         {
+           *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "amount": 3000
+           *         }
+           *       ],
+           *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "reversal_balance_transaction_id": null,
+           *       "status": "issued",
+           *       "created_at": "2026-02-01T10:00:00.000Z",
+           *       "voided_at": null
+           *     }
+           */
+          'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCreditNote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The credit note */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "CN-000007",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "amount": 10000,
+           *       "pre_payment_amount": 0,
+           *       "post_payment_amount": 10000,
+           *       "refund_amount": 3000,
+           *       "credit_amount": 5000,
+           *       "out_of_band_amount": 2000,
+           *       "reason": "product_unsatisfactory",
+           *       "memo": "Two days of outage",
+           *       "lines": [],
+           *       "refunds": [
+           *         {
+           *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "amount": 3000
+           *         }
+           *       ],
+           *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "reversal_balance_transaction_id": null,
+           *       "status": "issued",
+           *       "created_at": "2026-02-01T10:00:00.000Z",
+           *       "voided_at": null
+           *     }
+           */
+          'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  voidCreditNote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The credit note, void */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "CN-000007",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "amount": 10000,
+           *       "pre_payment_amount": 0,
+           *       "post_payment_amount": 10000,
+           *       "refund_amount": 3000,
+           *       "credit_amount": 5000,
+           *       "out_of_band_amount": 2000,
+           *       "reason": "product_unsatisfactory",
+           *       "memo": "Two days of outage",
+           *       "lines": [],
+           *       "refunds": [
+           *         {
+           *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "amount": 3000
+           *         }
+           *       ],
+           *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "reversal_balance_transaction_id": null,
+           *       "status": "issued",
+           *       "created_at": "2026-02-01T10:00:00.000Z",
+           *       "voided_at": null
+           *     }
+           */
+          'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   payInvoice: {
     parameters: {
       query?: never;
@@ -6599,6 +7202,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -7241,7 +7846,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -7391,7 +7996,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -7682,6 +8287,8 @@ export interface operations {
           | 'invoice.payment_attempted'
           | 'invoice.voided'
           | 'invoice.marked_uncollectible'
+          | 'credit_note.created'
+          | 'credit_note.voided'
           | 'payment_method.attached'
           | 'payment_method.detached'
           | 'dunning.started'
@@ -9404,6 +10011,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9491,6 +10100,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9578,6 +10189,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9665,6 +10278,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9753,6 +10368,8 @@ export interface operations {
          *           "total": 500000,
          *           "applied_balance": 0,
          *           "amount_due": 500000,
+         *           "pre_payment_credit_notes_amount": 0,
+         *           "post_payment_credit_notes_amount": 0,
          *           "amount_paid": 0,
          *           "amount_remaining": 500000,
          *           "period_start": "2026-01-15T10:00:00.000Z",
@@ -9858,6 +10475,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9945,6 +10564,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9981,6 +10602,150 @@ export interface operations {
           /** @constant */
           topic: 'invoice.marked_uncollectible';
           data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  creditNoteCreatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "credit_note.created",
+         *       "data": {
+         *         "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "CN-000007",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "currency": "NGN",
+         *         "amount": 10000,
+         *         "pre_payment_amount": 0,
+         *         "post_payment_amount": 10000,
+         *         "refund_amount": 3000,
+         *         "credit_amount": 5000,
+         *         "out_of_band_amount": 2000,
+         *         "reason": "product_unsatisfactory",
+         *         "memo": "Two days of outage",
+         *         "lines": [],
+         *         "refunds": [
+         *           {
+         *             "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "amount": 3000
+         *           }
+         *         ],
+         *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "reversal_balance_transaction_id": null,
+         *         "status": "issued",
+         *         "created_at": "2026-02-01T10:00:00.000Z",
+         *         "voided_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'credit_note.created';
+          data: components['schemas']['CreditNote'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  creditNoteVoidedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "credit_note.voided",
+         *       "data": {
+         *         "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "CN-000007",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "currency": "NGN",
+         *         "amount": 10000,
+         *         "pre_payment_amount": 0,
+         *         "post_payment_amount": 10000,
+         *         "refund_amount": 3000,
+         *         "credit_amount": 5000,
+         *         "out_of_band_amount": 2000,
+         *         "reason": "product_unsatisfactory",
+         *         "memo": "Two days of outage",
+         *         "lines": [],
+         *         "refunds": [
+         *           {
+         *             "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "amount": 3000
+         *           }
+         *         ],
+         *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "reversal_balance_transaction_id": null,
+         *         "status": "issued",
+         *         "created_at": "2026-02-01T10:00:00.000Z",
+         *         "voided_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'credit_note.voided';
+          data: components['schemas']['CreditNote'];
         };
       };
     };

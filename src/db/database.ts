@@ -2,6 +2,7 @@
 import type { ApiKeysTable } from './tables/api-keys.table.ts';
 import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
 import type { CustomerBalanceTransactionsTable } from './tables/balances.table.ts';
+import type { CreditNoteNumbersTable, CreditNotesTable } from './tables/credit-notes.table.ts';
 import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
@@ -18,6 +19,8 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
+  credit_notes: CreditNotesTable;
+  credit_note_numbers: CreditNoteNumbersTable;
   customers: CustomersTable;
   customer_balance_transactions: CustomerBalanceTransactionsTable;
   dunning_cases: DunningCasesTable;

@@ -31,6 +31,7 @@ import * as billingAnchorBalances from './migrations/0025_billing_anchor_balance
 import * as invoiceDrafts from './migrations/0026_invoice_drafts.ts';
 import * as planChanges from './migrations/0027_plan_changes.ts';
 import * as dueWorkByScope from './migrations/0028_due_work_by_scope.ts';
+import * as creditNotes from './migrations/0032_credit_notes.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -60,6 +61,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0026_invoice_drafts': invoiceDrafts,
   '0027_plan_changes': planChanges,
   '0028_due_work_by_scope': dueWorkByScope,
+  '0032_credit_notes': creditNotes,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -36,6 +36,12 @@ import {
   invoiceListSchema,
   invoiceSchema,
 } from '../modules/invoices/invoices.schemas.ts';
+import {
+  creditNoteLineSchema,
+  creditNoteListSchema,
+  creditNoteRefundSchema,
+  creditNoteSchema,
+} from '../modules/credit-notes/credit-notes.schemas.ts';
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
@@ -100,6 +106,10 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   checkoutLinkSchema,
   paymentAttemptSchema,
   invoiceDetailSchema,
+  creditNoteLineSchema,
+  creditNoteRefundSchema,
+  creditNoteSchema,
+  creditNoteListSchema,
   paymentAttemptedSchema,
   paymentMethodSchema,
   paymentMethodListSchema,
@@ -125,6 +135,11 @@ export const TAGS = [
     name: 'Invoices',
     description:
       'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments, voided or written off; collecting it through Paystack or Stripe.',
+  },
+  {
+    name: 'Credit notes',
+    description:
+      "Corrections of finalized invoices (SPEC §14): before payment they lower what is due; after payment they are refunded (exactly once, through the payment's provider), credited to the customer's balance or returned out of band.",
   },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {
@@ -198,6 +213,14 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'invoice.marked_uncollectible': {
     schema: invoiceSchema,
     when: 'The invoice was marked uncollectible (by the API or dunning cancelling the subscription).',
+  },
+  'credit_note.created': {
+    schema: creditNoteSchema,
+    when: 'A credit note was issued: the invoice owes less, or money goes back (refund, credit, out of band).',
+  },
+  'credit_note.voided': {
+    schema: creditNoteSchema,
+    when: 'A credit note was voided: what it lowered is owed again, its credit left the balance.',
   },
   'payment_method.attached': {
     schema: paymentMethodSchema,

@@ -22,6 +22,8 @@ export const ID_PREFIXES = {
   paymentMethod: 'pm',
   balanceTransaction: 'cbtxn',
   pendingItem: 'pitem',
+  creditNote: 'cn',
+  creditNoteLine: 'cnli',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

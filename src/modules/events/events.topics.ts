@@ -22,6 +22,8 @@ export const TOPICS = [
   'invoice.payment_attempted',
   'invoice.voided',
   'invoice.marked_uncollectible',
+  'credit_note.created',
+  'credit_note.voided',
   'payment_method.attached',
   'payment_method.detached',
   'dunning.started',
