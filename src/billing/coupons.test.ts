@@ -7,7 +7,6 @@ import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../test/helpers/factories.ts';
 import { runWorker } from '../../test/helpers/invoice-payments.ts';
-import { previewInvoice } from './issue.ts';
 
 const EURO_PLAN = { name: 'Pro', amount: 4900, currency: 'EUR', interval: 'month' };
 
@@ -80,7 +79,7 @@ test('20 % off €49.00 on a subscription: the first invoice has a −9.80 line;
     [discount.id],
   );
   // The preview of the next renewal takes it too: a forever coupon.
-  const preview = await previewInvoice(app.deps.db, res.body.id);
+  const preview = (await app.request('POST', '/api/invoices/preview', { body: { subscription_id: res.body.id } })).body;
   assert.deepEqual(
     [preview.period_start, preview.total_discount, preview.amount_due],
     ['2026-02-15T10:00:00.000Z', 980, 3920],

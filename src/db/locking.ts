@@ -11,7 +11,9 @@
 //     API change of an invoice that also moves its subscription locks the subscription first;
 //     void / mark-uncollectible lock the invoice, then the case chasing it; an invoice that
 //     takes credit locks its customer's balance — an advisory lock, balances.ledger.ts —
-//     before it takes a number, and the renewal job locks its whole batch's balances at once)
+//     before it takes a number, and the renewal job locks its whole batch's balances at once;
+//     a credit note locks its invoice's payments' references first, then this chain down to
+//     the invoice, then the note itself: credit_notes come after invoices)
 //   customers → promotion_codes → coupons → discounts
 //     (redeeming a code or coupon — creating a subscription, creating or changing a customer —
 //     holds the customer's lock, then counts on the code, then on its coupon, each with one

@@ -30,6 +30,9 @@ import * as invoiceTotals from './migrations/0024_invoice_totals.ts';
 import * as billingAnchorBalances from './migrations/0025_billing_anchor_balances.ts';
 import * as invoiceDrafts from './migrations/0026_invoice_drafts.ts';
 import * as coupons from './migrations/0031_coupons.ts';
+import * as planChanges from './migrations/0027_plan_changes.ts';
+import * as dueWorkByScope from './migrations/0028_due_work_by_scope.ts';
+import * as creditNotes from './migrations/0032_credit_notes.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -58,6 +61,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '0025_billing_anchor_balances': billingAnchorBalances,
   '0026_invoice_drafts': invoiceDrafts,
   '0031_coupons': coupons,
+  '0027_plan_changes': planChanges,
+  '0028_due_work_by_scope': dueWorkByScope,
+  '0032_credit_notes': creditNotes,
 };
 
 /** The names of every migration, in the order they apply. */

@@ -24,6 +24,9 @@ export const ID_PREFIXES = {
   coupon: 'coupon',
   promotionCode: 'promo',
   discount: 'di',
+  pendingItem: 'pitem',
+  creditNote: 'cn',
+  creditNoteLine: 'cnli',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
