@@ -25,6 +25,7 @@ const LAYERS = [
   ['src/modules/payment-attempts/'],
   ['src/modules/dunning/'],
   ['src/modules/invoices/'],
+  ['src/modules/documents/'],
   ['src/modules/payments/'],
   ['src/modules/webhooks/'],
   ['src/deps.ts'],

@@ -40,7 +40,9 @@ test('create returns 201 with the customer and emits customer.created', async (t
 
 test('preferred_locale: a tag in en, fr, de, es or pt is stored as given; others are 400 and change nothing', async (t) => {
   const { request } = await buildTestApp(t);
-  const created = await request('POST', '/api/customers', { body: { email: 'kai@example.com', preferred_locale: 'de-AT' } });
+  const created = await request('POST', '/api/customers', {
+    body: { email: 'kai@example.com', preferred_locale: 'de-AT' },
+  });
   assert.equal(created.status, 201, created.text);
   assert.equal(created.body.preferred_locale, 'de-AT');
   const message = 'preferred_locale must be a BCP 47 language tag whose language is one of en, fr, de, es, pt';

@@ -24,7 +24,9 @@ import {
   renderContinuePage,
   renderInvoicePage,
   renderProblemPage,
-} from '../modules/invoices/invoices.hosted-page.ts';
+} from '../modules/documents/documents.hosted-page.ts';
+import { invoiceDocument } from '../modules/documents/documents.model.ts';
+import { documentLocale } from '../shared/locales.ts';
 import { findInvoiceRowByToken, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 
@@ -86,6 +88,7 @@ function httpOrigin(url: string): string | undefined {
  */
 export async function registerHostedInvoicePages(app: FastifyInstance, deps: Deps): Promise<void> {
   const { businessName, publicUrl, defaultProvider } = deps.config;
+  const business = deps.config;
   // The Pay button collects through DEFAULT_PROVIDER, when it has an API key.
   const payProvider = deps.providers[defaultProvider] ? PROVIDER_DISPLAY_NAMES[defaultProvider] : undefined;
   const problems = new Map<HostedPageProblem, string>();
@@ -113,8 +116,12 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
       payProvider === undefined
         ? undefined
         : { action: `${pagePath(invoice.hosted_invoice_url ?? '')}/pay`, provider: payProvider };
-    return sendPage(reply, status, renderInvoicePage({ invoice, customer, businessName, pay }));
+    return sendPage(reply, status, renderInvoicePage(invoiceDocument(invoice, customer, business, { pay })));
   };
+
+  /** The language of the customer invoice `row` is billed to: the words of its 503 and continue pages. */
+  const languageOf = async (row: InvoiceRow) =>
+    documentLocale((await getBilledCustomer(deps.db, row.customer_id))?.preferred_locale).language;
 
   app.get<{ Params: { token: string } }>(
     '/:token',
@@ -161,7 +168,8 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
         if (origin === undefined) throw new ProviderUnavailableError('the provider answered no usable link', null);
         // A checkout host outside the CSP's form-action (a custom domain) would be refused by the browser.
         if ((CHECKOUT_ORIGINS as readonly string[]).includes(origin)) return seeOther(reply, link.url);
-        return sendPage(reply, 200, renderContinuePage(link.url, PROVIDER_DISPLAY_NAMES[link.provider], businessName));
+        const provider = PROVIDER_DISPLAY_NAMES[link.provider];
+        return sendPage(reply, 200, renderContinuePage(link.url, provider, businessName, await languageOf(row)));
       } catch (error) {
         if (error instanceof StateConflictError) {
           const now = await findInvoiceRowByToken(deps.db, request.params.token);
@@ -174,7 +182,7 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
           (error instanceof AppError && error.code === 'invalid_state')
         ) {
           request.log.warn({ err: error, invoice_id: row.id }, 'pay button: no checkout link');
-          return sendPage(reply, 503, renderProblemPage(503, businessName, page));
+          return sendPage(reply, 503, renderProblemPage(503, businessName, page, await languageOf(row)));
         }
         throw error;
       }

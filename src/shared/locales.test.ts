@@ -12,7 +12,7 @@ test('a tag is accepted when its language is en, fr, de, es or pt, with or witho
   }
 });
 
-test('null and unsupported tags render in en (formatted en-GB); others in their language and canonical tag', () => {
+test('null and unsupported tags render in en (formatted en-GB); bare pt as pt-PT; others in their language and canonical tag', () => {
   assert.deepEqual(documentLocale(null), { language: 'en', tag: 'en-GB' });
   assert.deepEqual(documentLocale(undefined), { language: 'en', tag: 'en-GB' });
   assert.deepEqual(documentLocale('it'), { language: 'en', tag: 'en-GB' });
@@ -20,5 +20,6 @@ test('null and unsupported tags render in en (formatted en-GB); others in their 
   assert.deepEqual(documentLocale('en-us'), { language: 'en', tag: 'en-US' });
   assert.deepEqual(documentLocale('de'), { language: 'de', tag: 'de' });
   assert.deepEqual(documentLocale('DE-at'), { language: 'de', tag: 'de-AT' });
+  assert.deepEqual(documentLocale('pt'), { language: 'pt', tag: 'pt-PT' });
   assert.deepEqual(documentLocale('pt-BR'), { language: 'pt', tag: 'pt-BR' });
 });

@@ -9,12 +9,17 @@ export type DocumentLanguage = (typeof DOCUMENT_LANGUAGES)[number];
 /**
  * What a document is rendered in: `language` picks the words (the catalogue), `tag` the
  * number and date formats (Intl). A bare `en` formats as `en-GB` (day month year, as the
- * hosted page always did); any other tag formats as its canonical self (`de-AT` → Austrian).
+ * hosted page always did) and a bare `pt` as `pt-PT` (Intl's `pt` is Brazil's; the other bare
+ * languages already default to their European country); any other tag formats as its
+ * canonical self (`de-AT` → Austrian, `pt-BR` → Brazilian).
  */
 export interface DocumentLocale {
   language: DocumentLanguage;
   tag: string;
 }
+
+/** The format of a bare language tag where Intl's default country is not the European one. */
+const BARE_DEFAULTS: Readonly<Record<string, string>> = { en: 'en-GB', pt: 'pt-PT' };
 
 /** The canonical form of `tag` (Intl.getCanonicalLocales), or undefined when it is not BCP 47. */
 function canonicalTag(tag: string): string | undefined {
@@ -48,5 +53,5 @@ export function documentLocale(preferredLocale: string | null | undefined): Docu
   const canonical = preferredLocale ? canonicalTag(preferredLocale) : undefined;
   const language = canonical === undefined ? undefined : languageOf(canonical);
   if (canonical === undefined || language === undefined) return { language: 'en', tag: 'en-GB' };
-  return { language, tag: canonical === 'en' ? 'en-GB' : canonical };
+  return { language, tag: BARE_DEFAULTS[canonical] ?? canonical };
 }
