@@ -359,6 +359,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/invoices/{id}/pdf': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an invoice as a PDF
+     * @description The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer's `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes.
+     */
+    get: operations['getInvoicePdf'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/invoices/{id}/void': {
     parameters: {
       query?: never;
@@ -1591,6 +1611,7 @@ export interface components {
      *       "email": "ada@example.com",
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
+     *       "preferred_locale": "de-AT",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -1606,6 +1627,8 @@ export interface components {
       email: string;
       name: string | null;
       phone: string | null;
+      /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
+      preferred_locale: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -1623,6 +1646,7 @@ export interface components {
      *       "email": "ada@example.com",
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
+     *       "preferred_locale": "de-AT",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -1641,6 +1665,8 @@ export interface components {
       email: string;
       name: string | null;
       phone: string | null;
+      /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
+      preferred_locale: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -1664,6 +1690,7 @@ export interface components {
      *           "email": "ada@example.com",
      *           "name": "Ada Lovelace",
      *           "phone": "+2348012345678",
+     *           "preferred_locale": "de-AT",
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
@@ -3988,6 +4015,7 @@ export interface operations {
            *           "email": "ada@example.com",
            *           "name": "Ada Lovelace",
            *           "phone": "+2348012345678",
+           *           "preferred_locale": "de-AT",
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
@@ -4053,6 +4081,11 @@ export interface operations {
           name?: string | null;
           /** @example +2348012345678 */
           phone?: string | null;
+          /**
+           * @description A BCP 47 language tag whose language is `en`, `fr`, `de`, `es` or `pt` (`de`, `de-AT`, `pt-BR`); stored as given. Any other: 400. null: `en`.
+           * @example de-AT
+           */
+          preferred_locale?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -4075,6 +4108,7 @@ export interface operations {
            *       "email": "ada@example.com",
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
+           *       "preferred_locale": "de-AT",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -4123,6 +4157,7 @@ export interface operations {
            *       "email": "ada@example.com",
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
+           *       "preferred_locale": "de-AT",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -4188,7 +4223,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    /** @description Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
+    /** @description Any of the fields. `name`/`phone`/`preferred_locale` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
     requestBody: {
       content: {
         /**
@@ -4209,6 +4244,11 @@ export interface operations {
           name?: string | null;
           /** @example +2348012345678 */
           phone?: string | null;
+          /**
+           * @description A BCP 47 language tag whose language is `en`, `fr`, `de`, `es` or `pt` (`de`, `de-AT`, `pt-BR`); stored as given. Any other: 400. null: `en`.
+           * @example de-AT
+           */
+          preferred_locale?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -4229,6 +4269,7 @@ export interface operations {
            *       "email": "ada@example.com",
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
+           *       "preferred_locale": "de-AT",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5577,6 +5618,92 @@ export interface operations {
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getInvoicePdf: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invoice as a PDF */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': string;
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': components['schemas']['Error'];
+        };
+      };
+      /** @description The API key lacks the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': components['schemas']['Error'];
+        };
+      };
+      /** @description No such resource */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limited: retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': components['schemas']['Error'];
+        };
+      };
+      /** @description Unexpected server error */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': components['schemas']['Error'];
+        };
+      };
+      /** @description The instance is shutting down: retry, another instance answers */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': components['schemas']['Error'];
+        };
+      };
     };
   };
   voidInvoice: {
@@ -7906,6 +8033,7 @@ export interface operations {
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
+         *         "preferred_locale": "de-AT",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -7962,6 +8090,7 @@ export interface operations {
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
+         *         "preferred_locale": "de-AT",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -8018,6 +8147,7 @@ export interface operations {
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
+         *         "preferred_locale": "de-AT",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },

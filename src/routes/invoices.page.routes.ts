@@ -6,6 +6,8 @@
 // a CSP allowing nothing but the page's own stylesheet and form, noindex, no referrer, no
 // caching. Not in /openapi.json: it is a document for people, not part of the JSON API.
 //
+// GET /i/{token}.pdf is the same invoice as a PDF (SPEC §14 "Documents"), public like the page.
+//
 // POST /i/{token}/pay is the page's Pay button (SPEC §9 "Pay button"): the token is its only
 // credential. It makes a checkout link through billing/checkout.ts exactly as POST
 // /api/invoices/{id}/checkout does (DEFAULT_PROVIDER, the hosted page as callback), reusing a
@@ -29,6 +31,8 @@ import { invoiceDocument } from '../modules/documents/documents.model.ts';
 import { documentLocale } from '../shared/locales.ts';
 import { findInvoiceRowByToken, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
+import { invoicePdfOf } from '../modules/documents/documents.service.ts';
+import { PDF_HEADERS } from './pdf-response.ts';
 
 /** The prefix of hosted invoice URLs: `<PUBLIC_URL>/i/<token>` (hostedInvoiceUrl). */
 export const HOSTED_PAGE_PREFIX = '/i';
@@ -122,6 +126,28 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
   /** The language of the customer invoice `row` is billed to: the words of its 503 and continue pages. */
   const languageOf = async (row: InvoiceRow) =>
     documentLocale((await getBilledCustomer(deps.db, row.customer_id))?.preferred_locale).language;
+
+  // The PDF of the page's invoice: the same content (SPEC §14 "Documents"). A draft has no
+  // token in use, so no PDF here either (its PDF is GET /api/invoices/{id}/pdf).
+  app.get<{ Params: { token: string } }>(
+    '/:token.pdf',
+    { config: { scope: 'public' }, schema: { hide: true } },
+    async (request, reply) => {
+      const row = await findInvoiceRowByToken(deps.db, request.params.token);
+      if (!row) return notFound(reply);
+      const { filename, pdf } = await invoicePdfOf(deps.db, deps.config, row);
+      return reply
+        .code(200)
+        .headers({
+          ...PDF_HEADERS,
+          'content-disposition': `inline; filename="${filename}"`,
+          'cache-control': 'no-store',
+          'x-robots-tag': 'noindex, nofollow',
+          'referrer-policy': 'no-referrer',
+        })
+        .send(pdf);
+    },
+  );
 
   app.get<{ Params: { token: string } }>(
     '/:token',
