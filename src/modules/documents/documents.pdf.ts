@@ -173,7 +173,7 @@ function layOut(pdf: Pdf, view: DocumentView): void {
   y += 22;
 
   // Seller and buyer on the left; number, dates, period and currency on the right.
-  const partyWidth = width * 0.45;
+  const partyWidth = width * 0.38;
   let partyY = y;
   for (const party of [view.seller, view.buyer]) {
     partyY = write(pdf, party.heading.toLocaleUpperCase(view.lang), left, partyY, {
