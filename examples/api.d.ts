@@ -368,7 +368,7 @@ export interface paths {
     };
     /**
      * Get an invoice as a PDF
-     * @description The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer's `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes.
+     * @description The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer's `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes (and the same `ETag`).
      */
     get: operations['getInvoicePdf'];
     put?: never;
@@ -5650,60 +5650,12 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description Missing or invalid API key */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/pdf': components['schemas']['Error'];
-        };
-      };
-      /** @description The API key lacks the scope */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/pdf': components['schemas']['Error'];
-        };
-      };
-      /** @description No such resource */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/pdf': components['schemas']['Error'];
-        };
-      };
-      /** @description Rate limited: retry after `Retry-After` seconds */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/pdf': components['schemas']['Error'];
-        };
-      };
-      /** @description Unexpected server error */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/pdf': components['schemas']['Error'];
-        };
-      };
-      /** @description The instance is shutting down: retry, another instance answers */
-      503: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/pdf': components['schemas']['Error'];
-        };
-      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
     };
   };
   voidInvoice: {

@@ -65,9 +65,17 @@ test('the PDF of an invoice is application/pdf in the customer’s language; the
   assert.equal(hosted.headers.get('x-robots-tag'), 'noindex, nofollow');
   assert.equal(hosted.headers.get('cache-control'), 'no-store');
   assert.ok(hosted.bytes.equals(res.bytes), 'the same document');
-  // Asked again, the same bytes: nothing in it comes from the clock.
+  // Asked again, the same bytes: nothing in it comes from the clock; its ETag answers 304.
   app.clock.advance(3_600_000);
-  assert.ok((await get(app, `/api/invoices/${invoice.id}/pdf`)).bytes.equals(res.bytes));
+  const again = await get(app, `/api/invoices/${invoice.id}/pdf`);
+  assert.ok(again.bytes.equals(res.bytes));
+  const etag = res.headers.get('etag')!;
+  assert.match(etag, /^"[A-Za-z0-9_-]{22}"$/);
+  assert.equal(again.headers.get('etag'), etag);
+  const unchanged = await fetch(`${app.baseUrl}/api/invoices/${invoice.id}/pdf`, {
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'if-none-match': etag },
+  });
+  assert.equal(unchanged.status, 304);
 });
 
 test('a customer without a preferred locale gets English; a PATCHed locale changes the next PDF', async (t) => {

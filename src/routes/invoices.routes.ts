@@ -72,9 +72,8 @@ export function invoiceRoutes(deps: Deps): Route[] {
         operationId: 'getInvoicePdf',
         summary: 'Get an invoice as a PDF',
         description:
-          'The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer\'s `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes.',
+          'The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer\'s `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes (and the same `ETag`).',
         params: idParams,
-        produces: ['application/pdf'],
         response: {
           200: {
             description: 'The invoice as a PDF',
