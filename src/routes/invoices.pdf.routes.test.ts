@@ -59,7 +59,12 @@ test('the PDF of an invoice is application/pdf in the customer’s language; the
   ]) {
     assert.ok(text.includes(expected), `${expected} in:\n${text}`);
   }
-  const hosted = await get(app, `${new URL(invoice.hosted_invoice_url).pathname}.pdf`, null);
+  // The hosted page links to its PDF.
+  const page = await app.request('GET', new URL(invoice.hosted_invoice_url).pathname, { key: null });
+  const link = /<a class="download" href="([^"]+)">PDF herunterladen<\/a>/.exec(page.text);
+  assert.ok(link, page.text);
+  assert.equal(link[1], `${invoice.hosted_invoice_url}.pdf`);
+  const hosted = await get(app, new URL(link[1]!).pathname, null);
   assert.equal(hosted.status, 200);
   assert.equal(hosted.headers.get('content-type'), 'application/pdf');
   assert.equal(hosted.headers.get('x-robots-tag'), 'noindex, nofollow');

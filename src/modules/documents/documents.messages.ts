@@ -49,6 +49,7 @@ export interface Messages {
   /** A tax rate's row: its name and percentage, and whether the lines already include it. */
   taxRate: (name: string, percent: string, inclusive: boolean) => string;
   pageOf: (page: number, pages: number) => string;
+  downloadPdf: string;
   problems: Record<404 | 429 | 500 | 503, { title: string; text: string }>;
   backToInvoice: string;
   continueTitle: string;
@@ -97,6 +98,7 @@ const en: Messages = {
   payWith: (provider) => `Secure payment with ${provider}`,
   taxRate: (name, percent, inclusive) => `${name} ${percent}${inclusive ? ' (included)' : ''}`,
   pageOf: (page, pages) => `Page ${page} of ${pages}`,
+  downloadPdf: 'Download PDF',
   problems: {
     404: {
       title: 'Invoice not found',
@@ -162,6 +164,7 @@ const fr: Messages = {
   payWith: (provider) => `Paiement sécurisé avec ${provider}`,
   taxRate: (name, percent, inclusive) => `${name} ${percent}${inclusive ? ' (incluse)' : ''}`,
   pageOf: (page, pages) => `Page ${page} sur ${pages}`,
+  downloadPdf: 'Télécharger le PDF',
   problems: {
     404: {
       title: 'Facture introuvable',
@@ -228,6 +231,7 @@ const de: Messages = {
   payWith: (provider) => `Sichere Zahlung mit ${provider}`,
   taxRate: (name, percent, inclusive) => `${name} ${percent}${inclusive ? ' (enthalten)' : ''}`,
   pageOf: (page, pages) => `Seite ${page} von ${pages}`,
+  downloadPdf: 'PDF herunterladen',
   problems: {
     404: {
       title: 'Rechnung nicht gefunden',
@@ -293,6 +297,7 @@ const es: Messages = {
   payWith: (provider) => `Pago seguro con ${provider}`,
   taxRate: (name, percent, inclusive) => `${name} ${percent}${inclusive ? ' (incluido)' : ''}`,
   pageOf: (page, pages) => `Página ${page} de ${pages}`,
+  downloadPdf: 'Descargar PDF',
   problems: {
     404: {
       title: 'Factura no encontrada',
@@ -358,6 +363,7 @@ const pt: Messages = {
   payWith: (provider) => `Pagamento seguro com ${provider}`,
   taxRate: (name, percent, inclusive) => `${name} ${percent}${inclusive ? ' (incluído)' : ''}`,
   pageOf: (page, pages) => `Página ${page} de ${pages}`,
+  downloadPdf: 'Descarregar PDF',
   problems: {
     404: {
       title: 'Fatura não encontrada',

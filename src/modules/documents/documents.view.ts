@@ -40,6 +40,8 @@ export interface DocumentView {
   totals: TotalView[];
   notes: string[];
   pay: { action: string; label: string; provider: string } | null;
+  /** The page's link to its PDF (`<hosted_invoice_url>.pdf`), null without a hosted URL (a draft). */
+  pdfLink: { href: string; label: string } | null;
   /** The stamp across a document that is not `open` (Paid, Void, Draft …), else null. */
   stamp: string | null;
   footer: string;
@@ -182,6 +184,7 @@ export function invoiceView(document: InvoiceDocument): DocumentView {
       pay && invoice.status === 'open' && invoice.amount_remaining > 0
         ? { action: pay.action, label: m.pay(money(invoice.amount_remaining)), provider: m.payWith(pay.provider) }
         : null,
+    pdfLink: invoice.hosted_invoice_url ? { href: `${invoice.hosted_invoice_url}.pdf`, label: m.downloadPdf } : null,
     stamp: invoice.status === 'open' ? null : statusLabel,
     footer: `${number} · ${money(invoice.amount_due)} · ${statusLabel}`,
     messages: m,
