@@ -9,7 +9,7 @@ import { AppError, NotFoundError, StateConflictError } from '../http/errors.ts';
 import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
-import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
+import { type InvoiceContext, voidDraftsOfSubscription } from '../modules/invoices/invoices.lifecycle.ts';
 import { issueFirstPeriodInvoice } from './issue.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
@@ -99,20 +99,22 @@ function cannotCancel(): StateConflictError {
 
 /**
  * Cancels now (default: `cancelled`, `cancelled_at`/`ended_at` = now, reason `requested`,
- * emits `subscription.cancelled`, closes an open dunning case as `cancelled`) or, with `at_period_end`, flags the subscription so the
+ * emits `subscription.cancelled`, closes an open dunning case as `cancelled`, voids its drafts:
+ * they bill a period that is not served) or, with `at_period_end`, flags the subscription so the
  * worker cancels it at `current_period_end` (only from `trialing`/`active`; emits
  * `subscription.updated`). Throws 404 for unknown ids; 409 `validation_error` with
  * CANNOT_CANCEL when the state forbids it — nothing changes then.
  */
 export async function cancelSubscription(
   db: Kysely<Database>,
-  apiClock: Clock,
+  apiCtx: InvoiceContext,
   id: string,
   input: CancelInput,
 ): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
-    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
+    const { clock } = ctx;
     const now = clock.now().toISOString();
     const comment = input.comment ?? row.cancellation_comment;
     try {
@@ -134,6 +136,7 @@ export async function cancelSubscription(
         cancellation_comment: comment,
       });
       await closeOpenCase(trx, clock, id, 'cancelled');
+      await voidDraftsOfSubscription(trx, ctx, id);
       return cancelled;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) throw cannotCancel();
@@ -142,13 +145,23 @@ export async function cancelSubscription(
   });
 }
 
-/** `active` → `paused` (no renewals, no dunning). Throws 404; 409 `validation_error` from other states. */
-export async function pauseSubscription(db: Kysely<Database>, apiClock: Clock, id: string): Promise<Subscription> {
+/**
+ * `active` → `paused` (no renewals, no dunning); its drafts are voided (resuming starts a new
+ * period with its own invoice). `apiCtx`: the clock and invoice settings (Deps fits). Throws
+ * 404; 409 `validation_error` from other states.
+ */
+export async function pauseSubscription(
+  db: Kysely<Database>,
+  apiCtx: InvoiceContext,
+  id: string,
+): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
-    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
     try {
-      return await transitionSubscription(trx, clock, row, 'pause');
+      const paused = await transitionSubscription(trx, ctx.clock, row, 'pause');
+      await voidDraftsOfSubscription(trx, ctx, id);
+      return paused;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) {
         throw new StateConflictError(`subscription cannot be paused in its current state (${row.status})`);

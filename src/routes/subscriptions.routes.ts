@@ -86,7 +86,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         body: cancelBody,
         response: stateChangeResponses,
       },
-      handler: async (request) => billing.cancelSubscription(db, clock, request.params.id, request.body ?? {}),
+      handler: async (request) => billing.cancelSubscription(db, deps, request.params.id, request.body ?? {}),
     }),
     defineRoute({
       method: 'PUT',
@@ -100,7 +100,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         params: idParams,
         response: stateChangeResponses,
       },
-      handler: async (request) => billing.pauseSubscription(db, clock, request.params.id),
+      handler: async (request) => billing.pauseSubscription(db, deps, request.params.id),
     }),
     defineRoute({
       method: 'PUT',

@@ -289,6 +289,34 @@ export async function finalizeInvoice(
   return transitionInvoice(trx, ctx, { ...finalized, status: 'open' }, 'paid');
 }
 
+/**
+ * Voids every `draft` invoice of subscription `subscriptionId` (`invoice.voided` each; a draft
+ * holds no number, so no gap is left), in `trx`. For a subscription that stops before its
+ * draft is finalized — cancelled now or paused (SPEC §12 "Drafts"): the draft bills a period
+ * the customer no longer gets, and finalizing it would charge the saved method. The caller
+ * holds the subscription's lock (lock order: subscriptions → invoices). Returns the voided
+ * invoices, oldest first.
+ */
+export async function voidDraftsOfSubscription(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscriptionId: string,
+): Promise<Invoice[]> {
+  const drafts = await forUpdate(
+    trx
+      .selectFrom('invoices')
+      .selectAll()
+      .where('subscription_id', '=', subscriptionId)
+      .where('status', '=', 'draft')
+      .orderBy('period_start')
+      .orderBy('id'),
+    trx,
+  ).execute();
+  const voided: Invoice[] = [];
+  for (const draft of drafts) voided.push(await transitionInvoice(trx, ctx, draft, 'void'));
+  return voided;
+}
+
 export type InvoiceChanges = Partial<
   Pick<
     InvoicesTable,
