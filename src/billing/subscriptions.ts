@@ -2,7 +2,7 @@
 // pause, resume. Status changes go through the record's lifecycle
 // (modules/subscriptions/subscriptions.lifecycle.ts); reads are the record's own.
 import { closeOpenCase } from '../modules/dunning/dunning.cases.ts';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError, NotFoundError, StateConflictError } from '../http/errors.ts';
@@ -10,6 +10,7 @@ import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
 import { type InvoiceContext, voidDraftsOfSubscription } from '../modules/invoices/invoices.lifecycle.ts';
+import { toSafeAmount } from './compose/rounding.ts';
 import { issueFirstPeriodInvoice } from './issue.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
@@ -23,6 +24,7 @@ import {
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { CancelInput, CreateSubscriptionInput } from '../modules/subscriptions/subscriptions.schemas.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
+import { releasePendingItems } from '../modules/subscriptions/subscriptions.pending-items.ts';
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 
 export type { CancelInput, CreateSubscriptionInput };
@@ -58,6 +60,9 @@ export async function createSubscription(
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
 
+    const quantity = input.quantity ?? 1;
+    // Refused now, not at the trial's end: each period bills price × quantity (SPEC §13).
+    toSafeAmount(BigInt(plan.amount) * BigInt(quantity), `${plan.name} × ${quantity}`);
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
     const trialEnd = trialDays > 0 ? new Date(now.getTime() + trialDays * DAY_MS).toISOString() : null;
@@ -76,6 +81,10 @@ export async function createSubscription(
       current_period_end: trialEnd ?? first!.end.toISOString(),
       trial_end: trialEnd,
       billing_cycle_anchor: anchor,
+      quantity,
+      pending_plan_id: null,
+      pending_quantity: null,
+      pending_effective_at: null,
       cancel_at_period_end: false,
       cancelled_at: null,
       ended_at: null,
@@ -91,6 +100,18 @@ export async function createSubscription(
     if (first) await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
     return subscription;
   });
+}
+
+/**
+ * Voids the subscription's drafts (a period not served, SPEC §12) and puts the proration
+ * items they took back to wait for its next invoice (SPEC §13): they bill time already used.
+ */
+async function voidUnsentDrafts(trx: Transaction<Database>, ctx: InvoiceContext, id: string): Promise<void> {
+  const voided = await voidDraftsOfSubscription(trx, ctx, id);
+  await releasePendingItems(
+    trx,
+    voided.map((invoice) => invoice.id),
+  );
 }
 
 function cannotCancel(): StateConflictError {
@@ -136,7 +157,7 @@ export async function cancelSubscription(
         cancellation_comment: comment,
       });
       await closeOpenCase(trx, clock, id, 'cancelled');
-      await voidDraftsOfSubscription(trx, ctx, id);
+      await voidUnsentDrafts(trx, ctx, id);
       return cancelled;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) throw cannotCancel();
@@ -160,7 +181,7 @@ export async function pauseSubscription(
     const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
     try {
       const paused = await transitionSubscription(trx, ctx.clock, row, 'pause');
-      await voidDraftsOfSubscription(trx, ctx, id);
+      await voidUnsentDrafts(trx, ctx, id);
       return paused;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) {

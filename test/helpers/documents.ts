@@ -36,6 +36,8 @@ export function fullInvoice(overrides: Partial<Invoice> = {}): Invoice {
     total: 170280,
     applied_balance: 280,
     amount_due: 170000,
+    pre_payment_credit_notes_amount: 0,
+    post_payment_credit_notes_amount: 0,
     amount_paid: 0,
     amount_remaining: 170000,
     period_start: START,

@@ -1,7 +1,7 @@
 // The input of a subscription period's invoice, built from the records the issuing code
 // holds (a plan row, ids, the period): one place that knows which inputs exist today.
 import type { PlanRow } from '../../db/tables/plans.table.ts';
-import type { ComposeInput, InvoiceReason } from './types.ts';
+import type { ComposeInput, InvoiceLineDraft, InvoiceReason } from './types.ts';
 
 /** What a subscription period's invoice is composed from (ISO 8601 period bounds). */
 export interface PeriodInvoiceFacts {
@@ -12,16 +12,18 @@ export interface PeriodInvoiceFacts {
   plan: Pick<PlanRow, 'id' | 'name' | 'amount' | 'currency'>;
   periodStart: string;
   periodEnd: string;
-  /** Default 1: subscriptions have no quantity before SPEC §13. */
+  /** Units of the plan (SPEC §13); default 1. */
   quantity?: number;
+  /** Proration items waiting for this invoice (SPEC §13), rounded already; default none. */
+  pendingItems?: readonly InvoiceLineDraft[];
   /** The customer's credit balance in the plan's currency (minor units); default 0: no balances before SPEC §14. */
   balance?: number;
 }
 
 /**
  * The ComposeInput of one subscription period in the plan's currency: the plan × quantity
- * for `[periodStart, periodEnd)`, no pending items, usage, discounts or tax rates (none exist
- * before SPEC §13–§15), and the customer's balance.
+ * for `[periodStart, periodEnd)`, the proration items waiting for it (SPEC §13), no usage,
+ * discounts or tax rates (none exist before SPEC §14–§15), and the customer's balance.
  */
 export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
   const { plan } = facts;
@@ -36,7 +38,33 @@ export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
       period_start: facts.periodStart,
       period_end: facts.periodEnd,
     },
-    pending_items: [],
+    pending_items: facts.pendingItems ?? [],
+    usage: [],
+    discounts: [],
+    tax_rates: [],
+  };
+}
+
+/** What a one-off invoice is composed from: items that belong to no subscription period. */
+export interface OneOffInvoiceFacts {
+  reason: 'one_off' | 'subscription_update' | 'preview';
+  customerId: string;
+  /** ISO 4217, upper case: every item's currency. */
+  currency: string;
+  /** Rounded lines to bill (`kind: proration` today). */
+  items: readonly InvoiceLineDraft[];
+  /** The customer's credit balance in `currency` (minor units, ≥ 0). */
+  balance: number;
+}
+
+/** The ComposeInput of a one-off invoice (SPEC §12): no subscription fee, `items` as pending items. */
+export function oneOffInvoiceInput(facts: OneOffInvoiceFacts): ComposeInput {
+  return {
+    reason: facts.reason,
+    currency: facts.currency,
+    customer: { id: facts.customerId, balance: facts.balance },
+    subscription: null,
+    pending_items: facts.items,
     usage: [],
     discounts: [],
     tax_rates: [],

@@ -47,6 +47,8 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     total: 650000,
     applied_balance: 0,
     amount_due: 650000,
+    pre_payment_credit_notes_amount: 0,
+    post_payment_credit_notes_amount: 0,
     amount_paid: 100000,
     amount_remaining: 550000,
     period_start: '2026-01-15T10:00:00.000Z',
@@ -135,6 +137,15 @@ test('an open invoice says what is due and when; totals are due, paid and remain
   assert.match(html, /<p class="name"><bdi>Ada Lovelace<\/bdi><\/p>\n<p><bdi>ada@example.com<\/bdi><\/p>/);
   assert.doesNotMatch(html, /class="stamp"/);
   assert.match(html, /<main class="sheet status-open">/);
+});
+
+test('credit notes that lowered the amount due are shown before it; none, no row', () => {
+  const html = page({ amount_due: 600000, pre_payment_credit_notes_amount: 50000, amount_remaining: 500000 });
+  assert.match(
+    html,
+    /<tr><th scope="row">Credit notes<\/th><td class="num">-₦500.00<\/td><\/tr>\n<tr><th scope="row">Amount due<\/th><td class="num">₦6,000.00</,
+  );
+  assert.doesNotMatch(page(), /Credit notes/);
 });
 
 test('paid, void and uncollectible invoices carry their stamp and say why nothing (or what) is owed', () => {

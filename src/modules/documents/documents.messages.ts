@@ -28,6 +28,7 @@ export interface Messages {
   tax: string;
   total: string;
   creditApplied: string;
+  creditNotes: string;
   amountDue: string;
   amountPaid: string;
   amountRemaining: string;
@@ -77,6 +78,7 @@ const en: Messages = {
   tax: 'Tax',
   total: 'Total',
   creditApplied: 'Credit applied',
+  creditNotes: 'Credit notes',
   amountDue: 'Amount due',
   amountPaid: 'Amount paid',
   amountRemaining: 'Amount remaining',
@@ -143,6 +145,7 @@ const fr: Messages = {
   tax: 'Taxe',
   total: 'Total',
   creditApplied: 'Crédit appliqué',
+  creditNotes: 'Avoirs',
   amountDue: 'Montant dû',
   amountPaid: 'Montant payé',
   amountRemaining: 'Reste à payer',
@@ -209,6 +212,7 @@ const de: Messages = {
   tax: 'Steuer',
   total: 'Gesamt',
   creditApplied: 'Angerechnetes Guthaben',
+  creditNotes: 'Gutschriften',
   amountDue: 'Fälliger Betrag',
   amountPaid: 'Bezahlt',
   amountRemaining: 'Offener Betrag',
@@ -276,6 +280,7 @@ const es: Messages = {
   tax: 'Impuesto',
   total: 'Total',
   creditApplied: 'Saldo aplicado',
+  creditNotes: 'Notas de crédito',
   amountDue: 'Importe adeudado',
   amountPaid: 'Importe pagado',
   amountRemaining: 'Importe pendiente',
@@ -342,6 +347,7 @@ const pt: Messages = {
   tax: 'Imposto',
   total: 'Total',
   creditApplied: 'Crédito aplicado',
+  creditNotes: 'Notas de crédito',
   amountDue: 'Valor devido',
   amountPaid: 'Valor pago',
   amountRemaining: 'Valor em dívida',

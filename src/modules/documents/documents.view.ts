@@ -97,7 +97,10 @@ function summaryOf(invoice: Invoice, m: Messages, money: (minor: number) => stri
   }
 }
 
-/** The totals: subtotal, discounts, taxes (by rate, or reverse charge), total, credit, due, paid, remaining. */
+/**
+ * The totals: subtotal, discounts, taxes (by rate, or reverse charge), total, credit applied,
+ * credit notes before payment, due, paid, remaining.
+ */
 function totalsOf(document: InvoiceDocument, m: Messages, money: (minor: number) => string): TotalView[] {
   const { invoice, locale } = document;
   const rows: TotalView[] = [{ label: m.subtotal, amount: money(invoice.subtotal) }];
@@ -121,6 +124,9 @@ function totalsOf(document: InvoiceDocument, m: Messages, money: (minor: number)
   }
   rows.push({ label: m.total, amount: money(invoice.total), emphasis: 'total' });
   if (invoice.applied_balance > 0) rows.push({ label: m.creditApplied, amount: money(-invoice.applied_balance) });
+  // What credit notes took off while the invoice was unpaid (SPEC §14); none: no row.
+  const credited = invoice.pre_payment_credit_notes_amount;
+  if (credited > 0) rows.push({ label: m.creditNotes, amount: money(-credited) });
   rows.push(
     { label: m.amountDue, amount: money(invoice.amount_due) },
     { label: m.amountPaid, amount: money(invoice.amount_paid) },
