@@ -26,6 +26,7 @@ const LAYERS = [
   ['src/modules/payment-attempts/'],
   ['src/modules/dunning/'],
   ['src/modules/invoices/'],
+  ['src/modules/documents/'],
   ['src/modules/payments/'],
   ['src/modules/credit-notes/'],
   ['src/modules/webhooks/'],

@@ -471,6 +471,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/invoices/{id}/pdf': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an invoice as a PDF
+     * @description The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer's `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes (and the same `ETag`).
+     */
+    get: operations['getInvoicePdf'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/invoices/preview': {
     parameters: {
       query?: never;
@@ -2004,6 +2024,7 @@ export interface components {
      *       "email": "ada@example.com",
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
+     *       "preferred_locale": "de-AT",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2019,6 +2040,8 @@ export interface components {
       email: string;
       name: string | null;
       phone: string | null;
+      /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
+      preferred_locale: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2036,6 +2059,7 @@ export interface components {
      *       "email": "ada@example.com",
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
+     *       "preferred_locale": "de-AT",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2054,6 +2078,8 @@ export interface components {
       email: string;
       name: string | null;
       phone: string | null;
+      /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
+      preferred_locale: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2078,6 +2104,7 @@ export interface components {
      *           "email": "ada@example.com",
      *           "name": "Ada Lovelace",
      *           "phone": "+2348012345678",
+     *           "preferred_locale": "de-AT",
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
@@ -5084,6 +5111,7 @@ export interface operations {
            *           "email": "ada@example.com",
            *           "name": "Ada Lovelace",
            *           "phone": "+2348012345678",
+           *           "preferred_locale": "de-AT",
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
@@ -5149,6 +5177,11 @@ export interface operations {
           name?: string | null;
           /** @example +2348012345678 */
           phone?: string | null;
+          /**
+           * @description A BCP 47 language tag whose language is `en`, `fr`, `de`, `es` or `pt` (`de`, `de-AT`, `pt-BR`); stored as given. Any other: 400. null: `en`.
+           * @example de-AT
+           */
+          preferred_locale?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5175,6 +5208,7 @@ export interface operations {
            *       "email": "ada@example.com",
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
+           *       "preferred_locale": "de-AT",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5223,6 +5257,7 @@ export interface operations {
            *       "email": "ada@example.com",
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
+           *       "preferred_locale": "de-AT",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5288,7 +5323,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    /** @description Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
+    /** @description Any of the fields. `name`/`phone`/`preferred_locale` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
     requestBody: {
       content: {
         /**
@@ -5309,6 +5344,11 @@ export interface operations {
           name?: string | null;
           /** @example +2348012345678 */
           phone?: string | null;
+          /**
+           * @description A BCP 47 language tag whose language is `en`, `fr`, `de`, `es` or `pt` (`de`, `de-AT`, `pt-BR`); stored as given. Any other: 400. null: `en`.
+           * @example de-AT
+           */
+          preferred_locale?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5333,6 +5373,7 @@ export interface operations {
            *       "email": "ada@example.com",
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
+           *       "preferred_locale": "de-AT",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -7433,6 +7474,44 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['InvoiceDetail'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getInvoicePdf: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invoice as a PDF */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': string;
         };
       };
       /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
@@ -10226,6 +10305,7 @@ export interface operations {
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
+         *         "preferred_locale": "de-AT",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -10282,6 +10362,7 @@ export interface operations {
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
+         *         "preferred_locale": "de-AT",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -10338,6 +10419,7 @@ export interface operations {
          *         "email": "ada@example.com",
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
+         *         "preferred_locale": "de-AT",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },

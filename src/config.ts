@@ -67,6 +67,13 @@ export interface Config {
   publicUrl: string;
   /** BUSINESS_NAME: who the hosted invoice page says the invoice is from (SPEC §9). */
   businessName: string;
+  /**
+   * BUSINESS_ADDRESS: the seller's address on invoice pages and PDFs (SPEC §14), one line of
+   * text in which a literal `\n` separates the address lines; null when unset.
+   */
+  businessAddress: string | null;
+  /** BUSINESS_TAX_ID: the seller's tax id (VAT number) on invoice pages and PDFs (SPEC §14); null when unset. */
+  businessTaxId: string | null;
   /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
   testClocks: boolean;
 }
@@ -89,6 +96,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 function read(env: Env, name: string, fallback: string): string {
   const value = env[name];
   return value === undefined || value.trim() === '' ? fallback : value.trim();
+}
+
+/** An optional line of printable text of at most `max` characters (no control characters); null when unset. */
+function printable(env: Env, name: string, max: number): string | null {
+  const value = read(env, name, '');
+  if (value.length > max || [...value].some((c) => c < ' ' || c === '\x7f')) {
+    throw new ConfigError(name, `must be at most ${max} characters, without control characters`);
+  }
+  return value === '' ? null : value;
 }
 
 function integer(env: Env, name: string, fallback: string, min: number, max: number): number {
@@ -338,6 +354,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (businessName.length > 200 || [...businessName].some((c) => c < ' ' || c === '\x7f')) {
     throw new ConfigError('BUSINESS_NAME', 'must be at most 200 characters, without control characters');
   }
+  const businessAddress = printable(env, 'BUSINESS_ADDRESS', 500);
+  const businessTaxId = printable(env, 'BUSINESS_TAX_ID', 64);
 
   return Object.freeze({
     port,
@@ -366,6 +384,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     invoicePrefix,
     publicUrl: publicUrl.replace(/\/+$/, ''),
     businessName,
+    businessAddress,
+    businessTaxId,
     testClocks: testClocks === 'true',
   });
 }

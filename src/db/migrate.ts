@@ -32,6 +32,7 @@ import * as invoiceDrafts from './migrations/0026_invoice_drafts.ts';
 import * as coupons from './migrations/0031_coupons.ts';
 import * as planChanges from './migrations/0027_plan_changes.ts';
 import * as dueWorkByScope from './migrations/0028_due_work_by_scope.ts';
+import * as customerPreferredLocale from './migrations/0030_customer_preferred_locale.ts';
 import * as creditNotes from './migrations/0032_credit_notes.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
@@ -63,6 +64,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0031_coupons': coupons,
   '0027_plan_changes': planChanges,
   '0028_due_work_by_scope': dueWorkByScope,
+  '0030_customer_preferred_locale': customerPreferredLocale,
   '0032_credit_notes': creditNotes,
 };
 

@@ -134,8 +134,8 @@ export class LruStore {
   }
 }
 
-/** A strong entity tag for `body`: the quoted base64url SHA-256 of its UTF-8 bytes, cut to 128 bits. */
-export function etagOf(body: string): string {
+/** A strong entity tag for `body`: the quoted base64url SHA-256 of its bytes (UTF-8 for text), cut to 128 bits. */
+export function etagOf(body: string | Buffer): string {
   return `"${hash('sha256', body, 'base64url').slice(0, 22)}"`;
 }
 
@@ -363,9 +363,11 @@ export function registerResponseCache(api: FastifyInstance, options: ResponseCac
     const state = request.responseCache;
     if (state?.hit) return payload;
     reply.header('cache-control', CACHE_CONTROL);
-    if (reply.statusCode !== 200 || typeof payload !== 'string') return payload;
+    if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
     const etag = etagOf(payload);
-    if (state && store && !state.clockRead) {
+    // Bytes (a PDF) get their ETag but are not stored: a hit gives back the body and its type
+    // only, not the headers a file carries (Content-Disposition).
+    if (typeof payload === 'string' && state && store && !state.clockRead) {
       const contentType = String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8');
       const body = Buffer.from(payload, 'utf8');
       store.set(state.key, {

@@ -25,6 +25,7 @@ test('create returns 201 with the customer and emits customer.created', async (t
       email: 'ada@example.com',
       name: 'Ada',
       phone: '+2348000000000',
+      preferred_locale: null,
       metadata: { plan: 'gold' },
       test_clock: null,
       created_at: undefined,
@@ -35,6 +36,37 @@ test('create returns 201 with the customer and emits customer.created', async (t
   const events = await request('GET', '/api/events?topic=customer.created');
   assert.equal(events.body.meta.total, 1);
   assert.deepEqual(events.body.data[0].data, res.body);
+});
+
+test('preferred_locale: a tag in en, fr, de, es or pt is stored as given; others are 400 and change nothing', async (t) => {
+  const { request } = await buildTestApp(t);
+  const created = await request('POST', '/api/customers', {
+    body: { email: 'kai@example.com', preferred_locale: 'de-AT' },
+  });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.body.preferred_locale, 'de-AT');
+  const message = 'preferred_locale must be a BCP 47 language tag whose language is one of en, fr, de, es, pt';
+  for (const preferred_locale of ['it', 'de_DE', 'xx-YY-ZZZZZZZZZ', '']) {
+    const res = await request('POST', '/api/customers', { body: { email: 'lee@example.com', preferred_locale } });
+    assert.equal(res.status, 400, preferred_locale);
+    assert.equal(res.body.code, 'validation_error');
+    if (preferred_locale !== '') assert.equal(res.body.message, message);
+    const patch = await request('PATCH', `/api/customers/${created.body.id}`, { body: { preferred_locale } });
+    assert.equal(patch.status, 400, preferred_locale);
+  }
+  assert.equal((await request('GET', '/api/customers?limit=10')).body.meta.total, 1);
+  const patched = await request('PATCH', `/api/customers/${created.body.id}`, { body: { preferred_locale: 'pt-BR' } });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal(patched.body.preferred_locale, 'pt-BR');
+  const fetched = await request('GET', `/api/customers/${created.body.id}`);
+  assert.equal(fetched.body.preferred_locale, 'pt-BR');
+  const cleared = await request('PATCH', `/api/customers/${created.body.id}`, { body: { preferred_locale: null } });
+  assert.equal(cleared.body.preferred_locale, null);
+  const events = await request('GET', '/api/events?topic=customer.updated');
+  assert.deepEqual(
+    events.body.data.map((event: { data: { preferred_locale: string | null } }) => event.data.preferred_locale),
+    [null, 'pt-BR'],
+  );
 });
 
 test('missing email is 400 "Email is required" in both shapes', async (t) => {

@@ -11,7 +11,7 @@ import { createCustomer, createPlan } from '../../test/helpers/factories.ts';
 import { PAYSTACK_SECRET } from '../../test/helpers/provider-events.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
-import { HOSTED_PAGE_CSP } from '../modules/invoices/invoices.hosted-page.ts';
+import { HOSTED_PAGE_CSP } from '../modules/documents/documents.hosted-page.ts';
 import { issueInvoice, lockInvoice, transitionInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceEvent } from '../modules/invoices/invoices.status.ts';
 import { periodInvoiceInput } from '../billing/compose/input.ts';

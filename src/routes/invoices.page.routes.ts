@@ -6,6 +6,8 @@
 // a CSP allowing nothing but the page's own stylesheet and form, noindex, no referrer, no
 // caching. Not in /openapi.json: it is a document for people, not part of the JSON API.
 //
+// GET /i/{token}.pdf is the same invoice as a PDF (SPEC §14 "Documents"), public like the page.
+//
 // POST /i/{token}/pay is the page's Pay button (SPEC §9 "Pay button"): the token is its only
 // credential. It makes a checkout link through billing/checkout.ts exactly as POST
 // /api/invoices/{id}/checkout does (DEFAULT_PROVIDER, the hosted page as callback), reusing a
@@ -24,9 +26,13 @@ import {
   renderContinuePage,
   renderInvoicePage,
   renderProblemPage,
-} from '../modules/invoices/invoices.hosted-page.ts';
+} from '../modules/documents/documents.hosted-page.ts';
+import { invoiceDocument } from '../modules/documents/documents.model.ts';
+import { documentLocale } from '../shared/locales.ts';
 import { findInvoiceRowByToken, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
+import { invoicePdfOf } from '../modules/documents/documents.service.ts';
+import { PDF_HEADERS } from './pdf-response.ts';
 
 /** The prefix of hosted invoice URLs: `<PUBLIC_URL>/i/<token>` (hostedInvoiceUrl). */
 export const HOSTED_PAGE_PREFIX = '/i';
@@ -86,6 +92,7 @@ function httpOrigin(url: string): string | undefined {
  */
 export async function registerHostedInvoicePages(app: FastifyInstance, deps: Deps): Promise<void> {
   const { businessName, publicUrl, defaultProvider } = deps.config;
+  const business = deps.config;
   // The Pay button collects through DEFAULT_PROVIDER, when it has an API key.
   const payProvider = deps.providers[defaultProvider] ? PROVIDER_DISPLAY_NAMES[defaultProvider] : undefined;
   const problems = new Map<HostedPageProblem, string>();
@@ -113,8 +120,34 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
       payProvider === undefined
         ? undefined
         : { action: `${pagePath(invoice.hosted_invoice_url ?? '')}/pay`, provider: payProvider };
-    return sendPage(reply, status, renderInvoicePage({ invoice, customer, businessName, pay }));
+    return sendPage(reply, status, renderInvoicePage(invoiceDocument(invoice, customer, business, { pay })));
   };
+
+  /** The language of the customer invoice `row` is billed to: the words of its 503 and continue pages. */
+  const languageOf = async (row: InvoiceRow) =>
+    documentLocale((await getBilledCustomer(deps.db, row.customer_id))?.preferred_locale).language;
+
+  // The PDF of the page's invoice: the same content (SPEC §14 "Documents"). A draft has no
+  // token in use, so no PDF here either (its PDF is GET /api/invoices/{id}/pdf).
+  app.get<{ Params: { token: string } }>(
+    '/:token.pdf',
+    { config: { scope: 'public' }, schema: { hide: true } },
+    async (request, reply) => {
+      const row = await findInvoiceRowByToken(deps.db, request.params.token);
+      if (!row) return notFound(reply);
+      const { filename, pdf } = await invoicePdfOf(deps.db, deps.config, row);
+      return reply
+        .code(200)
+        .headers({
+          ...PDF_HEADERS,
+          'content-disposition': `inline; filename="${filename}"`,
+          'cache-control': 'no-store',
+          'x-robots-tag': 'noindex, nofollow',
+          'referrer-policy': 'no-referrer',
+        })
+        .send(pdf);
+    },
+  );
 
   app.get<{ Params: { token: string } }>(
     '/:token',
@@ -161,7 +194,8 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
         if (origin === undefined) throw new ProviderUnavailableError('the provider answered no usable link', null);
         // A checkout host outside the CSP's form-action (a custom domain) would be refused by the browser.
         if ((CHECKOUT_ORIGINS as readonly string[]).includes(origin)) return seeOther(reply, link.url);
-        return sendPage(reply, 200, renderContinuePage(link.url, PROVIDER_DISPLAY_NAMES[link.provider], businessName));
+        const provider = PROVIDER_DISPLAY_NAMES[link.provider];
+        return sendPage(reply, 200, renderContinuePage(link.url, provider, businessName, await languageOf(row)));
       } catch (error) {
         if (error instanceof StateConflictError) {
           const now = await findInvoiceRowByToken(deps.db, request.params.token);
@@ -174,7 +208,7 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
           (error instanceof AppError && error.code === 'invalid_state')
         ) {
           request.log.warn({ err: error, invoice_id: row.id }, 'pay button: no checkout link');
-          return sendPage(reply, 503, renderProblemPage(503, businessName, page));
+          return sendPage(reply, 503, renderProblemPage(503, businessName, page, await languageOf(row)));
         }
         throw error;
       }

@@ -1,4 +1,4 @@
-// /api/invoices: list, get, void, finalize a draft, mark uncollectible (SPEC §3, §9, §12). Invoices are issued by
+// /api/invoices: list, get, its PDF, void, finalize a draft, mark uncollectible (SPEC §3, §9, §12, §14). Invoices are issued by
 // the subscription flows and settled by payments; these routes read them and close them.
 import { CANNOT_FINALIZE, finalizeInvoiceNow } from '../billing/finalize.ts';
 import type { Deps } from '../deps.ts';
@@ -8,6 +8,8 @@ import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/
 import { INVOICE_STATUSES } from '../modules/invoices/invoices.status.ts';
 import { invoiceDetailSchema, invoiceListSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
 import * as service from '../modules/invoices/invoices.service.ts';
+import { getInvoicePdf } from '../modules/documents/documents.service.ts';
+import { PDF_HEADERS } from './pdf-response.ts';
 import { invoicePreviewSchema, previewInvoiceBody } from '../billing/plan-changes.schemas.ts';
 import { previewChange } from '../billing/plan-changes.ts';
 
@@ -63,6 +65,29 @@ export function invoiceRoutes(deps: Deps): Route[] {
         },
       },
       handler: async (request) => service.getInvoice(db, config.publicUrl, request.params.id),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/invoices/:id/pdf',
+      schema: {
+        ...common,
+        operationId: 'getInvoicePdf',
+        summary: 'Get an invoice as a PDF',
+        description:
+          'The invoice as a PDF (A4), with the same content as its hosted page, in the language of the customer\'s `preferred_locale` (SPEC §14 "Documents"): seller and buyer, every line, subtotal, discounts, taxes by rate, credit applied, total, amount due, paid and remaining. Any status; a `draft` is marked as one. The same invoice in the same state always gives the same bytes (and the same `ETag`).',
+        params: idParams,
+        response: {
+          200: {
+            description: 'The invoice as a PDF',
+            content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } },
+          },
+          ...errorResponses(401, 403, 404),
+        },
+      },
+      handler: async (request, reply) => {
+        const { filename, pdf } = await getInvoicePdf(db, config, request.params.id);
+        return reply.headers({ ...PDF_HEADERS, 'content-disposition': `inline; filename="${filename}"` }).send(pdf);
+      },
     }),
     defineRoute({
       method: 'POST',

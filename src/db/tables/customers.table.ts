@@ -19,6 +19,11 @@ export interface CustomersTable {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /**
+   * The BCP 47 tag the client gave (`de-AT`), whose language picks the documents' words and
+   * formats (modules/documents/locales.ts); null: `en` (SPEC §14 "Documents").
+   */
+  preferred_locale: string | null;
   /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
   test_clock_id: string | null;
 }

@@ -13,6 +13,7 @@ export const CUSTOMER_COLUMNS = [
   'email',
   'name',
   'phone',
+  'preferred_locale',
   'metadata',
   'test_clock_id',
   'created_at',
@@ -38,14 +39,18 @@ export async function findCustomer(db: Kysely<Database>, id: string): Promise<Cu
 }
 
 /**
- * The name and email of customer `id`, deleted or not: who a document already issued to it
+ * The name, email and preferred locale of customer `id`, deleted or not: who a document already issued to it
  * (the hosted invoice page, SPEC §9) is billed to. Undefined when no such row exists.
  */
 export async function findBilledCustomer(
   db: Kysely<Database>,
   id: string,
-): Promise<Pick<CustomerRow, 'name' | 'email'> | undefined> {
-  return db.selectFrom('customers').select(['name', 'email']).where('id', '=', id).executeTakeFirst();
+): Promise<Pick<CustomerRow, 'name' | 'email' | 'preferred_locale'> | undefined> {
+  return db
+    .selectFrom('customers')
+    .select(['name', 'email', 'preferred_locale'])
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /** The live customer whose `email_normalized` is `normalized` (see customers.email.ts). */

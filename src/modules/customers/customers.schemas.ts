@@ -19,6 +19,7 @@ const CUSTOMER_EXAMPLE = {
   email: 'ada@example.com',
   name: 'Ada Lovelace',
   phone: '+2348012345678',
+  preferred_locale: 'de-AT',
   metadata: { crm_id: '4711' },
   test_clock: null,
   created_at: '2026-01-15T10:00:00.000Z',
@@ -31,6 +32,12 @@ export const customerSchema = Type.Object(
     email: Type.String({ format: 'idn-email' }),
     name: Nullable(Type.String()),
     phone: Nullable(Type.String()),
+    preferred_locale: Nullable(
+      Type.String({
+        description:
+          'The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14).',
+      }),
+    ),
     metadata: metadataOut,
     test_clock: Nullable(
       Type.String({
@@ -83,12 +90,22 @@ export type Customer = Static<typeof customerSchema>;
 const email = Type.String({ format: 'idn-email', maxLength: EMAIL_MAX_LENGTH, examples: ['ada@example.com'] });
 const name = Nullable(Type.String({ minLength: 1, maxLength: 255, examples: ['Ada Lovelace'] }));
 const phone = Nullable(Type.String({ minLength: 1, maxLength: 40, examples: ['+2348012345678'] }));
+const preferredLocale = Nullable(
+  Type.String({
+    minLength: 1,
+    maxLength: 35,
+    examples: ['de-AT'],
+    description:
+      'A BCP 47 language tag whose language is `en`, `fr`, `de`, `es` or `pt` (`de`, `de-AT`, `pt-BR`); stored as given. Any other: 400. null: `en`.',
+  }),
+);
 
 export const createCustomerBody = Type.Object(
   {
     email,
     name: Type.Optional(name),
     phone: Type.Optional(phone),
+    preferred_locale: Type.Optional(preferredLocale),
     metadata: Type.Optional(metadataSchema),
     test_clock: Type.Optional(
       Type.String({
@@ -112,6 +129,7 @@ export const updateCustomerBody = Type.Object(
     email: Type.Optional(email),
     name: Type.Optional(name),
     phone: Type.Optional(phone),
+    preferred_locale: Type.Optional(preferredLocale),
     metadata: Type.Optional(Nullable(metadataSchema)),
     coupon: Type.Optional(
       Nullable(
@@ -127,7 +145,7 @@ export const updateCustomerBody = Type.Object(
   {
     additionalProperties: false,
     description:
-      'Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
+      'Any of the fields. `name`/`phone`/`preferred_locale` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
     examples: [{ name: 'Ada King', metadata: { crm_id: '4712' } }],
   },
 );

@@ -12,6 +12,7 @@ import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
+import { DOCUMENT_LANGUAGES, isDocumentLocaleTag } from '../../shared/locales.ts';
 import { mergeMetadata } from '../../http/metadata.ts';
 import { emitEvent } from '../events/events.service.ts';
 import { clockFor, testClockExists } from '../test-clocks/test-clocks.time.ts';
@@ -37,6 +38,20 @@ export function toCustomer(row: repo.CustomerColumns): Customer {
   customer.metadata = parseMetadata(row.metadata);
   customer.test_clock = row.test_clock_id;
   return customer;
+}
+
+/**
+ * `tag` when it is null or a BCP 47 tag whose language has a catalogue (shared/locales.ts),
+ * stored as given; else 400 `validation_error` on `preferred_locale` (SPEC §14 "Documents").
+ */
+function checkPreferredLocale(tag: string | null): string | null {
+  if (tag !== null && !isDocumentLocaleTag(tag)) {
+    throw new ValidationError(
+      `preferred_locale must be a BCP 47 language tag whose language is one of ${DOCUMENT_LANGUAGES.join(', ')}`,
+      'preferred_locale',
+    );
+  }
+  return tag;
 }
 
 function emailTaken(email: string): AppError {
@@ -86,6 +101,7 @@ export async function createCustomer(
   if (testClockId !== null && !(await testClockExists(db, testClockId))) {
     throw new ValidationError(`test_clock ${testClockId} does not exist`, 'test_clock');
   }
+  const preferredLocale = checkPreferredLocale(input.preferred_locale ?? null);
   const clock = await clockFor(db, { clock: apiClock }, testClockId);
   const now = clock.now().toISOString();
   const row: CustomerRow = {
@@ -94,6 +110,7 @@ export async function createCustomer(
     email_normalized: normalizeEmail(input.email),
     name: input.name ?? null,
     phone: input.phone ?? null,
+    preferred_locale: preferredLocale,
     metadata: JSON.stringify(input.metadata ?? {}),
     test_clock_id: testClockId,
     created_at: now,
@@ -142,6 +159,7 @@ export async function findOrCreateCustomerByEmail(
     email_normalized: normalized,
     name: name === null ? null : name.slice(0, 255),
     phone: null,
+    preferred_locale: null,
     metadata: '{}',
     test_clock_id: null,
     created_at: now,
@@ -166,14 +184,14 @@ export async function getCustomer(db: Kysely<Database>, id: string): Promise<Cus
 }
 
 /**
- * Who a document already issued to customer `id` is billed to: its name (may be null) and
- * email, also after the customer was deleted (an invoice keeps its addressee; SPEC §9 hosted
+ * Who a document already issued to customer `id` is billed to: its name (may be null),
+ * email and preferred locale (the document's language), also after the customer was deleted (an invoice keeps its addressee; SPEC §9 hosted
  * invoice page). Undefined for unknown or malformed ids.
  */
 export async function getBilledCustomer(
   db: Kysely<Database>,
   id: string,
-): Promise<Pick<CustomerRow, 'name' | 'email'> | undefined> {
+): Promise<Pick<CustomerRow, 'name' | 'email' | 'preferred_locale'> | undefined> {
   return isIdOf('customer', id) ? repo.findBilledCustomer(db, id) : undefined;
 }
 
@@ -210,7 +228,7 @@ export async function lockCustomer(trx: Transaction<Database>, id: string): Prom
  * Applies the given fields and emits `customer.updated` when anything changed; `within`, if
  * given, runs in the same transaction once the row is locked.
  * Throws 404 for unknown ids, 409 `conflict` for an email another customer has,
- * 400 when merged metadata would exceed 50 keys.
+ * 400 when merged metadata would exceed 50 keys or `preferred_locale` has no catalogue.
  */
 export async function updateCustomer(
   db: Kysely<Database>,
@@ -219,6 +237,7 @@ export async function updateCustomer(
   patch: UpdateCustomerInput,
   within?: WithinCustomerChange,
 ): Promise<Customer> {
+  if (patch.preferred_locale !== undefined) checkPreferredLocale(patch.preferred_locale);
   return withEmailGuard(db, patch.email ?? '', async (trx) => {
     const row = await lockCustomer(trx, id);
     const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
@@ -228,12 +247,14 @@ export async function updateCustomer(
       email: patch.email ?? current.email,
       name: patch.name === undefined ? current.name : patch.name,
       phone: patch.phone === undefined ? current.phone : patch.phone,
+      preferred_locale: patch.preferred_locale === undefined ? current.preferred_locale : patch.preferred_locale,
       metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
     };
     const changed =
       next.email !== current.email ||
       next.name !== current.name ||
       next.phone !== current.phone ||
+      next.preferred_locale !== current.preferred_locale ||
       JSON.stringify(next.metadata) !== JSON.stringify(current.metadata);
     await within?.(trx, row, clock);
     if (!changed) return current;
@@ -250,6 +271,7 @@ export async function updateCustomer(
       email_normalized: emailNormalized,
       name: next.name,
       phone: next.phone,
+      preferred_locale: next.preferred_locale,
       metadata: JSON.stringify(next.metadata),
       updated_at: next.updated_at,
     });

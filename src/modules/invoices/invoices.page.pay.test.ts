@@ -12,7 +12,7 @@ import { issueTestInvoice, markTestInvoicePaid } from '../../../test/helpers/inv
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
 import { LINK_REUSE_MARGIN_MS, UNDATED_LINK_REUSE_MS } from '../../billing/checkout.ts';
 import { listInvoiceAttempts } from '../payment-attempts/payment-attempts.ts';
-import { HOSTED_PAGE_CSP } from './invoices.hosted-page.ts';
+import { HOSTED_PAGE_CSP } from '../documents/documents.hosted-page.ts';
 import { lockInvoice, transitionInvoice, updateInvoice } from './invoices.lifecycle.ts';
 import { PAY_BUDGET } from '../../routes/invoices.page.routes.ts';
 

@@ -1,19 +1,23 @@
-// The hosted page renderer (pure): money in each currency's own decimals, escaping of every
-// value (a property over arbitrary text), the stylesheet's hash in the CSP, the stamps.
+// The hosted page renderer (pure): escaping of every value (a property over arbitrary text),
+// the stylesheet's hash in the CSP, the stamps, and one snapshot per language of a document
+// with everything a document can show (seller and buyer details, discount, taxes by rate,
+// credit applied).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { DOCUMENT_LANGUAGES } from '../../shared/locales.ts';
+import type { Invoice } from '../invoices/invoices.schemas.ts';
 import {
   escapeHtml,
-  formatMoney,
   HOSTED_PAGE_CSP,
-  type HostedInvoice,
   renderInvoicePage,
   renderContinuePage,
   renderProblemPage,
-} from './invoices.hosted-page.ts';
-import type { Invoice } from './invoices.schemas.ts';
+} from './documents.hosted-page.ts';
+import { type BusinessDetails, type DocumentCustomer, invoiceDocument, type PayButton } from './documents.model.ts';
+import { fullInvoice, FULL_BUSINESS, FULL_CUSTOMER, FULL_TAXES } from '../../../test/helpers/documents.ts';
 
 /** A fixed invoice: two lines, NGN, open, partly paid. */
 function invoice(overrides: Partial<Invoice> = {}): Invoice {
@@ -75,33 +79,22 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
   };
 }
 
-function page(overrides: Partial<Invoice> = {}, rest: Partial<HostedInvoice> = {}): string {
-  return renderInvoicePage({
-    invoice: invoice(overrides),
-    customer: { name: 'Ada Lovelace', email: 'ada@example.com' },
-    businessName: 'Acme Cloud Ltd',
-    ...rest,
-  });
+const BUSINESS: BusinessDetails = { businessName: 'Acme Cloud Ltd', businessAddress: null, businessTaxId: null };
+
+function page(
+  overrides: Partial<Invoice> = {},
+  rest: { customer?: DocumentCustomer | undefined; businessName?: string; pay?: PayButton } = {},
+): string {
+  const customer =
+    'customer' in rest ? rest.customer : { name: 'Ada Lovelace', email: 'ada@example.com', preferred_locale: null };
+  const business = { ...BUSINESS, businessName: rest.businessName ?? BUSINESS.businessName };
+  return renderInvoicePage(invoiceDocument(invoice(overrides), customer, business, rest.pay ? { pay: rest.pay } : {}));
 }
 
 /** The page's markup with every text node removed: what escaping must never change. */
 function tags(html: string): string[] {
   return html.match(/<[^>]*>/g) ?? [];
 }
-
-test('money is shown in the currency’s own decimals, exactly, from minor units', () => {
-  assert.equal(formatMoney(500000, 'NGN'), '₦5,000.00');
-  assert.equal(formatMoney(1, 'USD'), '$0.01');
-  assert.equal(formatMoney(0, 'USD'), '$0.00');
-  assert.equal(formatMoney(5000, 'JPY'), '¥5,000'); // no decimals
-  assert.equal(formatMoney(1500, 'KWD'), 'KWD\u00a01.500'); // three decimals, a no-break space after the code
-  assert.equal(formatMoney(7, 'KWD'), 'KWD\u00a00.007');
-  assert.equal(formatMoney(-250, 'EUR'), '-€2.50');
-  // The largest safe integer, without a float's rounding (9007199254740991 / 100 is not exact).
-  assert.equal(formatMoney(Number.MAX_SAFE_INTEGER, 'USD'), '$90,071,992,547,409.91');
-  // A code Intl refuses still shows the amount and the code, never throws.
-  assert.equal(formatMoney(1234, 'N1G'), '12.34 N1G');
-});
 
 test('escapeHtml escapes & < > " \' and replaces control characters', () => {
   assert.equal(
@@ -134,7 +127,10 @@ test('an open invoice says what is due and when; totals are due, paid and remain
   assert.match(html, /<dt>Date of issue<\/dt><dd>15 January 2026<\/dd>/);
   assert.match(html, /<dt>Date due<\/dt><dd>22 January 2026<\/dd>/);
   assert.match(html, /<dt>Period<\/dt><dd>15 Jan 2026 – 15 Feb 2026<\/dd>/);
-  assert.match(html, /<td><bdi>Extra seats<\/bdi><\/td>\n<td class="num">3<\/td>\n<td class="num">₦1,500.00<\/td>/);
+  assert.match(
+    html,
+    /<td><bdi>Extra seats<\/bdi><\/td>\n<td class="num">3<\/td>\n<td class="num">₦500.00<\/td>\n<td class="num">₦1,500.00<\/td>/,
+  );
   assert.match(html, /Amount due<\/th><td class="num">₦6,500.00</);
   assert.match(html, /Amount paid<\/th><td class="num">₦1,000.00</);
   assert.match(html, /Amount remaining<\/th><td class="num">₦5,500.00</);
@@ -147,7 +143,7 @@ test('credit notes that lowered the amount due are shown before it; none, no row
   const html = page({ amount_due: 600000, pre_payment_credit_notes_amount: 50000, amount_remaining: 500000 });
   assert.match(
     html,
-    /<tr><th scope="row">Credit notes<\/th><td class="num">−₦500.00<\/td><\/tr>\n<tr><th scope="row">Amount due<\/th><td class="num">₦6,000.00</,
+    /<tr><th scope="row">Credit notes<\/th><td class="num">-₦500.00<\/td><\/tr>\n<tr><th scope="row">Amount due<\/th><td class="num">₦6,000.00</,
   );
   assert.doesNotMatch(page(), /Credit notes/);
 });
@@ -189,9 +185,10 @@ test('the Pay button: a plain POST form to `pay.action`, only on an open invoice
 });
 
 test('a customer without a name shows the email; a missing customer shows a dash', () => {
-  const noName = page({}, { customer: { name: null, email: 'ada@example.com' } });
+  const noName = page({}, { customer: { name: null, email: 'ada@example.com', preferred_locale: null } });
   assert.match(noName, /<h2>Billed to<\/h2>\n<p><bdi>ada@example.com<\/bdi><\/p>\n<\/div>/);
-  assert.match(page({}, { customer: undefined }), /<h2>Billed to<\/h2>\n<p>—<\/p>/);
+  assert.match(noName, /<h2>From<\/h2>\n<p class="name"><bdi>Acme Cloud Ltd<\/bdi><\/p>\n<\/div>/);
+  assert.match(page({}, { customer: undefined }), /<h2>Billed to<\/h2>\n<p><bdi>—<\/bdi><\/p>/);
 });
 
 test('property: whatever text the customer, the lines and the business name hold, the markup is unchanged', () => {
@@ -203,17 +200,19 @@ test('property: whatever text the customer, the lines and the business name hold
   fc.assert(
     fc.property(anyText, anyText, anyText, anyText, anyText, (name, email, first, second, business) => {
       const base = invoice();
-      const html = renderInvoicePage({
-        invoice: {
-          ...base,
-          lines: [
-            { ...base.lines[0]!, description: first },
-            { ...base.lines[1]!, description: second },
-          ],
-        },
-        customer: { name: name === '' ? 'x' : name, email },
-        businessName: business,
-      });
+      const html = renderInvoicePage(
+        invoiceDocument(
+          {
+            ...base,
+            lines: [
+              { ...base.lines[0]!, description: first },
+              { ...base.lines[1]!, description: second },
+            ],
+          },
+          { name: name === '' ? 'x' : name, email, preferred_locale: null },
+          { ...BUSINESS, businessName: business },
+        ),
+      );
       assert.deepEqual(tags(html), reference);
       assert.doesNotMatch(html, /<script/i);
       assert.ok(!html.includes('\u0000'), 'no NUL character');
@@ -223,7 +222,7 @@ test('property: whatever text the customer, the lines and the business name hold
 });
 
 test('user text is bidi-isolated: a right-to-left override in a name cannot reorder the page around it', () => {
-  const html = page({}, { customer: { name: 'Mallory \u202eevil', email: 'm@example.com' } });
+  const html = page({}, { customer: { name: 'Mallory \u202eevil', email: 'm@example.com', preferred_locale: null } });
   assert.match(html, /<p class="name"><bdi>Mallory \u202eevil<\/bdi><\/p>/);
 });
 
@@ -246,4 +245,92 @@ test('the continue page links to a checkout URL the CSP would not let the form r
     html,
     /<a class="back" href="https:\/\/pay\.example\.com\/c\/pay\/cs_1\?a=1&amp;b=&quot;2&quot;" rel="noreferrer">Continue to Stripe<\/a>/,
   );
+});
+
+test('property: hostile buyer addresses, tax ids, discount and tax names render as text, the markup unchanged', () => {
+  const render = (text: string) =>
+    renderInvoicePage(
+      invoiceDocument(
+        fullInvoice({
+          lines: fullInvoice().lines.map((line) => (line.kind === 'discount' ? { ...line, description: text } : line)),
+        }),
+        {
+          ...FULL_CUSTOMER,
+          address: { ...FULL_CUSTOMER.address, line1: text },
+          taxIds: [{ type: 'eu_vat', value: text }],
+        },
+        { ...FULL_BUSINESS, businessTaxId: text },
+        { taxes: FULL_TAXES.map((tax) => ({ ...tax, name: text })) },
+      ),
+    );
+  const reference = tags(render('plain'));
+  fc.assert(
+    fc.property(
+      fc.string({ unit: fc.constantFrom('<', '>', '&', '"', "'", '/', 's', '=', '\u202e', '\u0000') }),
+      (text) => {
+        const html = render(text === '' ? 'x' : text);
+        assert.deepEqual(tags(html), reference);
+        assert.ok(!html.includes('\u0000'));
+      },
+    ),
+    { numRuns: 100 },
+  );
+});
+
+test('every language: the page of a full document matches its committed snapshot (seller and buyer details, discount, taxes by rate, credit)', () => {
+  for (const language of DOCUMENT_LANGUAGES) {
+    const html = renderInvoicePage(
+      invoiceDocument(fullInvoice(), { ...FULL_CUSTOMER, preferred_locale: language }, FULL_BUSINESS, {
+        taxes: FULL_TAXES,
+        pay: { action: '/i/TOKEN/pay', provider: 'Stripe' },
+      }),
+    );
+    const snapshot = new URL(`./snapshots/invoice.${language}.html`, import.meta.url);
+    if (process.env.UPDATE_SNAPSHOTS === '1') writeFileSync(snapshot, html);
+    assert.equal(html, readFileSync(snapshot, 'utf8'), language);
+  }
+});
+
+test('a German customer sees German words and "1.500,00 €"; de-AT formats as Austria does', () => {
+  const html = renderInvoicePage(
+    invoiceDocument(fullInvoice(), { ...FULL_CUSTOMER, preferred_locale: 'de' }, FULL_BUSINESS, { taxes: FULL_TAXES }),
+  );
+  assert.match(html, /<html lang="de">/);
+  assert.match(html, /<h1>Rechnung<\/h1>/);
+  assert.match(html, /<td class="num">1\.500,00\u00a0€<\/td>\n<td class="num">1\.500,00\u00a0€<\/td>/);
+  assert.match(html, /<tr class="total"><th scope="row">Gesamt<\/th><td class="num">1\.702,80\u00a0€<\/td><\/tr>/);
+  assert.match(
+    html,
+    /<tr><th scope="row">Rabatt: \u2068WELCOME10 \(10 % off\)\u2069<\/th><td class="num">-160,00\u00a0€</,
+  );
+  assert.match(html, /<tr><th scope="row">\u2068VAT\u2069 19\u00a0%<\/th><td class="num">256,50\u00a0€</);
+  assert.match(html, /<tr><th scope="row">Angerechnetes Guthaben<\/th><td class="num">-2,80\u00a0€</);
+  assert.match(html, /<p><bdi>Steuer-ID: DE123456789<\/bdi><\/p>/);
+  // Without the per-rate list, each tax line is a row of its own, by its description.
+  const byLine = renderInvoicePage(invoiceDocument(fullInvoice(), FULL_CUSTOMER, FULL_BUSINESS));
+  assert.match(byLine, /<tr><th scope="row">\u2068VAT 19 %\u2069<\/th><td class="num">256,50\u00a0€</);
+  assert.match(html, /<dt>Fällig am<\/dt><dd>22\. Januar 2026<\/dd>/);
+  const austrian = renderInvoicePage(
+    invoiceDocument(fullInvoice(), { ...FULL_CUSTOMER, preferred_locale: 'de-AT' }, FULL_BUSINESS),
+  );
+  assert.match(austrian, /<html lang="de-AT">/);
+  assert.match(austrian, /Gesamt<\/th><td class="num">€\u00a01\.702,80</);
+  assert.match(austrian, /22\. Jänner 2026/);
+});
+
+test('reverse charge: no tax rows but "Reverse charge" and its note, in the customer’s language', () => {
+  const reverse = (preferred_locale: string) =>
+    renderInvoicePage(
+      invoiceDocument(
+        fullInvoice({ lines: fullInvoice().lines.filter((line) => line.kind !== 'tax') }),
+        { ...FULL_CUSTOMER, preferred_locale },
+        FULL_BUSINESS,
+        { reverseCharge: true },
+      ),
+    );
+  const en = reverse('en');
+  assert.match(en, /<tr><th scope="row">Reverse charge<\/th><td class="num">€0\.00<\/td><\/tr>/);
+  assert.match(en, /<p class="note">Reverse charge: VAT is to be accounted for by the customer\.<\/p>/);
+  assert.doesNotMatch(en, /VAT 19/);
+  assert.match(reverse('fr'), /Autoliquidation/);
 });

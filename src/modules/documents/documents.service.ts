@@ -1,0 +1,48 @@
+// Reading what a document needs (SPEC §14 "Documents"): the invoice, the customer it is
+// billed to (also after the customer was deleted) and the business details from config, into
+// an InvoiceDocument; and the PDF of an invoice for GET /api/invoices/{id}/pdf and
+// /i/{token}.pdf. The only place the buyer's fields are read for documents: when customers
+// gain `address`, `tax_ids` and `tax_exempt`, they are passed to invoiceDocument here.
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { InvoiceRow } from '../../db/tables/invoices.table.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import { getBilledCustomer } from '../customers/customers.service.ts';
+import { findInvoiceRow, toInvoice } from '../invoices/invoices.lifecycle.ts';
+import { type BusinessDetails, invoiceDocument, type InvoiceDocument, type PayButton } from './documents.model.ts';
+import { renderInvoicePdf } from './documents.pdf.ts';
+
+/** Config a document reads: the business details and PUBLIC_URL (the hosted link). */
+export interface DocumentConfig extends BusinessDetails {
+  publicUrl: string;
+}
+
+/** A rendered PDF and the file name it is offered under (`INV-000042.pdf`; a draft: its id). */
+export interface InvoicePdf {
+  filename: string;
+  pdf: Buffer;
+}
+
+/** The document of invoice `row`: its customer (deleted or not) and `config`'s business details. */
+export async function loadInvoiceDocument(
+  db: Kysely<Database>,
+  config: DocumentConfig,
+  row: InvoiceRow,
+  pay?: PayButton,
+): Promise<InvoiceDocument> {
+  const customer = await getBilledCustomer(db, row.customer_id);
+  return invoiceDocument(toInvoice(row, config.publicUrl), customer, config, pay ? { pay } : {});
+}
+
+/** The PDF of invoice `row`, whatever its status (a draft is marked as one). */
+export async function invoicePdfOf(db: Kysely<Database>, config: DocumentConfig, row: InvoiceRow): Promise<InvoicePdf> {
+  const pdf = await renderInvoicePdf(await loadInvoiceDocument(db, config, row));
+  return { filename: `${row.number ?? row.id}.pdf`, pdf };
+}
+
+/** The PDF of invoice `id` (any status). Throws 404 `not_found` for unknown or malformed ids. */
+export async function getInvoicePdf(db: Kysely<Database>, config: DocumentConfig, id: string): Promise<InvoicePdf> {
+  const row = await findInvoiceRow(db, id);
+  if (!row) throw new NotFoundError('invoice', id);
+  return invoicePdfOf(db, config, row);
+}
