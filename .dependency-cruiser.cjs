@@ -15,6 +15,7 @@ const LAYERS = [
   // Records: each module the only writer of its tables; a record may read a record above it here.
   ['src/modules/events/'],
   ['src/modules/test-clocks/'],
+  ['src/modules/tax-rates/'],
   ['src/modules/customers/'],
   ['src/modules/balances/'],
   ['src/modules/plans/'],

@@ -32,6 +32,7 @@ import { invoicePayRoutes } from './routes/invoices.pay.routes.ts';
 import { paymentMethodRoutes } from './routes/payment-methods.routes.ts';
 import { paymentRoutes } from './routes/payments.routes.ts';
 import { planRoutes } from './routes/plans.routes.ts';
+import { taxRateRoutes } from './routes/tax-rates.routes.ts';
 import { registerNotifyRoutes } from './routes/notify.routes.ts';
 import { providerEventRoutes } from './routes/provider-events.routes.ts';
 import { subscriptionRoutes } from './routes/subscriptions.routes.ts';
@@ -52,6 +53,7 @@ function allRoutes(deps: Deps): Route[] {
     ...customerRoutes(deps),
     ...paymentMethodRoutes(deps),
     ...planRoutes(deps),
+    ...taxRateRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),

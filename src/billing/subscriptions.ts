@@ -24,6 +24,7 @@ import {
 import type { CancelInput, CreateSubscriptionInput } from '../modules/subscriptions/subscriptions.schemas.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
+import { checkAttachableTaxRates } from '../modules/tax-rates/tax-rates.service.ts';
 
 export type { CancelInput, CreateSubscriptionInput };
 
@@ -41,7 +42,8 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
  * due at once (`invoice.created`) — the invoice the first payment settles; a trial gets none
  * until it ends (the renewal job issues it). `ctx` is the
  * clock and the invoice settings (Deps fits). Throws 404 naming an unknown (or deleted)
- * customer or plan, 422 `invalid_state` for an archived plan.
+ * customer or plan, 422 `invalid_state` for an archived plan, 400 for `tax_rate_ids` naming a
+ * tax rate that does not exist or is archived (SPEC §14).
  */
 export async function createSubscription(
   db: Kysely<Database>,
@@ -57,6 +59,7 @@ export async function createSubscription(
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
+    await checkAttachableTaxRates(trx, input.tax_rate_ids ?? [], 'tax_rate_ids');
 
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
@@ -82,6 +85,7 @@ export async function createSubscription(
       cancellation_reason: null,
       cancellation_comment: null,
       metadata: JSON.stringify(input.metadata ?? {}),
+      tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
       last_payment_succeeded_at: null,

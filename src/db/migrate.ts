@@ -29,6 +29,7 @@ import * as eventEmittedAt from './migrations/0023_event_emitted_at.ts';
 import * as invoiceTotals from './migrations/0024_invoice_totals.ts';
 import * as billingAnchorBalances from './migrations/0025_billing_anchor_balances.ts';
 import * as invoiceDrafts from './migrations/0026_invoice_drafts.ts';
+import * as taxesBalanceAdjustments from './migrations/0029_taxes_balance_adjustments.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0024_invoice_totals': invoiceTotals,
   '0025_billing_anchor_balances': billingAnchorBalances,
   '0026_invoice_drafts': invoiceDrafts,
+  '0029_taxes_balance_adjustments': taxesBalanceAdjustments,
 };
 
 /** The names of every migration, in the order they apply. */

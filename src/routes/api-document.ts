@@ -34,9 +34,11 @@ import {
   invoiceLineSchema,
   invoiceListSchema,
   invoiceSchema,
+  invoiceTaxAmountSchema,
 } from '../modules/invoices/invoices.schemas.ts';
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
+import { taxRateListSchema, taxRateSchema } from '../modules/tax-rates/tax-rates.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
 import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
 import { subscriptionListSchema, subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
@@ -61,6 +63,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   customerListSchema,
   planSchema,
   planListSchema,
+  taxRateSchema,
+  taxRateListSchema,
   subscriptionSchema,
   subscriptionListSchema,
   paymentSchema,
@@ -92,6 +96,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   providerEventListSchema,
   providerEventDetailSchema,
   invoiceLineSchema,
+  invoiceTaxAmountSchema,
   invoiceSchema,
   invoiceListSchema,
   checkoutLinkSchema,
@@ -109,6 +114,11 @@ export const TAGS = [
   { name: 'Health', description: 'Liveness and readiness of the service and its database.' },
   { name: 'Customers', description: 'The people and companies who pay. Emails are unique among live customers.' },
   { name: 'Plans', description: 'Prices: an amount per billing interval. Immutable once created; archive instead.' },
+  {
+    name: 'Tax rates',
+    description:
+      'Taxes applied to invoices (SPEC §14), inclusive or exclusive; from the subscription, its plan, the customer or DEFAULT_TAX_RATE_IDS.',
+  },
   {
     name: 'Subscriptions',
     description: 'A customer on a plan, moving through trialing, active, past_due, paused, cancelled (SPEC §4).',

@@ -21,6 +21,7 @@ export const ID_PREFIXES = {
   testClock: 'clock',
   paymentMethod: 'pm',
   balanceTransaction: 'cbtxn',
+  taxRate: 'txr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -75,6 +75,8 @@ export interface BalanceTransactionInput {
   kind: BalanceTransactionKind;
   invoiceId?: string | null;
   paymentId?: string | null;
+  /** Why, in the words of whoever adjusted it by hand; null for the others. */
+  description?: string | null;
 }
 
 /**
@@ -99,6 +101,7 @@ export async function recordBalanceTransaction(
     kind: input.kind,
     invoice_id: input.invoiceId ?? null,
     payment_id: input.paymentId ?? null,
+    description: input.description ?? null,
     created_at: clock.now().toISOString(),
     test_clock_id: input.testClockId,
   };

@@ -15,6 +15,10 @@ export const CUSTOMER_COLUMNS = [
   'phone',
   'metadata',
   'test_clock_id',
+  'tax_exempt',
+  'tax_ids',
+  'tax_rate_ids',
+  'address',
   'created_at',
   'updated_at',
 ] as const;

@@ -25,6 +25,39 @@ import {
   type UpdateCustomerInput,
 } from './customers.schemas.ts';
 import type { CustomerRow } from '../../db/tables/customers.table.ts';
+import { checkAttachableTaxRates, isCountryCode, parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
+import { type Address, isValidTaxId, type TaxId } from './customers.tax.ts';
+
+/** The tax identity columns of a new customer: none, taxed, no address (SPEC §14). */
+const NO_TAX_IDENTITY = { tax_rate_ids: '[]', tax_exempt: 'none', tax_ids: '[]', address: null } as const;
+
+/**
+ * Checks a customer's tax identity as given (SPEC §14): each tax id has its type's format,
+ * the address's country is ISO 3166-1 alpha-2, each tax rate exists and is active (or is
+ * attached to the customer already: `attached`). Throws 400 `validation_error` naming the field.
+ */
+async function checkTaxIdentity(
+  db: Kysely<Database> | Transaction<Database>,
+  input: { tax_ids?: TaxId[]; address?: Address | null; tax_rate_ids?: string[] },
+  attached: readonly string[] = [],
+): Promise<void> {
+  for (const [index, taxId] of (input.tax_ids ?? []).entries()) {
+    if (!isValidTaxId(taxId.type, taxId.value)) {
+      throw new ValidationError(
+        `tax_ids[${index}]: "${taxId.value}" is not a valid ${taxId.type} number (with its country prefix, e.g. DE123456789)`,
+        `tax_ids[${index}].value`,
+      );
+    }
+  }
+  const country = input.address?.country;
+  if (country !== undefined && !isCountryCode(country)) {
+    throw new ValidationError(
+      `address.country must be an ISO 3166-1 alpha-2 code such as DE or NG (got "${country}")`,
+      'address.country',
+    );
+  }
+  await checkAttachableTaxRates(db, input.tax_rate_ids ?? [], 'tax_rate_ids', attached);
+}
 
 /** Metadata JSON text as an object; the empty object (most customers') without parsing. */
 function parseMetadata(text: string): Record<string, string> {
@@ -36,6 +69,9 @@ export function toCustomer(row: repo.CustomerColumns): Customer {
   const customer = pickFields(customerSchema, row as unknown as Customer);
   customer.metadata = parseMetadata(row.metadata);
   customer.test_clock = row.test_clock_id;
+  customer.tax_ids = row.tax_ids === '[]' ? [] : (JSON.parse(row.tax_ids) as TaxId[]);
+  customer.tax_rate_ids = parseTaxRateIds(row.tax_rate_ids);
+  customer.address = row.address === null ? null : (JSON.parse(row.address) as Address);
   return customer;
 }
 
@@ -62,7 +98,9 @@ async function withEmailGuard<T>(
  * `options.testClocks`, TEST_CLOCKS; else 400) the customer belongs to that test clock for
  * good and is created at the clock's time (SPEC §11). Throws 409 `conflict` when a live
  * customer already has the email (compared by normalizeEmail: NFC, then lower case), 400
- * for an unknown test clock (a field of the body, like every other 400 here).
+ * for an unknown test clock (a field of the body, like every other 400 here), a tax id not in
+ * its type's format, an address country that is not ISO 3166-1 alpha-2, and tax rates that
+ * do not exist or are archived (SPEC §14).
  */
 export async function createCustomer(
   db: Kysely<Database>,
@@ -77,6 +115,7 @@ export async function createCustomer(
   if (testClockId !== null && !(await testClockExists(db, testClockId))) {
     throw new ValidationError(`test_clock ${testClockId} does not exist`, 'test_clock');
   }
+  await checkTaxIdentity(db, input);
   const clock = await clockFor(db, { clock: apiClock }, testClockId);
   const now = clock.now().toISOString();
   const row: CustomerRow = {
@@ -87,6 +126,10 @@ export async function createCustomer(
     phone: input.phone ?? null,
     metadata: JSON.stringify(input.metadata ?? {}),
     test_clock_id: testClockId,
+    tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
+    tax_exempt: input.tax_exempt ?? 'none',
+    tax_ids: JSON.stringify(input.tax_ids ?? []),
+    address: input.address ? JSON.stringify(input.address) : null,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -134,6 +177,7 @@ export async function findOrCreateCustomerByEmail(
     phone: null,
     metadata: '{}',
     test_clock_id: null,
+    ...NO_TAX_IDENTITY,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -199,7 +243,8 @@ export async function lockCustomer(trx: Transaction<Database>, id: string): Prom
 /**
  * Applies the given fields and emits `customer.updated` when anything changed.
  * Throws 404 for unknown ids, 409 `conflict` for an email another customer has,
- * 400 when merged metadata would exceed 50 keys.
+ * 400 when merged metadata would exceed 50 keys, and 400 for a tax identity that fails
+ * checkTaxIdentity (an archived tax rate the customer has already may stay).
  */
 export async function updateCustomer(
   db: Kysely<Database>,
@@ -211,18 +256,25 @@ export async function updateCustomer(
     const row = await lockCustomer(trx, id);
     const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     const current = toCustomer(row);
+    await checkTaxIdentity(trx, patch, current.tax_rate_ids);
     const next: Customer = {
       ...current,
       email: patch.email ?? current.email,
       name: patch.name === undefined ? current.name : patch.name,
       phone: patch.phone === undefined ? current.phone : patch.phone,
       metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+      tax_exempt: patch.tax_exempt ?? current.tax_exempt,
+      tax_ids: patch.tax_ids ?? current.tax_ids,
+      tax_rate_ids: patch.tax_rate_ids ?? current.tax_rate_ids,
+      address: patch.address === undefined ? current.address : patch.address,
     };
     const changed =
       next.email !== current.email ||
       next.name !== current.name ||
       next.phone !== current.phone ||
-      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata);
+      next.tax_exempt !== current.tax_exempt ||
+      JSON.stringify([next.metadata, next.tax_ids, next.tax_rate_ids, next.address]) !==
+        JSON.stringify([current.metadata, current.tax_ids, current.tax_rate_ids, current.address]);
     if (!changed) return current;
     // Recomputed only when the email changes: a row that migration 0008 found colliding
     // keeps its marker (and its name/phone/metadata stay editable) until it gets an address.
@@ -238,6 +290,10 @@ export async function updateCustomer(
       name: next.name,
       phone: next.phone,
       metadata: JSON.stringify(next.metadata),
+      tax_exempt: next.tax_exempt,
+      tax_ids: JSON.stringify(next.tax_ids),
+      tax_rate_ids: JSON.stringify(next.tax_rate_ids),
+      address: next.address === null ? null : JSON.stringify(next.address),
       updated_at: next.updated_at,
     });
     await emitEvent(trx, clock, 'customer.updated', next);

@@ -40,6 +40,8 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     subtotal: 650000,
     total_discount: 0,
     total_tax: 0,
+    total_tax_amounts: [],
+    reverse_charge: false,
     total: 650000,
     applied_balance: 0,
     amount_due: 650000,

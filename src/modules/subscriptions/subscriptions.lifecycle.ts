@@ -14,6 +14,7 @@ import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/events.topics.ts';
 import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscriptions.status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
+import { parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
 import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
 
 export type { Subscription };
@@ -27,6 +28,7 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     ...row,
     entitled: isEntitled(row.status),
     cancel_at_period_end: Boolean(row.cancel_at_period_end),
+    tax_rate_ids: parseTaxRateIds(row.tax_rate_ids),
     metadata: JSON.parse(row.metadata),
   });
 }
