@@ -29,6 +29,8 @@ import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscr
 import { periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposedInvoice, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
+import type { Config } from '../config.ts';
+import { invoiceTaxes } from './taxation.ts';
 
 /**
  * What issuing needs: the invoice record's context (INVOICE_FINALIZE_DELAY for renewals'
@@ -37,6 +39,7 @@ import type { ComposedInvoice, ComposeStep, InvoiceLineDraft } from './compose/t
  * usage line) to a copy of their deps: every caller passes its context on whole.
  */
 export interface IssueContext extends InvoiceContext {
+  config: InvoiceContext['config'] & Partial<Pick<Config, 'defaultTaxRateIds'>>;
   pipeline?: readonly ComposeStep[];
 }
 
@@ -46,7 +49,7 @@ const DRAFT_KINDS: ReadonlySet<InvoiceLineDraft['kind']> = new Set(['usage', 'pr
 /** The subscription an invoice bills: its id, customer, the customer's test clock, its anchor. */
 export type BilledSubscription = Pick<
   SubscriptionRow,
-  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end'
+  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end' | 'tax_rate_ids'
 >;
 
 /** An invoice issued, or found issued already for that (subscription, period). */
@@ -113,6 +116,7 @@ async function issuePeriodInvoice(
   const start = issue.period.start.toISOString();
   const end = issue.period.end.toISOString();
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
+  const taxes = await invoiceTaxes(trx, taxedBy(subscription, plan), ctx.config.defaultTaxRateIds ?? []);
   const content = composeInvoice(
     periodInvoiceInput({
       reason: issue.reason,
@@ -122,6 +126,8 @@ async function issuePeriodInvoice(
       periodStart: start,
       periodEnd: end,
       balance,
+      taxRates: taxes.tax_rates,
+      taxExempt: taxes.tax_exempt,
     }),
     ctx.pipeline ?? PIPELINE,
   );
@@ -159,6 +165,15 @@ async function issuePeriodInvoice(
   return {
     invoice: await updateInvoice(trx, ctx, row, { next_payment_attempt_at: issue.nextPaymentAttemptAt }),
     created: false,
+  };
+}
+
+/** Whose tax rates a period's invoice applies (SPEC §14): its subscription's, its plan's, its customer's. */
+function taxedBy(subscription: Pick<BilledSubscription, 'customer_id' | 'tax_rate_ids'>, plan: PlanRow) {
+  return {
+    customerId: subscription.customer_id,
+    subscriptionTaxRateIds: subscription.tax_rate_ids,
+    planTaxRateIds: plan.tax_rate_ids,
   };
 }
 
@@ -293,7 +308,8 @@ export interface OneOffInvoiceInput {
  * for `input.items`, composed with the customer's credit balance in `input.currency` and
  * taking that credit (`applied_to_invoice`). Every call issues a new invoice: callers that
  * may retry make it idempotent themselves. A negative total owes 0 (composing never turns it
- * into credit). The caller holds the customer's lock. Throws ComposeInputError for items the
+ * into credit). Taxed by the customer's tax rates, else DEFAULT_TAX_RATE_IDS (SPEC §14). The
+ * caller holds the customer's lock. Throws ComposeInputError for items the
  * pipeline refuses (another currency, not a proration) and AmountOutOfRangeError (400)
  * beyond Number.MAX_SAFE_INTEGER.
  */
@@ -303,16 +319,17 @@ export async function issueOneOffInvoice(
   input: OneOffInvoiceInput,
 ): Promise<Invoice> {
   const balance = await spendableBalance(trx, input.customerId, input.currency);
+  const taxes = await invoiceTaxes(trx, { customerId: input.customerId }, ctx.config.defaultTaxRateIds ?? []);
   const content = composeInvoice(
     {
       reason: 'one_off',
       currency: input.currency,
-      customer: { id: input.customerId, balance },
+      customer: { id: input.customerId, balance, tax_exempt: taxes.tax_exempt },
       subscription: null,
       pending_items: input.items,
       usage: [],
       discounts: [],
-      tax_rates: [],
+      tax_rates: taxes.tax_rates,
     },
     ctx.pipeline ?? PIPELINE,
   );
@@ -344,10 +361,14 @@ export interface InvoicePreview extends ComposedInvoice {
 /**
  * The upcoming invoice of subscription `subscriptionId` (SPEC §13 "preview" without a change):
  * the next period not invoiced yet, composed exactly as issuing would compose it now —
- * the same lines to the minor unit, the customer's current credit balance applied — and
- * nothing stored or locked. Throws 404 `not_found` for an unknown subscription.
+ * the same lines to the minor unit, the customer's current credit balance and taxes applied
+ * (`defaultTaxRateIds`: DEFAULT_TAX_RATE_IDS) — and nothing stored or locked. Throws 404 `not_found` for an unknown subscription.
  */
-export async function previewInvoice(db: Kysely<Database>, subscriptionId: string): Promise<InvoicePreview> {
+export async function previewInvoice(
+  db: Kysely<Database>,
+  subscriptionId: string,
+  defaultTaxRateIds: readonly string[] = [],
+): Promise<InvoicePreview> {
   const subscription = isIdOf('subscription', subscriptionId)
     ? await db.selectFrom('subscriptions').selectAll().where('id', '=', subscriptionId).executeTakeFirst()
     : undefined;
@@ -358,6 +379,7 @@ export async function previewInvoice(db: Kysely<Database>, subscriptionId: strin
   const periodStart = period.start.toISOString();
   const periodEnd = period.end.toISOString();
   const balance = Math.max(await customerBalance(db, subscription.customer_id, plan.currency), 0);
+  const taxes = await invoiceTaxes(db, taxedBy(subscription, plan), defaultTaxRateIds);
   const composed = composeInvoice(
     periodInvoiceInput({
       reason: 'preview',
@@ -367,6 +389,8 @@ export async function previewInvoice(db: Kysely<Database>, subscriptionId: strin
       periodStart,
       periodEnd,
       balance,
+      taxRates: taxes.tax_rates,
+      taxExempt: taxes.tax_exempt,
     }),
   );
   return {

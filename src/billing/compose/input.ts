@@ -1,7 +1,7 @@
 // The input of a subscription period's invoice, built from the records the issuing code
 // holds (a plan row, ids, the period): one place that knows which inputs exist today.
 import type { PlanRow } from '../../db/tables/plans.table.ts';
-import type { ComposeInput, InvoiceReason } from './types.ts';
+import type { ComposeInput, ComposeTaxExempt, ComposeTaxRate, InvoiceReason } from './types.ts';
 
 /** What a subscription period's invoice is composed from (ISO 8601 period bounds). */
 export interface PeriodInvoiceFacts {
@@ -16,19 +16,23 @@ export interface PeriodInvoiceFacts {
   quantity?: number;
   /** The customer's credit balance in the plan's currency (minor units); default 0: no balances before SPEC §14. */
   balance?: number;
+  /** The tax rates that apply (billing/taxation.ts); default none. */
+  taxRates?: readonly ComposeTaxRate[];
+  /** Whether the customer is taxed (SPEC §14); default `none`: taxed. */
+  taxExempt?: ComposeTaxExempt;
 }
 
 /**
  * The ComposeInput of one subscription period in the plan's currency: the plan × quantity
- * for `[periodStart, periodEnd)`, no pending items, usage, discounts or tax rates (none exist
- * before SPEC §13–§15), and the customer's balance.
+ * for `[periodStart, periodEnd)`, no pending items, usage or discounts (none exist before
+ * SPEC §13–§15), the customer's balance and tax status, and the tax rates given.
  */
 export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
   const { plan } = facts;
   return {
     reason: facts.reason,
     currency: plan.currency,
-    customer: { id: facts.customerId, balance: facts.balance ?? 0 },
+    customer: { id: facts.customerId, balance: facts.balance ?? 0, tax_exempt: facts.taxExempt ?? 'none' },
     subscription: {
       id: facts.subscriptionId,
       plan: { id: plan.id, name: plan.name, amount: Number(plan.amount), currency: plan.currency },
@@ -39,6 +43,6 @@ export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
     pending_items: [],
     usage: [],
     discounts: [],
-    tax_rates: [],
+    tax_rates: facts.taxRates ?? [],
   };
 }
