@@ -44,8 +44,8 @@ async function checkTaxIdentity(
   for (const [index, taxId] of (input.tax_ids ?? []).entries()) {
     if (!isValidTaxId(taxId.type, taxId.value)) {
       throw new ValidationError(
-        `tax_ids[${index}]: "${taxId.value}" is not a valid ${taxId.type} number (with its country prefix, e.g. DE123456789)`,
-        `tax_ids[${index}].value`,
+        `tax_ids.${index}.value "${taxId.value}" is not a valid ${taxId.type} number (with its country prefix, e.g. DE123456789)`,
+        `tax_ids.${index}.value`,
       );
     }
   }
