@@ -8,6 +8,7 @@ import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
 import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
 import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
+import { balanceTransactionListSchema, balanceTransactionSchema } from '../modules/balances/balances.schemas.ts';
 import {
   caseListSchema,
   caseSchema,
@@ -61,6 +62,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   customerSchema,
   customerDetailSchema,
   customerListSchema,
+  balanceTransactionSchema,
+  balanceTransactionListSchema,
   planSchema,
   planListSchema,
   taxRateSchema,
@@ -154,6 +157,10 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'customer.created': { schema: customerSchema, when: 'A customer was created (through the API or attribution).' },
   'customer.updated': { schema: customerSchema, when: 'A customer changed.' },
   'customer.deleted': { schema: customerSchema, when: 'A customer was deleted.' },
+  'customer.balance_changed': {
+    schema: balanceTransactionSchema,
+    when: "A customer's credit balance moved: an adjustment, an overpayment, credit applied to an invoice (data: the transaction).",
+  },
   'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
   'subscription.updated': {
     schema: subscriptionSchema,

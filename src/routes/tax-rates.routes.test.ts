@@ -3,7 +3,7 @@
 // attached already, exempt and reverse-charged customers untaxed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { buildTestApp, type TestApp, type TestResponse } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../test/helpers/factories.ts';
 
 const UNKNOWN_RATE = 'txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
@@ -94,7 +94,7 @@ test('tax rates: create, get, list with filters, update; percentage and inclusiv
     [sales.id],
   );
   for (const field of ['percentage', 'inclusive']) {
-    const res = await app.request('PATCH', `/api/tax-rates/${vat.id}`, { body: { [field]: 7 } });
+    const res: TestResponse = await app.request('PATCH', `/api/tax-rates/${vat.id}`, { body: { [field]: 7 } });
     assert.equal(res.status, 400);
     assert.match(res.body.message, new RegExp(`^${field} cannot be changed`));
   }

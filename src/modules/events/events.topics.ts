@@ -3,6 +3,7 @@ export const TOPICS = [
   'customer.created',
   'customer.updated',
   'customer.deleted',
+  'customer.balance_changed',
   'subscription.created',
   'subscription.updated',
   'subscription.renewed',
