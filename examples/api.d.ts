@@ -70,6 +70,30 @@ export interface paths {
     patch: operations['updateCustomer'];
     trace?: never;
   };
+  '/api/customers/{id}/balance-transactions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a customer's credit balance transactions
+     * @description The append-only ledger of the credit balance (SPEC §14): adjustments, overpayments, credit applied to invoices. The balance per currency is the sum of its transactions.
+     */
+    get: operations['listCustomerBalanceTransactions'];
+    put?: never;
+    /**
+     * Adjust a customer's credit balance
+     * @description A manual `adjustment`: positive gives credit, negative takes it. The balance never goes below 0: an adjustment that would take it there is refused with 422 `invalid_state`. Emits `customer.balance_changed`.
+     */
+    post: operations['adjustCustomerBalance'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/customers/{id}/payment-methods': {
     parameters: {
       query?: never;
@@ -151,6 +175,48 @@ export interface paths {
      * @description Only `name`, `active` (false archives) and `metadata`. Prices are immutable.
      */
     patch: operations['updatePlan'];
+    trace?: never;
+  };
+  '/api/tax-rates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List tax rates */
+    get: operations['listTaxRates'];
+    put?: never;
+    /**
+     * Create a tax rate
+     * @description `percentage` is exact to 4 decimals; it and `inclusive` never change (create a new rate).
+     */
+    post: operations['createTaxRate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/tax-rates/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a tax rate */
+    get: operations['getTaxRate'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update a tax rate
+     * @description Only `display_name`, `active` (false archives: attached nowhere new, still applied where attached) and `metadata`.
+     */
+    patch: operations['updateTaxRate'];
     trace?: never;
   };
   '/api/subscriptions': {
@@ -970,6 +1036,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'customer.balance_changed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.balance_changed event
+     * @description A customer's credit balance moved: an adjustment, an overpayment, credit applied to an invoice (data: the transaction). Sent to every enabled endpoint subscribed to `customer.balance_changed` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['customerBalanceChangedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'subscription.created': {
     parameters: {
       query?: never;
@@ -1595,6 +1681,20 @@ export interface components {
      *         "crm_id": "4711"
      *       },
      *       "test_clock": null,
+     *       "tax_exempt": "none",
+     *       "tax_ids": [
+     *         {
+     *           "type": "eu_vat",
+     *           "value": "DE123456789"
+     *         }
+     *       ],
+     *       "tax_rate_ids": [],
+     *       "address": {
+     *         "country": "DE",
+     *         "line1": "Unter den Linden 1",
+     *         "city": "Berlin",
+     *         "postal_code": "10117"
+     *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z"
      *     }
@@ -1611,6 +1711,47 @@ export interface components {
       };
       /** @description The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time. */
       test_clock: string | null;
+      /**
+       * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+       * @enum {string}
+       */
+      tax_exempt: 'none' | 'exempt' | 'reverse';
+      /** @description Tax ids shown on documents (format-checked). */
+      tax_ids: {
+        /**
+         * @description The kind of number
+         * @enum {string}
+         */
+        type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+        /**
+         * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+         * @example DE123456789
+         */
+        value: string;
+      }[];
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
+      /**
+       * @example {
+       *       "country": "DE",
+       *       "line1": "Unter den Linden 1",
+       *       "city": "Berlin",
+       *       "postal_code": "10117"
+       *     }
+       */
+      address: {
+        /** @description ISO 3166-1 alpha-2, upper case */
+        country: string;
+        /** @description Street and number */
+        line1: string;
+        /** @description Apartment, suite, building */
+        line2?: string;
+        /** @description City */
+        city: string;
+        postal_code: string;
+        /** @description State, county or province */
+        state?: string;
+      } | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1627,6 +1768,20 @@ export interface components {
      *         "crm_id": "4711"
      *       },
      *       "test_clock": null,
+     *       "tax_exempt": "none",
+     *       "tax_ids": [
+     *         {
+     *           "type": "eu_vat",
+     *           "value": "DE123456789"
+     *         }
+     *       ],
+     *       "tax_rate_ids": [],
+     *       "address": {
+     *         "country": "DE",
+     *         "line1": "Unter den Linden 1",
+     *         "city": "Berlin",
+     *         "postal_code": "10117"
+     *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z",
      *       "balances": {
@@ -1646,6 +1801,47 @@ export interface components {
       };
       /** @description The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time. */
       test_clock: string | null;
+      /**
+       * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+       * @enum {string}
+       */
+      tax_exempt: 'none' | 'exempt' | 'reverse';
+      /** @description Tax ids shown on documents (format-checked). */
+      tax_ids: {
+        /**
+         * @description The kind of number
+         * @enum {string}
+         */
+        type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+        /**
+         * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+         * @example DE123456789
+         */
+        value: string;
+      }[];
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
+      /**
+       * @example {
+       *       "country": "DE",
+       *       "line1": "Unter den Linden 1",
+       *       "city": "Berlin",
+       *       "postal_code": "10117"
+       *     }
+       */
+      address: {
+        /** @description ISO 3166-1 alpha-2, upper case */
+        country: string;
+        /** @description Street and number */
+        line1: string;
+        /** @description Apartment, suite, building */
+        line2?: string;
+        /** @description City */
+        city: string;
+        postal_code: string;
+        /** @description State, county or province */
+        state?: string;
+      } | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1668,6 +1864,20 @@ export interface components {
      *             "crm_id": "4711"
      *           },
      *           "test_clock": null,
+     *           "tax_exempt": "none",
+     *           "tax_ids": [
+     *             {
+     *               "type": "eu_vat",
+     *               "value": "DE123456789"
+     *             }
+     *           ],
+     *           "tax_rate_ids": [],
+     *           "address": {
+     *             "country": "DE",
+     *             "line1": "Unter den Linden 1",
+     *             "city": "Berlin",
+     *             "postal_code": "10117"
+     *           },
      *           "created_at": "2026-01-15T10:00:00.000Z",
      *           "updated_at": "2026-01-15T10:00:00.000Z"
      *         }
@@ -1688,6 +1898,73 @@ export interface components {
       };
     };
     /**
+     * @description One movement of a customer's credit balance (SPEC §14): the balance in a currency is the sum of its transactions, never below 0.
+     * @example {
+     *       "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "type": "adjustment",
+     *       "amount": 2500,
+     *       "currency": "NGN",
+     *       "description": "Goodwill credit for the outage of 14 Jan",
+     *       "invoice_id": null,
+     *       "payment_id": null,
+     *       "created_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    BalanceTransaction: {
+      /** @example cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      /**
+       * @description `adjustment` (by hand, POST), `overpayment` (a payment beyond its invoice), `applied_to_invoice` (credit an invoice took), `credit_note`, `reversal`
+       * @enum {string}
+       */
+      type: 'overpayment' | 'applied_to_invoice' | 'adjustment' | 'credit_note' | 'reversal';
+      /** @description Minor units, signed, never 0: credit given is positive, credit used negative */
+      amount: number;
+      /** @description ISO 4217, upper case: each currency is its own balance */
+      currency: string;
+      /** @description Why, for a manual adjustment */
+      description: string | null;
+      /** @description The invoice the credit came from or went to */
+      invoice_id: string | null;
+      /** @description The payment whose surplus it is (`overpayment`) */
+      payment_id: string | null;
+      /** Format: date-time */
+      created_at: string;
+    };
+    /**
+     * @description A page of BalanceTransaction objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "type": "adjustment",
+     *           "amount": 2500,
+     *           "currency": "NGN",
+     *           "description": "Goodwill credit for the outage of 14 Jan",
+     *           "invoice_id": null,
+     *           "payment_id": null,
+     *           "created_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    BalanceTransactionList: {
+      data: components['schemas']['BalanceTransaction'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
      * @description A price: amount per billing period. Prices are immutable; archive a plan and create another.
      * @example {
      *       "id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -1698,6 +1975,7 @@ export interface components {
      *       "interval_count": 1,
      *       "trial_period_days": 14,
      *       "active": true,
+     *       "tax_rate_ids": [],
      *       "metadata": {
      *         "tier": "pro"
      *       },
@@ -1719,6 +1997,8 @@ export interface components {
       trial_period_days: number;
       /** @description false = archived: no new subscriptions. */
       active: boolean;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
       metadata: {
         [key: string]: string;
       };
@@ -1740,6 +2020,7 @@ export interface components {
      *           "interval_count": 1,
      *           "trial_period_days": 14,
      *           "active": true,
+     *           "tax_rate_ids": [],
      *           "metadata": {
      *             "tier": "pro"
      *           },
@@ -1763,6 +2044,78 @@ export interface components {
       };
     };
     /**
+     * @description A tax applied to invoices (SPEC §14): from the subscription, else its plan, else the customer, else DEFAULT_TAX_RATE_IDS.
+     * @example {
+     *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "display_name": "VAT",
+     *       "percentage": 19,
+     *       "inclusive": false,
+     *       "country": "DE",
+     *       "state": null,
+     *       "jurisdiction": "DE",
+     *       "active": true,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    TaxRate: {
+      /** @example txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description What invoices call the tax: "VAT", "Sales tax". */
+      display_name: string;
+      /** @description The rate in percent, 0–100, up to 4 decimals (exact). */
+      percentage: number;
+      /** @description true: prices already contain the tax (it is shown, the total does not change); false: the tax is added. */
+      inclusive: boolean;
+      /** @description ISO 3166-1 alpha-2 */
+      country: string | null;
+      state: string | null;
+      jurisdiction: string | null;
+      /** @description false = archived: cannot be newly attached; keeps applying where it is attached already (as Stripe). */
+      active: boolean;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    /**
+     * @description A page of TaxRate objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "display_name": "VAT",
+     *           "percentage": 19,
+     *           "inclusive": false,
+     *           "country": "DE",
+     *           "state": null,
+     *           "jurisdiction": "DE",
+     *           "active": true,
+     *           "metadata": {},
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    TaxRateList: {
+      data: components['schemas']['TaxRate'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
      * @description A customer on a plan; `status` moves only by the transitions of SPEC §4.
      * @example {
      *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -1779,6 +2132,7 @@ export interface components {
      *       "ended_at": null,
      *       "cancellation_reason": null,
      *       "cancellation_comment": null,
+     *       "tax_rate_ids": [],
      *       "metadata": {},
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -1813,6 +2167,8 @@ export interface components {
       /** @enum {string|null} */
       cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
       cancellation_comment: string | null;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
       metadata: {
         [key: string]: string;
       };
@@ -1840,6 +2196,7 @@ export interface components {
      *           "ended_at": null,
      *           "cancellation_reason": null,
      *           "cancellation_comment": null,
+     *           "tax_rate_ids": [],
      *           "metadata": {},
      *           "created_at": "2026-01-15T10:00:00.000Z",
      *           "updated_at": "2026-01-15T10:00:00.000Z"
@@ -2606,6 +2963,7 @@ export interface components {
         | 'customer.created'
         | 'customer.updated'
         | 'customer.deleted'
+        | 'customer.balance_changed'
         | 'subscription.created'
         | 'subscription.updated'
         | 'subscription.renewed'
@@ -2730,6 +3088,7 @@ export interface components {
         | 'customer.created'
         | 'customer.updated'
         | 'customer.deleted'
+        | 'customer.balance_changed'
         | 'subscription.created'
         | 'subscription.updated'
         | 'subscription.renewed'
@@ -3085,7 +3444,7 @@ export interface components {
       payload_text: string | null;
     };
     /**
-     * @description What the invoice charges for, in pipeline order; `total` is the sum of the lines.
+     * @description What the invoice charges for, in pipeline order; `total` is the sum of the lines, but for inclusive tax lines (already inside the others).
      * @example {
      *       "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "kind": "subscription",
@@ -3127,8 +3486,31 @@ export interface components {
       coupon_id?: string;
       /** @description The tax rate a tax line applies */
       tax_rate_id?: string;
+      /** @description Tax lines only. true: the tax is already inside the lines above (an inclusive rate): shown, not added to `total`. */
+      inclusive?: boolean;
       /** @description True for the lines a plan or quantity change prorated */
       proration: boolean;
+    };
+    /**
+     * @description The tax one rate adds to (or, inclusive, shows inside) an invoice: its tax line, summed per rate.
+     * @example {
+     *       "tax_rate_id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "display_name": "VAT",
+     *       "percentage": 19,
+     *       "inclusive": false,
+     *       "amount": 931
+     *     }
+     */
+    InvoiceTaxAmount: {
+      tax_rate_id: string;
+      /** @description The rate's name when the invoice was composed */
+      display_name: string;
+      /** @description Percent, up to 4 decimals */
+      percentage: number;
+      /** @description true: inside the total (shown); false: added to it */
+      inclusive: boolean;
+      /** @description The tax of this rate, rounded once (half away from zero) (minor units; negative for a credit) */
+      amount: number;
     };
     /**
      * @description What a customer owes for one billing period; final when issued — or, a renewal with usage or prorations, when its `draft` is finalized — and settled by payments (SPEC §9, §12).
@@ -3142,6 +3524,8 @@ export interface components {
      *       "subtotal": 500000,
      *       "total_discount": 0,
      *       "total_tax": 0,
+     *       "total_tax_amounts": [],
+     *       "reverse_charge": false,
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
@@ -3191,9 +3575,13 @@ export interface components {
       subtotal: number;
       /** @description The discounts: −(the sum of the discount lines) (minor units) */
       total_discount: number;
-      /** @description The sum of the tax lines (minor units; negative for a credit) */
+      /** @description The sum of the tax lines, inclusive taxes too (as Stripe's `tax`) (minor units; negative for a credit) */
       total_tax: number;
-      /** @description The sum of every line (minor units; negative for a credit) */
+      /** @description The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines. */
+      total_tax_amounts: components['schemas']['InvoiceTaxAmount'][];
+      /** @description The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge". */
+      reverse_charge: boolean;
+      /** @description The sum of every line but inclusive tax lines (already inside the others) (minor units; negative for a credit) */
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
@@ -3247,6 +3635,8 @@ export interface components {
      *           "subtotal": 500000,
      *           "total_discount": 0,
      *           "total_tax": 0,
+     *           "total_tax_amounts": [],
+     *           "reverse_charge": false,
      *           "total": 500000,
      *           "applied_balance": 0,
      *           "amount_due": 500000,
@@ -3390,6 +3780,8 @@ export interface components {
      *       "subtotal": 500000,
      *       "total_discount": 0,
      *       "total_tax": 0,
+     *       "total_tax_amounts": [],
+     *       "reverse_charge": false,
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
@@ -3458,9 +3850,13 @@ export interface components {
       subtotal: number;
       /** @description The discounts: −(the sum of the discount lines) (minor units) */
       total_discount: number;
-      /** @description The sum of the tax lines (minor units; negative for a credit) */
+      /** @description The sum of the tax lines, inclusive taxes too (as Stripe's `tax`) (minor units; negative for a credit) */
       total_tax: number;
-      /** @description The sum of every line (minor units; negative for a credit) */
+      /** @description The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines. */
+      total_tax_amounts: components['schemas']['InvoiceTaxAmount'][];
+      /** @description The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge". */
+      reverse_charge: boolean;
+      /** @description The sum of every line but inclusive tax lines (already inside the others) (minor units; negative for a credit) */
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
@@ -3515,6 +3911,8 @@ export interface components {
      *         "subtotal": 500000,
      *         "total_discount": 0,
      *         "total_tax": 0,
+     *         "total_tax_amounts": [],
+     *         "reverse_charge": false,
      *         "total": 500000,
      *         "applied_balance": 0,
      *         "amount_due": 500000,
@@ -3992,6 +4390,20 @@ export interface operations {
            *             "crm_id": "4711"
            *           },
            *           "test_clock": null,
+           *           "tax_exempt": "none",
+           *           "tax_ids": [
+           *             {
+           *               "type": "eu_vat",
+           *               "value": "DE123456789"
+           *             }
+           *           ],
+           *           "tax_rate_ids": [],
+           *           "address": {
+           *             "country": "DE",
+           *             "line1": "Unter den Linden 1",
+           *             "city": "Berlin",
+           *             "postal_code": "10117"
+           *           },
            *           "created_at": "2026-01-15T10:00:00.000Z",
            *           "updated_at": "2026-01-15T10:00:00.000Z"
            *         }
@@ -4059,6 +4471,52 @@ export interface operations {
           };
           /** @description A test clock id (`clock_…`): the customer and everything it owns live in that clock's time, for good (SPEC §11). Only with TEST_CLOCKS=true. */
           test_clock?: string;
+          /**
+           * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+           * @enum {string}
+           */
+          tax_exempt?: 'none' | 'exempt' | 'reverse';
+          /** @description Tax ids shown on documents, each checked for its format (not looked up). */
+          tax_ids?: {
+            /**
+             * @description The kind of number
+             * @enum {string}
+             */
+            type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+            /**
+             * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+             * @example DE123456789
+             */
+            value: string;
+          }[];
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
+          /**
+           * @example {
+           *       "country": "DE",
+           *       "line1": "Unter den Linden 1",
+           *       "city": "Berlin",
+           *       "postal_code": "10117"
+           *     }
+           */
+          address?: {
+            /** @description ISO 3166-1 alpha-2, upper case */
+            country: string;
+            /** @description Street and number */
+            line1: string;
+            /** @description Apartment, suite, building */
+            line2?: string;
+            /** @description City */
+            city: string;
+            postal_code: string;
+            /** @description State, county or province */
+            state?: string;
+          } | null;
         };
       };
     };
@@ -4079,6 +4537,20 @@ export interface operations {
            *         "crm_id": "4711"
            *       },
            *       "test_clock": null,
+           *       "tax_exempt": "none",
+           *       "tax_ids": [
+           *         {
+           *           "type": "eu_vat",
+           *           "value": "DE123456789"
+           *         }
+           *       ],
+           *       "tax_rate_ids": [],
+           *       "address": {
+           *         "country": "DE",
+           *         "line1": "Unter den Linden 1",
+           *         "city": "Berlin",
+           *         "postal_code": "10117"
+           *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -4127,6 +4599,20 @@ export interface operations {
            *         "crm_id": "4711"
            *       },
            *       "test_clock": null,
+           *       "tax_exempt": "none",
+           *       "tax_ids": [
+           *         {
+           *           "type": "eu_vat",
+           *           "value": "DE123456789"
+           *         }
+           *       ],
+           *       "tax_rate_ids": [],
+           *       "address": {
+           *         "country": "DE",
+           *         "line1": "Unter den Linden 1",
+           *         "city": "Berlin",
+           *         "postal_code": "10117"
+           *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z",
            *       "balances": {
@@ -4188,7 +4674,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    /** @description Any of the fields. `name`/`phone` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
+    /** @description Any of the fields. `name`/`phone`/`address` null clears them; `tax_ids` and `tax_rate_ids` replace the lists (`[]` empties them). `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
     requestBody: {
       content: {
         /**
@@ -4213,6 +4699,52 @@ export interface operations {
           metadata?: {
             [key: string]: string;
           } | null;
+          /**
+           * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+           * @enum {string}
+           */
+          tax_exempt?: 'none' | 'exempt' | 'reverse';
+          /** @description Tax ids shown on documents, each checked for its format (not looked up). */
+          tax_ids?: {
+            /**
+             * @description The kind of number
+             * @enum {string}
+             */
+            type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+            /**
+             * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+             * @example DE123456789
+             */
+            value: string;
+          }[];
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
+          /**
+           * @example {
+           *       "country": "DE",
+           *       "line1": "Unter den Linden 1",
+           *       "city": "Berlin",
+           *       "postal_code": "10117"
+           *     }
+           */
+          address?: {
+            /** @description ISO 3166-1 alpha-2, upper case */
+            country: string;
+            /** @description Street and number */
+            line1: string;
+            /** @description Apartment, suite, building */
+            line2?: string;
+            /** @description City */
+            city: string;
+            postal_code: string;
+            /** @description State, county or province */
+            state?: string;
+          } | null;
         };
       };
     };
@@ -4233,6 +4765,20 @@ export interface operations {
            *         "crm_id": "4711"
            *       },
            *       "test_clock": null,
+           *       "tax_exempt": "none",
+           *       "tax_ids": [
+           *         {
+           *           "type": "eu_vat",
+           *           "value": "DE123456789"
+           *         }
+           *       ],
+           *       "tax_rate_ids": [],
+           *       "address": {
+           *         "country": "DE",
+           *         "line1": "Unter den Linden 1",
+           *         "city": "Berlin",
+           *         "postal_code": "10117"
+           *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -4247,6 +4793,154 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCustomerBalanceTransactions: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'amount';
+        sort_order?: 'asc' | 'desc';
+        /** @description Only this currency (ISO 4217) */
+        currency?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of balance transactions */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "type": "adjustment",
+           *           "amount": 2500,
+           *           "currency": "NGN",
+           *           "description": "Goodwill credit for the outage of 14 Jan",
+           *           "invoice_id": null,
+           *           "payment_id": null,
+           *           "created_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['BalanceTransactionList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  adjustCustomerBalance: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "amount": 2500,
+         *       "currency": "NGN",
+         *       "description": "Goodwill credit"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Minor units, signed, not 0: positive gives credit, negative takes it (never below a balance of 0)
+           * @example 2500
+           */
+          amount: number;
+          /**
+           * @description ISO 4217, upper case
+           * @example NGN
+           */
+          currency: string;
+          /** @example Goodwill credit for the outage of 14 Jan */
+          description: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The adjustment */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "type": "adjustment",
+           *       "amount": 2500,
+           *       "currency": "NGN",
+           *       "description": "Goodwill credit for the outage of 14 Jan",
+           *       "invoice_id": null,
+           *       "payment_id": null,
+           *       "created_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['BalanceTransaction'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
@@ -4463,6 +5157,7 @@ export interface operations {
            *           "interval_count": 1,
            *           "trial_period_days": 14,
            *           "active": true,
+           *           "tax_rate_ids": [],
            *           "metadata": {
            *             "tier": "pro"
            *           },
@@ -4539,6 +5234,13 @@ export interface operations {
           interval_count?: number;
           /** @default 0 */
           trial_period_days?: number;
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -4563,6 +5265,7 @@ export interface operations {
            *       "interval_count": 1,
            *       "trial_period_days": 14,
            *       "active": true,
+           *       "tax_rate_ids": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -4613,6 +5316,7 @@ export interface operations {
            *       "interval_count": 1,
            *       "trial_period_days": 14,
            *       "active": true,
+           *       "tax_rate_ids": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -4692,6 +5396,7 @@ export interface operations {
            *       "interval_count": 1,
            *       "trial_period_days": 14,
            *       "active": true,
+           *       "tax_rate_ids": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -4700,6 +5405,281 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['Plan'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTaxRates: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'display_name';
+        sort_order?: 'asc' | 'desc';
+        active?: 'true' | 'false';
+        inclusive?: 'true' | 'false';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of tax rates */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "display_name": "VAT",
+           *           "percentage": 19,
+           *           "inclusive": false,
+           *           "country": "DE",
+           *           "state": null,
+           *           "jurisdiction": "DE",
+           *           "active": true,
+           *           "metadata": {},
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['TaxRateList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTaxRate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "display_name": "VAT",
+         *       "percentage": 19,
+         *       "inclusive": false,
+         *       "country": "DE",
+         *       "jurisdiction": "DE"
+         *     }
+         */
+        'application/json': {
+          /** @example VAT */
+          display_name: string;
+          /** @example 19 */
+          percentage: number;
+          inclusive: boolean;
+          /**
+           * @description ISO 3166-1 alpha-2, upper case
+           * @example DE
+           */
+          country?: string;
+          /** @description A state or province (ISO 3166-2 subdivision code, without the country) */
+          state?: string;
+          /** @description Free text: the tax jurisdiction */
+          jurisdiction?: string;
+          /** @default true */
+          active?: boolean;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The new tax rate */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "display_name": "VAT",
+           *       "percentage": 19,
+           *       "inclusive": false,
+           *       "country": "DE",
+           *       "state": null,
+           *       "jurisdiction": "DE",
+           *       "active": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TaxRate'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTaxRate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tax rate */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "display_name": "VAT",
+           *       "percentage": 19,
+           *       "inclusive": false,
+           *       "country": "DE",
+           *       "state": null,
+           *       "jurisdiction": "DE",
+           *       "active": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TaxRate'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTaxRate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Only `display_name`, `active` (false archives) and `metadata`; `percentage` and `inclusive` are immutable (create a new rate). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "active": false
+         *     }
+         */
+        'application/json': {
+          display_name?: string;
+          active?: boolean;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          } | null;
+          /** @description Immutable: refused with 400. */
+          percentage?: unknown;
+          /** @description Immutable: refused with 400. */
+          inclusive?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description The tax rate as updated */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "display_name": "VAT",
+           *       "percentage": 19,
+           *       "inclusive": false,
+           *       "country": "DE",
+           *       "state": null,
+           *       "jurisdiction": "DE",
+           *       "active": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TaxRate'];
         };
       };
       400: components['responses']['BadRequest'];
@@ -4765,6 +5745,7 @@ export interface operations {
            *           "ended_at": null,
            *           "cancellation_reason": null,
            *           "cancellation_comment": null,
+           *           "tax_rate_ids": [],
            *           "metadata": {},
            *           "created_at": "2026-01-15T10:00:00.000Z",
            *           "updated_at": "2026-01-15T10:00:00.000Z"
@@ -4817,6 +5798,13 @@ export interface operations {
           customer_id: string;
           plan_id: string;
           trial_period_days?: number;
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -4847,6 +5835,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -4903,6 +5892,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -4977,6 +5967,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -5032,6 +6023,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -5087,6 +6079,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -5418,6 +6411,8 @@ export interface operations {
            *           "subtotal": 500000,
            *           "total_discount": 0,
            *           "total_tax": 0,
+           *           "total_tax_amounts": [],
+           *           "reverse_charge": false,
            *           "total": 500000,
            *           "applied_balance": 0,
            *           "amount_due": 500000,
@@ -5508,6 +6503,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -5610,6 +6607,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -5689,6 +6688,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -5768,6 +6769,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -6047,6 +7050,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -6692,7 +7697,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -6842,7 +7847,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -7114,6 +8119,7 @@ export interface operations {
           | 'customer.created'
           | 'customer.updated'
           | 'customer.deleted'
+          | 'customer.balance_changed'
           | 'subscription.created'
           | 'subscription.updated'
           | 'subscription.renewed'
@@ -7910,6 +8916,20 @@ export interface operations {
          *           "crm_id": "4711"
          *         },
          *         "test_clock": null,
+         *         "tax_exempt": "none",
+         *         "tax_ids": [
+         *           {
+         *             "type": "eu_vat",
+         *             "value": "DE123456789"
+         *           }
+         *         ],
+         *         "tax_rate_ids": [],
+         *         "address": {
+         *           "country": "DE",
+         *           "line1": "Unter den Linden 1",
+         *           "city": "Berlin",
+         *           "postal_code": "10117"
+         *         },
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -7966,6 +8986,20 @@ export interface operations {
          *           "crm_id": "4711"
          *         },
          *         "test_clock": null,
+         *         "tax_exempt": "none",
+         *         "tax_ids": [
+         *           {
+         *             "type": "eu_vat",
+         *             "value": "DE123456789"
+         *           }
+         *         ],
+         *         "tax_rate_ids": [],
+         *         "address": {
+         *           "country": "DE",
+         *           "line1": "Unter den Linden 1",
+         *           "city": "Berlin",
+         *           "postal_code": "10117"
+         *         },
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -8022,6 +9056,20 @@ export interface operations {
          *           "crm_id": "4711"
          *         },
          *         "test_clock": null,
+         *         "tax_exempt": "none",
+         *         "tax_ids": [
+         *           {
+         *             "type": "eu_vat",
+         *             "value": "DE123456789"
+         *           }
+         *         ],
+         *         "tax_rate_ids": [],
+         *         "address": {
+         *           "country": "DE",
+         *           "line1": "Unter den Linden 1",
+         *           "city": "Berlin",
+         *           "postal_code": "10117"
+         *         },
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -8031,6 +9079,61 @@ export interface operations {
           /** @constant */
           topic: 'customer.deleted';
           data: components['schemas']['Customer'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  customerBalanceChangedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "customer.balance_changed",
+         *       "data": {
+         *         "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "type": "adjustment",
+         *         "amount": 2500,
+         *         "currency": "NGN",
+         *         "description": "Goodwill credit for the outage of 14 Jan",
+         *         "invoice_id": null,
+         *         "payment_id": null,
+         *         "created_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'customer.balance_changed';
+          data: components['schemas']['BalanceTransaction'];
         };
       };
     };
@@ -8084,6 +9187,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -8147,6 +9251,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -8210,6 +9315,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -8273,6 +9379,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -8336,6 +9443,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -8695,6 +9803,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -8782,6 +9892,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -8869,6 +9981,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -8956,6 +10070,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -9044,6 +10160,8 @@ export interface operations {
          *           "subtotal": 500000,
          *           "total_discount": 0,
          *           "total_tax": 0,
+         *           "total_tax_amounts": [],
+         *           "reverse_charge": false,
          *           "total": 500000,
          *           "applied_balance": 0,
          *           "amount_due": 500000,
@@ -9149,6 +10267,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -9236,6 +10356,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,

@@ -334,7 +334,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const defaultTaxRateIds = [...new Set(csv(env, 'DEFAULT_TAX_RATE_IDS'))];
   const badTaxRate = defaultTaxRateIds.find((id) => !/^txr_[0-9A-HJKMNP-TV-Z]{26}$/.test(id));
   if (badTaxRate !== undefined) {
-    throw new ConfigError('DEFAULT_TAX_RATE_IDS', `must list tax rate ids (txr_…), comma-separated (got "${badTaxRate}")`);
+    throw new ConfigError(
+      'DEFAULT_TAX_RATE_IDS',
+      `must list tax rate ids (txr_…), comma-separated (got "${badTaxRate}")`,
+    );
   }
   const publicUrl = read(env, 'PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`);
   if (!isHttpOrigin(publicUrl)) {

@@ -55,7 +55,8 @@ export async function invoiceTaxes(
     .where('id', '=', party.customerId)
     .executeTakeFirst();
   const ids = applicableTaxRateIds({
-    subscription: party.subscriptionTaxRateIds === undefined ? undefined : parseTaxRateIds(party.subscriptionTaxRateIds),
+    subscription:
+      party.subscriptionTaxRateIds === undefined ? undefined : parseTaxRateIds(party.subscriptionTaxRateIds),
     plan: party.planTaxRateIds === undefined ? undefined : parseTaxRateIds(party.planTaxRateIds),
     customer: customer === undefined ? [] : parseTaxRateIds(customer.tax_rate_ids),
     defaults,

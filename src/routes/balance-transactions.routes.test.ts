@@ -75,7 +75,10 @@ test('adjustments: credit given and taken, listed per currency, announced; never
   }
   assert.equal((await adjust(app, UNKNOWN_CUSTOMER, 100)).status, 404);
   assert.equal((await app.request('GET', `/api/customers/${UNKNOWN_CUSTOMER}/balance-transactions`)).status, 404);
-  assert.equal((await app.request('GET', `/api/customers/${customer.id}/balance-transactions?currency=usd`)).status, 400);
+  assert.equal(
+    (await app.request('GET', `/api/customers/${customer.id}/balance-transactions?currency=usd`)).status,
+    400,
+  );
 
   const newestFirst = await app.request('GET', `/api/customers/${customer.id}/balance-transactions?limit=2`);
   assert.deepEqual(newestFirst.body.meta, { total: 4, page: 0, limit: 2 });
@@ -126,7 +129,10 @@ type Step = { kind: 'adjust'; amount: number } | { kind: 'subscribe' } | { kind:
 
 const steps = fc.array(
   fc.oneof(
-    fc.record({ kind: fc.constant('adjust' as const), amount: fc.integer({ min: -6000, max: 6000 }).filter((a) => a !== 0) }),
+    fc.record({
+      kind: fc.constant('adjust' as const),
+      amount: fc.integer({ min: -6000, max: 6000 }).filter((a) => a !== 0),
+    }),
     fc.record({ kind: fc.constant('subscribe' as const) }),
     fc.record({ kind: fc.constant('pay' as const), amount: fc.integer({ min: 1, max: 9000 }) }),
   ),

@@ -25,10 +25,7 @@ test('tax ids, address and tax_exempt: set on create, changed on update, shown; 
   );
   assert.deepEqual((await app.request('GET', `/api/customers/${id}`)).body.address, ADDRESS);
   const plain = await app.request('POST', '/api/customers', { body: { email: 'plain@example.com' } });
-  assert.deepEqual(
-    [plain.body.tax_exempt, plain.body.tax_ids, plain.body.address],
-    ['none', [], null],
-  );
+  assert.deepEqual([plain.body.tax_exempt, plain.body.tax_ids, plain.body.address], ['none', [], null]);
 
   for (const [body, field, message] of [
     [{ tax_ids: [{ type: 'eu_vat', value: '123456789' }] }, 'tax_ids.0.value', /not a valid eu_vat number/],
@@ -67,13 +64,17 @@ test('tax ids, address and tax_exempt: set on create, changed on update, shown; 
 
 test('a reverse-charged customer is invoiced without tax and the invoice says reverse_charge; an exempt one without tax either', async (t) => {
   const app = await buildTestApp(t);
-  const rate = await app.request('POST', '/api/tax-rates', { body: { display_name: 'VAT', percentage: 19, inclusive: false } });
+  const rate = await app.request('POST', '/api/tax-rates', {
+    body: { display_name: 'VAT', percentage: 19, inclusive: false },
+  });
   const plan = await createPlan(app, { currency: 'EUR', amount: 4900, tax_rate_ids: [rate.body.id] });
   const invoiceOf = async (taxExempt: string) => {
     const customer = await app.request('POST', '/api/customers', {
       body: { email: `${taxExempt}@example.com`, tax_exempt: taxExempt },
     });
-    const sub = await app.request('POST', '/api/subscriptions', { body: { customer_id: customer.body.id, plan_id: plan.id } });
+    const sub = await app.request('POST', '/api/subscriptions', {
+      body: { customer_id: customer.body.id, plan_id: plan.id },
+    });
     return (await app.request('GET', `/api/invoices?subscription_id=${sub.body.id}`)).body.data[0];
   };
   const summary = (invoice: Record<string, unknown> & { lines: unknown[] }) => [

@@ -162,9 +162,13 @@ test('archived rates cannot be attached anew but keep applying where attached; u
 
   const archivedMessage = `tax_rate_ids: tax rate ${rate.id} is archived and cannot be newly attached`;
   const attempts = [
-    app.request('POST', '/api/plans', { body: { name: 'P', amount: 1, currency: 'EUR', interval: 'month', tax_rate_ids: [rate.id] } }),
+    app.request('POST', '/api/plans', {
+      body: { name: 'P', amount: 1, currency: 'EUR', interval: 'month', tax_rate_ids: [rate.id] },
+    }),
     app.request('POST', '/api/customers', { body: { email: 'new@example.com', tax_rate_ids: [rate.id] } }),
-    app.request('POST', '/api/subscriptions', { body: { customer_id: customer.id, plan_id: plan.id, tax_rate_ids: [rate.id] } }),
+    app.request('POST', '/api/subscriptions', {
+      body: { customer_id: customer.id, plan_id: plan.id, tax_rate_ids: [rate.id] },
+    }),
   ];
   for (const res of await Promise.all(attempts)) {
     assert.equal(res.status, 400, res.text);
@@ -185,10 +189,7 @@ test('archived rates cannot be attached anew but keep applying where attached; u
   assert.equal(kept.status, 200, kept.text);
   // The plan still carries the archived inclusive rate: €49.00 shows 7.82 of VAT, total unchanged.
   const { invoice } = await firstInvoice(app, customer.id, plan.id);
-  assert.deepEqual(
-    [invoice.subtotal, invoice.total_tax, invoice.total, invoice.amount_due],
-    [4900, 782, 4900, 4900],
-  );
+  assert.deepEqual([invoice.subtotal, invoice.total_tax, invoice.total, invoice.amount_due], [4900, 782, 4900, 4900]);
   assert.deepEqual(invoice.total_tax_amounts, [
     { tax_rate_id: rate.id, display_name: 'VAT', percentage: 19, inclusive: true, amount: 782 },
   ]);

@@ -114,7 +114,10 @@ test('20 % off €49.00 with 19 % VAT inclusive: discount 9.80, tax 6.26 shown, 
   const composed = composeInvoice(input([rate(190000, true)]), withDiscount);
   // 3920 − round(3920 / 1.19) = 3920 − round(3294.12) = 626.
   assert.deepEqual(totals(composed), [4900, 980, 626, 3920, 3920]);
-  assert.deepEqual(composed.total_tax_amounts.map((a) => [a.amount, a.inclusive]), [[626, true]]);
+  assert.deepEqual(
+    composed.total_tax_amounts.map((a) => [a.amount, a.inclusive]),
+    [[626, true]],
+  );
 });
 
 test('an exempt customer pays no tax; a reverse-charged one neither, and the invoice says reverse_charge', () => {

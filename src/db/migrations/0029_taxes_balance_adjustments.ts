@@ -42,7 +42,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   const exempt = sql.join(TAX_EXEMPT.map((value) => sql.lit(value)));
   await db.schema
     .alterTable('customers')
-    .addColumn('tax_exempt', 'text', (c) => c.notNull().defaultTo('none').check(sql`tax_exempt in (${exempt})`))
+    .addColumn('tax_exempt', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('none')
+        .check(sql`tax_exempt in (${exempt})`),
+    )
     .execute();
   await db.schema
     .alterTable('customers')

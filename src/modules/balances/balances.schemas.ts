@@ -17,7 +17,9 @@ export const balanceTransactionSchema = Type.Object(
       description:
         '`adjustment` (by hand, POST), `overpayment` (a payment beyond its invoice), `applied_to_invoice` (credit an invoice took), `credit_note`, `reversal`',
     }),
-    amount: Type.Integer({ description: 'Minor units, signed, never 0: credit given is positive, credit used negative' }),
+    amount: Type.Integer({
+      description: 'Minor units, signed, never 0: credit given is positive, credit used negative',
+    }),
     currency: Type.String({ description: 'ISO 4217, upper case: each currency is its own balance' }),
     description: Nullable(Type.String({ description: 'Why, for a manual adjustment' })),
     invoice_id: Nullable(Type.String({ description: 'The invoice the credit came from or went to' })),

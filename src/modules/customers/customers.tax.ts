@@ -16,8 +16,33 @@ const isVAT = (isVATModule as unknown as { default: (value: string, country: str
  */
 const TAX_ID_COUNTRIES = {
   eu_vat: [
-    'AT', 'BE', 'BG', 'CY', 'CZ', 'DE', 'DK', 'EE', 'EL', 'ES', 'FI', 'FR', 'HR', 'HU', 'IE', 'IT', 'LT',
-    'LU', 'LV', 'MT', 'NL', 'PL', 'PT', 'RO', 'SE', 'SI', 'SK',
+    'AT',
+    'BE',
+    'BG',
+    'CY',
+    'CZ',
+    'DE',
+    'DK',
+    'EE',
+    'EL',
+    'ES',
+    'FI',
+    'FR',
+    'HR',
+    'HU',
+    'IE',
+    'IT',
+    'LT',
+    'LU',
+    'LV',
+    'MT',
+    'NL',
+    'PL',
+    'PT',
+    'RO',
+    'SE',
+    'SI',
+    'SK',
   ],
   gb_vat: ['GB'],
   ch_vat: ['CH'],
@@ -60,7 +85,10 @@ export const addressSchema = Type.Object(
     postal_code: Type.String({ minLength: 1, maxLength: 20 }),
     state: Type.Optional(line('State, county or province')),
   },
-  { additionalProperties: false, examples: [{ country: 'DE', line1: 'Unter den Linden 1', city: 'Berlin', postal_code: '10117' }] },
+  {
+    additionalProperties: false,
+    examples: [{ country: 'DE', line1: 'Unter den Linden 1', city: 'Berlin', postal_code: '10117' }],
+  },
 );
 export type Address = Static<typeof addressSchema>;
 

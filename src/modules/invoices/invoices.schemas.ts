@@ -90,7 +90,15 @@ export const invoiceTaxAmountSchema = Type.Object(
   {
     $id: 'InvoiceTaxAmount',
     description: 'The tax one rate adds to (or, inclusive, shows inside) an invoice: its tax line, summed per rate.',
-    examples: [{ tax_rate_id: 'txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', display_name: 'VAT', percentage: 19, inclusive: false, amount: 931 }],
+    examples: [
+      {
+        tax_rate_id: 'txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        display_name: 'VAT',
+        percentage: 19,
+        inclusive: false,
+        amount: 931,
+      },
+    ],
   },
 );
 
@@ -180,7 +188,7 @@ export const invoiceSchema = Type.Object(
     currency: Type.String({ description: 'ISO 4217, upper case' }),
     subtotal: signedMinorUnits('The subscription, proration, usage and adjustment lines: before discounts and taxes'),
     total_discount: minorUnits('The discounts: −(the sum of the discount lines)'),
-    total_tax: signedMinorUnits('The sum of the tax lines, inclusive taxes too (as Stripe\'s `tax`)'),
+    total_tax: signedMinorUnits("The sum of the tax lines, inclusive taxes too (as Stripe's `tax`)"),
     total_tax_amounts: Type.Array(ref(invoiceTaxAmountSchema), {
       description: 'The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines.',
     }),

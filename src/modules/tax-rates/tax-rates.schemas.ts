@@ -80,7 +80,10 @@ export const createTaxRateBody = Type.Object(
 );
 
 const immutableFields = Object.fromEntries(
-  IMMUTABLE_TAX_RATE_FIELDS.map((f) => [f, Type.Optional(Type.Unknown({ description: 'Immutable: refused with 400.' }))]),
+  IMMUTABLE_TAX_RATE_FIELDS.map((f) => [
+    f,
+    Type.Optional(Type.Unknown({ description: 'Immutable: refused with 400.' })),
+  ]),
 );
 
 export const updateTaxRateBody = Type.Object(
