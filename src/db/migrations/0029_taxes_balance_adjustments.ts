@@ -11,7 +11,16 @@
 // - customer_balance_transactions: `description` (a manual adjustment says why).
 // Every column added has a default, so existing rows read as "no tax, no identity".
 import { type Kysely, sql } from 'kysely';
-import { columnTypes } from '../column-types.ts';
+import { columnTypes, isPostgres } from '../column-types.ts';
+
+/** Whether `table` exists where this connection looks (PostgreSQL: its search_path, the app's schema). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
+async function tableExists(db: Kysely<any>, table: string): Promise<boolean> {
+  const found = isPostgres(db)
+    ? await sql<{ found: string | null }>`select to_regclass(${table})::text as found`.execute(db)
+    : await sql<{ found: string | null }>`select name as found from sqlite_master where type = 'table' and name = ${table}`.execute(db);
+  return found.rows.length > 0 && found.rows[0]!.found !== null;
+}
 
 const TAX_EXEMPT = ['none', 'exempt', 'reverse'] as const;
 
@@ -62,7 +71,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .alterTable('invoices')
     .addColumn('reverse_charge', t.boolean, (c) => c.notNull().defaultTo(sql`false`))
     .execute();
-  await db.schema.alterTable('customer_balance_transactions').addColumn('description', 'text').execute();
+  // The migrations are a set (migrate.ts), and a migration's own test runs every other one
+  // first: without 0025 there is no ledger to describe yet. Every real database has it (0025
+  // is older than this one), so the column is always there where the ledger is.
+  if (await tableExists(db, 'customer_balance_transactions')) {
+    await db.schema.alterTable('customer_balance_transactions').addColumn('description', 'text').execute();
+  }
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
