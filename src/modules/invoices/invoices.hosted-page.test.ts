@@ -143,6 +143,11 @@ test('an open invoice says what is due and when; totals are due, paid and remain
   assert.match(html, /<main class="sheet status-open">/);
 });
 
+test('a reverse-charged invoice says "Reverse charge" (SPEC §14); others do not', () => {
+  assert.match(page({ reverse_charge: true }), /<\/table>\n<p class="reverse-charge">Reverse charge<\/p>/);
+  assert.doesNotMatch(page(), /Reverse charge/);
+});
+
 test('paid, void and uncollectible invoices carry their stamp and say why nothing (or what) is owed', () => {
   const paid = page({ status: 'paid', amount_paid: 650000, amount_remaining: 0, paid_at: '2026-01-20T08:00:00.000Z' });
   assert.match(paid, /<div class="stamp" aria-hidden="true">Paid<\/div>/);

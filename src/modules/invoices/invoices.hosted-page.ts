@@ -327,6 +327,7 @@ ${lines}
 <tr class="remaining"><th scope="row">Amount remaining</th><td class="num">${money(invoice.amount_remaining)}</td></tr>
 </tbody>
 </table>
+${invoice.reverse_charge ? '<p class="reverse-charge">Reverse charge</p>' : ''}
 ${note(invoice, businessName)}
 <footer><span>${number} · ${money(invoice.amount_due)} · ${STATUS_LABEL[invoice.status]}</span><span>${userText(businessName)}</span></footer>`;
   return documentOf(
