@@ -301,6 +301,11 @@ export interface OneOffInvoiceInput {
   periodEnd: string;
   dueAt: string;
   metadata?: Record<string, string>;
+  /**
+   * The `tax_rate_ids` (JSON text) of the subscription and plan the items belong to (a plan
+   * change's prorations, SPEC §13), which come before the customer's in the precedence (§14).
+   */
+  taxedBy?: { subscriptionTaxRateIds?: string; planTaxRateIds?: string };
 }
 
 /**
@@ -308,8 +313,8 @@ export interface OneOffInvoiceInput {
  * for `input.items`, composed with the customer's credit balance in `input.currency` and
  * taking that credit (`applied_to_invoice`). Every call issues a new invoice: callers that
  * may retry make it idempotent themselves. A negative total owes 0 (composing never turns it
- * into credit). Taxed by the customer's tax rates, else DEFAULT_TAX_RATE_IDS (SPEC §14). The
- * caller holds the customer's lock. Throws ComposeInputError for items the
+ * into credit). Taxed by `input.taxedBy`'s subscription or plan rates, else the customer's,
+ * else DEFAULT_TAX_RATE_IDS (SPEC §14). The caller holds the customer's lock. Throws ComposeInputError for items the
  * pipeline refuses (another currency, not a proration) and AmountOutOfRangeError (400)
  * beyond Number.MAX_SAFE_INTEGER.
  */
@@ -319,7 +324,8 @@ export async function issueOneOffInvoice(
   input: OneOffInvoiceInput,
 ): Promise<Invoice> {
   const balance = await spendableBalance(trx, input.customerId, input.currency);
-  const taxes = await invoiceTaxes(trx, { customerId: input.customerId }, ctx.config.defaultTaxRateIds ?? []);
+  const party = { customerId: input.customerId, ...input.taxedBy };
+  const taxes = await invoiceTaxes(trx, party, ctx.config.defaultTaxRateIds ?? []);
   const content = composeInvoice(
     {
       reason: 'one_off',

@@ -18,7 +18,9 @@ import { columnTypes, isPostgres } from '../column-types.ts';
 async function tableExists(db: Kysely<any>, table: string): Promise<boolean> {
   const found = isPostgres(db)
     ? await sql<{ found: string | null }>`select to_regclass(${table})::text as found`.execute(db)
-    : await sql<{ found: string | null }>`select name as found from sqlite_master where type = 'table' and name = ${table}`.execute(db);
+    : await sql<{
+        found: string | null;
+      }>`select name as found from sqlite_master where type = 'table' and name = ${table}`.execute(db);
   return found.rows.length > 0 && found.rows[0]!.found !== null;
 }
 
