@@ -49,7 +49,7 @@ export async function listCustomerBalanceTransactions(
  * then its balance are locked (lock order, db/locking.ts: customers → … → customer balance),
  * the balance read under the lock, and an adjustment that would take it below 0 is refused
  * with 422 `invalid_state` — two at once cannot overdraw it. Throws 404 for unknown, deleted
- * or malformed ids and 400 for a currency that is not ISO 4217.
+ * or malformed ids and 400 for an amount of 0 or a currency that is not ISO 4217.
  */
 export async function adjustCustomerBalance(
   db: Kysely<Database>,
@@ -57,6 +57,12 @@ export async function adjustCustomerBalance(
   id: string,
   input: CreateAdjustmentInput,
 ): Promise<BalanceTransaction> {
+  if (input.amount === 0) {
+    throw new ValidationError(
+      'amount must not be 0: a positive amount gives credit, a negative one takes it',
+      'amount',
+    );
+  }
   if (!CURRENCIES.has(input.currency)) {
     throw new ValidationError(
       `currency must be an ISO 4217 code such as NGN or USD (got "${input.currency}")`,

@@ -55,7 +55,7 @@ export const createAdjustmentBody = Type.Object(
     amount: Type.Integer({
       minimum: -MAX_ADJUSTMENT,
       maximum: MAX_ADJUSTMENT,
-      not: { const: 0 },
+      // Not 0: the service says so in a sentence (a `not` schema could only say "invalid").
       description: 'Minor units, signed, not 0: positive gives credit, negative takes it (never below a balance of 0)',
       examples: [2500],
     }),
