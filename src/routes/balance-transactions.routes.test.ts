@@ -2,6 +2,7 @@
 // Manual adjustments never take a balance below 0, not even twenty at once; the next invoice
 // takes the credit; and, as a property on both databases, for random adjustments, invoices and
 // payments the balance is the sum of the ledger and never below 0.
+// BALANCE_PROPERTY_RUNS histories (default 12); BALANCE_PROPERTY_SEED=<seed> replays one.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
@@ -11,6 +12,8 @@ import { reportPayment } from '../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 
 const UNKNOWN_CUSTOMER = 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
+const RUNS = Number(process.env.BALANCE_PROPERTY_RUNS ?? 12);
+const SEED = process.env.BALANCE_PROPERTY_SEED === undefined ? undefined : Number(process.env.BALANCE_PROPERTY_SEED);
 
 function adjust(app: TestApp, customerId: string, amount: number, currency = 'NGN', description = 'By hand') {
   return app.request('POST', `/api/customers/${customerId}/balance-transactions`, {
@@ -172,6 +175,6 @@ test('property: for random adjustments, invoices and payments, the balance is th
         }
       }
     }),
-    { numRuns: 12 },
+    { numRuns: RUNS, seed: SEED },
   );
 });
