@@ -27,6 +27,7 @@ const LAYERS = [
   ['src/modules/dunning/'],
   ['src/modules/invoices/'],
   ['src/modules/payments/'],
+  ['src/modules/credit-notes/'],
   ['src/modules/webhooks/'],
   ['src/deps.ts'],
   // The billing core: compose, issue, settle, refund, collect.

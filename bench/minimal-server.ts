@@ -16,7 +16,7 @@ database.exec('PRAGMA busy_timeout = 5000');
 database.exec('PRAGMA journal_mode = WAL');
 
 const rows = database.prepare(
-  `select id, email, name, phone, metadata, created_at, updated_at from customers
+  `select id, email, name, phone, metadata, test_clock_id, created_at, updated_at from customers
    where deleted_at is null order by created_at desc, id desc limit ? offset ?`,
 );
 const total = database.prepare(`select count from row_counts where name = 'customers'`);
@@ -27,6 +27,7 @@ interface Row {
   name: string | null;
   phone: string | null;
   metadata: string;
+  test_clock_id: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -38,7 +39,12 @@ app.get<{ Querystring: ListQueryInput }>(
   async (request) => {
     const params = parseListParams(request.query);
     const page = rows.all(params.limit, params.offset) as unknown as Row[];
-    const data = page.map((row) => ({ ...row, metadata: JSON.parse(row.metadata) as Record<string, string> }));
+    // The schema's field order and names (test_clock_id is shown as test_clock), as the app answers.
+    const data = page.map(({ test_clock_id, ...row }) => ({
+      ...row,
+      metadata: JSON.parse(row.metadata) as Record<string, string>,
+      test_clock: test_clock_id,
+    }));
     const count = (total.get() as { count: number } | undefined)?.count ?? 0;
     return { data, meta: { total: count, page: params.page, limit: params.limit } };
   },

@@ -10,6 +10,7 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
+import { benchBillingRuns, billingRunSizes } from './billing-run.ts';
 import { benchCharging } from './charging.ts';
 import { benchDeliveries } from './deliveries.ts';
 import { type Measurement, measureAll, type Target } from './measure.ts';
@@ -35,16 +36,31 @@ function envNumber(name: string, fallback: number, min: number): number {
   return value;
 }
 
+/**
+ * BENCH_SMOKE=1: every scenario once at a tiny size (about half a minute; .ci/run runs it so a
+ * broken bench fails CI). Its figures mean nothing; it proves each scenario still runs.
+ */
+const smoke = process.env.BENCH_SMOKE === '1';
+if (smoke) {
+  process.env.BENCH_PG_ROWS ??= '10';
+  process.env.BILLING_RUN_N ??= '20';
+  process.env.BILLING_RUN_PG_N ??= '20';
+}
+
 const settings = {
   /** Measured seconds per scenario. */
-  duration: envNumber('BENCH_DURATION', 5, 1),
+  duration: envNumber('BENCH_DURATION', smoke ? 1 : 5, 1),
   /** Seconds of load thrown away before each measurement (JIT, caches). */
-  warmup: envNumber('BENCH_WARMUP', 2, 0),
-  connections: Math.round(envNumber('BENCH_CONNECTIONS', 20, 1)),
+  warmup: envNumber('BENCH_WARMUP', smoke ? 0 : 2, 0),
+  connections: Math.round(envNumber('BENCH_CONNECTIONS', smoke ? 4 : 20, 1)),
   /** Interleaved slices of the measured time (see measure.ts). */
-  rounds: Math.round(envNumber('BENCH_ROUNDS', 5, 1)),
+  rounds: Math.round(envNumber('BENCH_ROUNDS', smoke ? 1 : 5, 1)),
   /** Rows of the big case (1,000,000 unless testing the bench itself). */
-  bigRows: Math.round(envNumber('BENCH_ROWS', 1_000_000, 10)),
+  bigRows: Math.round(envNumber('BENCH_ROWS', smoke ? 20 : 1_000_000, 10)),
+  /** Renewal invoices of the charging scenario. */
+  charges: Math.round(envNumber('BENCH_CHARGES', smoke ? 20 : 2_000, 1)),
+  /** Burst events of the deliveries scenario. */
+  deliveryEvents: Math.round(envNumber('BENCH_DELIVERY_EVENTS', smoke ? 50 : 3_000, 1)),
 };
 
 interface Scenario extends Target {
@@ -228,10 +244,22 @@ async function main(workDir: string): Promise<void> {
   const notify: unknown = listsOnly ? undefined : await benchNotify(workDir, settings, log);
   const deliveries: unknown = listsOnly
     ? undefined
-    : await benchDeliveries(workDir, { duration: settings.duration }, log);
+    : await benchDeliveries(workDir, { duration: settings.duration, events: settings.deliveryEvents }, log);
   const postgres: unknown = listsOnly ? undefined : await benchPostgres(settings, log);
   // Automatic renewal charging against the fake Paystack at 50 ms (SPEC §10): invoices/s, target ≥ 200.
-  if (!listsOnly) await benchCharging(workDir, {}, log);
+  if (!listsOnly) await benchCharging(workDir, { invoices: settings.charges }, log);
+  // The billing run through a test clock beside its floor (BILLING_RUN_N, BILLING_RUN_PG_N).
+  if (!listsOnly) {
+    log('\nbilling run (a month advanced on a test clock; CPU per renewal beside the floor):');
+    await benchBillingRuns(
+      workDir,
+      {
+        sqlite: billingRunSizes('BILLING_RUN_N', [10_000, 100_000]),
+        postgres: billingRunSizes('BILLING_RUN_PG_N', [10_000]),
+      },
+      log,
+    );
+  }
   log(
     `\nsummary: the ratios against the bare route and the floors, measured in this run (targets measured, not enforced); ${loadNote()}`,
   );

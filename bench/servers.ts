@@ -87,7 +87,7 @@ export function allowedCpus(pid: number): string | undefined {
 }
 
 /** utime + stime of process `pid` in seconds, or undefined (no /proc, or it exited). */
-function processCpuSeconds(pid: number | undefined): number | undefined {
+export function processCpuSeconds(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

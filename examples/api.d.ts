@@ -254,6 +254,30 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
+    /**
+     * Change the plan or quantity
+     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview.
+     */
+    patch: operations['updateSubscription'];
+    trace?: never;
+  };
+  '/api/subscriptions/{id}/pending-update': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a scheduled change
+     * @description `pending_update` becomes null (`subscription.updated` with `previous_attributes`). 409 `validation_error` when none is scheduled.
+     */
+    delete: operations['cancelPendingUpdate'];
+    options?: never;
+    head?: never;
     patch?: never;
     trace?: never;
   };
@@ -425,6 +449,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/invoices/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Preview an invoice
+     * @description The invoice a change of `subscription_id` would produce (the fields of PATCH /api/subscriptions/{id}), composed by the same pipeline and rules and never stored: no id, no number. `always_invoice` and interval changes: the invoice the change issues now; otherwise the renewal that follows, on the new plan, with the proration items waiting. Without a change: the upcoming renewal. Send the answer's `proration_date` with the change to get exactly these lines. Read scope.
+     */
+    post: operations['previewInvoice'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/invoices/{id}/void': {
     parameters: {
       query?: never;
@@ -519,6 +563,67 @@ export interface paths {
      * @description Asks the payment's provider to refund `amount` (default: all that may still be refunded) and answers 202 with the refund, `pending` until the provider's event settles it (`payment.refunded`, or `payment.refund_failed`). Paystack: `POST /refund` `{transaction, amount, merchant_note}`; Stripe: `POST /v1/refunds` `{payment_intent, amount, reason?, metadata}` with our refund id as `Idempotency-Key`. Pending refunds count: a request beyond `amount` − succeeded − pending is refused (422 `invalid_state`), nothing left at all is 409 `validation_error`, as is a failed payment. A `manual` payment, a provider without API key, or one that refuses the key or the request: 422 `invalid_state` (a refused refund is kept as `failed`). No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error`; the refund stays `pending` and a retry with the same `Idempotency-Key` resumes it (Stripe: the same key; Paystack: looked up before it is sent again), never a second refund; without a retry the worker resumes it a minute later.
      */
     post: operations['refundPayment'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/credit-notes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List credit notes
+     * @description Filters are exact matches; `sort_by` is `created_at` (default) or `amount`.
+     */
+    get: operations['listCreditNotes'];
+    put?: never;
+    /**
+     * Issue a credit note
+     * @description Corrects a finalized invoice (`open`, `uncollectible` or `paid`) by `amount`, or by `lines` (invoice line ids and amounts; the note is their sum). The note first lowers what the invoice still owes (`amount_due`; an invoice left owing nothing is `paid`); the rest — all of it on a paid invoice — must equal `refund_amount + credit_amount + out_of_band_amount` exactly (400 otherwise). `refund_amount` is refunded through the invoice's payments' providers (spread over its payments, oldest first), exactly once: each refund is committed `pending` with the note and asked of the provider afterwards; without a usable answer the worker resumes it (`refunds` names them: GET /api/refunds/{id}). `credit_amount` goes to the customer's credit balance; `out_of_band_amount` is recorded only. Never more than the invoice's total minus its earlier non-void notes (400). A draft or void invoice: 409 `validation_error`. A refund beyond what the invoice's provider payments may still refund: 422 `invalid_state`. Emits `credit_note.created`.
+     */
+    post: operations['createCreditNote'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/credit-notes/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a credit note */
+    get: operations['getCreditNote'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/credit-notes/{id}/void': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Void a credit note
+     * @description Undoes what the note did: the invoice owes its pre-payment part again (the invoice must still be `open` or `uncollectible`), its credit leaves the customer's balance (a `reversal`; 409 `conflict` when the balance no longer holds it). A note that asked for a refund cannot be voided (a refund is not taken back), nor a void one: 409 `validation_error`. Emits `credit_note.voided`. No body.
+     */
+    post: operations['voidCreditNote'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1087,9 +1192,49 @@ export interface webhooks {
     put?: never;
     /**
      * subscription.updated event
-     * @description A subscription changed: status (paused, resumed, activated, …), or its renewal into the next billing period. Sent to every enabled endpoint subscribed to `subscription.updated` (or `*`); see docs/webhooks.md.
+     * @description A subscription changed: status (paused, resumed, activated, …), its renewal into the next billing period, or its plan or quantity (with `previous_attributes`). Sent to every enabled endpoint subscribed to `subscription.updated` (or `*`); see docs/webhooks.md.
      */
     post: operations['subscriptionUpdatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'subscription.update_scheduled': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * subscription.update_scheduled event
+     * @description A plan or quantity change was scheduled for the period end (`pending_update`; `previous_attributes` has the one it replaced). Sent to every enabled endpoint subscribed to `subscription.update_scheduled` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['subscriptionUpdateScheduledWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'subscription.update_applied': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * subscription.update_applied event
+     * @description The renewal applied a scheduled change: the new period bills the new plan and quantity. Sent to every enabled endpoint subscribed to `subscription.update_applied` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['subscriptionUpdateAppliedWebhook'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1390,6 +1535,46 @@ export interface webhooks {
      * @description The invoice was marked uncollectible (by the API or dunning cancelling the subscription). Sent to every enabled endpoint subscribed to `invoice.marked_uncollectible` (or `*`); see docs/webhooks.md.
      */
     post: operations['invoiceMarkedUncollectibleWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'credit_note.created': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * credit_note.created event
+     * @description A credit note was issued: the invoice owes less, or money goes back (refund, credit, out of band). Sent to every enabled endpoint subscribed to `credit_note.created` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['creditNoteCreatedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'credit_note.voided': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * credit_note.voided event
+     * @description A credit note was voided: what it lowered is owed again, its credit left the balance. Sent to every enabled endpoint subscribed to `credit_note.voided` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['creditNoteVoidedWebhook'];
     delete?: never;
     options?: never;
     head?: never;
@@ -2127,6 +2312,8 @@ export interface components {
      *       "current_period_end": "2026-01-29T10:00:00.000Z",
      *       "trial_end": "2026-01-29T10:00:00.000Z",
      *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *       "quantity": 1,
+     *       "pending_update": null,
      *       "cancel_at_period_end": false,
      *       "cancelled_at": null,
      *       "ended_at": null,
@@ -2159,6 +2346,18 @@ export interface components {
        * @description Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.
        */
       billing_cycle_anchor: string;
+      /** @description Units of the plan billed (seats): each period bills price × quantity */
+      quantity: number;
+      /** @description A plan or quantity change scheduled for `effective_at` (the period end); null when none. */
+      pending_update: {
+        plan_id: string;
+        quantity: number;
+        /**
+         * Format: date-time
+         * @description The period end at which it applies
+         */
+        effective_at: string;
+      } | null;
       cancel_at_period_end: boolean;
       /** Format: date-time */
       cancelled_at: string | null;
@@ -2191,6 +2390,8 @@ export interface components {
      *           "current_period_end": "2026-01-29T10:00:00.000Z",
      *           "trial_end": "2026-01-29T10:00:00.000Z",
      *           "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *           "quantity": 1,
+     *           "pending_update": null,
      *           "cancel_at_period_end": false,
      *           "cancelled_at": null,
      *           "ended_at": null,
@@ -2216,6 +2417,191 @@ export interface components {
         page: number;
         limit: number;
       };
+    };
+    /**
+     * @description A subscription after a change; `previous_attributes` as Stripe names it.
+     * @example {
+     *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "status": "active",
+     *       "entitled": true,
+     *       "current_period_start": "2026-01-15T10:00:00.000Z",
+     *       "current_period_end": "2026-01-29T10:00:00.000Z",
+     *       "trial_end": "2026-01-29T10:00:00.000Z",
+     *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+     *       "quantity": 5,
+     *       "pending_update": null,
+     *       "cancel_at_period_end": false,
+     *       "cancelled_at": null,
+     *       "ended_at": null,
+     *       "cancellation_reason": null,
+     *       "cancellation_comment": null,
+     *       "tax_rate_ids": [],
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z",
+     *       "previous_attributes": {
+     *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+     *         "quantity": 3,
+     *         "pending_update": null
+     *       }
+     *     }
+     */
+    SubscriptionUpdate: {
+      /** @example sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      plan_id: string;
+      /** @enum {string} */
+      status:
+        'incomplete' | 'incomplete_expired' | 'trialing' | 'active' | 'past_due' | 'unpaid' | 'paused' | 'cancelled';
+      /** @description May the customer use the product now? (trialing, active, past_due) */
+      entitled: boolean;
+      /** Format: date-time */
+      current_period_start: string | null;
+      /** Format: date-time */
+      current_period_end: string | null;
+      /** Format: date-time */
+      trial_end: string | null;
+      /**
+       * Format: date-time
+       * @description Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.
+       */
+      billing_cycle_anchor: string;
+      /** @description Units of the plan billed (seats): each period bills price × quantity */
+      quantity: number;
+      /** @description A plan or quantity change scheduled for `effective_at` (the period end); null when none. */
+      pending_update: {
+        plan_id: string;
+        quantity: number;
+        /**
+         * Format: date-time
+         * @description The period end at which it applies
+         */
+        effective_at: string;
+      } | null;
+      cancel_at_period_end: boolean;
+      /** Format: date-time */
+      cancelled_at: string | null;
+      /** Format: date-time */
+      ended_at: string | null;
+      /** @enum {string|null} */
+      cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
+      cancellation_comment: string | null;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /** @description Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were. */
+      previous_attributes?: {
+        [key: string]: unknown;
+      };
+    };
+    /**
+     * @description An invoice as it would be issued, composed by the same pipeline and never stored (SPEC §13): no id, no number.
+     * @example {
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "currency": "USD",
+     *       "period_start": "2026-01-31T10:00:00.000Z",
+     *       "period_end": "2026-02-15T10:00:00.000Z",
+     *       "proration_date": "2026-01-31T10:00:00.000Z",
+     *       "lines": [
+     *         {
+     *           "kind": "proration",
+     *           "description": "Unused time on Basic × 1 after 31 Jan 2026",
+     *           "amount": -484,
+     *           "currency": "USD",
+     *           "quantity": 1,
+     *           "unit_amount": null,
+     *           "period_start": "2026-01-31T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "proration": true
+     *         },
+     *         {
+     *           "kind": "proration",
+     *           "description": "Remaining time on Pro × 1 after 31 Jan 2026",
+     *           "amount": 968,
+     *           "currency": "USD",
+     *           "quantity": 1,
+     *           "unit_amount": null,
+     *           "period_start": "2026-01-31T10:00:00.000Z",
+     *           "period_end": "2026-02-15T10:00:00.000Z",
+     *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+     *           "proration": true
+     *         }
+     *       ],
+     *       "subtotal": 484,
+     *       "total_discount": 0,
+     *       "total_tax": 0,
+     *       "total": 484,
+     *       "applied_balance": 0,
+     *       "amount_due": 484
+     *     }
+     */
+    InvoicePreview: {
+      customer_id: string;
+      subscription_id: string;
+      /** @description ISO 4217, upper case */
+      currency: string;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+      /**
+       * Format: date-time
+       * @description The instant prorated: send it with the change to get exactly these lines. Null without proration.
+       */
+      proration_date: string | null;
+      lines: {
+        /**
+         * @description What the line bills for
+         * @enum {string}
+         */
+        kind: 'subscription' | 'proration' | 'usage' | 'discount' | 'tax' | 'adjustment';
+        description: string;
+        /** @description The line total, rounded once: unit_amount × quantity for a subscription line (minor units; negative for a credit) */
+        amount: number;
+        /** @description ISO 4217, upper case */
+        currency: string;
+        quantity: number;
+        /** @description The price of one unit (minor units); null when the line has no unit price */
+        unit_amount: number | null;
+        /** Format: date-time */
+        period_start: string;
+        /** Format: date-time */
+        period_end: string;
+        plan_id: string | null;
+        /** @description The meter a usage line bills */
+        meter_id?: string;
+        /** @description The coupon a discount line applies */
+        coupon_id?: string;
+        /** @description The tax rate a tax line applies */
+        tax_rate_id?: string;
+        /** @description Tax lines only. true: the tax is already inside the lines above (an inclusive rate): shown, not added to `total`. */
+        inclusive?: boolean;
+        /** @description True for the lines a plan or quantity change prorated */
+        proration: boolean;
+      }[];
+      /** @description The subscription, proration, usage and adjustment lines (minor units) */
+      subtotal: number;
+      /** @description −(the discount lines) (minor units) */
+      total_discount: number;
+      /** @description The tax lines (minor units) */
+      total_tax: number;
+      /** @description Every line; negative: credit for the customer (minor units) */
+      total: number;
+      /** @description The customer's credit balance it would take now (minor units) */
+      applied_balance: number;
+      /** @description total − applied_balance, never below 0 (minor units) */
+      amount_due: number;
     };
     /**
      * @description A charge reported by a payment provider (Paystack, Stripe), attributed to a customer and subscription.
@@ -2966,6 +3352,8 @@ export interface components {
         | 'customer.balance_changed'
         | 'subscription.created'
         | 'subscription.updated'
+        | 'subscription.update_scheduled'
+        | 'subscription.update_applied'
         | 'subscription.renewed'
         | 'subscription.past_due'
         | 'subscription.cancelled'
@@ -2981,6 +3369,8 @@ export interface components {
         | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
+        | 'credit_note.created'
+        | 'credit_note.voided'
         | 'payment_method.attached'
         | 'payment_method.detached'
         | 'dunning.started'
@@ -3091,6 +3481,8 @@ export interface components {
         | 'customer.balance_changed'
         | 'subscription.created'
         | 'subscription.updated'
+        | 'subscription.update_scheduled'
+        | 'subscription.update_applied'
         | 'subscription.renewed'
         | 'subscription.past_due'
         | 'subscription.cancelled'
@@ -3106,6 +3498,8 @@ export interface components {
         | 'invoice.payment_attempted'
         | 'invoice.voided'
         | 'invoice.marked_uncollectible'
+        | 'credit_note.created'
+        | 'credit_note.voided'
         | 'payment_method.attached'
         | 'payment_method.detached'
         | 'dunning.started'
@@ -3529,6 +3923,8 @@ export interface components {
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
+     *       "pre_payment_credit_notes_amount": 0,
+     *       "post_payment_credit_notes_amount": 0,
      *       "amount_paid": 0,
      *       "amount_remaining": 500000,
      *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -3585,8 +3981,12 @@ export interface components {
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
-      /** @description What the customer owes: total − applied_balance, never below 0 (minor units) */
+      /** @description What the customer owes: total − applied_balance − pre_payment_credit_notes_amount, never below 0 (minor units) */
       amount_due: number;
+      /** @description What credit notes took off amount_due while the invoice was unpaid (SPEC §14; void ones excluded) (minor units) */
+      pre_payment_credit_notes_amount: number;
+      /** @description What credit notes gave back after payment: refunds, customer credit, out of band (void ones excluded) (minor units) */
+      post_payment_credit_notes_amount: number;
       /** @description Settled by payments, never above amount_due (minor units) */
       amount_paid: number;
       /** @description amount_due − amount_paid (minor units) */
@@ -3640,6 +4040,8 @@ export interface components {
      *           "total": 500000,
      *           "applied_balance": 0,
      *           "amount_due": 500000,
+     *           "pre_payment_credit_notes_amount": 0,
+     *           "post_payment_credit_notes_amount": 0,
      *           "amount_paid": 0,
      *           "amount_remaining": 500000,
      *           "period_start": "2026-01-15T10:00:00.000Z",
@@ -3785,6 +4187,8 @@ export interface components {
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
+     *       "pre_payment_credit_notes_amount": 0,
+     *       "post_payment_credit_notes_amount": 0,
      *       "amount_paid": 0,
      *       "amount_remaining": 500000,
      *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -3860,8 +4264,12 @@ export interface components {
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
-      /** @description What the customer owes: total − applied_balance, never below 0 (minor units) */
+      /** @description What the customer owes: total − applied_balance − pre_payment_credit_notes_amount, never below 0 (minor units) */
       amount_due: number;
+      /** @description What credit notes took off amount_due while the invoice was unpaid (SPEC §14; void ones excluded) (minor units) */
+      pre_payment_credit_notes_amount: number;
+      /** @description What credit notes gave back after payment: refunds, customer credit, out of band (void ones excluded) (minor units) */
+      post_payment_credit_notes_amount: number;
       /** @description Settled by payments, never above amount_due (minor units) */
       amount_paid: number;
       /** @description amount_due − amount_paid (minor units) */
@@ -3899,6 +4307,158 @@ export interface components {
       payment_attempts: components['schemas']['PaymentAttempt'][];
     };
     /**
+     * @description An invoice line a credit note credits.
+     * @example {
+     *       "id": "cnli_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "invoice_line_id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "description": "Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026",
+     *       "amount": 2500
+     *     }
+     */
+    CreditNoteLine: {
+      /** @example cnli_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description The invoice line (`il_…`) credited */
+      invoice_line_id: string;
+      /** @description The invoice line's description */
+      description: string;
+      /** @description How much of the line is credited (minor units) */
+      amount: number;
+    };
+    /**
+     * @description A refund of a payment of the invoice, asked for by the credit note.
+     * @example {
+     *       "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "amount": 3000
+     *     }
+     */
+    CreditNoteRefund: {
+      /** @description The refund (`re_…`): GET /api/refunds/{id} shows its status */
+      refund_id: string;
+      payment_id: string;
+      /** @description Asked of the provider on that payment (minor units) */
+      amount: number;
+    };
+    /**
+     * @description A correction of a finalized invoice (SPEC §14): before payment it lowers what is due; after payment it is refunded, credited to the customer or settled out of band.
+     * @example {
+     *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "number": "CN-000007",
+     *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "currency": "NGN",
+     *       "amount": 10000,
+     *       "pre_payment_amount": 0,
+     *       "post_payment_amount": 10000,
+     *       "refund_amount": 3000,
+     *       "credit_amount": 5000,
+     *       "out_of_band_amount": 2000,
+     *       "reason": "product_unsatisfactory",
+     *       "memo": "Two days of outage",
+     *       "lines": [],
+     *       "refunds": [
+     *         {
+     *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "amount": 3000
+     *         }
+     *       ],
+     *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "reversal_balance_transaction_id": null,
+     *       "status": "issued",
+     *       "created_at": "2026-02-01T10:00:00.000Z",
+     *       "voided_at": null
+     *     }
+     */
+    CreditNote: {
+      /** @example cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description `CN-000001`: gap-free, unique across instances (a test clock customer's notes: `CN-<clock id>-000001`) */
+      number: string;
+      invoice_id: string;
+      customer_id: string;
+      /** @description ISO 4217, upper case: the invoice's */
+      currency: string;
+      /** @description The whole credit: pre_payment_amount + post_payment_amount (minor units) */
+      amount: number;
+      /** @description Taken off the invoice's amount_due (an open or uncollectible invoice) (minor units) */
+      pre_payment_amount: number;
+      /** @description Given back after payment (a paid invoice): refund_amount + credit_amount + out_of_band_amount (minor units) */
+      post_payment_amount: number;
+      /** @description Refunded through the payment provider, exactly once (see `refunds`) (minor units) */
+      refund_amount: number;
+      /** @description Added to the customer's credit balance (ledger kind `credit_note`) (minor units) */
+      credit_amount: number;
+      /** @description Returned outside the service (cash, bank transfer): recorded only (minor units) */
+      out_of_band_amount: number;
+      /** @enum {string|null} */
+      reason: 'duplicate' | 'fraudulent' | 'order_change' | 'product_unsatisfactory' | null;
+      memo: string | null;
+      /** @description The invoice lines credited; empty when the note was for an amount */
+      lines: components['schemas']['CreditNoteLine'][];
+      /** @description The refunds asked for `refund_amount`, one per payment, oldest payment first */
+      refunds: components['schemas']['CreditNoteRefund'][];
+      /** @description The ledger entry (`cbtxn_…`, kind `credit_note`) of `credit_amount`; null when none */
+      balance_transaction_id: string | null;
+      /** @description The ledger entry (`cbtxn_…`, kind `reversal`) that took the credit back when the note was voided; null otherwise */
+      reversal_balance_transaction_id: string | null;
+      /** @enum {string} */
+      status: 'issued' | 'void';
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      voided_at: string | null;
+    };
+    /**
+     * @description A page of CreditNote objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "number": "CN-000007",
+     *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "currency": "NGN",
+     *           "amount": 10000,
+     *           "pre_payment_amount": 0,
+     *           "post_payment_amount": 10000,
+     *           "refund_amount": 3000,
+     *           "credit_amount": 5000,
+     *           "out_of_band_amount": 2000,
+     *           "reason": "product_unsatisfactory",
+     *           "memo": "Two days of outage",
+     *           "lines": [],
+     *           "refunds": [
+     *             {
+     *               "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *               "amount": 3000
+     *             }
+     *           ],
+     *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "reversal_balance_transaction_id": null,
+     *           "status": "issued",
+     *           "created_at": "2026-02-01T10:00:00.000Z",
+     *           "voided_at": null
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    CreditNoteList: {
+      data: components['schemas']['CreditNote'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
      * @description An automatic charge of a saved method and what it came to: `attempt.status` `succeeded`, `failed` (a decline: `failure_code`) or `requires_action` (the customer must act: `url`).
      * @example {
      *       "invoice": {
@@ -3916,6 +4476,8 @@ export interface components {
      *         "total": 500000,
      *         "applied_balance": 0,
      *         "amount_due": 500000,
+     *         "pre_payment_credit_notes_amount": 0,
+     *         "post_payment_credit_notes_amount": 0,
      *         "amount_paid": 0,
      *         "amount_remaining": 500000,
      *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -5740,6 +6302,8 @@ export interface operations {
            *           "current_period_end": "2026-01-29T10:00:00.000Z",
            *           "trial_end": "2026-01-29T10:00:00.000Z",
            *           "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *           "quantity": 1,
+           *           "pending_update": null,
            *           "cancel_at_period_end": false,
            *           "cancelled_at": null,
            *           "ended_at": null,
@@ -5805,6 +6369,8 @@ export interface operations {
            *     ]
            */
           tax_rate_ids?: string[];
+          /** @description Units of the plan (seats); default 1 */
+          quantity?: number;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5830,6 +6396,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -5887,6 +6455,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -5911,6 +6481,149 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateSubscription: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *       "quantity": 5
+         *     }
+         */
+        'application/json': {
+          /** @description The new plan: active, same currency */
+          plan_id?: string;
+          /** @description The new quantity (seats) */
+          quantity?: number;
+          /**
+           * @description `create_prorations`: the lines wait for the next invoice; `always_invoice`: an invoice now; `none`: no lines. Default: `always_invoice` for an upgrade or an interval change, `create_prorations` for a downgrade made immediate.
+           * @enum {string}
+           */
+          proration_behavior?: 'create_prorations' | 'always_invoice' | 'none';
+          /**
+           * Format: date-time
+           * @description The instant prorated, inside the current period; default now (to the second).
+           */
+          proration_date?: string;
+          /**
+           * @description `now`: a new period starts at the proration date (as an interval change does). Default `unchanged`.
+           * @enum {string}
+           */
+          billing_cycle_anchor?: 'unchanged' | 'now';
+          /**
+           * @description Default: `immediately` for an upgrade, an interval change or a trial; `period_end` (scheduled as `pending_update`) for a downgrade.
+           * @enum {string}
+           */
+          effective?: 'immediately' | 'period_end';
+        };
+      };
+    };
+    responses: {
+      /** @description The subscription in its new state */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "trialing",
+           *       "entitled": true,
+           *       "current_period_start": "2026-01-15T10:00:00.000Z",
+           *       "current_period_end": "2026-01-29T10:00:00.000Z",
+           *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
+           *       "cancel_at_period_end": false,
+           *       "cancelled_at": null,
+           *       "ended_at": null,
+           *       "cancellation_reason": null,
+           *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Subscription'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelPendingUpdate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The subscription */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "status": "trialing",
+           *       "entitled": true,
+           *       "current_period_start": "2026-01-15T10:00:00.000Z",
+           *       "current_period_end": "2026-01-29T10:00:00.000Z",
+           *       "trial_end": "2026-01-29T10:00:00.000Z",
+           *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
+           *       "cancel_at_period_end": false,
+           *       "cancelled_at": null,
+           *       "ended_at": null,
+           *       "cancellation_reason": null,
+           *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Subscription'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
@@ -5962,6 +6675,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -6018,6 +6733,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -6074,6 +6791,8 @@ export interface operations {
            *       "current_period_end": "2026-01-29T10:00:00.000Z",
            *       "trial_end": "2026-01-29T10:00:00.000Z",
            *       "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+           *       "quantity": 1,
+           *       "pending_update": null,
            *       "cancel_at_period_end": false,
            *       "cancelled_at": null,
            *       "ended_at": null,
@@ -6416,6 +7135,8 @@ export interface operations {
            *           "total": 500000,
            *           "applied_balance": 0,
            *           "amount_due": 500000,
+           *           "pre_payment_credit_notes_amount": 0,
+           *           "post_payment_credit_notes_amount": 0,
            *           "amount_paid": 0,
            *           "amount_remaining": 500000,
            *           "period_start": "2026-01-15T10:00:00.000Z",
@@ -6508,6 +7229,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6576,6 +7299,116 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  previewInvoice: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *       "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+         *     }
+         */
+        'application/json': {
+          subscription_id: string;
+          /** @description The new plan: active, same currency */
+          plan_id?: string;
+          /** @description The new quantity (seats) */
+          quantity?: number;
+          /**
+           * @description `create_prorations`: the lines wait for the next invoice; `always_invoice`: an invoice now; `none`: no lines. Default: `always_invoice` for an upgrade or an interval change, `create_prorations` for a downgrade made immediate.
+           * @enum {string}
+           */
+          proration_behavior?: 'create_prorations' | 'always_invoice' | 'none';
+          /**
+           * Format: date-time
+           * @description The instant prorated, inside the current period; default now (to the second).
+           */
+          proration_date?: string;
+          /**
+           * @description `now`: a new period starts at the proration date (as an interval change does). Default `unchanged`.
+           * @enum {string}
+           */
+          billing_cycle_anchor?: 'unchanged' | 'now';
+          /**
+           * @description Default: `immediately` for an upgrade, an interval change or a trial; `period_end` (scheduled as `pending_update`) for a downgrade.
+           * @enum {string}
+           */
+          effective?: 'immediately' | 'period_end';
+        };
+      };
+    };
+    responses: {
+      /** @description The invoice that would result */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "USD",
+           *       "period_start": "2026-01-31T10:00:00.000Z",
+           *       "period_end": "2026-02-15T10:00:00.000Z",
+           *       "proration_date": "2026-01-31T10:00:00.000Z",
+           *       "lines": [
+           *         {
+           *           "kind": "proration",
+           *           "description": "Unused time on Basic × 1 after 31 Jan 2026",
+           *           "amount": -484,
+           *           "currency": "USD",
+           *           "quantity": 1,
+           *           "unit_amount": null,
+           *           "period_start": "2026-01-31T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "proration": true
+           *         },
+           *         {
+           *           "kind": "proration",
+           *           "description": "Remaining time on Pro × 1 after 31 Jan 2026",
+           *           "amount": 968,
+           *           "currency": "USD",
+           *           "quantity": 1,
+           *           "unit_amount": null,
+           *           "period_start": "2026-01-31T10:00:00.000Z",
+           *           "period_end": "2026-02-15T10:00:00.000Z",
+           *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+           *           "proration": true
+           *         }
+           *       ],
+           *       "subtotal": 484,
+           *       "total_discount": 0,
+           *       "total_tax": 0,
+           *       "total": 484,
+           *       "applied_balance": 0,
+           *       "amount_due": 484
+           *     }
+           */
+          'application/json': components['schemas']['InvoicePreview'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   voidInvoice: {
     parameters: {
       query?: never;
@@ -6612,6 +7445,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6693,6 +7528,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -6774,6 +7611,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -7001,6 +7840,326 @@ export interface operations {
       };
     };
   };
+  listCreditNotes: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'amount';
+        sort_order?: 'asc' | 'desc';
+        invoice_id?: string;
+        customer_id?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of credit notes */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "number": "CN-000007",
+           *           "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "currency": "NGN",
+           *           "amount": 10000,
+           *           "pre_payment_amount": 0,
+           *           "post_payment_amount": 10000,
+           *           "refund_amount": 3000,
+           *           "credit_amount": 5000,
+           *           "out_of_band_amount": 2000,
+           *           "reason": "product_unsatisfactory",
+           *           "memo": "Two days of outage",
+           *           "lines": [],
+           *           "refunds": [
+           *             {
+           *               "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *               "amount": 3000
+           *             }
+           *           ],
+           *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "reversal_balance_transaction_id": null,
+           *           "status": "issued",
+           *           "created_at": "2026-02-01T10:00:00.000Z",
+           *           "voided_at": null
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['CreditNoteList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCreditNote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *       "amount": 10000,
+         *       "reason": "product_unsatisfactory",
+         *       "refund_amount": 3000,
+         *       "credit_amount": 5000,
+         *       "out_of_band_amount": 2000
+         *     }
+         */
+        'application/json': {
+          /** @description The finalized invoice (`inv_…`) corrected */
+          invoice_id: string;
+          /** @description The credit (minor units); give `amount` or `lines`, not both */
+          amount?: number;
+          /** @description Invoice lines credited, each at most what is left of it; the note is their sum */
+          lines?: {
+            invoice_line_id: string;
+            /** @description Minor units */
+            amount: number;
+          }[];
+          /** @enum {string} */
+          reason?: 'duplicate' | 'fraudulent' | 'order_change' | 'product_unsatisfactory';
+          /** @description Paid invoice: refunded through the provider (minor units) */
+          refund_amount?: number;
+          /** @description Paid invoice: added to the customer's credit balance (minor units) */
+          credit_amount?: number;
+          /** @description Paid invoice: returned outside the service, recorded only (minor units) */
+          out_of_band_amount?: number;
+          memo?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The credit note, issued */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "CN-000007",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "amount": 10000,
+           *       "pre_payment_amount": 0,
+           *       "post_payment_amount": 10000,
+           *       "refund_amount": 3000,
+           *       "credit_amount": 5000,
+           *       "out_of_band_amount": 2000,
+           *       "reason": "product_unsatisfactory",
+           *       "memo": "Two days of outage",
+           *       "lines": [],
+           *       "refunds": [
+           *         {
+           *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "amount": 3000
+           *         }
+           *       ],
+           *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "reversal_balance_transaction_id": null,
+           *       "status": "issued",
+           *       "created_at": "2026-02-01T10:00:00.000Z",
+           *       "voided_at": null
+           *     }
+           */
+          'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCreditNote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The credit note */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "CN-000007",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "amount": 10000,
+           *       "pre_payment_amount": 0,
+           *       "post_payment_amount": 10000,
+           *       "refund_amount": 3000,
+           *       "credit_amount": 5000,
+           *       "out_of_band_amount": 2000,
+           *       "reason": "product_unsatisfactory",
+           *       "memo": "Two days of outage",
+           *       "lines": [],
+           *       "refunds": [
+           *         {
+           *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "amount": 3000
+           *         }
+           *       ],
+           *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "reversal_balance_transaction_id": null,
+           *       "status": "issued",
+           *       "created_at": "2026-02-01T10:00:00.000Z",
+           *       "voided_at": null
+           *     }
+           */
+          'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  voidCreditNote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The credit note, void */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "number": "CN-000007",
+           *       "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "amount": 10000,
+           *       "pre_payment_amount": 0,
+           *       "post_payment_amount": 10000,
+           *       "refund_amount": 3000,
+           *       "credit_amount": 5000,
+           *       "out_of_band_amount": 2000,
+           *       "reason": "product_unsatisfactory",
+           *       "memo": "Two days of outage",
+           *       "lines": [],
+           *       "refunds": [
+           *         {
+           *           "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "amount": 3000
+           *         }
+           *       ],
+           *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "reversal_balance_transaction_id": null,
+           *       "status": "issued",
+           *       "created_at": "2026-02-01T10:00:00.000Z",
+           *       "voided_at": null
+           *     }
+           */
+          'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   payInvoice: {
     parameters: {
       query?: never;
@@ -7055,6 +8214,8 @@ export interface operations {
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
+           *       "pre_payment_credit_notes_amount": 0,
+           *       "post_payment_credit_notes_amount": 0,
            *       "amount_paid": 0,
            *       "amount_remaining": 500000,
            *       "period_start": "2026-01-15T10:00:00.000Z",
@@ -7697,7 +8858,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -7847,7 +9008,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -8122,6 +9283,8 @@ export interface operations {
           | 'customer.balance_changed'
           | 'subscription.created'
           | 'subscription.updated'
+          | 'subscription.update_scheduled'
+          | 'subscription.update_applied'
           | 'subscription.renewed'
           | 'subscription.past_due'
           | 'subscription.cancelled'
@@ -8137,6 +9300,8 @@ export interface operations {
           | 'invoice.payment_attempted'
           | 'invoice.voided'
           | 'invoice.marked_uncollectible'
+          | 'credit_note.created'
+          | 'credit_note.voided'
           | 'payment_method.attached'
           | 'payment_method.detached'
           | 'dunning.started'
@@ -9182,6 +10347,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -9240,12 +10407,14 @@ export interface operations {
          *         "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
-         *         "status": "trialing",
+         *         "status": "active",
          *         "entitled": true,
          *         "current_period_start": "2026-01-15T10:00:00.000Z",
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 5,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -9254,14 +10423,161 @@ export interface operations {
          *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
-         *         "updated_at": "2026-01-15T10:00:00.000Z"
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "previous_attributes": {
+         *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+         *           "quantity": 3,
+         *           "pending_update": null
+         *         }
          *       }
          *     }
          */
         'application/json': {
           /** @constant */
           topic: 'subscription.updated';
-          data: components['schemas']['Subscription'];
+          data: components['schemas']['SubscriptionUpdate'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  subscriptionUpdateScheduledWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "subscription.update_scheduled",
+         *       "data": {
+         *         "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "active",
+         *         "entitled": true,
+         *         "current_period_start": "2026-01-15T10:00:00.000Z",
+         *         "current_period_end": "2026-01-29T10:00:00.000Z",
+         *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 5,
+         *         "pending_update": null,
+         *         "cancel_at_period_end": false,
+         *         "cancelled_at": null,
+         *         "ended_at": null,
+         *         "cancellation_reason": null,
+         *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "previous_attributes": {
+         *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+         *           "quantity": 3,
+         *           "pending_update": null
+         *         }
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'subscription.update_scheduled';
+          data: components['schemas']['SubscriptionUpdate'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  subscriptionUpdateAppliedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "subscription.update_applied",
+         *       "data": {
+         *         "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "status": "active",
+         *         "entitled": true,
+         *         "current_period_start": "2026-01-15T10:00:00.000Z",
+         *         "current_period_end": "2026-01-29T10:00:00.000Z",
+         *         "trial_end": "2026-01-29T10:00:00.000Z",
+         *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 5,
+         *         "pending_update": null,
+         *         "cancel_at_period_end": false,
+         *         "cancelled_at": null,
+         *         "ended_at": null,
+         *         "cancellation_reason": null,
+         *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
+         *         "metadata": {},
+         *         "created_at": "2026-01-15T10:00:00.000Z",
+         *         "updated_at": "2026-01-15T10:00:00.000Z",
+         *         "previous_attributes": {
+         *           "plan_id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H",
+         *           "quantity": 3,
+         *           "pending_update": null
+         *         }
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'subscription.update_applied';
+          data: components['schemas']['SubscriptionUpdate'];
         };
       };
     };
@@ -9310,6 +10626,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -9374,6 +10692,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -9438,6 +10758,8 @@ export interface operations {
          *         "current_period_end": "2026-01-29T10:00:00.000Z",
          *         "trial_end": "2026-01-29T10:00:00.000Z",
          *         "billing_cycle_anchor": "2026-01-29T10:00:00.000Z",
+         *         "quantity": 1,
+         *         "pending_update": null,
          *         "cancel_at_period_end": false,
          *         "cancelled_at": null,
          *         "ended_at": null,
@@ -9808,6 +11130,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9897,6 +11221,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -9986,6 +11312,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -10075,6 +11403,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -10165,6 +11495,8 @@ export interface operations {
          *           "total": 500000,
          *           "applied_balance": 0,
          *           "amount_due": 500000,
+         *           "pre_payment_credit_notes_amount": 0,
+         *           "post_payment_credit_notes_amount": 0,
          *           "amount_paid": 0,
          *           "amount_remaining": 500000,
          *           "period_start": "2026-01-15T10:00:00.000Z",
@@ -10272,6 +11604,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -10361,6 +11695,8 @@ export interface operations {
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
+         *         "pre_payment_credit_notes_amount": 0,
+         *         "post_payment_credit_notes_amount": 0,
          *         "amount_paid": 0,
          *         "amount_remaining": 500000,
          *         "period_start": "2026-01-15T10:00:00.000Z",
@@ -10397,6 +11733,150 @@ export interface operations {
           /** @constant */
           topic: 'invoice.marked_uncollectible';
           data: components['schemas']['Invoice'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  creditNoteCreatedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "credit_note.created",
+         *       "data": {
+         *         "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "CN-000007",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "currency": "NGN",
+         *         "amount": 10000,
+         *         "pre_payment_amount": 0,
+         *         "post_payment_amount": 10000,
+         *         "refund_amount": 3000,
+         *         "credit_amount": 5000,
+         *         "out_of_band_amount": 2000,
+         *         "reason": "product_unsatisfactory",
+         *         "memo": "Two days of outage",
+         *         "lines": [],
+         *         "refunds": [
+         *           {
+         *             "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "amount": 3000
+         *           }
+         *         ],
+         *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "reversal_balance_transaction_id": null,
+         *         "status": "issued",
+         *         "created_at": "2026-02-01T10:00:00.000Z",
+         *         "voided_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'credit_note.created';
+          data: components['schemas']['CreditNote'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  creditNoteVoidedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "credit_note.voided",
+         *       "data": {
+         *         "id": "cn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "number": "CN-000007",
+         *         "invoice_id": "inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "currency": "NGN",
+         *         "amount": 10000,
+         *         "pre_payment_amount": 0,
+         *         "post_payment_amount": 10000,
+         *         "refund_amount": 3000,
+         *         "credit_amount": 5000,
+         *         "out_of_band_amount": 2000,
+         *         "reason": "product_unsatisfactory",
+         *         "memo": "Two days of outage",
+         *         "lines": [],
+         *         "refunds": [
+         *           {
+         *             "refund_id": "re_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "payment_id": "pay_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *             "amount": 3000
+         *           }
+         *         ],
+         *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "reversal_balance_transaction_id": null,
+         *         "status": "issued",
+         *         "created_at": "2026-02-01T10:00:00.000Z",
+         *         "voided_at": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'credit_note.voided';
+          data: components['schemas']['CreditNote'];
         };
       };
     };

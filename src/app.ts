@@ -21,6 +21,7 @@ import { registerSecurityHeaders } from './http/security-headers.ts';
 import { apiKeyRoutes } from './routes/api-keys.routes.ts';
 import { checkoutRoutes } from './routes/checkout.routes.ts';
 import { refundRoutes } from './routes/refunds.routes.ts';
+import { creditNoteRoutes } from './routes/credit-notes.routes.ts';
 import { customerRoutes } from './routes/customers.routes.ts';
 import { EMAIL_FORMATS } from './modules/customers/customers.schemas.ts';
 import { dunningRoutes } from './routes/dunning.routes.ts';
@@ -59,6 +60,7 @@ function allRoutes(deps: Deps): Route[] {
     ...invoiceRoutes(deps),
     ...checkoutRoutes(deps),
     ...refundRoutes(deps),
+    ...creditNoteRoutes(deps),
     ...invoicePayRoutes(deps),
     ...providerEventRoutes(deps),
     ...dunningRoutes(deps),

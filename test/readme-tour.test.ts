@@ -116,4 +116,12 @@ test("the README's tour runs as written: every command exits 0, every API answer
   // The demo's story landed beside the quick start's customer, as the tour's curls show.
   assert.match(tour.stdout, /"email":"ada@example.com"/);
   assert.match(tour.stdout, /"hosted_invoice_url":"http:\/\/127\.0\.0\.1:\d+\/i\//);
+  // The upgrade's preview and the invoice the change issued show the same proration lines.
+  const lines = [...tour.stdout.matchAll(/"description":"((?:Unused|Remaining) time on [^"]+)","amount":(-?\d+)/g)].map(
+    (match) => `${match[1]} ${match[2]}`,
+  );
+  assert.equal(lines.length, 4, tour.stdout);
+  assert.deepEqual(lines.slice(0, 2), lines.slice(2));
+  assert.match(lines[0]!, /^Unused time on Basic × 3 after .* -\d+$/);
+  assert.match(lines[1]!, /^Remaining time on Pro × 5 after .* \d+$/);
 });

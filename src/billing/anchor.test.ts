@@ -12,7 +12,7 @@ import { invoicesOf, reportPayment, runWorker } from '../../test/helpers/invoice
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
-import { previewInvoice } from './issue.ts';
+import { previewInvoice } from './plan-changes.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -21,10 +21,11 @@ import { sql, type Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
+import { deferCounts, flushCounts } from '../db/counts.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import type { Deps } from '../deps.ts';
 import { type FailedRetry, finishRetryStep } from './dunning-steps.ts';
-import { emitEvent } from '../modules/events/events.service.ts';
+import { deferEvents, emitEvent, flushEvents } from '../modules/events/events.service.ts';
 import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { idTime } from '../shared/ids.ts';
@@ -86,7 +87,7 @@ export function dueChargesQuery(trx: Transaction<Database>, now: string, scope: 
     trx
       .selectFrom('invoices')
       .selectAll()
-      // A literal: SQLite uses the partial index invoices_due_for_charge only then.
+      // Literals: SQLite uses the scope's partial index (invoices_charge_due, …_by_clock) only then.
       .where('status', '=', sql.lit('open'))
       .where('next_payment_attempt_at', 'is not', null)
       .where('next_payment_attempt_at', '<=', now)
@@ -574,7 +575,12 @@ export async function recordChargeResults(
   const ordered = [...results].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   try {
     await deps.db.transaction().execute(async (trx) => {
+      // The batch's events and count changes are written once, before the commit.
+      deferEvents(trx);
+      deferCounts(trx);
       for (const { charge, result } of ordered) await recordInTransaction(trx, deps, charge, result);
+      await flushEvents(trx);
+      await flushCounts(trx);
     });
   } catch {
     for (const { charge, result } of ordered) await recordChargeResult(deps, charge, result);

@@ -176,6 +176,36 @@ test('a renewal with usage is a draft until INVOICE_FINALIZE_DELAY: unnumbered, 
   assert.equal(finalized.body.data[0].created_at, finalizesAt);
 });
 
+for (const stop of ['cancel', 'pause'] as const) {
+  test(`a subscription that ${stop === 'cancel' ? 'is cancelled' : 'is paused'} before its draft is finalized: the draft is voided, never numbered or charged`, async (t) => {
+    const app = await paystackApp(t);
+    const sub = (await activeAtPeriodEnd(app, (await metered(app)).id))[0]!;
+    await saveTestPaymentMethod(app, sub.customer_id, 'paystack');
+    const deps = withUsage(app);
+    assert.equal(await issueRenewalInvoices.run(deps), 1);
+    const draft = await renewalOf(app, sub.id);
+    assert.equal(draft.status, 'draft');
+
+    const stopped = await app.request('PUT', `/api/subscriptions/${sub.id}/${stop}`);
+    assert.equal(stopped.status, 200, stopped.text);
+    const voided = await renewalOf(app, sub.id);
+    assert.deepEqual([voided.status, voided.number, voided.finalizes_at], ['void', null, null]);
+    assert.deepEqual(
+      (await invoiceEvents(app)).filter((event) => event.id === draft.id).map((event) => [event.topic, event.status]),
+      [
+        ['invoice.created', 'draft'],
+        ['invoice.voided', 'void'],
+      ],
+    );
+
+    app.clock.advance(2 * HOUR);
+    const later = await runWorker(deps);
+    assert.deepEqual([later.finalize_invoices, later.charge_invoices], [0, 0]);
+    assert.equal(app.paystack.chargeCalls.length, 0);
+    assert.equal((await renewalOf(app, sub.id)).status, 'void');
+  });
+}
+
 test('a flat renewal is open at once, as before; INVOICE_FINALIZE_DELAY=0 finalizes a renewal with usage at once', async (t) => {
   const app = await buildTestApp(t, { env: { INVOICE_FINALIZE_DELAY: '0' } });
   const pro = await createPlan(app, { name: 'Pro', currency: 'NGN', amount: 5000 });

@@ -1,16 +1,15 @@
 // Issuing invoices (SPEC §9 "When invoices are created", §12): the ONLY way an invoice comes
 // to exist. Each kind — a subscription's first period, a renewal, the next period paid in
-// advance, a one-off — builds the pipeline's input from the records, composes it
+// advance, a plan change's new period or its invoice of prorations (SPEC §13), a one-off —
+// builds the pipeline's input from the records, composes it
 // (billing/compose) with the customer's credit balance, and hands the result to the
-// invoices record (issueInvoice). previewInvoice composes the same way and stores nothing.
+// invoices record (issueInvoice). composePreview composes the same way and stores nothing.
 // Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice).
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { isPostgres } from '../db/column-types.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
-import { NotFoundError } from '../http/errors.ts';
-import { isIdOf } from '../shared/ids.ts';
 import {
   customerBalance,
   lockCustomerBalances,
@@ -24,13 +23,12 @@ import {
   lockInvoice,
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
-import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
-import { periodInvoiceInput } from './compose/input.ts';
+import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
-import type { ComposedInvoice, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
+import type { ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
 import type { Config } from '../config.ts';
-import { invoiceTaxes } from './taxation.ts';
+import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
 
 /**
  * What issuing needs: the invoice record's context (INVOICE_FINALIZE_DELAY for renewals'
@@ -49,7 +47,7 @@ const DRAFT_KINDS: ReadonlySet<InvoiceLineDraft['kind']> = new Set(['usage', 'pr
 /** The subscription an invoice bills: its id, customer, the customer's test clock, its anchor. */
 export type BilledSubscription = Pick<
   SubscriptionRow,
-  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end' | 'tax_rate_ids'
+  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end' | 'quantity' | 'tax_rate_ids'
 >;
 
 /** An invoice issued, or found issued already for that (subscription, period). */
@@ -74,7 +72,7 @@ async function spendableBalance(trx: Transaction<Database>, customerId: string, 
 
 /** What a period's invoice is issued for: why, when it is due, when the saved method is charged. */
 interface PeriodIssue {
-  reason: 'first_period' | 'renewal';
+  reason: 'first_period' | 'renewal' | 'subscription_update';
   period: Period;
   /** ISO 8601. */
   dueAt: string;
@@ -82,6 +80,8 @@ interface PeriodIssue {
   nextPaymentAttemptAt: string | null;
   /** A renewal issued by the worker: it may be a draft (SPEC §12 "Drafts"). */
   mayDraft?: boolean;
+  /** Proration items waiting for this invoice (SPEC §13); default none. */
+  pendingItems?: readonly InvoiceLineDraft[];
 }
 
 /**
@@ -125,6 +125,8 @@ async function issuePeriodInvoice(
       plan,
       periodStart: start,
       periodEnd: end,
+      quantity: subscription.quantity,
+      pendingItems: issue.pendingItems,
       balance,
       taxRates: taxes.tax_rates,
       taxExempt: taxes.tax_exempt,
@@ -147,6 +149,7 @@ async function issuePeriodInvoice(
   });
   if (issued.created) {
     await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
+    await creditNegativeTotal(trx, ctx, issued.invoice, subscription.test_clock_id);
     if (finalizesAt === null || Date.parse(finalizesAt) > ctx.clock.now().getTime()) return issued;
     // INVOICE_FINALIZE_DELAY=0 (or a renewal run late): finalized in the same transaction.
     const row = await lockInvoice(trx, issued.invoice.id);
@@ -169,7 +172,10 @@ async function issuePeriodInvoice(
 }
 
 /** Whose tax rates a period's invoice applies (SPEC §14): its subscription's, its plan's, its customer's. */
-function taxedBy(subscription: Pick<BilledSubscription, 'customer_id' | 'tax_rate_ids'>, plan: PlanRow) {
+export function taxedBy(
+  subscription: Pick<SubscriptionRow, 'customer_id' | 'tax_rate_ids'>,
+  plan: Pick<PlanRow, 'tax_rate_ids'>,
+): TaxedParty {
   return {
     customerId: subscription.customer_id,
     subscriptionTaxRateIds: subscription.tax_rate_ids,
@@ -191,6 +197,28 @@ async function takeAppliedCredit(
     currency: invoice.currency,
     amount: -invoice.applied_balance,
     kind: 'applied_to_invoice',
+    invoiceId: invoice.id,
+  });
+}
+
+/**
+ * Gives the customer the credit of an invoice whose total is negative (SPEC §13: a downgrade's
+ * or an interval change's unused time worth more than what it bills): `−total` minor units
+ * join the credit balance as a `credit_note` naming the invoice, which owes 0. Never a refund.
+ */
+async function creditNegativeTotal(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  invoice: Invoice,
+  testClockId: string | null,
+): Promise<void> {
+  if (invoice.total >= 0) return;
+  await recordBalanceTransaction(trx, ctx.clock, {
+    customerId: invoice.customer_id,
+    testClockId,
+    currency: invoice.currency,
+    amount: -invoice.total,
+    kind: 'credit_note',
     invoiceId: invoice.id,
   });
 }
@@ -232,6 +260,7 @@ export async function issueRenewalInvoice(
   plan: PlanRow,
   period: Period,
   nextPaymentAttemptAt: string | null,
+  pendingItems: readonly InvoiceLineDraft[] = [],
 ): Promise<IssuedInvoice> {
   return issuePeriodInvoice(trx, ctx, subscription, plan, {
     reason: 'renewal',
@@ -239,6 +268,33 @@ export async function issueRenewalInvoice(
     dueAt: period.start.toISOString(),
     nextPaymentAttemptAt,
     mayDraft: true,
+    pendingItems,
+  });
+}
+
+/**
+ * The invoice of the new period a plan change starts now (SPEC §13: an interval change, or
+ * `billing_cycle_anchor: now`): `subscription` (its new quantity) on its new `plan` for
+ * `period`, with `pendingItems` (the old plan's unused time among them), due at once and
+ * charged at `nextPaymentAttemptAt` when given — final at once, collected like a renewal. A
+ * negative total becomes credit (creditNegativeTotal). `created: false` when that period was
+ * invoiced already (the caller refuses such a change). The caller holds the subscription's lock.
+ */
+export async function issueChangePeriodInvoice(
+  trx: Transaction<Database>,
+  ctx: IssueContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  period: Period,
+  nextPaymentAttemptAt: string | null,
+  pendingItems: readonly InvoiceLineDraft[],
+): Promise<IssuedInvoice> {
+  return issuePeriodInvoice(trx, ctx, subscription, plan, {
+    reason: 'subscription_update',
+    period,
+    dueAt: period.start.toISOString(),
+    nextPaymentAttemptAt,
+    pendingItems,
   });
 }
 
@@ -301,6 +357,10 @@ export interface OneOffInvoiceInput {
   periodEnd: string;
   dueAt: string;
   metadata?: Record<string, string>;
+  /** Why it is issued: `one_off` (default) or `subscription_update` (SPEC §13 `always_invoice`). */
+  reason?: 'one_off' | 'subscription_update';
+  /** When the worker charges the customer's saved method (SPEC §10); default null: it does not. */
+  nextPaymentAttemptAt?: string | null;
   /**
    * The `tax_rate_ids` (JSON text) of the subscription and plan the items belong to (a plan
    * change's prorations, SPEC §13), which come before the customer's in the precedence (§14).
@@ -312,9 +372,10 @@ export interface OneOffInvoiceInput {
  * Issues a one-off invoice (SPEC §12: reason `one_off`; no subscription fee, no subscription)
  * for `input.items`, composed with the customer's credit balance in `input.currency` and
  * taking that credit (`applied_to_invoice`). Every call issues a new invoice: callers that
- * may retry make it idempotent themselves. A negative total owes 0 (composing never turns it
- * into credit). Taxed by `input.taxedBy`'s subscription or plan rates, else the customer's,
- * else DEFAULT_TAX_RATE_IDS (SPEC §14). The caller holds the customer's lock. Throws ComposeInputError for items the
+ * may retry make it idempotent themselves. A negative total owes 0 and becomes the customer's
+ * credit (`credit_note`, SPEC §13), never a refund. The caller holds the customer's (or, for a
+ * plan change's invoice, the subscription's) lock. Taxed by `input.taxedBy`'s subscription or
+ * plan rates, else the customer's, else DEFAULT_TAX_RATE_IDS (SPEC §14). Throws ComposeInputError for items the
  * pipeline refuses (another currency, not a proration) and AmountOutOfRangeError (400)
  * beyond Number.MAX_SAFE_INTEGER.
  */
@@ -327,16 +388,15 @@ export async function issueOneOffInvoice(
   const party = { customerId: input.customerId, ...input.taxedBy };
   const taxes = await invoiceTaxes(trx, party, ctx.config.defaultTaxRateIds ?? []);
   const content = composeInvoice(
-    {
-      reason: 'one_off',
+    oneOffInvoiceInput({
+      reason: input.reason ?? 'one_off',
+      customerId: input.customerId,
       currency: input.currency,
-      customer: { id: input.customerId, balance, tax_exempt: taxes.tax_exempt },
-      subscription: null,
-      pending_items: input.items,
-      usage: [],
-      discounts: [],
-      tax_rates: taxes.tax_rates,
-    },
+      items: input.items,
+      balance,
+      taxRates: taxes.tax_rates,
+      taxExempt: taxes.tax_exempt,
+    }),
     ctx.pipeline ?? PIPELINE,
   );
   const { invoice } = await issueInvoice(trx, ctx, {
@@ -349,8 +409,10 @@ export async function issueOneOffInvoice(
     dueAt: input.dueAt,
     content,
     metadata: input.metadata,
+    nextPaymentAttemptAt: input.nextPaymentAttemptAt ?? null,
   });
   await takeAppliedCredit(trx, ctx, invoice, input.testClockId);
+  await creditNegativeTotal(trx, ctx, invoice, input.testClockId);
   return invoice;
 }
 
@@ -359,52 +421,49 @@ export interface InvoicePreview extends ComposedInvoice {
   customer_id: string;
   subscription_id: string;
   currency: string;
-  /** ISO 8601. */
+  /** ISO 8601: the period the invoice covers. */
   period_start: string;
   period_end: string;
+  /** ISO 8601: the instant a change is prorated at (pass it to the change to get these lines); null without proration. */
+  proration_date: string | null;
 }
 
 /**
- * The upcoming invoice of subscription `subscriptionId` (SPEC §13 "preview" without a change):
- * the next period not invoiced yet, composed exactly as issuing would compose it now —
- * the same lines to the minor unit, the customer's current credit balance and taxes applied
- * (`defaultTaxRateIds`: DEFAULT_TAX_RATE_IDS) — and nothing stored or locked. Throws 404 `not_found` for an unknown subscription.
+ * What a preview composes: a ComposeInput but for the balance and the taxes, which the
+ * preview reads now (`taxedBy`: whose tax rates, SPEC §14).
  */
-export async function previewInvoice(
+export interface PreviewTarget {
+  subscriptionId: string;
+  customerId: string;
+  currency: string;
+  periodStart: string;
+  periodEnd: string;
+  prorationDate: string | null;
+  taxedBy: TaxedParty;
+  input: (balance: number, taxes: InvoiceTaxes) => ComposeInput;
+}
+
+/**
+ * Composes `target` as issuing would compose it now (SPEC §13 "preview"): the customer's
+ * current credit balance in its currency and the taxes (SPEC §14; `ctx.config`'s
+ * DEFAULT_TAX_RATE_IDS) applied, the same pipeline, nothing stored or locked. Minor units
+ * throughout.
+ */
+export async function composePreview(
   db: Kysely<Database>,
-  subscriptionId: string,
-  defaultTaxRateIds: readonly string[] = [],
+  ctx: { pipeline?: readonly ComposeStep[]; config?: Partial<Pick<Config, 'defaultTaxRateIds'>> },
+  target: PreviewTarget,
 ): Promise<InvoicePreview> {
-  const subscription = isIdOf('subscription', subscriptionId)
-    ? await db.selectFrom('subscriptions').selectAll().where('id', '=', subscriptionId).executeTakeFirst()
-    : undefined;
-  if (!subscription) throw new NotFoundError('subscription', subscriptionId);
-  const plan = await findPlan(db, subscription.plan_id);
-  if (!plan) throw new Error(`plan ${subscription.plan_id} of subscription ${subscription.id} is missing`);
-  const period = await nextUninvoicedPeriod(db, subscription, plan);
-  const periodStart = period.start.toISOString();
-  const periodEnd = period.end.toISOString();
-  const balance = Math.max(await customerBalance(db, subscription.customer_id, plan.currency), 0);
-  const taxes = await invoiceTaxes(db, taxedBy(subscription, plan), defaultTaxRateIds);
-  const composed = composeInvoice(
-    periodInvoiceInput({
-      reason: 'preview',
-      customerId: subscription.customer_id,
-      subscriptionId: subscription.id,
-      plan,
-      periodStart,
-      periodEnd,
-      balance,
-      taxRates: taxes.tax_rates,
-      taxExempt: taxes.tax_exempt,
-    }),
-  );
+  const balance = Math.max(await customerBalance(db, target.customerId, target.currency), 0);
+  const taxes = await invoiceTaxes(db, target.taxedBy, ctx.config?.defaultTaxRateIds ?? []);
+  const composed = composeInvoice(target.input(balance, taxes), ctx.pipeline ?? PIPELINE);
   return {
     ...composed,
-    customer_id: subscription.customer_id,
-    subscription_id: subscription.id,
-    currency: plan.currency,
-    period_start: periodStart,
-    period_end: periodEnd,
+    customer_id: target.customerId,
+    subscription_id: target.subscriptionId,
+    currency: target.currency,
+    period_start: target.periodStart,
+    period_end: target.periodEnd,
+    proration_date: target.prorationDate,
   };
 }

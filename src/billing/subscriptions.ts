@@ -2,14 +2,15 @@
 // pause, resume. Status changes go through the record's lifecycle
 // (modules/subscriptions/subscriptions.lifecycle.ts); reads are the record's own.
 import { closeOpenCase } from '../modules/dunning/dunning.cases.ts';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError, NotFoundError, StateConflictError } from '../http/errors.ts';
 import type { Clock } from '../shared/clock.ts';
 import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
-import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
+import { type InvoiceContext, voidDraftsOfSubscription } from '../modules/invoices/invoices.lifecycle.ts';
+import { toSafeAmount } from './compose/rounding.ts';
 import { issueFirstPeriodInvoice } from './issue.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { nextPeriodOnAnchor } from '../modules/subscriptions/subscriptions.billing-period.ts';
@@ -23,6 +24,7 @@ import {
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { CancelInput, CreateSubscriptionInput } from '../modules/subscriptions/subscriptions.schemas.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
+import { releasePendingItems } from '../modules/subscriptions/subscriptions.pending-items.ts';
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import { checkAttachableTaxRates } from '../modules/tax-rates/tax-rates.service.ts';
 
@@ -61,6 +63,9 @@ export async function createSubscription(
     if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
     await checkAttachableTaxRates(trx, input.tax_rate_ids ?? [], 'tax_rate_ids');
 
+    const quantity = input.quantity ?? 1;
+    // Refused now, not at the trial's end: each period bills price × quantity (SPEC §13).
+    toSafeAmount(BigInt(plan.amount) * BigInt(quantity), `${plan.name} × ${quantity}`);
     const now = clock.now();
     const trialDays = input.trial_period_days ?? plan.trial_period_days;
     const trialEnd = trialDays > 0 ? new Date(now.getTime() + trialDays * DAY_MS).toISOString() : null;
@@ -79,6 +84,10 @@ export async function createSubscription(
       current_period_end: trialEnd ?? first!.end.toISOString(),
       trial_end: trialEnd,
       billing_cycle_anchor: anchor,
+      quantity,
+      pending_plan_id: null,
+      pending_quantity: null,
+      pending_effective_at: null,
       cancel_at_period_end: false,
       cancelled_at: null,
       ended_at: null,
@@ -97,26 +106,40 @@ export async function createSubscription(
   });
 }
 
+/**
+ * Voids the subscription's drafts (a period not served, SPEC §12) and puts the proration
+ * items they took back to wait for its next invoice (SPEC §13): they bill time already used.
+ */
+async function voidUnsentDrafts(trx: Transaction<Database>, ctx: InvoiceContext, id: string): Promise<void> {
+  const voided = await voidDraftsOfSubscription(trx, ctx, id);
+  await releasePendingItems(
+    trx,
+    voided.map((invoice) => invoice.id),
+  );
+}
+
 function cannotCancel(): StateConflictError {
   return new StateConflictError(CANNOT_CANCEL);
 }
 
 /**
  * Cancels now (default: `cancelled`, `cancelled_at`/`ended_at` = now, reason `requested`,
- * emits `subscription.cancelled`, closes an open dunning case as `cancelled`) or, with `at_period_end`, flags the subscription so the
+ * emits `subscription.cancelled`, closes an open dunning case as `cancelled`, voids its drafts:
+ * they bill a period that is not served) or, with `at_period_end`, flags the subscription so the
  * worker cancels it at `current_period_end` (only from `trialing`/`active`; emits
  * `subscription.updated`). Throws 404 for unknown ids; 409 `validation_error` with
  * CANNOT_CANCEL when the state forbids it — nothing changes then.
  */
 export async function cancelSubscription(
   db: Kysely<Database>,
-  apiClock: Clock,
+  apiCtx: InvoiceContext,
   id: string,
   input: CancelInput,
 ): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
-    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
+    const { clock } = ctx;
     const now = clock.now().toISOString();
     const comment = input.comment ?? row.cancellation_comment;
     try {
@@ -138,6 +161,7 @@ export async function cancelSubscription(
         cancellation_comment: comment,
       });
       await closeOpenCase(trx, clock, id, 'cancelled');
+      await voidUnsentDrafts(trx, ctx, id);
       return cancelled;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) throw cannotCancel();
@@ -146,13 +170,23 @@ export async function cancelSubscription(
   });
 }
 
-/** `active` → `paused` (no renewals, no dunning). Throws 404; 409 `validation_error` from other states. */
-export async function pauseSubscription(db: Kysely<Database>, apiClock: Clock, id: string): Promise<Subscription> {
+/**
+ * `active` → `paused` (no renewals, no dunning); its drafts are voided (resuming starts a new
+ * period with its own invoice). `apiCtx`: the clock and invoice settings (Deps fits). Throws
+ * 404; 409 `validation_error` from other states.
+ */
+export async function pauseSubscription(
+  db: Kysely<Database>,
+  apiCtx: InvoiceContext,
+  id: string,
+): Promise<Subscription> {
   return transactionWithRetry(db, async (trx) => {
     const row = await lockSubscription(trx, id);
-    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
     try {
-      return await transitionSubscription(trx, clock, row, 'pause');
+      const paused = await transitionSubscription(trx, ctx.clock, row, 'pause');
+      await voidUnsentDrafts(trx, ctx, id);
+      return paused;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) {
         throw new StateConflictError(`subscription cannot be paused in its current state (${row.status})`);

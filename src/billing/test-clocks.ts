@@ -8,6 +8,7 @@ import { forUpdate } from '../db/locking.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError } from '../http/errors.ts';
 import { deleteTestClockBalanceTransactions } from '../modules/balances/balances.ledger.ts';
+import { deleteTestClockCreditNotes } from '../modules/credit-notes/credit-notes.records.ts';
 import { deleteCustomers } from '../modules/customers/customers.repository.ts';
 import { deleteDunningCases } from '../modules/dunning/dunning.cases.ts';
 import { deleteInvoices, deleteTestClockInvoiceNumbers } from '../modules/invoices/invoices.lifecycle.ts';
@@ -78,6 +79,7 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
     await deleteProviderSubscriptionReferences(trx, subscriptions);
     // The clock's customers' credit ledger goes with them (it names their invoices).
     await deleteTestClockBalanceTransactions(trx, id);
+    await deleteTestClockCreditNotes(trx, id);
     await detachPaymentsOfInvoices(trx, invoices);
     await deleteAttemptsOfInvoices(trx, invoices);
     await deleteInvoices(trx, invoices);

@@ -2,6 +2,7 @@
 import type { ApiKeysTable } from './tables/api-keys.table.ts';
 import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
 import type { CustomerBalanceTransactionsTable } from './tables/balances.table.ts';
+import type { CreditNoteNumbersTable, CreditNotesTable } from './tables/credit-notes.table.ts';
 import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
@@ -11,7 +12,7 @@ import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
 import type { PlansTable } from './tables/plans.table.ts';
 import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
-import type { SubscriptionsTable } from './tables/subscriptions.table.ts';
+import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
@@ -19,6 +20,8 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
+  credit_notes: CreditNotesTable;
+  credit_note_numbers: CreditNoteNumbersTable;
   customers: CustomersTable;
   customer_balance_transactions: CustomerBalanceTransactionsTable;
   dunning_cases: DunningCasesTable;
@@ -36,6 +39,7 @@ export interface Database {
   provider_subscription_references: ProviderSubscriptionReferencesTable;
   refunds: RefundsTable;
   subscriptions: SubscriptionsTable;
+  subscription_pending_items: SubscriptionPendingItemsTable;
   tax_rates: TaxRatesTable;
   test_clocks: TestClocksTable;
   webhook_attempts: WebhookAttemptsTable;

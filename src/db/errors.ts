@@ -18,3 +18,8 @@ export function isRetryableConflict(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '40001' || code === '40P01';
 }
+
+/** True when `error` is PostgreSQL's 55P03 lock_not_available: a NOWAIT lock found the row held. */
+export function isLockNotAvailable(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '55P03';
+}

@@ -11,7 +11,9 @@
 //     API change of an invoice that also moves its subscription locks the subscription first;
 //     void / mark-uncollectible lock the invoice, then the case chasing it; an invoice that
 //     takes credit locks its customer's balance — an advisory lock, balances.ledger.ts —
-//     before it takes a number, and the renewal job locks its whole batch's balances at once)
+//     before it takes a number, and the renewal job locks its whole batch's balances at once;
+//     a credit note locks its invoice's payments' references first, then this chain down to
+//     the invoice, then the note itself: credit_notes come after invoices)
 //   webhook_endpoints → webhook_deliveries → events
 //     (the API's PATCH, delete, retry and test lock the endpoint first; so does the worker
 //     recording attempts: its batch's endpoints in id order, before any delivery; an event's

@@ -6,6 +6,7 @@ import type { ApiDocument } from '../http/openapi.ts';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
 import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
 import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
+import { invoicePreviewSchema, subscriptionUpdatedSchema } from '../billing/plan-changes.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
 import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
 import { balanceTransactionListSchema, balanceTransactionSchema } from '../modules/balances/balances.schemas.ts';
@@ -37,6 +38,12 @@ import {
   invoiceSchema,
   invoiceTaxAmountSchema,
 } from '../modules/invoices/invoices.schemas.ts';
+import {
+  creditNoteLineSchema,
+  creditNoteListSchema,
+  creditNoteRefundSchema,
+  creditNoteSchema,
+} from '../modules/credit-notes/credit-notes.schemas.ts';
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { taxRateListSchema, taxRateSchema } from '../modules/tax-rates/tax-rates.schemas.ts';
@@ -70,6 +77,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   taxRateListSchema,
   subscriptionSchema,
   subscriptionListSchema,
+  subscriptionUpdatedSchema,
+  invoicePreviewSchema,
   paymentSchema,
   paymentListSchema,
   mergedPaymentSchema,
@@ -105,6 +114,10 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   checkoutLinkSchema,
   paymentAttemptSchema,
   invoiceDetailSchema,
+  creditNoteLineSchema,
+  creditNoteRefundSchema,
+  creditNoteSchema,
+  creditNoteListSchema,
   paymentAttemptedSchema,
   paymentMethodSchema,
   paymentMethodListSchema,
@@ -136,6 +149,11 @@ export const TAGS = [
     description:
       'What a customer owes per billing period (SPEC §9): issued by the service, settled by payments, voided or written off; collecting it through Paystack or Stripe.',
   },
+  {
+    name: 'Credit notes',
+    description:
+      "Corrections of finalized invoices (SPEC §14): before payment they lower what is due; after payment they are refunded (exactly once, through the payment's provider), credited to the customer's balance or returned out of band.",
+  },
   { name: 'Dunning', description: 'The follow-up of failed payments: open cases, reminders, past-due subscriptions.' },
   {
     name: 'Webhooks',
@@ -163,8 +181,16 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   },
   'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
   'subscription.updated': {
-    schema: subscriptionSchema,
-    when: 'A subscription changed: status (paused, resumed, activated, …), or its renewal into the next billing period.',
+    schema: subscriptionUpdatedSchema,
+    when: 'A subscription changed: status (paused, resumed, activated, …), its renewal into the next billing period, or its plan or quantity (with `previous_attributes`).',
+  },
+  'subscription.update_scheduled': {
+    schema: subscriptionUpdatedSchema,
+    when: 'A plan or quantity change was scheduled for the period end (`pending_update`; `previous_attributes` has the one it replaced).',
+  },
+  'subscription.update_applied': {
+    schema: subscriptionUpdatedSchema,
+    when: 'The renewal applied a scheduled change: the new period bills the new plan and quantity.',
   },
   'subscription.renewed': {
     schema: subscriptionSchema,
@@ -204,6 +230,14 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'invoice.marked_uncollectible': {
     schema: invoiceSchema,
     when: 'The invoice was marked uncollectible (by the API or dunning cancelling the subscription).',
+  },
+  'credit_note.created': {
+    schema: creditNoteSchema,
+    when: 'A credit note was issued: the invoice owes less, or money goes back (refund, credit, out of band).',
+  },
+  'credit_note.voided': {
+    schema: creditNoteSchema,
+    when: 'A credit note was voided: what it lowered is owed again, its credit left the balance.',
   },
   'payment_method.attached': {
     schema: paymentMethodSchema,

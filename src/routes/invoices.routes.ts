@@ -8,6 +8,8 @@ import { API_KEY_SECURITY, errorResponses, idParams, responseOf } from '../http/
 import { INVOICE_STATUSES } from '../modules/invoices/invoices.status.ts';
 import { invoiceDetailSchema, invoiceListSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
 import * as service from '../modules/invoices/invoices.service.ts';
+import { invoicePreviewSchema, previewInvoiceBody } from '../billing/plan-changes.schemas.ts';
+import { previewChange } from '../billing/plan-changes.ts';
 
 const common = { tags: ['Invoices'], security: API_KEY_SECURITY };
 // No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.
@@ -61,6 +63,27 @@ export function invoiceRoutes(deps: Deps): Route[] {
         },
       },
       handler: async (request) => service.getInvoice(db, config.publicUrl, request.params.id),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/invoices/preview',
+      config: { scope: 'read' },
+      schema: {
+        ...common,
+        operationId: 'previewInvoice',
+        summary: 'Preview an invoice',
+        description:
+          "The invoice a change of `subscription_id` would produce (the fields of PATCH /api/subscriptions/{id}), composed by the same pipeline and rules and never stored: no id, no number. `always_invoice` and interval changes: the invoice the change issues now; otherwise the renewal that follows, on the new plan, with the proration items waiting. Without a change: the upcoming renewal. Send the answer's `proration_date` with the change to get exactly these lines. Read scope.",
+        body: previewInvoiceBody,
+        response: {
+          200: responseOf(invoicePreviewSchema, 'The invoice that would result'),
+          ...errorResponses(400, 401, 403, 404, 409, 415),
+        },
+      },
+      handler: async (request) => {
+        const preview = await previewChange(db, deps, request.body);
+        return { ...preview, lines: [...preview.lines] };
+      },
     }),
     defineRoute({
       method: 'POST',

@@ -74,6 +74,8 @@ test('create without a trial is incomplete, not entitled, in its first period on
     current_period_end: '2026-02-15T10:00:00.000Z',
     trial_end: null,
     billing_cycle_anchor: NOW,
+    quantity: 1,
+    pending_update: null,
     cancel_at_period_end: false,
     cancelled_at: null,
     ended_at: null,

@@ -12,6 +12,9 @@ import {
 } from '../modules/subscriptions/subscriptions.schemas.ts';
 import * as service from '../modules/subscriptions/subscriptions.service.ts';
 import * as billing from '../billing/subscriptions.ts';
+import { cancelPendingUpdate, changeSubscription } from '../billing/plan-changes.ts';
+import { CANNOT_CHANGE } from '../billing/plan-change-rules.ts';
+import { changeSubscriptionBody } from '../billing/plan-changes.schemas.ts';
 
 const common = { tags: ['Subscriptions'], security: API_KEY_SECURITY };
 const stateChangeResponses = {
@@ -74,6 +77,34 @@ export function subscriptionRoutes(deps: Deps): Route[] {
       handler: async (request) => service.getSubscription(db, request.params.id),
     }),
     defineRoute({
+      method: 'PATCH',
+      url: '/api/subscriptions/:id',
+      schema: {
+        ...common,
+        operationId: 'updateSubscription',
+        summary: 'Change the plan or quantity',
+        description: `From \`trialing\` or \`active\` (else 409 \`validation_error\` "${CANNOT_CHANGE}"; 409 \`conflict\` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (\`always_invoice\`); downgrades are scheduled for the period end (\`pending_update\`, \`subscription.update_scheduled\`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits \`subscription.updated\` with \`previous_attributes\`. Preview it first with POST /api/invoices/preview.`,
+        params: idParams,
+        body: changeSubscriptionBody,
+        response: stateChangeResponses,
+      },
+      handler: async (request) => changeSubscription(db, deps, request.params.id, request.body),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/subscriptions/:id/pending-update',
+      schema: {
+        ...common,
+        operationId: 'cancelPendingUpdate',
+        summary: 'Cancel a scheduled change',
+        description:
+          '`pending_update` becomes null (`subscription.updated` with `previous_attributes`). 409 `validation_error` when none is scheduled.',
+        params: idParams,
+        response: { 200: responseOf(subscriptionSchema, 'The subscription'), ...errorResponses(401, 403, 404, 409) },
+      },
+      handler: async (request) => cancelPendingUpdate(db, clock, request.params.id),
+    }),
+    defineRoute({
       method: 'PUT',
       url: '/api/subscriptions/:id/cancel',
       schema: {
@@ -86,7 +117,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         body: cancelBody,
         response: stateChangeResponses,
       },
-      handler: async (request) => billing.cancelSubscription(db, clock, request.params.id, request.body ?? {}),
+      handler: async (request) => billing.cancelSubscription(db, deps, request.params.id, request.body ?? {}),
     }),
     defineRoute({
       method: 'PUT',
@@ -100,7 +131,7 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         params: idParams,
         response: stateChangeResponses,
       },
-      handler: async (request) => billing.pauseSubscription(db, clock, request.params.id),
+      handler: async (request) => billing.pauseSubscription(db, deps, request.params.id),
     }),
     defineRoute({
       method: 'PUT',

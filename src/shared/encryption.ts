@@ -4,11 +4,23 @@
 // `v1.<base64url(iv ‖ tag ‖ ciphertext)>`: a fresh 12-byte IV per value, the 16-byte tag
 // authenticates it, so a changed byte or the wrong key fails loudly instead of yielding
 // garbage — which is also what lets a value be tried against each configured key in turn.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 const VERSION = 'v1.';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+
+/**
+ * Each key's KeyObject, built once: passing a Buffer makes node:crypto build one per call
+ * (a measurable share of every saved-card charge's CPU).
+ */
+const keyObjects = new WeakMap<Buffer, KeyObject>();
+
+function keyObject(key: Buffer): KeyObject {
+  let object = keyObjects.get(key);
+  if (!object) keyObjects.set(key, (object = createSecretKey(key)));
+  return object;
+}
 
 /** Thrown when a stored value cannot be decrypted: wrong key, altered or not ours. */
 export class DecryptionError extends Error {
@@ -21,7 +33,7 @@ export class DecryptionError extends Error {
 /** Encrypts `plaintext` (UTF-8) with the 32-byte `key`. Returns the stored form `v1.…`. */
 export function encryptSecret(key: Buffer, plaintext: string): string {
   const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const cipher = createCipheriv('aes-256-gcm', keyObject(key), iv);
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return VERSION + Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
 }
@@ -54,7 +66,7 @@ export function openSecret(
   const body = raw.subarray(IV_BYTES + TAG_BYTES);
   for (const [keyIndex, key] of keys.entries()) {
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, iv);
+      const decipher = createDecipheriv('aes-256-gcm', keyObject(key), iv);
       decipher.setAuthTag(tag);
       return { plaintext: Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8'), keyIndex };
     } catch {

@@ -21,6 +21,9 @@ export const ID_PREFIXES = {
   testClock: 'clock',
   paymentMethod: 'pm',
   balanceTransaction: 'cbtxn',
+  pendingItem: 'pitem',
+  creditNote: 'cn',
+  creditNoteLine: 'cnli',
   taxRate: 'txr',
 } as const;
 

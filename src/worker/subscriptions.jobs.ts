@@ -2,10 +2,12 @@
 // periods (their invoices), mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
 // batch of due rows (SKIP LOCKED on PostgreSQL) and moves them in that same transaction,
 // so no row is handled twice at once and a crash rolls the whole batch back for a retry.
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { claimRows } from '../db/locking.ts';
+import { deferCounts, flushCounts } from '../db/counts.ts';
+import { deferEvents, flushEvents } from '../modules/events/events.service.ts';
 import { type Job } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
@@ -49,6 +51,74 @@ function minBase(deps: Deps, scope: JobScope, column: 'created_at' | 'current_pe
     'subscriptions.test_clock_id',
     scope,
   );
+}
+
+/**
+ * The statuses that renew, as a literal: a partial index (`subscriptions_renewal_due`, and
+ * `…_by_clock` for a clock's rows; migration 0028) is used only when the query names its
+ * predicate's very terms.
+ */
+const RENEWING = sql<boolean>`subscriptions.status in ('active', 'trialing')`;
+
+/**
+ * `scope`'s `active`/`trialing` subscriptions whose `current_period_end` ≤ `now` (ISO 8601)
+ * and whose `cancel_at_period_end` is `cancelling`, earliest first: the renewal and
+ * period-end claims. Reads the scope's own partial index in due order, so it touches only
+ * due rows of that scope (real time reads no clock row).
+ */
+export function periodEndDueQuery(trx: Transaction<Database>, scope: JobScope, now: string, cancelling: boolean) {
+  return base(trx, scope)
+    .where(RENEWING)
+    .where('cancel_at_period_end', '=', cancelling)
+    .where('current_period_end', '<=', now)
+    .orderBy('current_period_end')
+    .orderBy('id');
+}
+
+/** The earliest `current_period_end` after `after` of `scope`'s renewing subscriptions with that flag. */
+async function nextPeriodEnd(deps: Deps, scope: JobScope, after: Date, cancelling: boolean): Promise<Date | null> {
+  // First row in index order (not min(): the flag is not in the index, so min would read them all).
+  const row = await whereInScope(
+    deps.db.selectFrom('subscriptions').select('current_period_end'),
+    'subscriptions.test_clock_id',
+    scope,
+  )
+    .where(RENEWING)
+    .where('cancel_at_period_end', '=', cancelling)
+    .where('current_period_end', '>', after.toISOString())
+    .orderBy('current_period_end')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  return earliest([row?.current_period_end]);
+}
+
+/**
+ * `scope`'s `active`/`trialing` subscriptions (not flagged to cancel) with an open invoice
+ * due at or before `cutoff` (ISO 8601): the past-due claim. Driven by the open invoices of
+ * the scope by `due_at` (partial indexes `invoices_open_by_due_at` / `…_by_clock_due_at`),
+ * so it reads only overdue invoices and their subscriptions, never every active one.
+ */
+export function pastDueQuery(trx: Transaction<Database>, scope: JobScope, cutoff: string) {
+  const overdue = whereInScope(
+    trx
+      .selectFrom('invoices')
+      .select('invoices.subscription_id')
+      .where('invoices.status', '=', sql.lit('open'))
+      .where('invoices.due_at', '<=', cutoff),
+    'invoices.test_clock_id',
+    scope,
+  );
+  // No scope filter here: an invoice's test clock is its subscription's (the customer's). The
+  // status is tested as an expression no index serves (`|| ''`), so the planner looks the
+  // overdue few up by id instead of walking a status index that holds every scope's rows.
+  return trx
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where(sql<boolean>`subscriptions.status || '' in ('active', 'trialing')`)
+    .where('cancel_at_period_end', '=', false)
+    .where('subscriptions.id', 'in', overdue)
+    .orderBy('subscriptions.id');
 }
 
 /**
@@ -100,25 +170,21 @@ export const issueRenewalInvoices: Job = {
   run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now().toISOString();
-      const rows = await claimDue(trx, scope, (q) =>
-        q
-          .where('status', 'in', ['active', 'trialing'])
-          .where('cancel_at_period_end', '=', false)
-          .where('current_period_end', '<=', now)
-          .orderBy('current_period_end'),
-      );
+      const rows = await claimRows(periodEndDueQuery(trx, scope, now, false).limit(BATCH_SIZE), trx).execute();
       // Every balance the batch may spend, in one order, before any invoice takes a number.
       await lockCustomerBalances(
         trx,
         rows.map((row) => row.customer_id),
       );
+      // The batch's events and count changes are written once, before the commit.
+      deferEvents(trx);
+      deferCounts(trx);
       for (const row of rows) await renewSubscription(trx, deps, row);
+      await flushEvents(trx);
+      await flushCounts(trx);
       return rows.length;
     }),
-  nextDueAt: (deps, scope, after) =>
-    earliestAfter(deps, scope, 'current_period_end', after.toISOString(), (q) =>
-      q.where('status', 'in', ['active', 'trialing']).where('cancel_at_period_end', '=', false),
-    ),
+  nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, false),
 };
 
 /**
@@ -134,21 +200,7 @@ export const markUnpaidRenewalsPastDue: Job = {
     deps.db.transaction().execute(async (trx) => {
       const { clock, config } = deps;
       const cutoff = new Date(clock.now().getTime() - config.renewalGraceMs).toISOString();
-      const rows = await claimDue(trx, scope, (q) =>
-        q
-          .where('status', 'in', ['active', 'trialing'])
-          .where('cancel_at_period_end', '=', false)
-          .where(({ exists, selectFrom }) =>
-            exists(
-              selectFrom('invoices')
-                .select('invoices.id')
-                .whereRef('invoices.subscription_id', '=', 'subscriptions.id')
-                .where('invoices.status', '=', 'open')
-                .where('invoices.due_at', '<=', cutoff),
-            ),
-          )
-          .orderBy('current_period_end'),
-      );
+      const rows = await claimRows(pastDueQuery(trx, scope, cutoff).limit(BATCH_SIZE), trx).execute();
       for (const row of rows) {
         const invoice = await trx
           .selectFrom('invoices')
@@ -197,13 +249,7 @@ export const applyPeriodEndCancellations: Job = {
   run: ({ db, clock }, scope = REAL_TIME) =>
     db.transaction().execute(async (trx) => {
       const now = clock.now().toISOString();
-      const rows = await claimDue(trx, scope, (q) =>
-        q
-          .where('status', 'in', ['active', 'trialing'])
-          .where('cancel_at_period_end', '=', true)
-          .where('current_period_end', '<=', now)
-          .orderBy('current_period_end'),
-      );
+      const rows = await claimRows(periodEndDueQuery(trx, scope, now, true).limit(BATCH_SIZE), trx).execute();
       for (const row of rows) {
         await transitionSubscription(trx, clock, row, 'period_end_cancel', {
           cancel_at_period_end: false,
@@ -212,8 +258,5 @@ export const applyPeriodEndCancellations: Job = {
       }
       return rows.length;
     }),
-  nextDueAt: (deps, scope, after) =>
-    earliestAfter(deps, scope, 'current_period_end', after.toISOString(), (q) =>
-      q.where('status', 'in', ['active', 'trialing']).where('cancel_at_period_end', '=', true),
-    ),
+  nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, true),
 };

@@ -5,7 +5,8 @@
 // "now", until none has work left; then it moves to the earliest instant any job names
 // next, up to the target. The time reached is saved after every step, so a worker that
 // dies mid-advance leaves the next one to resume from there (the jobs are idempotent: a
-// rerun at the same instant finds nothing new). At the target: `ready`, `test_clock.ready`.
+// rerun at the same instant finds nothing new). The lease is renewed while a step runs too,
+// and a worker that finds it lost stops. At the target: `ready`, `test_clock.ready`.
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
@@ -18,7 +19,10 @@ import { testClockTime } from '../modules/test-clocks/test-clocks.time.ts';
 import { toTestClock } from '../modules/test-clocks/test-clocks.service.ts';
 import type { TestClockRow } from '../db/tables/test-clocks.table.ts';
 
-/** How long (real time) a worker holds an advance between two saved steps before another may take it over. */
+/**
+ * How long (real time) a worker's lease on an advance lasts unless renewed: it is renewed at
+ * every saved step and, while a step runs, between its batches (leaseKeeper).
+ */
 export const ADVANCE_LEASE_MS = 60_000;
 
 /** Most passes over the jobs at one instant: a guard against a job that never runs dry. */
@@ -73,18 +77,52 @@ async function saveStep(db: Kysely<Database>, realNow: Date, lease: Lease, reach
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** Runs every job for `scope` at the instant of `deps.clock` until a whole pass finds nothing. */
-async function runUntilQuiet(deps: Deps, jobs: readonly Job[], scope: JobScope): Promise<void> {
+/** Real time after which a running step renews its lease: a third of it, so two renewals may fail to come and it still holds. */
+const LEASE_RENEW_AFTER_MS = ADVANCE_LEASE_MS / 3;
+
+/**
+ * Renews the lease while a step runs (a step of 100,000 renewals outlasts ADVANCE_LEASE_MS):
+ * `renew()` extends it when LEASE_RENEW_AFTER_MS of real time passed since the last renewal,
+ * and returns false when the lease was lost (another worker took the advance over, or the
+ * clock was deleted): the step stops then, so two workers never run one advance at once.
+ */
+function leaseKeeper(db: Kysely<Database>, realClock: Deps['clock'], lease: Lease) {
+  let renewedAt = realClock.now().getTime();
+  return async (): Promise<boolean> => {
+    const now = realClock.now();
+    if (now.getTime() - renewedAt < LEASE_RENEW_AFTER_MS) return true;
+    const result = await db
+      .updateTable('test_clocks')
+      .set({ lease_expires_at: leaseEnd(now) })
+      .where('id', '=', lease.id)
+      .where('lease_token', '=', lease.token)
+      .executeTakeFirst();
+    renewedAt = now.getTime();
+    return Number(result.numUpdatedRows) === 1;
+  };
+}
+
+/**
+ * Runs every job for `scope` at the instant of `deps.clock` until a whole pass finds nothing;
+ * `keepLease` runs before every batch. Returns false when the lease was lost midway.
+ */
+async function runUntilQuiet(
+  deps: Deps,
+  jobs: readonly Job[],
+  scope: JobScope,
+  keepLease: () => Promise<boolean>,
+): Promise<boolean> {
   for (let pass = 0; pass < MAX_PASSES_PER_INSTANT; pass++) {
     let handled = 0;
     for (const job of jobs) {
       for (;;) {
+        if (!(await keepLease())) return false;
         const count = await job.run(deps, scope);
         handled += count;
         if (count < job.batchSize) break;
       }
     }
-    if (handled === 0) return;
+    if (handled === 0) return true;
   }
   throw new Error(`test clock ${scope.testClockId}: due work did not run dry at ${deps.clock.now().toISOString()}`);
 }
@@ -106,8 +144,10 @@ async function runAdvance(deps: Deps, jobs: readonly Job[], row: TestClockRow, l
   const scope: JobScope = { testClockId: row.id };
   const target = new Date(row.frozen_time);
   let reached = new Date(row.reached_time);
+  const keepLease = leaseKeeper(deps.db, deps.clock, lease);
   for (;;) {
-    await runUntilQuiet({ ...deps, clock: testClockTime(row.id, reached, deps.clock) }, jobs, scope);
+    const clockDeps = { ...deps, clock: testClockTime(row.id, reached, deps.clock) };
+    if (!(await runUntilQuiet(clockDeps, jobs, scope, keepLease))) return false;
     const next = await nextDue(deps, jobs, scope, reached);
     if (next === null || next.getTime() > target.getTime()) break;
     reached = next;

@@ -1,7 +1,7 @@
 // The input of a subscription period's invoice, built from the records the issuing code
 // holds (a plan row, ids, the period): one place that knows which inputs exist today.
 import type { PlanRow } from '../../db/tables/plans.table.ts';
-import type { ComposeInput, ComposeTaxExempt, ComposeTaxRate, InvoiceReason } from './types.ts';
+import type { ComposeInput, ComposeTaxExempt, ComposeTaxRate, InvoiceLineDraft, InvoiceReason } from './types.ts';
 
 /** What a subscription period's invoice is composed from (ISO 8601 period bounds). */
 export interface PeriodInvoiceFacts {
@@ -12,8 +12,10 @@ export interface PeriodInvoiceFacts {
   plan: Pick<PlanRow, 'id' | 'name' | 'amount' | 'currency'>;
   periodStart: string;
   periodEnd: string;
-  /** Default 1: subscriptions have no quantity before SPEC §13. */
+  /** Units of the plan (SPEC §13); default 1. */
   quantity?: number;
+  /** Proration items waiting for this invoice (SPEC §13), rounded already; default none. */
+  pendingItems?: readonly InvoiceLineDraft[];
   /** The customer's credit balance in the plan's currency (minor units); default 0: no balances before SPEC §14. */
   balance?: number;
   /** The tax rates that apply (billing/taxation.ts); default none. */
@@ -24,8 +26,9 @@ export interface PeriodInvoiceFacts {
 
 /**
  * The ComposeInput of one subscription period in the plan's currency: the plan × quantity
- * for `[periodStart, periodEnd)`, no pending items, usage or discounts (none exist before
- * SPEC §13–§15), the customer's balance and tax status, and the tax rates given.
+ * for `[periodStart, periodEnd)`, the proration items waiting for it (SPEC §13), no usage or
+ * discounts (none exist before SPEC §14–§15), the customer's balance and tax status, and the
+ * tax rates given (SPEC §14).
  */
 export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
   const { plan } = facts;
@@ -40,7 +43,37 @@ export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
       period_start: facts.periodStart,
       period_end: facts.periodEnd,
     },
-    pending_items: [],
+    pending_items: facts.pendingItems ?? [],
+    usage: [],
+    discounts: [],
+    tax_rates: facts.taxRates ?? [],
+  };
+}
+
+/** What a one-off invoice is composed from: items that belong to no subscription period. */
+export interface OneOffInvoiceFacts {
+  reason: 'one_off' | 'subscription_update' | 'preview';
+  customerId: string;
+  /** ISO 4217, upper case: every item's currency. */
+  currency: string;
+  /** Rounded lines to bill (`kind: proration` today). */
+  items: readonly InvoiceLineDraft[];
+  /** The customer's credit balance in `currency` (minor units, ≥ 0). */
+  balance: number;
+  /** The tax rates that apply (billing/taxation.ts); default none. */
+  taxRates?: readonly ComposeTaxRate[];
+  /** Whether the customer is taxed (SPEC §14); default `none`: taxed. */
+  taxExempt?: ComposeTaxExempt;
+}
+
+/** The ComposeInput of a one-off invoice (SPEC §12): no subscription fee, `items` as pending items. */
+export function oneOffInvoiceInput(facts: OneOffInvoiceFacts): ComposeInput {
+  return {
+    reason: facts.reason,
+    currency: facts.currency,
+    customer: { id: facts.customerId, balance: facts.balance, tax_exempt: facts.taxExempt ?? 'none' },
+    subscription: null,
+    pending_items: facts.items,
     usage: [],
     discounts: [],
     tax_rates: facts.taxRates ?? [],

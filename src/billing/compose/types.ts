@@ -33,8 +33,11 @@ export type ComposeTaxExempt = 'none' | 'exempt' | 'reverse';
  */
 export type ComposedInvoice = InvoiceContent;
 
-/** Why an invoice is composed: Stripe's billing reasons, ours (SPEC §12). */
-export type InvoiceReason = 'first_period' | 'renewal' | 'one_off' | 'preview';
+/**
+ * Why an invoice is composed: Stripe's billing reasons, ours (SPEC §12): `subscription_update`
+ * is a plan change's invoice issued at once (SPEC §13 `always_invoice`, an interval change).
+ */
+export type InvoiceReason = 'first_period' | 'renewal' | 'one_off' | 'subscription_update' | 'preview';
 
 /** The price a subscription line bills: a plan's id, name and price per period (minor units of `currency`). */
 export interface ComposePlan {
@@ -48,7 +51,7 @@ export interface ComposePlan {
 export interface ComposeSubscription {
   id: string;
   plan: ComposePlan;
-  /** Units of the plan billed: an integer ≥ 1 (1 until SPEC §13's quantities). */
+  /** Units of the plan billed: an integer ≥ 1 (SPEC §13). */
   quantity: number;
   period_start: string;
   period_end: string;

@@ -2,7 +2,7 @@
 // each customer, per currency. The balance is the sum of the amounts, always.
 import type { Selectable } from 'kysely';
 
-/** Why the balance moved. Only the first two are written today; SPEC §14 adds the others. */
+/** Why the balance moved (SPEC §14). */
 export const BALANCE_TRANSACTION_KINDS = [
   'overpayment',
   'applied_to_invoice',

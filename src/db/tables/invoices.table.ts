@@ -33,8 +33,15 @@ export interface InvoicesTable {
   total: number;
   /** Minor units, ≥ 0: the customer's credit balance applied to this invoice. */
   applied_balance: number;
-  /** Minor units, ≥ 0: total − applied_balance. */
+  /**
+   * Minor units, ≥ 0: total − applied_balance − pre_payment_credit_notes_amount (a credit
+   * note on an unpaid invoice lowers what is due, SPEC §14).
+   */
   amount_due: number;
+  /** Minor units, ≥ 0: what non-void credit notes took off `amount_due` before payment. */
+  pre_payment_credit_notes_amount: number;
+  /** Minor units, ≥ 0: what non-void credit notes gave back after payment (refund, credit, out of band). */
+  post_payment_credit_notes_amount: number;
   /** Minor units: what payments settled, never above `amount_due` (an overpayment stays on the payment). */
   amount_paid: number;
   period_start: string;

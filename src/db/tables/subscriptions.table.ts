@@ -31,6 +31,15 @@ export interface SubscriptionsTable {
    * period ends at the anchor plus a whole number of intervals, whenever it is paid.
    */
   billing_cycle_anchor: string;
+  /** Units of the plan billed: 1 … 1,000,000 (SPEC §13). */
+  quantity: number;
+  /**
+   * A change scheduled for `pending_effective_at` (the period's end, SPEC §13 `pending_update`),
+   * applied by the renewal; all three null when none is scheduled.
+   */
+  pending_plan_id: string | null;
+  pending_quantity: number | null;
+  pending_effective_at: string | null;
   /** 1/0 on SQLite, boolean on PostgreSQL. */
   cancel_at_period_end: boolean | number;
   cancelled_at: string | null;
@@ -53,3 +62,20 @@ export interface SubscriptionsTable {
 }
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
+
+/**
+ * `subscription_pending_items`: a proration line a `create_prorations` change left for the
+ * subscription's next invoice (SPEC §13). Written only by subscriptions.pending-items.ts.
+ */
+export interface SubscriptionPendingItemsTable {
+  /** `pitem_…`: sortable, so the items keep the order they were made in. */
+  id: string;
+  subscription_id: string;
+  /** JSON InvoiceLineDraft (`kind: proration`), rounded when the change was made. */
+  line: string;
+  /** The invoice that took it; null while it waits. */
+  invoice_id: string | null;
+  created_at: string;
+  /** The test clock (`clock_…`) of the customer; null: real time (SPEC §11). */
+  test_clock_id: string | null;
+}

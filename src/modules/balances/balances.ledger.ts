@@ -9,6 +9,7 @@ import { lockKeys } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { BalanceTransactionKind, CustomerBalanceTransactionRow } from '../../db/tables/balances.table.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
 import { emitEvent } from '../events/events.service.ts';
@@ -54,14 +55,17 @@ export async function customerBalance(
   customerId: string,
   currency: string,
 ): Promise<number> {
-  const row = await db
-    .selectFrom('customer_balance_transactions')
-    .select((eb) => eb.fn.sum<string | number | null>('amount').as('balance'))
-    .where('customer_id', '=', customerId)
-    .where('currency', '=', currency)
-    .executeTakeFirst();
+  const row = await balanceOf.executeTakeFirst(db, { customerId, currency });
   return Number(row?.balance ?? 0);
 }
+
+const balanceOf = compiledQuery((db, param: Param<{ customerId: string; currency: string }>) =>
+  db
+    .selectFrom('customer_balance_transactions')
+    .select((eb) => eb.fn.sum<string | number | null>('amount').as('balance'))
+    .where('customer_id', '=', param('customerId'))
+    .where('currency', '=', param('currency')),
+);
 
 /**
  * Every non-zero balance of customer `customerId`: currency (ISO 4217) → minor units, in

@@ -14,6 +14,7 @@ import { emitEvent } from '../events/events.service.ts';
 import { nextActionAt } from './dunning.schedule.ts';
 import { caseSchema, type DunningCase, type DunningReminder } from './dunning.schemas.ts';
 import type { DunningCaseRow, DunningCaseStatus, DunningReason } from '../../db/tables/dunning.table.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 /** What dunning needs from the running service: the time and the schedule (Deps fits). */
 export interface DunningContext {
@@ -49,15 +50,19 @@ export async function findOpenCase(
   trx: Transaction<Database>,
   subscriptionId: string,
 ): Promise<DunningCaseRow | undefined> {
-  return forUpdate(
-    trx
+  return openCaseForUpdate.executeTakeFirst(trx, { subscriptionId });
+}
+
+const openCaseForUpdate = compiledQuery((db, param: Param<{ subscriptionId: string }>) =>
+  forUpdate(
+    db
       .selectFrom('dunning_cases')
       .selectAll()
-      .where('subscription_id', '=', subscriptionId)
+      .where('subscription_id', '=', param('subscriptionId'))
       .where('status', '=', 'open'),
-    trx,
-  ).executeTakeFirst();
-}
+    db,
+  ),
+);
 
 /**
  * Opens a case for `subscription` and emits `dunning.started`, or — when one is already

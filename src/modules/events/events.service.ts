@@ -69,10 +69,48 @@ export async function emitEvent(
 ): Promise<string> {
   const id = newId('event');
   const values = { id, topic, ...eventValues(clock, data) };
+  const collected = deferredEvents.get(trx);
+  if (collected) {
+    collected.push(values);
+    return id;
+  }
   await insertEventRow.executeWrite(trx, values);
   await addToCount(trx, 'events', 1);
   await ringOutbox(trx);
   return id;
+}
+
+type EventValues = { id: string; topic: string; data: string; created_at: string; emitted_at: string };
+
+/** Events collected per transaction between deferEvents and flushEvents. */
+const deferredEvents = new WeakMap<Transaction<Database>, EventValues[]>();
+
+/** Rows per multi-row insert of flushEvents (5 bound values each: far below SQLite's limit). */
+const EVENT_ROWS_PER_INSERT = 500;
+
+/**
+ * From now on, emitEvent in `trx` (this transaction object, not its savepoints) collects its
+ * rows in memory (ids assigned at once, as always); flushEvents(trx) writes them in
+ * multi-row inserts, with one count change and one outbox ring. For a worker batch that
+ * emits several events per row (the billing run: a renewal's five). The caller MUST call
+ * flushEvents before committing (and before anything in `trx` reads the events table); a
+ * rollback drops them with the rest of the transaction.
+ */
+export function deferEvents(trx: Transaction<Database>): void {
+  if (!deferredEvents.has(trx)) deferredEvents.set(trx, []);
+}
+
+/** Writes the events collected since deferEvents(trx) (see there) and stops collecting. */
+export async function flushEvents(trx: Transaction<Database>): Promise<void> {
+  const collected = deferredEvents.get(trx);
+  deferredEvents.delete(trx);
+  if (!collected || collected.length === 0) return;
+  for (let start = 0; start < collected.length; start += EVENT_ROWS_PER_INSERT) {
+    const rows = collected.slice(start, start + EVENT_ROWS_PER_INSERT).map((row) => ({ ...row, delivered_at: null }));
+    await trx.insertInto('events').values(rows).execute();
+  }
+  await addToCount(trx, 'events', collected.length);
+  await ringOutbox(trx);
 }
 
 /**

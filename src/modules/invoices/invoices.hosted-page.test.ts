@@ -45,6 +45,8 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     total: 650000,
     applied_balance: 0,
     amount_due: 650000,
+    pre_payment_credit_notes_amount: 0,
+    post_payment_credit_notes_amount: 0,
     amount_paid: 100000,
     amount_remaining: 550000,
     period_start: '2026-01-15T10:00:00.000Z',
@@ -146,6 +148,15 @@ test('an open invoice says what is due and when; totals are due, paid and remain
 test('a reverse-charged invoice says "Reverse charge" (SPEC §14); others do not', () => {
   assert.match(page({ reverse_charge: true }), /<\/table>\n<p class="reverse-charge">Reverse charge<\/p>/);
   assert.doesNotMatch(page(), /Reverse charge/);
+});
+
+test('credit notes that lowered the amount due are shown before it; none, no row', () => {
+  const html = page({ amount_due: 600000, pre_payment_credit_notes_amount: 50000, amount_remaining: 500000 });
+  assert.match(
+    html,
+    /<tr><th scope="row">Credit notes<\/th><td class="num">−₦500.00<\/td><\/tr>\n<tr><th scope="row">Amount due<\/th><td class="num">₦6,000.00</,
+  );
+  assert.doesNotMatch(page(), /Credit notes/);
 });
 
 test('paid, void and uncollectible invoices carry their stamp and say why nothing (or what) is owed', () => {

@@ -262,6 +262,15 @@ ${body}
 }
 
 /**
+ * The row saying what credit notes took off the amount due (SPEC §14), before it; nothing
+ * when none did, so an invoice without credit notes reads as before.
+ */
+function creditNotesRow(invoice: Invoice, money: (minor: number) => string): string {
+  const credited = invoice.pre_payment_credit_notes_amount;
+  return credited > 0 ? `<tr><th scope="row">Credit notes</th><td class="num">−${money(credited)}</td></tr>\n` : '';
+}
+
+/**
  * The hosted page of one invoice (SPEC §9): business name, "Invoice", number, status badge,
  * what is due (or paid, or why nothing is), the Pay button (see `pay`), billed-to, issue and
  * due dates, period, the lines (description, quantity, amount), totals (amount due, paid,
@@ -322,7 +331,7 @@ ${lines}
 </table>
 <table class="totals">
 <tbody>
-<tr><th scope="row">Amount due</th><td class="num">${money(invoice.amount_due)}</td></tr>
+${creditNotesRow(invoice, money)}<tr><th scope="row">Amount due</th><td class="num">${money(invoice.amount_due)}</td></tr>
 <tr><th scope="row">Amount paid</th><td class="num">${money(invoice.amount_paid)}</td></tr>
 <tr class="remaining"><th scope="row">Amount remaining</th><td class="num">${money(invoice.amount_remaining)}</td></tr>
 </tbody>

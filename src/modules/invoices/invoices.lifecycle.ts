@@ -23,6 +23,7 @@ import {
   type InvoiceTaxAmount,
 } from './invoices.schemas.ts';
 import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Invoice, InvoiceLine };
 
@@ -57,6 +58,8 @@ export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
     total: Number(row.total),
     applied_balance: Number(row.applied_balance),
     amount_due: Number(row.amount_due),
+    pre_payment_credit_notes_amount: Number(row.pre_payment_credit_notes_amount),
+    post_payment_credit_notes_amount: Number(row.post_payment_credit_notes_amount),
     amount_paid: Number(row.amount_paid),
     amount_remaining: Number(row.amount_due) - Number(row.amount_paid),
     lines: JSON.parse(row.lines) as InvoiceLine[],
@@ -103,10 +106,12 @@ export async function findInvoiceRowByToken(db: Kysely<Database>, token: string)
  * void) queue and each sees the state the previous one left. Throws 404 `not_found` for
  * unknown or malformed ids.
  */
+const invoiceForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('invoices').selectAll().where('id', '=', param('id')), db),
+);
+
 export async function lockInvoice(trx: Transaction<Database>, id: string): Promise<InvoiceRow> {
-  const row = isIdOf('invoice', id)
-    ? await forUpdate(trx.selectFrom('invoices').selectAll().where('id', '=', id), trx).executeTakeFirst()
-    : undefined;
+  const row = isIdOf('invoice', id) ? await invoiceForUpdate.executeTakeFirst(trx, { id }) : undefined;
   if (!row) throw new NotFoundError('invoice', id);
   return row;
 }
@@ -247,6 +252,8 @@ export async function issueInvoice(
     total: content.total,
     applied_balance: content.applied_balance,
     amount_due: content.amount_due,
+    pre_payment_credit_notes_amount: 0,
+    post_payment_credit_notes_amount: 0,
     amount_paid: 0,
     period_start: draft.periodStart,
     period_end: draft.periodEnd,
@@ -298,6 +305,34 @@ export async function finalizeInvoice(
   });
   if (Number(row.amount_due) > 0) return invoice;
   return transitionInvoice(trx, ctx, { ...finalized, status: 'open' }, 'paid');
+}
+
+/**
+ * Voids every `draft` invoice of subscription `subscriptionId` (`invoice.voided` each; a draft
+ * holds no number, so no gap is left), in `trx`. For a subscription that stops before its
+ * draft is finalized — cancelled now or paused (SPEC §12 "Drafts"): the draft bills a period
+ * the customer no longer gets, and finalizing it would charge the saved method. The caller
+ * holds the subscription's lock (lock order: subscriptions → invoices). Returns the voided
+ * invoices, oldest first.
+ */
+export async function voidDraftsOfSubscription(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  subscriptionId: string,
+): Promise<Invoice[]> {
+  const drafts = await forUpdate(
+    trx
+      .selectFrom('invoices')
+      .selectAll()
+      .where('subscription_id', '=', subscriptionId)
+      .where('status', '=', 'draft')
+      .orderBy('period_start')
+      .orderBy('id'),
+    trx,
+  ).execute();
+  const voided: Invoice[] = [];
+  for (const draft of drafts) voided.push(await transitionInvoice(trx, ctx, draft, 'void'));
+  return voided;
 }
 
 export type InvoiceChanges = Partial<
@@ -364,4 +399,45 @@ export async function updateInvoice(
   const invoice = toInvoice({ ...row, ...set }, ctx.config.publicUrl);
   if (topic) await emitEvent(trx, ctx.clock, topic, invoice);
   return invoice;
+}
+
+/** What a credit note (or its void) moves on an invoice, minor units, signed: + when issued, − when voided. */
+export interface InvoiceCreditChange {
+  /** Taken off `amount_due` (pre-payment), or given back to it (a void). */
+  prePayment: number;
+  /** Returned after payment (refund, credit, out of band), or no longer (a void). */
+  postPayment: number;
+}
+
+/**
+ * Applies a credit note's amounts to the locked finalized invoice `row` in `trx` (SPEC §14
+ * "Credit notes"; Stripe's pre_payment_credit_notes_amount and post_payment_credit_notes_amount):
+ * `amount_due` falls by `change.prePayment` (rises by it when a note is voided) and the two
+ * totals move. An open or uncollectible invoice left owing nothing becomes `paid`
+ * (`invoice.paid`, as Stripe marks an invoice a credit note settles); otherwise no invoice
+ * event (the `credit_note.*` event tells it). Returns the invoice after and whether it became
+ * paid. Throws (a caller's bug) when `amount_due` would fall below `amount_paid`.
+ */
+export async function applyCreditNoteToInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  row: InvoiceRow,
+  change: InvoiceCreditChange,
+): Promise<{ invoice: Invoice; paid: boolean }> {
+  const amountDue = Number(row.amount_due) - change.prePayment;
+  if (amountDue < Number(row.amount_paid)) {
+    throw new Error(`invoice ${row.id}: a credit note would take amount_due below amount_paid`);
+  }
+  const set = {
+    amount_due: amountDue,
+    pre_payment_credit_notes_amount: Number(row.pre_payment_credit_notes_amount) + change.prePayment,
+    post_payment_credit_notes_amount: Number(row.post_payment_credit_notes_amount) + change.postPayment,
+    updated_at: ctx.clock.now().toISOString(),
+  };
+  await trx.updateTable('invoices').set(set).where('id', '=', row.id).execute();
+  const after = { ...row, ...set };
+  if (change.prePayment > 0 && amountDue === Number(row.amount_paid) && nextInvoiceStatus(row.status, 'paid')) {
+    return { invoice: await transitionInvoice(trx, ctx, after, 'paid'), paid: true };
+  }
+  return { invoice: toInvoice(after, ctx.config.publicUrl), paid: false };
 }

@@ -141,6 +141,8 @@ const INVOICE_EXAMPLE = {
   total: 500000,
   applied_balance: 0,
   amount_due: 500000,
+  pre_payment_credit_notes_amount: 0,
+  post_payment_credit_notes_amount: 0,
   amount_paid: 0,
   amount_remaining: 500000,
   period_start: '2026-01-15T10:00:00.000Z',
@@ -198,7 +200,15 @@ export const invoiceSchema = Type.Object(
     }),
     total: signedMinorUnits('The sum of every line but inclusive tax lines (already inside the others)'),
     applied_balance: minorUnits("The customer's credit balance applied: min(balance, max(total, 0))"),
-    amount_due: minorUnits('What the customer owes: total − applied_balance, never below 0'),
+    amount_due: minorUnits(
+      'What the customer owes: total − applied_balance − pre_payment_credit_notes_amount, never below 0',
+    ),
+    pre_payment_credit_notes_amount: minorUnits(
+      'What credit notes took off amount_due while the invoice was unpaid (SPEC §14; void ones excluded)',
+    ),
+    post_payment_credit_notes_amount: minorUnits(
+      'What credit notes gave back after payment: refunds, customer credit, out of band (void ones excluded)',
+    ),
     amount_paid: minorUnits('Settled by payments, never above amount_due'),
     amount_remaining: minorUnits('amount_due − amount_paid'),
     period_start: timestamp,

@@ -13,6 +13,7 @@ import type {
   InvoicePaymentAttemptsTable,
   PaymentAttemptRow,
 } from '../../db/tables/payment-attempts.table.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { PaymentAttemptRow };
 
@@ -141,8 +142,12 @@ export async function leaseAttempt(
 
 /** Attempt `id`, locked on PostgreSQL (the caller holds its invoice's lock first: lock order). */
 export async function lockAttempt(trx: Transaction<Database>, id: string): Promise<PaymentAttemptRow | undefined> {
-  return forUpdate(trx.selectFrom('invoice_payment_attempts').selectAll().where('id', '=', id), trx).executeTakeFirst();
+  return attemptForUpdate.executeTakeFirst(trx, { id });
 }
+
+const attemptForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('invoice_payment_attempts').selectAll().where('id', '=', param('id')), db),
+);
 
 /** What a charge came to (billing/charges.ts). Times ISO 8601. */
 export type ChargeAttemptOutcome =

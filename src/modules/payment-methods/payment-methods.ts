@@ -472,15 +472,17 @@ export async function updatePaymentMethod(
 
 /** True when customer `customerId` has a live saved method (so a renewal invoice is charged). */
 export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: string): Promise<boolean> {
-  const row = await db
+  return (await activeMethodOf.executeTakeFirst(db, { customerId })) !== undefined;
+}
+
+const activeMethodOf = compiledQuery((db, param: Param<{ customerId: string }>) =>
+  db
     .selectFrom('payment_methods')
     .select('id')
-    .where('customer_id', '=', customerId)
+    .where('customer_id', '=', param('customerId'))
     .where('status', '=', 'active')
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
-}
+    .limit(1),
+);
 
 /**
  * Method `id` decrypted for charging, whatever its status: an attempt started with it is

@@ -18,6 +18,7 @@ import {
 } from './plans.schemas.ts';
 import type { PlanRow } from '../../db/tables/plans.table.ts';
 import { checkAttachableTaxRates, parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 /** A plans row as the API shows it: `active` as a boolean (SQLite stores 1/0), `metadata` parsed. */
 export function toPlan(row: PlanRow): Plan {
@@ -74,8 +75,12 @@ export async function createPlan(db: Kysely<Database>, clock: Clock, input: Crea
 /** The plan row by id, or undefined (malformed ids included). */
 export async function findPlan(db: Kysely<Database> | Transaction<Database>, id: string): Promise<PlanRow | undefined> {
   if (!isIdOf('plan', id)) return undefined;
-  return db.selectFrom('plans').selectAll().where('id', '=', id).executeTakeFirst();
+  return planById.executeTakeFirst(db, { id });
 }
+
+const planById = compiledQuery((db, param: Param<{ id: string }>) =>
+  db.selectFrom('plans').selectAll().where('id', '=', param('id')),
+);
 
 /** One plan. Throws 404 `not_found` for unknown or malformed ids. */
 export async function getPlan(db: Kysely<Database>, id: string): Promise<Plan> {

@@ -6,7 +6,9 @@ import type { Kysely, Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
-import { NotFoundError } from '../../http/errors.ts';
+import { isPostgres } from '../../db/column-types.ts';
+import { isLockNotAvailable } from '../../db/errors.ts';
+import { AppError, NotFoundError } from '../../http/errors.ts';
 import { pickFields } from '../../http/schemas.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { isIdOf } from '../../shared/ids.ts';
@@ -16,6 +18,8 @@ import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } 
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
 import { parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
 import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
+import { deletePendingItems } from './subscriptions.pending-items.ts';
+import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Subscription };
 
@@ -29,6 +33,14 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     entitled: isEntitled(row.status),
     cancel_at_period_end: Boolean(row.cancel_at_period_end),
     tax_rate_ids: parseTaxRateIds(row.tax_rate_ids),
+    pending_update:
+      row.pending_plan_id === null || row.pending_effective_at === null
+        ? null
+        : {
+            plan_id: row.pending_plan_id,
+            quantity: row.pending_quantity ?? row.quantity,
+            effective_at: row.pending_effective_at,
+          },
     metadata: JSON.parse(row.metadata),
   });
 }
@@ -49,10 +61,41 @@ export class ForbiddenTransitionError extends Error {
  * Reads a subscription inside `trx`, locked on PostgreSQL so concurrent changes queue and
  * each sees the state the previous one left. Throws 404 for unknown or malformed ids.
  */
+const subscriptionForUpdate = compiledQuery((db, param: Param<{ id: string }>) =>
+  forUpdate(db.selectFrom('subscriptions').selectAll().where('id', '=', param('id')), db),
+);
+
 export async function lockSubscription(trx: Transaction<Database>, id: string): Promise<SubscriptionRow> {
-  const row = isIdOf('subscription', id)
-    ? await forUpdate(trx.selectFrom('subscriptions').selectAll().where('id', '=', id), trx).executeTakeFirst()
-    : undefined;
+  const row = isIdOf('subscription', id) ? await subscriptionForUpdate.executeTakeFirst(trx, { id }) : undefined;
+  if (!row) throw new NotFoundError('subscription', id);
+  return row;
+}
+
+/**
+ * Reads a subscription inside `trx` for a plan change (SPEC §13), locked on PostgreSQL
+ * without waiting: while another transaction holds it (a concurrent change, a renewal, a
+ * payment) the change is refused with 409 `conflict` rather than applied on top of a state
+ * the client did not see — of two concurrent changes one wins, the other is told to retry.
+ * SQLite runs one writer at a time, so there changes simply queue. Throws 404 for unknown ids.
+ */
+export async function lockSubscriptionForChange(trx: Transaction<Database>, id: string): Promise<SubscriptionRow> {
+  if (!isPostgres(trx)) return lockSubscription(trx, id);
+  if (!isIdOf('subscription', id)) throw new NotFoundError('subscription', id);
+  let row: SubscriptionRow | undefined;
+  try {
+    row = await trx
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('id', '=', id)
+      .forUpdate()
+      .noWait()
+      .executeTakeFirst();
+  } catch (error) {
+    if (isLockNotAvailable(error)) {
+      throw new AppError('conflict', `subscription ${id} is being changed by another request: retry`);
+    }
+    throw error;
+  }
   if (!row) throw new NotFoundError('subscription', id);
   return row;
 }
@@ -139,12 +182,13 @@ export async function deleteSubscriptions(
   subscriptionIds: readonly string[],
 ): Promise<void> {
   if (subscriptionIds.length === 0) return;
+  await deletePendingItems(trx, subscriptionIds);
   await trx.deleteFrom('subscriptions').where('id', 'in', subscriptionIds).execute();
   await addToCount(trx, 'subscriptions', -subscriptionIds.length);
 }
 
 export type SubscriptionChanges = Partial<
-  Omit<SubscriptionsTable, 'id' | 'customer_id' | 'plan_id' | 'status' | 'created_at' | 'updated_at' | 'metadata'>
+  Omit<SubscriptionsTable, 'id' | 'customer_id' | 'status' | 'created_at' | 'updated_at' | 'metadata'>
 >;
 
 /**
@@ -177,10 +221,19 @@ export async function transitionSubscription(
   return subscription;
 }
 
+/** The fields a plan change (SPEC §13) reports as they were before: Stripe's `previous_attributes`. */
+export type PreviousAttributes = Partial<
+  Pick<
+    Subscription,
+    'plan_id' | 'quantity' | 'pending_update' | 'billing_cycle_anchor' | 'current_period_start' | 'current_period_end'
+  >
+>;
+
 /**
  * Writes `changes` to `row` without moving its status, and emits `topic` with the resulting
  * subscription — all in `trx`. For changes the transition table has no say in (a period
- * paid for while the status stays). Returns the subscription after.
+ * paid for while the status stays, a plan change). Given `previousAttributes`, the event's
+ * data is the subscription with `previous_attributes` (SPEC §13). Returns the subscription after.
  */
 export async function updateSubscription(
   trx: Transaction<Database>,
@@ -188,6 +241,7 @@ export async function updateSubscription(
   row: SubscriptionRow,
   changes: SubscriptionChanges,
   topic: Topic,
+  previousAttributes?: PreviousAttributes,
 ): Promise<Subscription> {
   const updated: SubscriptionRow = { ...row, ...changes, updated_at: clock.now().toISOString() };
   await trx
@@ -196,7 +250,9 @@ export async function updateSubscription(
     .where('id', '=', row.id)
     .execute();
   const subscription = toSubscription(updated);
-  await emitEvent(trx, clock, topic, subscription);
+  const data =
+    previousAttributes === undefined ? subscription : { ...subscription, previous_attributes: previousAttributes };
+  await emitEvent(trx, clock, topic, data);
   return subscription;
 }
 

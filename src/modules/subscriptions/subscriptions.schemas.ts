@@ -14,6 +14,16 @@ import { SUBSCRIPTION_STATUSES } from './subscriptions.status.ts';
 import { taxRateIdsInput, taxRateIdsOut } from '../tax-rates/tax-rates.schemas.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
+/** A change scheduled for the end of the period (SPEC §13), applied by the renewal. */
+export const pendingUpdateSchema = Type.Object(
+  {
+    plan_id: Type.String(),
+    quantity: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+    effective_at: Type.String({ format: 'date-time', description: 'The period end at which it applies' }),
+  },
+  { description: 'A plan or quantity change scheduled for `effective_at` (the period end); null when none.' },
+);
+
 /** A subscription as the API returns it (SPEC §4 fields). */
 export const subscriptionSchema = Type.Object(
   {
@@ -30,6 +40,12 @@ export const subscriptionSchema = Type.Object(
       description:
         'Where the billing periods are counted from: creation, or the trial end (resume restarts them). Each period ends at the anchor plus a whole number of intervals, whenever it is paid: paying late never moves it.',
     }),
+    quantity: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'Units of the plan billed (seats): each period bills price × quantity',
+    }),
+    pending_update: Nullable(pendingUpdateSchema),
     cancel_at_period_end: Type.Boolean(),
     cancelled_at: nullableTimestamp,
     ended_at: nullableTimestamp,
@@ -57,6 +73,8 @@ export const subscriptionSchema = Type.Object(
         current_period_end: '2026-01-29T10:00:00.000Z',
         trial_end: '2026-01-29T10:00:00.000Z',
         billing_cycle_anchor: '2026-01-29T10:00:00.000Z',
+        quantity: 1,
+        pending_update: null,
         cancel_at_period_end: false,
         cancelled_at: null,
         ended_at: null,
@@ -81,6 +99,9 @@ export const createSubscriptionBody = Type.Object(
     plan_id: Type.String({ minLength: 1, maxLength: 64 }),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
     tax_rate_ids: Type.Optional(taxRateIdsInput),
+    quantity: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the plan (seats); default 1' }),
+    ),
     metadata: Type.Optional(metadataSchema),
   },
   {

@@ -470,3 +470,63 @@ test('an advance that dies midway resumes from the time it reached once its leas
   );
   assert.equal((await app.request('GET', `/api/subscriptions/${subscription.id}`)).body.status, 'cancelled');
 });
+
+test('a step that outlasts the lease renews it as it runs: a second instance never takes the advance over', async (t) => {
+  const app = await sharedApp(t);
+  const second = await connectSecondInstance(app);
+  t.after(() => second.close());
+  const clock = await createClock(app);
+  await advance(app, clock.id, '2026-03-02T00:00:00.000Z');
+  // A step whose batches take 45 s of real time each, three of them: 135 s, over twice the
+  // lease. After each batch the second instance tries to take the advance.
+  let batches = 0;
+  const takeovers: number[] = [];
+  const slow: Job = {
+    name: 'slow',
+    batchSize: 1,
+    run: async () => {
+      if (batches >= 3) return 0;
+      batches += 1;
+      app.clock.advance(45_000);
+      takeovers.push((await clockWorker(second).runOnce()).advance_test_clocks ?? -1);
+      return 1;
+    },
+    nextDueAt: async () => null,
+  };
+  assert.equal((await clockWorker(app.deps, [slow]).runOnce()).advance_test_clocks, 1);
+  assert.equal(batches, 3);
+  assert.deepEqual(takeovers, [0, 0, 0]);
+  assert.equal((await app.request('GET', `/api/test-clocks/${clock.id}`)).body.status, 'ready');
+});
+
+test('a worker whose lease was taken over mid-step stops: it never finishes the advance itself', async (t) => {
+  const app = await sharedApp(t);
+  const clock = await createClock(app);
+  await advance(app, clock.id, '2026-03-02T00:00:00.000Z');
+  let batches = 0;
+  const stolen: Job = {
+    name: 'stolen',
+    batchSize: 1,
+    run: async (deps) => {
+      batches += 1;
+      // Another worker took the lease (as after a pause longer than the lease).
+      await deps.db
+        .updateTable('test_clocks')
+        .set({ lease_token: 'someone-else' })
+        .where('id', '=', clock.id)
+        .execute();
+      app.clock.advance(45_000);
+      return 1;
+    },
+    nextDueAt: async () => null,
+  };
+  await clockWorker(app.deps, [stolen]).runOnce();
+  assert.equal(batches, 1, 'the next batch found the lease lost and stopped');
+  const row = await app.deps.db
+    .selectFrom('test_clocks')
+    .selectAll()
+    .where('id', '=', clock.id)
+    .executeTakeFirstOrThrow();
+  assert.equal(row.status, 'advancing');
+  assert.equal(row.lease_token, 'someone-else');
+});
