@@ -2541,6 +2541,8 @@ export interface components {
      *       "subtotal": 484,
      *       "total_discount": 0,
      *       "total_tax": 0,
+     *       "total_tax_amounts": [],
+     *       "reverse_charge": false,
      *       "total": 484,
      *       "applied_balance": 0,
      *       "amount_due": 484
@@ -2594,9 +2596,13 @@ export interface components {
       subtotal: number;
       /** @description −(the discount lines) (minor units) */
       total_discount: number;
-      /** @description The tax lines (minor units) */
+      /** @description The tax lines, inclusive ones too (SPEC §14) (minor units) */
       total_tax: number;
-      /** @description Every line; negative: credit for the customer (minor units) */
+      /** @description The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines. */
+      total_tax_amounts: components['schemas']['InvoiceTaxAmount'][];
+      /** @description The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge". */
+      reverse_charge: boolean;
+      /** @description Every line but inclusive tax lines; negative: credit for the customer (minor units) */
       total: number;
       /** @description The customer's credit balance it would take now (minor units) */
       applied_balance: number;
@@ -7390,6 +7396,8 @@ export interface operations {
            *       "subtotal": 484,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 484,
            *       "applied_balance": 0,
            *       "amount_due": 484

@@ -150,7 +150,15 @@ test('an invoice takes the most specific non-empty list: subscription > plan > c
   assert.deepEqual(taxOf((await firstInvoice(app, taxedCustomer.id, taxedPlan.id)).invoice), [[planRate.id, 490]]);
   assert.deepEqual(taxOf((await firstInvoice(app, taxedCustomer.id, plainPlan.id)).invoice), [[customerRate.id, 245]]);
   // The configured id with no tax rate is left out; the one that exists applies.
-  assert.deepEqual(taxOf((await firstInvoice(app, plainCustomer.id, plainPlan.id)).invoice), [[defaultId, 368]]);
+  const byDefault = await firstInvoice(app, plainCustomer.id, plainPlan.id);
+  assert.deepEqual(taxOf(byDefault.invoice), [[defaultId, 368]]);
+  // The upcoming renewal's preview composes the same taxes as issuing.
+  const preview = await app.request('POST', '/api/invoices/preview', {
+    body: { subscription_id: bySubscription.subscription.id },
+  });
+  assert.equal(preview.status, 200, preview.text);
+  assert.deepEqual(taxOf(preview.body), [[subRate.id, 931]]);
+  assert.deepEqual([preview.body.total_tax, preview.body.total], [931, 5831]);
 });
 
 test('archived rates cannot be attached anew but keep applying where attached; unknown ones are a 400', async (t) => {

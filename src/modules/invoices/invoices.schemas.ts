@@ -118,7 +118,7 @@ export interface InvoiceContent {
   subtotal: number;
   total_discount: number;
   total_tax: number;
-  total_tax_amounts: readonly InvoiceTaxAmount[];
+  total_tax_amounts: InvoiceTaxAmount[];
   reverse_charge: boolean;
   total: number;
   applied_balance: number;
