@@ -16,6 +16,7 @@ const LAYERS = [
   ['src/modules/events/'],
   ['src/modules/test-clocks/'],
   ['src/modules/coupons/'],
+  ['src/modules/tax-rates/'],
   ['src/modules/customers/'],
   ['src/modules/balances/'],
   ['src/modules/plans/'],

@@ -70,6 +70,30 @@ export interface paths {
     patch: operations['updateCustomer'];
     trace?: never;
   };
+  '/api/customers/{id}/balance-transactions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a customer's credit balance transactions
+     * @description The append-only ledger of the credit balance (SPEC §14): adjustments, overpayments, credit applied to invoices. The balance per currency is the sum of its transactions.
+     */
+    get: operations['listCustomerBalanceTransactions'];
+    put?: never;
+    /**
+     * Adjust a customer's credit balance
+     * @description A manual `adjustment`: positive gives credit, negative takes it. The balance never goes below 0: an adjustment that would take it there is refused with 422 `invalid_state`. Emits `customer.balance_changed`.
+     */
+    post: operations['adjustCustomerBalance'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/customers/{id}/payment-methods': {
     parameters: {
       query?: never;
@@ -239,6 +263,48 @@ export interface paths {
      * @description `active` and `metadata` only. Reactivating a code another active promotion code has is 409. Emits `promotion_code.updated`.
      */
     patch: operations['updatePromotionCode'];
+    trace?: never;
+  };
+  '/api/tax-rates': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List tax rates */
+    get: operations['listTaxRates'];
+    put?: never;
+    /**
+     * Create a tax rate
+     * @description `percentage` is exact to 4 decimals; it and `inclusive` never change (create a new rate).
+     */
+    post: operations['createTaxRate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/tax-rates/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a tax rate */
+    get: operations['getTaxRate'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update a tax rate
+     * @description Only `display_name`, `active` (false archives: attached nowhere new, still applied where attached) and `metadata`.
+     */
+    patch: operations['updateTaxRate'];
     trace?: never;
   };
   '/api/subscriptions': {
@@ -1323,6 +1389,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'customer.balance_changed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * customer.balance_changed event
+     * @description A customer's credit balance moved: an adjustment, an overpayment, credit applied to an invoice (data: the transaction). Sent to every enabled endpoint subscribed to `customer.balance_changed` (or `*`); see docs/webhooks.md.
+     */
+    post: operations['customerBalanceChangedWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'subscription.created': {
     parameters: {
       query?: never;
@@ -2029,6 +2115,20 @@ export interface components {
      *         "crm_id": "4711"
      *       },
      *       "test_clock": null,
+     *       "tax_exempt": "none",
+     *       "tax_ids": [
+     *         {
+     *           "type": "eu_vat",
+     *           "value": "DE123456789"
+     *         }
+     *       ],
+     *       "tax_rate_ids": [],
+     *       "address": {
+     *         "country": "DE",
+     *         "line1": "Unter den Linden 1",
+     *         "city": "Berlin",
+     *         "postal_code": "10117"
+     *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z"
      *     }
@@ -2047,6 +2147,47 @@ export interface components {
       };
       /** @description The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time. */
       test_clock: string | null;
+      /**
+       * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+       * @enum {string}
+       */
+      tax_exempt: 'none' | 'exempt' | 'reverse';
+      /** @description Tax ids shown on documents (format-checked). */
+      tax_ids: {
+        /**
+         * @description The kind of number
+         * @enum {string}
+         */
+        type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+        /**
+         * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+         * @example DE123456789
+         */
+        value: string;
+      }[];
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
+      /**
+       * @example {
+       *       "country": "DE",
+       *       "line1": "Unter den Linden 1",
+       *       "city": "Berlin",
+       *       "postal_code": "10117"
+       *     }
+       */
+      address: {
+        /** @description ISO 3166-1 alpha-2, upper case */
+        country: string;
+        /** @description Street and number */
+        line1: string;
+        /** @description Apartment, suite, building */
+        line2?: string;
+        /** @description City */
+        city: string;
+        postal_code: string;
+        /** @description State, county or province */
+        state?: string;
+      } | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -2064,6 +2205,20 @@ export interface components {
      *         "crm_id": "4711"
      *       },
      *       "test_clock": null,
+     *       "tax_exempt": "none",
+     *       "tax_ids": [
+     *         {
+     *           "type": "eu_vat",
+     *           "value": "DE123456789"
+     *         }
+     *       ],
+     *       "tax_rate_ids": [],
+     *       "address": {
+     *         "country": "DE",
+     *         "line1": "Unter den Linden 1",
+     *         "city": "Berlin",
+     *         "postal_code": "10117"
+     *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z",
      *       "balances": {
@@ -2085,6 +2240,47 @@ export interface components {
       };
       /** @description The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time. */
       test_clock: string | null;
+      /**
+       * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+       * @enum {string}
+       */
+      tax_exempt: 'none' | 'exempt' | 'reverse';
+      /** @description Tax ids shown on documents (format-checked). */
+      tax_ids: {
+        /**
+         * @description The kind of number
+         * @enum {string}
+         */
+        type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+        /**
+         * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+         * @example DE123456789
+         */
+        value: string;
+      }[];
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
+      /**
+       * @example {
+       *       "country": "DE",
+       *       "line1": "Unter den Linden 1",
+       *       "city": "Berlin",
+       *       "postal_code": "10117"
+       *     }
+       */
+      address: {
+        /** @description ISO 3166-1 alpha-2, upper case */
+        country: string;
+        /** @description Street and number */
+        line1: string;
+        /** @description Apartment, suite, building */
+        line2?: string;
+        /** @description City */
+        city: string;
+        postal_code: string;
+        /** @description State, county or province */
+        state?: string;
+      } | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -2109,6 +2305,20 @@ export interface components {
      *             "crm_id": "4711"
      *           },
      *           "test_clock": null,
+     *           "tax_exempt": "none",
+     *           "tax_ids": [
+     *             {
+     *               "type": "eu_vat",
+     *               "value": "DE123456789"
+     *             }
+     *           ],
+     *           "tax_rate_ids": [],
+     *           "address": {
+     *             "country": "DE",
+     *             "line1": "Unter den Linden 1",
+     *             "city": "Berlin",
+     *             "postal_code": "10117"
+     *           },
      *           "created_at": "2026-01-15T10:00:00.000Z",
      *           "updated_at": "2026-01-15T10:00:00.000Z"
      *         }
@@ -2129,6 +2339,73 @@ export interface components {
       };
     };
     /**
+     * @description One movement of a customer's credit balance (SPEC §14): the balance in a currency is the sum of its transactions, never below 0.
+     * @example {
+     *       "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "type": "adjustment",
+     *       "amount": 2500,
+     *       "currency": "NGN",
+     *       "description": "Goodwill credit for the outage of 14 Jan",
+     *       "invoice_id": null,
+     *       "payment_id": null,
+     *       "created_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    BalanceTransaction: {
+      /** @example cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      /**
+       * @description `adjustment` (by hand, POST), `overpayment` (a payment beyond its invoice), `applied_to_invoice` (credit an invoice took), `credit_note`, `reversal`
+       * @enum {string}
+       */
+      type: 'overpayment' | 'applied_to_invoice' | 'adjustment' | 'credit_note' | 'reversal';
+      /** @description Minor units, signed, never 0: credit given is positive, credit used negative */
+      amount: number;
+      /** @description ISO 4217, upper case: each currency is its own balance */
+      currency: string;
+      /** @description Why, for a manual adjustment */
+      description: string | null;
+      /** @description The invoice the credit came from or went to */
+      invoice_id: string | null;
+      /** @description The payment whose surplus it is (`overpayment`) */
+      payment_id: string | null;
+      /** Format: date-time */
+      created_at: string;
+    };
+    /**
+     * @description A page of BalanceTransaction objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "type": "adjustment",
+     *           "amount": 2500,
+     *           "currency": "NGN",
+     *           "description": "Goodwill credit for the outage of 14 Jan",
+     *           "invoice_id": null,
+     *           "payment_id": null,
+     *           "created_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    BalanceTransactionList: {
+      data: components['schemas']['BalanceTransaction'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
      * @description A price: amount per billing period. Prices are immutable; archive a plan and create another.
      * @example {
      *       "id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -2139,6 +2416,7 @@ export interface components {
      *       "interval_count": 1,
      *       "trial_period_days": 14,
      *       "active": true,
+     *       "tax_rate_ids": [],
      *       "metadata": {
      *         "tier": "pro"
      *       },
@@ -2160,6 +2438,8 @@ export interface components {
       trial_period_days: number;
       /** @description false = archived: no new subscriptions. */
       active: boolean;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
       metadata: {
         [key: string]: string;
       };
@@ -2181,6 +2461,7 @@ export interface components {
      *           "interval_count": 1,
      *           "trial_period_days": 14,
      *           "active": true,
+     *           "tax_rate_ids": [],
      *           "metadata": {
      *             "tier": "pro"
      *           },
@@ -2426,6 +2707,78 @@ export interface components {
       end: string | null;
     };
     /**
+     * @description A tax applied to invoices (SPEC §14): from the subscription, else its plan, else the customer, else DEFAULT_TAX_RATE_IDS.
+     * @example {
+     *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "display_name": "VAT",
+     *       "percentage": 19,
+     *       "inclusive": false,
+     *       "country": "DE",
+     *       "state": null,
+     *       "jurisdiction": "DE",
+     *       "active": true,
+     *       "metadata": {},
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    TaxRate: {
+      /** @example txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description What invoices call the tax: "VAT", "Sales tax". */
+      display_name: string;
+      /** @description The rate in percent, 0–100, up to 4 decimals (exact). */
+      percentage: number;
+      /** @description true: prices already contain the tax (it is shown, the total does not change); false: the tax is added. */
+      inclusive: boolean;
+      /** @description ISO 3166-1 alpha-2 */
+      country: string | null;
+      state: string | null;
+      jurisdiction: string | null;
+      /** @description false = archived: cannot be newly attached; keeps applying where it is attached already (as Stripe). */
+      active: boolean;
+      metadata: {
+        [key: string]: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    /**
+     * @description A page of TaxRate objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "display_name": "VAT",
+     *           "percentage": 19,
+     *           "inclusive": false,
+     *           "country": "DE",
+     *           "state": null,
+     *           "jurisdiction": "DE",
+     *           "active": true,
+     *           "metadata": {},
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    TaxRateList: {
+      data: components['schemas']['TaxRate'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
      * @description A customer on a plan; `status` moves only by the transitions of SPEC §4.
      * @example {
      *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -2444,6 +2797,7 @@ export interface components {
      *       "ended_at": null,
      *       "cancellation_reason": null,
      *       "cancellation_comment": null,
+     *       "tax_rate_ids": [],
      *       "metadata": {},
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -2490,6 +2844,8 @@ export interface components {
       /** @enum {string|null} */
       cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
       cancellation_comment: string | null;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
       metadata: {
         [key: string]: string;
       };
@@ -2519,6 +2875,7 @@ export interface components {
      *           "ended_at": null,
      *           "cancellation_reason": null,
      *           "cancellation_comment": null,
+     *           "tax_rate_ids": [],
      *           "metadata": {},
      *           "created_at": "2026-01-15T10:00:00.000Z",
      *           "updated_at": "2026-01-15T10:00:00.000Z"
@@ -2558,6 +2915,7 @@ export interface components {
      *       "ended_at": null,
      *       "cancellation_reason": null,
      *       "cancellation_comment": null,
+     *       "tax_rate_ids": [],
      *       "metadata": {},
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -2604,6 +2962,8 @@ export interface components {
       /** @enum {string|null} */
       cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
       cancellation_comment: string | null;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
       metadata: {
         [key: string]: string;
       };
@@ -2632,6 +2992,7 @@ export interface components {
      *       "ended_at": null,
      *       "cancellation_reason": null,
      *       "cancellation_comment": null,
+     *       "tax_rate_ids": [],
      *       "metadata": {},
      *       "created_at": "2026-01-15T10:00:00.000Z",
      *       "updated_at": "2026-01-15T10:00:00.000Z",
@@ -2683,6 +3044,8 @@ export interface components {
       /** @enum {string|null} */
       cancellation_reason: 'requested' | 'dunning_exhausted' | 'incomplete_expired' | null;
       cancellation_comment: string | null;
+      /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
+      tax_rate_ids: string[];
       metadata: {
         [key: string]: string;
       };
@@ -2733,6 +3096,8 @@ export interface components {
      *       "subtotal": 484,
      *       "total_discount": 0,
      *       "total_tax": 0,
+     *       "total_tax_amounts": [],
+     *       "reverse_charge": false,
      *       "total": 484,
      *       "applied_balance": 0,
      *       "amount_due": 484
@@ -2777,6 +3142,8 @@ export interface components {
         coupon_id?: string;
         /** @description The tax rate a tax line applies */
         tax_rate_id?: string;
+        /** @description Tax lines only. true: the tax is already inside the lines above (an inclusive rate): shown, not added to `total`. */
+        inclusive?: boolean;
         /** @description True for the lines a plan or quantity change prorated */
         proration: boolean;
       }[];
@@ -2784,9 +3151,13 @@ export interface components {
       subtotal: number;
       /** @description −(the discount lines) (minor units) */
       total_discount: number;
-      /** @description The tax lines (minor units) */
+      /** @description The tax lines, inclusive ones too (SPEC §14) (minor units) */
       total_tax: number;
-      /** @description Every line; negative: credit for the customer (minor units) */
+      /** @description The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines. */
+      total_tax_amounts: components['schemas']['InvoiceTaxAmount'][];
+      /** @description The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge". */
+      reverse_charge: boolean;
+      /** @description Every line but inclusive tax lines; negative: credit for the customer (minor units) */
       total: number;
       /** @description The customer's credit balance it would take now (minor units) */
       applied_balance: number;
@@ -3546,6 +3917,7 @@ export interface components {
         | 'coupon.deleted'
         | 'promotion_code.created'
         | 'promotion_code.updated'
+        | 'customer.balance_changed'
         | 'subscription.created'
         | 'subscription.updated'
         | 'subscription.update_scheduled'
@@ -3681,6 +4053,7 @@ export interface components {
         | 'coupon.deleted'
         | 'promotion_code.created'
         | 'promotion_code.updated'
+        | 'customer.balance_changed'
         | 'subscription.created'
         | 'subscription.updated'
         | 'subscription.update_scheduled'
@@ -4040,7 +4413,7 @@ export interface components {
       payload_text: string | null;
     };
     /**
-     * @description What the invoice charges for, in pipeline order; `total` is the sum of the lines.
+     * @description What the invoice charges for, in pipeline order; `total` is the sum of the lines, but for inclusive tax lines (already inside the others).
      * @example {
      *       "id": "il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "kind": "subscription",
@@ -4082,8 +4455,31 @@ export interface components {
       coupon_id?: string;
       /** @description The tax rate a tax line applies */
       tax_rate_id?: string;
+      /** @description Tax lines only. true: the tax is already inside the lines above (an inclusive rate): shown, not added to `total`. */
+      inclusive?: boolean;
       /** @description True for the lines a plan or quantity change prorated */
       proration: boolean;
+    };
+    /**
+     * @description The tax one rate adds to (or, inclusive, shows inside) an invoice: its tax line, summed per rate.
+     * @example {
+     *       "tax_rate_id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "display_name": "VAT",
+     *       "percentage": 19,
+     *       "inclusive": false,
+     *       "amount": 931
+     *     }
+     */
+    InvoiceTaxAmount: {
+      tax_rate_id: string;
+      /** @description The rate's name when the invoice was composed */
+      display_name: string;
+      /** @description Percent, up to 4 decimals */
+      percentage: number;
+      /** @description true: inside the total (shown); false: added to it */
+      inclusive: boolean;
+      /** @description The tax of this rate, rounded once (half away from zero) (minor units; negative for a credit) */
+      amount: number;
     };
     /**
      * @description What a customer owes for one billing period; final when issued — or, a renewal with usage or prorations, when its `draft` is finalized — and settled by payments (SPEC §9, §12).
@@ -4097,6 +4493,8 @@ export interface components {
      *       "subtotal": 500000,
      *       "total_discount": 0,
      *       "total_tax": 0,
+     *       "total_tax_amounts": [],
+     *       "reverse_charge": false,
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
@@ -4148,9 +4546,13 @@ export interface components {
       subtotal: number;
       /** @description The discounts: −(the sum of the discount lines) (minor units) */
       total_discount: number;
-      /** @description The sum of the tax lines (minor units; negative for a credit) */
+      /** @description The sum of the tax lines, inclusive taxes too (as Stripe's `tax`) (minor units; negative for a credit) */
       total_tax: number;
-      /** @description The sum of every line (minor units; negative for a credit) */
+      /** @description The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines. */
+      total_tax_amounts: components['schemas']['InvoiceTaxAmount'][];
+      /** @description The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge". */
+      reverse_charge: boolean;
+      /** @description The sum of every line but inclusive tax lines (already inside the others) (minor units; negative for a credit) */
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
@@ -4208,6 +4610,8 @@ export interface components {
      *           "subtotal": 500000,
      *           "total_discount": 0,
      *           "total_tax": 0,
+     *           "total_tax_amounts": [],
+     *           "reverse_charge": false,
      *           "total": 500000,
      *           "applied_balance": 0,
      *           "amount_due": 500000,
@@ -4353,6 +4757,8 @@ export interface components {
      *       "subtotal": 500000,
      *       "total_discount": 0,
      *       "total_tax": 0,
+     *       "total_tax_amounts": [],
+     *       "reverse_charge": false,
      *       "total": 500000,
      *       "applied_balance": 0,
      *       "amount_due": 500000,
@@ -4423,9 +4829,13 @@ export interface components {
       subtotal: number;
       /** @description The discounts: −(the sum of the discount lines) (minor units) */
       total_discount: number;
-      /** @description The sum of the tax lines (minor units; negative for a credit) */
+      /** @description The sum of the tax lines, inclusive taxes too (as Stripe's `tax`) (minor units; negative for a credit) */
       total_tax: number;
-      /** @description The sum of every line (minor units; negative for a credit) */
+      /** @description The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines. */
+      total_tax_amounts: components['schemas']['InvoiceTaxAmount'][];
+      /** @description The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge". */
+      reverse_charge: boolean;
+      /** @description The sum of every line but inclusive tax lines (already inside the others) (minor units; negative for a credit) */
       total: number;
       /** @description The customer's credit balance applied: min(balance, max(total, 0)) (minor units) */
       applied_balance: number;
@@ -4636,6 +5046,8 @@ export interface components {
      *         "subtotal": 500000,
      *         "total_discount": 0,
      *         "total_tax": 0,
+     *         "total_tax_amounts": [],
+     *         "reverse_charge": false,
      *         "total": 500000,
      *         "applied_balance": 0,
      *         "amount_due": 500000,
@@ -5116,6 +5528,20 @@ export interface operations {
            *             "crm_id": "4711"
            *           },
            *           "test_clock": null,
+           *           "tax_exempt": "none",
+           *           "tax_ids": [
+           *             {
+           *               "type": "eu_vat",
+           *               "value": "DE123456789"
+           *             }
+           *           ],
+           *           "tax_rate_ids": [],
+           *           "address": {
+           *             "country": "DE",
+           *             "line1": "Unter den Linden 1",
+           *             "city": "Berlin",
+           *             "postal_code": "10117"
+           *           },
            *           "created_at": "2026-01-15T10:00:00.000Z",
            *           "updated_at": "2026-01-15T10:00:00.000Z"
            *         }
@@ -5192,6 +5618,52 @@ export interface operations {
           coupon?: string;
           /** @description A promotion code to apply: its id (`promo_…`) or the code itself. */
           promotion_code?: string;
+          /**
+           * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+           * @enum {string}
+           */
+          tax_exempt?: 'none' | 'exempt' | 'reverse';
+          /** @description Tax ids shown on documents, each checked for its format (not looked up). */
+          tax_ids?: {
+            /**
+             * @description The kind of number
+             * @enum {string}
+             */
+            type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+            /**
+             * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+             * @example DE123456789
+             */
+            value: string;
+          }[];
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
+          /**
+           * @example {
+           *       "country": "DE",
+           *       "line1": "Unter den Linden 1",
+           *       "city": "Berlin",
+           *       "postal_code": "10117"
+           *     }
+           */
+          address?: {
+            /** @description ISO 3166-1 alpha-2, upper case */
+            country: string;
+            /** @description Street and number */
+            line1: string;
+            /** @description Apartment, suite, building */
+            line2?: string;
+            /** @description City */
+            city: string;
+            postal_code: string;
+            /** @description State, county or province */
+            state?: string;
+          } | null;
         };
       };
     };
@@ -5213,6 +5685,20 @@ export interface operations {
            *         "crm_id": "4711"
            *       },
            *       "test_clock": null,
+           *       "tax_exempt": "none",
+           *       "tax_ids": [
+           *         {
+           *           "type": "eu_vat",
+           *           "value": "DE123456789"
+           *         }
+           *       ],
+           *       "tax_rate_ids": [],
+           *       "address": {
+           *         "country": "DE",
+           *         "line1": "Unter den Linden 1",
+           *         "city": "Berlin",
+           *         "postal_code": "10117"
+           *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -5262,6 +5748,20 @@ export interface operations {
            *         "crm_id": "4711"
            *       },
            *       "test_clock": null,
+           *       "tax_exempt": "none",
+           *       "tax_ids": [
+           *         {
+           *           "type": "eu_vat",
+           *           "value": "DE123456789"
+           *         }
+           *       ],
+           *       "tax_rate_ids": [],
+           *       "address": {
+           *         "country": "DE",
+           *         "line1": "Unter den Linden 1",
+           *         "city": "Berlin",
+           *         "postal_code": "10117"
+           *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z",
            *       "balances": {
@@ -5323,7 +5823,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    /** @description Any of the fields. `name`/`phone`/`preferred_locale` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
+    /** @description Any of the fields. `name`/`phone`/`preferred_locale`/`address` null clears them; `tax_ids` and `tax_rate_ids` replace the lists (`[]` empties them). `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all. */
     requestBody: {
       content: {
         /**
@@ -5357,6 +5857,52 @@ export interface operations {
           coupon?: string | null;
           /** @description A promotion code to apply: its id (`promo_…`) or the code itself. */
           promotion_code?: string;
+          /**
+           * @description `none`: taxed; `exempt`: no tax; `reverse`: no tax, and invoices carry `reverse_charge: true` and say "Reverse charge" (SPEC §14).
+           * @enum {string}
+           */
+          tax_exempt?: 'none' | 'exempt' | 'reverse';
+          /** @description Tax ids shown on documents, each checked for its format (not looked up). */
+          tax_ids?: {
+            /**
+             * @description The kind of number
+             * @enum {string}
+             */
+            type: 'eu_vat' | 'gb_vat' | 'ch_vat' | 'no_vat';
+            /**
+             * @description With its country prefix: DE123456789, GB123456789, CHE-123.456.789 MWST, NO123456789MVA
+             * @example DE123456789
+             */
+            value: string;
+          }[];
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
+          /**
+           * @example {
+           *       "country": "DE",
+           *       "line1": "Unter den Linden 1",
+           *       "city": "Berlin",
+           *       "postal_code": "10117"
+           *     }
+           */
+          address?: {
+            /** @description ISO 3166-1 alpha-2, upper case */
+            country: string;
+            /** @description Street and number */
+            line1: string;
+            /** @description Apartment, suite, building */
+            line2?: string;
+            /** @description City */
+            city: string;
+            postal_code: string;
+            /** @description State, county or province */
+            state?: string;
+          } | null;
         };
       };
     };
@@ -5378,6 +5924,20 @@ export interface operations {
            *         "crm_id": "4711"
            *       },
            *       "test_clock": null,
+           *       "tax_exempt": "none",
+           *       "tax_ids": [
+           *         {
+           *           "type": "eu_vat",
+           *           "value": "DE123456789"
+           *         }
+           *       ],
+           *       "tax_rate_ids": [],
+           *       "address": {
+           *         "country": "DE",
+           *         "line1": "Unter den Linden 1",
+           *         "city": "Berlin",
+           *         "postal_code": "10117"
+           *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
@@ -5392,6 +5952,154 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCustomerBalanceTransactions: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'amount';
+        sort_order?: 'asc' | 'desc';
+        /** @description Only this currency (ISO 4217) */
+        currency?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of balance transactions */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "type": "adjustment",
+           *           "amount": 2500,
+           *           "currency": "NGN",
+           *           "description": "Goodwill credit for the outage of 14 Jan",
+           *           "invoice_id": null,
+           *           "payment_id": null,
+           *           "created_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['BalanceTransactionList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  adjustCustomerBalance: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "amount": 2500,
+         *       "currency": "NGN",
+         *       "description": "Goodwill credit"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Minor units, signed, not 0: positive gives credit, negative takes it (never below a balance of 0)
+           * @example 2500
+           */
+          amount: number;
+          /**
+           * @description ISO 4217, upper case
+           * @example NGN
+           */
+          currency: string;
+          /** @example Goodwill credit for the outage of 14 Jan */
+          description: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The adjustment */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "type": "adjustment",
+           *       "amount": 2500,
+           *       "currency": "NGN",
+           *       "description": "Goodwill credit for the outage of 14 Jan",
+           *       "invoice_id": null,
+           *       "payment_id": null,
+           *       "created_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['BalanceTransaction'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
@@ -5608,6 +6316,7 @@ export interface operations {
            *           "interval_count": 1,
            *           "trial_period_days": 14,
            *           "active": true,
+           *           "tax_rate_ids": [],
            *           "metadata": {
            *             "tier": "pro"
            *           },
@@ -5684,6 +6393,13 @@ export interface operations {
           interval_count?: number;
           /** @default 0 */
           trial_period_days?: number;
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5708,6 +6424,7 @@ export interface operations {
            *       "interval_count": 1,
            *       "trial_period_days": 14,
            *       "active": true,
+           *       "tax_rate_ids": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -5758,6 +6475,7 @@ export interface operations {
            *       "interval_count": 1,
            *       "trial_period_days": 14,
            *       "active": true,
+           *       "tax_rate_ids": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -5837,6 +6555,7 @@ export interface operations {
            *       "interval_count": 1,
            *       "trial_period_days": 14,
            *       "active": true,
+           *       "tax_rate_ids": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -6462,6 +7181,281 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listTaxRates: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'display_name';
+        sort_order?: 'asc' | 'desc';
+        active?: 'true' | 'false';
+        inclusive?: 'true' | 'false';
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of tax rates */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "display_name": "VAT",
+           *           "percentage": 19,
+           *           "inclusive": false,
+           *           "country": "DE",
+           *           "state": null,
+           *           "jurisdiction": "DE",
+           *           "active": true,
+           *           "metadata": {},
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['TaxRateList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTaxRate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "display_name": "VAT",
+         *       "percentage": 19,
+         *       "inclusive": false,
+         *       "country": "DE",
+         *       "jurisdiction": "DE"
+         *     }
+         */
+        'application/json': {
+          /** @example VAT */
+          display_name: string;
+          /** @example 19 */
+          percentage: number;
+          inclusive: boolean;
+          /**
+           * @description ISO 3166-1 alpha-2, upper case
+           * @example DE
+           */
+          country?: string;
+          /** @description A state or province (ISO 3166-2 subdivision code, without the country) */
+          state?: string;
+          /** @description Free text: the tax jurisdiction */
+          jurisdiction?: string;
+          /** @default true */
+          active?: boolean;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The new tax rate */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "display_name": "VAT",
+           *       "percentage": 19,
+           *       "inclusive": false,
+           *       "country": "DE",
+           *       "state": null,
+           *       "jurisdiction": "DE",
+           *       "active": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TaxRate'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTaxRate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tax rate */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "display_name": "VAT",
+           *       "percentage": 19,
+           *       "inclusive": false,
+           *       "country": "DE",
+           *       "state": null,
+           *       "jurisdiction": "DE",
+           *       "active": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TaxRate'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTaxRate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Only `display_name`, `active` (false archives) and `metadata`; `percentage` and `inclusive` are immutable (create a new rate). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "active": false
+         *     }
+         */
+        'application/json': {
+          display_name?: string;
+          active?: boolean;
+          /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
+          metadata?: {
+            [key: string]: string;
+          } | null;
+          /** @description Immutable: refused with 400. */
+          percentage?: unknown;
+          /** @description Immutable: refused with 400. */
+          inclusive?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description The tax rate as updated */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "display_name": "VAT",
+           *       "percentage": 19,
+           *       "inclusive": false,
+           *       "country": "DE",
+           *       "state": null,
+           *       "jurisdiction": "DE",
+           *       "active": true,
+           *       "metadata": {},
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['TaxRate'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   listSubscriptions: {
     parameters: {
       query?: {
@@ -6516,6 +7510,7 @@ export interface operations {
            *           "ended_at": null,
            *           "cancellation_reason": null,
            *           "cancellation_comment": null,
+           *           "tax_rate_ids": [],
            *           "metadata": {},
            *           "created_at": "2026-01-15T10:00:00.000Z",
            *           "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6568,6 +7563,13 @@ export interface operations {
           customer_id: string;
           plan_id: string;
           trial_period_days?: number;
+          /**
+           * @description Tax rates (`txr_…`, active) to apply; the most specific non-empty list wins: subscription > plan > customer > DEFAULT_TAX_RATE_IDS (SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
           /** @description Units of the plan (seats); default 1 */
           quantity?: number;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
@@ -6606,6 +7608,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6664,6 +7667,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6757,6 +7761,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6811,6 +7816,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6881,6 +7887,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6938,6 +7945,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -6995,6 +8003,7 @@ export interface operations {
            *       "ended_at": null,
            *       "cancellation_reason": null,
            *       "cancellation_comment": null,
+           *       "tax_rate_ids": [],
            *       "metadata": {},
            *       "created_at": "2026-01-15T10:00:00.000Z",
            *       "updated_at": "2026-01-15T10:00:00.000Z"
@@ -7326,6 +8335,8 @@ export interface operations {
            *           "subtotal": 500000,
            *           "total_discount": 0,
            *           "total_tax": 0,
+           *           "total_tax_amounts": [],
+           *           "reverse_charge": false,
            *           "total": 500000,
            *           "applied_balance": 0,
            *           "amount_due": 500000,
@@ -7418,6 +8429,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -7620,6 +8633,8 @@ export interface operations {
            *       "subtotal": 484,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 484,
            *       "applied_balance": 0,
            *       "amount_due": 484
@@ -7670,6 +8685,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -7751,6 +8768,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -7832,6 +8851,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -8433,6 +9454,8 @@ export interface operations {
            *       "subtotal": 500000,
            *       "total_discount": 0,
            *       "total_tax": 0,
+           *       "total_tax_amounts": [],
+           *       "reverse_charge": false,
            *       "total": 500000,
            *       "applied_balance": 0,
            *       "amount_due": 500000,
@@ -9080,7 +10103,7 @@ export interface operations {
            */
           url: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.discount.created`, `customer.discount.deleted`, `coupon.created`, `coupon.updated`, `coupon.deleted`, `promotion_code.created`, `promotion_code.updated`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.discount.created`, `customer.discount.deleted`, `coupon.created`, `coupon.updated`, `coupon.deleted`, `promotion_code.created`, `promotion_code.updated`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -9230,7 +10253,7 @@ export interface operations {
            */
           url?: string;
           /**
-           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.discount.created`, `customer.discount.deleted`, `coupon.created`, `coupon.updated`, `coupon.deleted`, `promotion_code.created`, `promotion_code.updated`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
+           * @description Non-empty list of distinct topics to receive, or `["*"]` for all. Topics: `customer.created`, `customer.updated`, `customer.deleted`, `customer.discount.created`, `customer.discount.deleted`, `coupon.created`, `coupon.updated`, `coupon.deleted`, `promotion_code.created`, `promotion_code.updated`, `customer.balance_changed`, `subscription.created`, `subscription.updated`, `subscription.update_scheduled`, `subscription.update_applied`, `subscription.renewed`, `subscription.past_due`, `subscription.cancelled`, `payment.succeeded`, `payment.failed`, `payment.refunded`, `payment.refund_failed`, `payment.merged`, `invoice.created`, `invoice.finalized`, `invoice.paid`, `invoice.payment_failed`, `invoice.payment_attempted`, `invoice.voided`, `invoice.marked_uncollectible`, `credit_note.created`, `credit_note.voided`, `payment_method.attached`, `payment_method.detached`, `dunning.started`, `dunning.reminder`, `dunning.recovered`, `dunning.exhausted`, `webhook_endpoint.disabled`, `webhook.test`, `test_clock.advancing`, `test_clock.ready`.
            * @example [
            *       "payment.succeeded",
            *       "payment.failed"
@@ -9509,6 +10532,7 @@ export interface operations {
           | 'coupon.deleted'
           | 'promotion_code.created'
           | 'promotion_code.updated'
+          | 'customer.balance_changed'
           | 'subscription.created'
           | 'subscription.updated'
           | 'subscription.update_scheduled'
@@ -10310,6 +11334,20 @@ export interface operations {
          *           "crm_id": "4711"
          *         },
          *         "test_clock": null,
+         *         "tax_exempt": "none",
+         *         "tax_ids": [
+         *           {
+         *             "type": "eu_vat",
+         *             "value": "DE123456789"
+         *           }
+         *         ],
+         *         "tax_rate_ids": [],
+         *         "address": {
+         *           "country": "DE",
+         *           "line1": "Unter den Linden 1",
+         *           "city": "Berlin",
+         *           "postal_code": "10117"
+         *         },
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -10367,6 +11405,20 @@ export interface operations {
          *           "crm_id": "4711"
          *         },
          *         "test_clock": null,
+         *         "tax_exempt": "none",
+         *         "tax_ids": [
+         *           {
+         *             "type": "eu_vat",
+         *             "value": "DE123456789"
+         *           }
+         *         ],
+         *         "tax_rate_ids": [],
+         *         "address": {
+         *           "country": "DE",
+         *           "line1": "Unter den Linden 1",
+         *           "city": "Berlin",
+         *           "postal_code": "10117"
+         *         },
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -10424,6 +11476,20 @@ export interface operations {
          *           "crm_id": "4711"
          *         },
          *         "test_clock": null,
+         *         "tax_exempt": "none",
+         *         "tax_ids": [
+         *           {
+         *             "type": "eu_vat",
+         *             "value": "DE123456789"
+         *           }
+         *         ],
+         *         "tax_rate_ids": [],
+         *         "address": {
+         *           "country": "DE",
+         *           "line1": "Unter den Linden 1",
+         *           "city": "Berlin",
+         *           "postal_code": "10117"
+         *         },
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
          *       }
@@ -10894,6 +11960,61 @@ export interface operations {
       };
     };
   };
+  customerBalanceChangedWebhook: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The event id: the same on every retry. Deduplicate on it. */
+        'X-Event-Id': string;
+        /** @description ISO 8601 time of this attempt. */
+        'X-Timestamp': string;
+        /** @description Hex HMAC-SHA256 of the raw body, keyed with the secret. */
+        'X-Signature'?: string;
+        /** @description Standard Webhooks: the event id. */
+        'webhook-id': string;
+        /** @description Standard Webhooks: Unix seconds of this attempt. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`. */
+        'webhook-signature'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "topic": "customer.balance_changed",
+         *       "data": {
+         *         "id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "type": "adjustment",
+         *         "amount": 2500,
+         *         "currency": "NGN",
+         *         "description": "Goodwill credit for the outage of 14 Jan",
+         *         "invoice_id": null,
+         *         "payment_id": null,
+         *         "created_at": "2026-01-15T10:00:00.000Z"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @constant */
+          topic: 'customer.balance_changed';
+          data: components['schemas']['BalanceTransaction'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx acknowledges the delivery. 410 disables the endpoint; anything else (or no answer in 10 s) is retried. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
   subscriptionCreatedWebhook: {
     parameters: {
       query?: never;
@@ -10936,6 +12057,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -11001,6 +12123,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z",
@@ -11071,6 +12194,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z",
@@ -11141,6 +12265,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z",
@@ -11211,6 +12336,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -11276,6 +12402,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -11341,6 +12468,7 @@ export interface operations {
          *         "ended_at": null,
          *         "cancellation_reason": null,
          *         "cancellation_comment": null,
+         *         "tax_rate_ids": [],
          *         "metadata": {},
          *         "created_at": "2026-01-15T10:00:00.000Z",
          *         "updated_at": "2026-01-15T10:00:00.000Z"
@@ -11700,6 +12828,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -11789,6 +12919,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -11878,6 +13010,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -11967,6 +13101,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -12057,6 +13193,8 @@ export interface operations {
          *           "subtotal": 500000,
          *           "total_discount": 0,
          *           "total_tax": 0,
+         *           "total_tax_amounts": [],
+         *           "reverse_charge": false,
          *           "total": 500000,
          *           "applied_balance": 0,
          *           "amount_due": 500000,
@@ -12164,6 +13302,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,
@@ -12253,6 +13393,8 @@ export interface operations {
          *         "subtotal": 500000,
          *         "total_discount": 0,
          *         "total_tax": 0,
+         *         "total_tax_amounts": [],
+         *         "reverse_charge": false,
          *         "total": 500000,
          *         "applied_balance": 0,
          *         "amount_due": 500000,

@@ -34,6 +34,7 @@ import { invoicePayRoutes } from './routes/invoices.pay.routes.ts';
 import { paymentMethodRoutes } from './routes/payment-methods.routes.ts';
 import { paymentRoutes } from './routes/payments.routes.ts';
 import { planRoutes } from './routes/plans.routes.ts';
+import { taxRateRoutes } from './routes/tax-rates.routes.ts';
 import { registerNotifyRoutes } from './routes/notify.routes.ts';
 import { providerEventRoutes } from './routes/provider-events.routes.ts';
 import { subscriptionRoutes } from './routes/subscriptions.routes.ts';
@@ -55,6 +56,7 @@ function allRoutes(deps: Deps): Route[] {
     ...paymentMethodRoutes(deps),
     ...planRoutes(deps),
     ...couponRoutes(deps),
+    ...taxRateRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),

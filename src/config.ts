@@ -63,6 +63,11 @@ export interface Config {
   responseCacheBytes: number;
   /** INVOICE_PREFIX: invoice numbers are `<prefix>-<000001>` (SPEC §9). */
   invoicePrefix: string;
+  /**
+   * DEFAULT_TAX_RATE_IDS: the tax rates (`txr_…`) of an invoice whose subscription, plan and
+   * customer name none (SPEC §14 precedence); [] by default.
+   */
+  defaultTaxRateIds: readonly string[];
   /** PUBLIC_URL without a trailing slash: the origin of hosted invoice pages (SPEC §9). */
   publicUrl: string;
   /** BUSINESS_NAME: who the hosted invoice page says the invoice is from (SPEC §9). */
@@ -342,6 +347,14 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (!/^[A-Za-z0-9]{1,16}$/.test(invoicePrefix)) {
     throw new ConfigError('INVOICE_PREFIX', `must be 1 to 16 letters or digits (got "${invoicePrefix}")`);
   }
+  const defaultTaxRateIds = [...new Set(csv(env, 'DEFAULT_TAX_RATE_IDS'))];
+  const badTaxRate = defaultTaxRateIds.find((id) => !/^txr_[0-9A-HJKMNP-TV-Z]{26}$/.test(id));
+  if (badTaxRate !== undefined) {
+    throw new ConfigError(
+      'DEFAULT_TAX_RATE_IDS',
+      `must list tax rate ids (txr_…), comma-separated (got "${badTaxRate}")`,
+    );
+  }
   const publicUrl = read(env, 'PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`);
   if (!isHttpOrigin(publicUrl)) {
     throw new ConfigError('PUBLIC_URL', `must be an http:// or https:// URL (got "${publicUrl}")`);
@@ -382,6 +395,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     metricsPort: metricsPort === '' ? undefined : integer(env, 'METRICS_PORT', '', 1, 65535),
     responseCacheBytes: integer(env, 'RESPONSE_CACHE_MB', '0', 0, 65_536) * 1_048_576,
     invoicePrefix,
+    defaultTaxRateIds,
     publicUrl: publicUrl.replace(/\/+$/, ''),
     businessName,
     businessAddress,

@@ -1,6 +1,7 @@
 // A customer as the core sees it (SPEC §3, §14): created or changed with a discount, read
-// with its credit balances and discount; deleted — refused while a subscription is live —
-// with its saved payment methods detached.
+// with its credit balances and discount and their ledger; its balance adjusted by hand (never
+// below 0); deleted — refused while a subscription is live — with its saved payment methods
+// detached.
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
@@ -26,7 +27,87 @@ import type {
 } from '../modules/customers/customers.schemas.ts';
 import { findDiscount, toDiscount } from '../modules/coupons/coupons.discounts.ts';
 import { asksForDiscount, redeemDiscount, removeDiscountOfCustomer } from './coupons.ts';
-import { customerBalances } from '../modules/balances/balances.ledger.ts';
+import {
+  customerBalance,
+  customerBalances,
+  listBalanceTransactions,
+  lockCustomerBalances,
+  recordBalanceTransaction,
+  toBalanceTransaction,
+} from '../modules/balances/balances.ledger.ts';
+import type { BalanceTransaction, CreateAdjustmentInput } from '../modules/balances/balances.schemas.ts';
+import type { ListParams, Page } from '../http/lists.ts';
+
+const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+
+/**
+ * A page of customer `id`'s credit balance transactions (SPEC §14), every currency or only
+ * `currency`'s (ISO 4217). Throws 404 `not_found` for unknown, deleted or malformed ids.
+ */
+export async function listCustomerBalanceTransactions(
+  db: Kysely<Database>,
+  id: string,
+  params: ListParams,
+  currency?: string,
+): Promise<Page<BalanceTransaction>> {
+  await getCustomer(db, id);
+  return listBalanceTransactions(db, id, params, currency);
+}
+
+/**
+ * Adjusts customer `id`'s credit balance in `input.currency` by `input.amount` (minor units,
+ * signed, not 0) — an `adjustment` transaction with its description, and
+ * `customer.balance_changed`, in one transaction dated by the customer's clock (SPEC §14).
+ * The balance is credit the customer holds, so it never goes below 0: the customer's row and
+ * then its balance are locked (lock order, db/locking.ts: customers → … → customer balance),
+ * the balance read under the lock, and an adjustment that would take it below 0 is refused
+ * with 422 `invalid_state` — two at once cannot overdraw it. Throws 404 for unknown, deleted
+ * or malformed ids and 400 for an amount of 0 or a currency that is not ISO 4217.
+ */
+export async function adjustCustomerBalance(
+  db: Kysely<Database>,
+  apiClock: Clock,
+  id: string,
+  input: CreateAdjustmentInput,
+): Promise<BalanceTransaction> {
+  if (input.amount === 0) {
+    throw new ValidationError(
+      'amount must not be 0: a positive amount gives credit, a negative one takes it',
+      'amount',
+    );
+  }
+  if (!CURRENCIES.has(input.currency)) {
+    throw new ValidationError(
+      `currency must be an ISO 4217 code such as NGN or USD (got "${input.currency}")`,
+      'currency',
+    );
+  }
+  return transactionWithRetry(db, async (trx) => {
+    const row = await lockCustomer(trx, id);
+    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+    await lockCustomerBalances(trx, [id]);
+    const balance = await customerBalance(trx, id, input.currency);
+    const after = balance + input.amount;
+    if (after < 0) {
+      throw new AppError(
+        'invalid_state',
+        `an adjustment of ${input.amount} would take the ${input.currency} balance of customer ${id} below 0 (it is ${balance})`,
+      );
+    }
+    if (!Number.isSafeInteger(after)) {
+      throw new ValidationError(`the ${input.currency} balance would exceed ${Number.MAX_SAFE_INTEGER}`, 'amount');
+    }
+    const transaction = await recordBalanceTransaction(trx, clock, {
+      customerId: id,
+      testClockId: row.test_clock_id,
+      currency: input.currency,
+      amount: input.amount,
+      kind: 'adjustment',
+      description: input.description,
+    });
+    return toBalanceTransaction(transaction);
+  });
+}
 
 /**
  * Customer `id` with its credit balances (GET /api/customers/{id}, SPEC §14): currency →

@@ -107,3 +107,37 @@ test('a one-off invoice whose items the pipeline refuses is not issued, and take
   const next = await issue(app, sub.customer_id, [proration(100)]);
   assert.equal(next.number, 'INV-000002', 'no number was lost');
 });
+
+test("a one-off invoice is taxed by its subscription's or plan's rates when given, else by the customer's", async (t) => {
+  const app = await buildTestApp(t);
+  const rate = async (percentage: number) =>
+    (await app.request('POST', '/api/tax-rates', { body: { display_name: 'VAT', percentage, inclusive: false } })).body
+      .id as string;
+  const customerRate = await rate(10);
+  const subscriptionRate = await rate(20);
+  const customer = await app.request('POST', '/api/customers', {
+    body: { email: 'one-off@example.com', tax_rate_ids: [customerRate] },
+  });
+  const oneOff = (taxedBy?: { subscriptionTaxRateIds?: string; planTaxRateIds?: string }) =>
+    app.deps.db.transaction().execute(async (trx) => {
+      await lockCustomer(trx, customer.body.id);
+      return issueOneOffInvoice(trx, app.deps, {
+        customerId: customer.body.id,
+        testClockId: null,
+        currency: 'NGN',
+        items: [proration(2500)],
+        periodStart: AT,
+        periodEnd: END,
+        dueAt: AT,
+        taxedBy,
+      });
+    });
+  const byCustomer = await oneOff();
+  assert.deepEqual([byCustomer.total_tax, byCustomer.total], [250, 2750]);
+  const bySubscription = await oneOff({
+    subscriptionTaxRateIds: JSON.stringify([subscriptionRate]),
+    planTaxRateIds: '[]',
+  });
+  assert.deepEqual([bySubscription.total_tax, bySubscription.total], [500, 3000]);
+  assert.equal(bySubscription.lines[1]!.tax_rate_id, subscriptionRate);
+});

@@ -30,6 +30,8 @@ import { endUsedOnceDiscounts, invoiceDiscounts } from './coupons.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
+import type { Config } from '../config.ts';
+import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
 
 /**
  * What issuing needs: the invoice record's context (INVOICE_FINALIZE_DELAY for renewals'
@@ -38,6 +40,7 @@ import type { ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } fro
  * usage line) to a copy of their deps: every caller passes its context on whole.
  */
 export interface IssueContext extends InvoiceContext {
+  config: InvoiceContext['config'] & Partial<Pick<Config, 'defaultTaxRateIds'>>;
   pipeline?: readonly ComposeStep[];
 }
 
@@ -47,7 +50,7 @@ const DRAFT_KINDS: ReadonlySet<InvoiceLineDraft['kind']> = new Set(['usage', 'pr
 /** The subscription an invoice bills: its id, customer, the customer's test clock, its anchor. */
 export type BilledSubscription = Pick<
   SubscriptionRow,
-  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end' | 'quantity'
+  'id' | 'customer_id' | 'test_clock_id' | 'billing_cycle_anchor' | 'current_period_end' | 'quantity' | 'tax_rate_ids'
 >;
 
 /** An invoice issued, or found issued already for that (subscription, period). */
@@ -117,6 +120,7 @@ async function issuePeriodInvoice(
   const end = issue.period.end.toISOString();
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
   const discounts = await invoiceDiscounts(trx, subscription.id, subscription.customer_id);
+  const taxes = await invoiceTaxes(trx, taxedBy(subscription, plan), ctx.config.defaultTaxRateIds ?? []);
   const content = composeInvoice(
     periodInvoiceInput({
       reason: issue.reason,
@@ -129,6 +133,8 @@ async function issuePeriodInvoice(
       pendingItems: issue.pendingItems,
       balance,
       discounts: discounts.compose,
+      taxRates: taxes.tax_rates,
+      taxExempt: taxes.tax_exempt,
     }),
     ctx.pipeline ?? PIPELINE,
   );
@@ -168,6 +174,18 @@ async function issuePeriodInvoice(
   return {
     invoice: await updateInvoice(trx, ctx, row, { next_payment_attempt_at: issue.nextPaymentAttemptAt }),
     created: false,
+  };
+}
+
+/** Whose tax rates a period's invoice applies (SPEC §14): its subscription's, its plan's, its customer's. */
+export function taxedBy(
+  subscription: Pick<SubscriptionRow, 'customer_id' | 'tax_rate_ids'>,
+  plan: Pick<PlanRow, 'tax_rate_ids'>,
+): TaxedParty {
+  return {
+    customerId: subscription.customer_id,
+    subscriptionTaxRateIds: subscription.tax_rate_ids,
+    planTaxRateIds: plan.tax_rate_ids,
   };
 }
 
@@ -349,6 +367,11 @@ export interface OneOffInvoiceInput {
   reason?: 'one_off' | 'subscription_update';
   /** When the worker charges the customer's saved method (SPEC §10); default null: it does not. */
   nextPaymentAttemptAt?: string | null;
+  /**
+   * The `tax_rate_ids` (JSON text) of the subscription and plan the items belong to (a plan
+   * change's prorations, SPEC §13), which come before the customer's in the precedence (§14).
+   */
+  taxedBy?: { subscriptionTaxRateIds?: string; planTaxRateIds?: string };
 }
 
 /**
@@ -357,7 +380,8 @@ export interface OneOffInvoiceInput {
  * taking that credit (`applied_to_invoice`). Every call issues a new invoice: callers that
  * may retry make it idempotent themselves. A negative total owes 0 and becomes the customer's
  * credit (`credit_note`, SPEC §13), never a refund. The caller holds the customer's (or, for a
- * plan change's invoice, the subscription's) lock. Throws ComposeInputError for items the
+ * plan change's invoice, the subscription's) lock. Taxed by `input.taxedBy`'s subscription or
+ * plan rates, else the customer's, else DEFAULT_TAX_RATE_IDS (SPEC §14). Throws ComposeInputError for items the
  * pipeline refuses (another currency, not a proration) and AmountOutOfRangeError (400)
  * beyond Number.MAX_SAFE_INTEGER.
  */
@@ -367,6 +391,8 @@ export async function issueOneOffInvoice(
   input: OneOffInvoiceInput,
 ): Promise<Invoice> {
   const balance = await spendableBalance(trx, input.customerId, input.currency);
+  const party = { customerId: input.customerId, ...input.taxedBy };
+  const taxes = await invoiceTaxes(trx, party, ctx.config.defaultTaxRateIds ?? []);
   const content = composeInvoice(
     oneOffInvoiceInput({
       reason: input.reason ?? 'one_off',
@@ -374,6 +400,8 @@ export async function issueOneOffInvoice(
       currency: input.currency,
       items: input.items,
       balance,
+      taxRates: taxes.tax_rates,
+      taxExempt: taxes.tax_exempt,
     }),
     ctx.pipeline ?? PIPELINE,
   );
@@ -406,7 +434,10 @@ export interface InvoicePreview extends ComposedInvoice {
   proration_date: string | null;
 }
 
-/** What a preview composes: a ComposeInput but for the balance, which the preview reads now. */
+/**
+ * What a preview composes: a ComposeInput but for the balance and the taxes, which the
+ * preview reads now (`taxedBy`: whose tax rates, SPEC §14).
+ */
 export interface PreviewTarget {
   subscriptionId: string;
   customerId: string;
@@ -414,21 +445,24 @@ export interface PreviewTarget {
   periodStart: string;
   periodEnd: string;
   prorationDate: string | null;
-  input: (balance: number) => ComposeInput;
+  taxedBy: TaxedParty;
+  input: (balance: number, taxes: InvoiceTaxes) => ComposeInput;
 }
 
 /**
  * Composes `target` as issuing would compose it now (SPEC §13 "preview"): the customer's
- * current credit balance in its currency applied, a period's discounts (SPEC §14), the same
- * pipeline, nothing stored or locked. Minor units throughout.
+ * current credit balance in its currency applied, a period's discounts and the taxes (SPEC §14;
+ * `ctx.config`'s DEFAULT_TAX_RATE_IDS), the same pipeline, nothing stored or locked. Minor
+ * units throughout.
  */
 export async function composePreview(
   db: Kysely<Database>,
-  ctx: { pipeline?: readonly ComposeStep[] },
+  ctx: { pipeline?: readonly ComposeStep[]; config?: Partial<Pick<Config, 'defaultTaxRateIds'>> },
   target: PreviewTarget,
 ): Promise<InvoicePreview> {
   const balance = Math.max(await customerBalance(db, target.customerId, target.currency), 0);
-  const input = target.input(balance);
+  const taxes = await invoiceTaxes(db, target.taxedBy, ctx.config?.defaultTaxRateIds ?? []);
+  const input = target.input(balance, taxes);
   // A period's invoice takes the discounts issuing would give it; a one-off takes none.
   const discounts =
     input.subscription === null ? [] : (await invoiceDiscounts(db, target.subscriptionId, target.customerId)).compose;

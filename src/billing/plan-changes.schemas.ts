@@ -2,7 +2,7 @@
 // serialize and document PATCH /api/subscriptions/{id} and POST /api/invoices/preview.
 import Type from 'typebox';
 import { Nullable, StringEnum, timestamp, timestampInput } from '../http/schemas.ts';
-import { invoiceLineSchema } from '../modules/invoices/invoices.schemas.ts';
+import { invoiceLineSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
 import { subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
 import { PRORATION_BEHAVIORS } from './plan-change-rules.ts';
 
@@ -74,8 +74,10 @@ export const invoicePreviewSchema = Type.Object(
     lines: Type.Array(Type.Object(lineFields)),
     subtotal: minorUnits('The subscription, proration, usage and adjustment lines'),
     total_discount: minorUnits('−(the discount lines)', 0),
-    total_tax: minorUnits('The tax lines'),
-    total: minorUnits('Every line; negative: credit for the customer'),
+    total_tax: minorUnits('The tax lines, inclusive ones too (SPEC §14)'),
+    total_tax_amounts: invoiceSchema.properties.total_tax_amounts,
+    reverse_charge: invoiceSchema.properties.reverse_charge,
+    total: minorUnits('Every line but inclusive tax lines; negative: credit for the customer'),
     applied_balance: minorUnits("The customer's credit balance it would take now", 0),
     amount_due: minorUnits('total − applied_balance, never below 0', 0),
   },
@@ -120,6 +122,8 @@ export const invoicePreviewSchema = Type.Object(
         subtotal: 484,
         total_discount: 0,
         total_tax: 0,
+        total_tax_amounts: [],
+        reverse_charge: false,
         total: 484,
         applied_balance: 0,
         amount_due: 484,

@@ -11,6 +11,7 @@ import type { Clock } from '../shared/clock.ts';
 import { isIdOf } from '../shared/ids.ts';
 import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
+import type { PlanRow } from '../db/tables/plans.table.ts';
 import {
   lockSubscription,
   lockSubscriptionForChange,
@@ -36,6 +37,7 @@ import {
   issueOneOffInvoice,
   nextUninvoicedPeriod,
   type PreviewTarget,
+  taxedBy,
 } from './issue.ts';
 import { renewalTerms } from './renewal-terms.ts';
 
@@ -182,6 +184,7 @@ export async function changeSubscription(
       const invoice = await issueOneOffInvoice(trx, ctx, {
         ...prorationInvoiceShape(row, decision.proration_date),
         reason: 'subscription_update',
+        taxedBy: taxedBy(row, (await findPlan(trx, to.plan.id))!),
         currency: to.plan.currency,
         testClockId: row.test_clock_id,
         items: [...waiting.lines, ...decision.lines],
@@ -261,8 +264,17 @@ export async function previewChange(
         periodStart: shape.periodStart,
         periodEnd: shape.periodEnd,
         prorationDate: decision.proration_date,
-        input: (balance) =>
-          oneOffInvoiceInput({ reason: 'preview', customerId: row.customer_id, currency, items, balance }),
+        taxedBy: taxedBy(row, plan),
+        input: (balance, taxes) =>
+          oneOffInvoiceInput({
+            reason: 'preview',
+            customerId: row.customer_id,
+            currency,
+            items,
+            balance,
+            taxRates: taxes.tax_rates,
+            taxExempt: taxes.tax_exempt,
+          }),
       });
     }
     return composePreview(
@@ -301,7 +313,7 @@ export async function previewChange(
 /** A subscription period's invoice to preview: `plan` × `quantity` for `period`, with `items`. */
 function periodTarget(
   row: SubscriptionRow,
-  plan: Parameters<typeof periodInvoiceInput>[0]['plan'],
+  plan: Parameters<typeof periodInvoiceInput>[0]['plan'] & Pick<PlanRow, 'tax_rate_ids'>,
   quantity: number,
   period: { start: Date; end: Date },
   items: readonly InvoiceLineDraft[],
@@ -316,7 +328,8 @@ function periodTarget(
     periodStart,
     periodEnd,
     prorationDate,
-    input: (balance) =>
+    taxedBy: taxedBy(row, plan),
+    input: (balance, taxes) =>
       periodInvoiceInput({
         reason: 'preview',
         customerId: row.customer_id,
@@ -327,6 +340,8 @@ function periodTarget(
         quantity,
         pendingItems: items,
         balance,
+        taxRates: taxes.tax_rates,
+        taxExempt: taxes.tax_exempt,
       }),
   };
 }

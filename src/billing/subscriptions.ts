@@ -33,6 +33,7 @@ import type {
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 import { releasePendingItems } from '../modules/subscriptions/subscriptions.pending-items.ts';
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
+import { checkAttachableTaxRates } from '../modules/tax-rates/tax-rates.service.ts';
 
 export type { CancelInput, CreateSubscriptionInput };
 
@@ -52,7 +53,8 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
  * redeemed in the same transaction, before the first invoice (billing/coupons.ts; its 400s
  * change nothing); the response is the subscription as `subscription.created` carries it, its
  * discount shown by GET one. `ctx` is the clock and the invoice settings (Deps fits). Throws 404 naming
- * an unknown (or deleted) customer or plan, 422 `invalid_state` for an archived plan.
+ * an unknown (or deleted) customer or plan, 422 `invalid_state` for an archived plan, 400 for
+ * `tax_rate_ids` naming a tax rate that does not exist or is archived (SPEC §14).
  */
 export async function createSubscription(
   db: Kysely<Database>,
@@ -68,6 +70,7 @@ export async function createSubscription(
     const plan = await findPlan(trx, input.plan_id);
     if (!plan) throw new NotFoundError('plan', input.plan_id);
     if (!plan.active) throw new AppError('invalid_state', `plan ${plan.id} is archived and takes no new subscriptions`);
+    await checkAttachableTaxRates(trx, input.tax_rate_ids ?? [], 'tax_rate_ids');
 
     const quantity = input.quantity ?? 1;
     // Refused now, not at the trial's end: each period bills price × quantity (SPEC §13).
@@ -100,6 +103,7 @@ export async function createSubscription(
       cancellation_reason: null,
       cancellation_comment: null,
       metadata: JSON.stringify(input.metadata ?? {}),
+      tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
       last_payment_succeeded_at: null,

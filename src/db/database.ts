@@ -14,6 +14,7 @@ import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tabl
 import type { PlansTable } from './tables/plans.table.ts';
 import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
+import type { TaxRatesTable } from './tables/tax-rates.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
@@ -43,6 +44,7 @@ export interface Database {
   refunds: RefundsTable;
   subscriptions: SubscriptionsTable;
   subscription_pending_items: SubscriptionPendingItemsTable;
+  tax_rates: TaxRatesTable;
   test_clocks: TestClocksTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -29,10 +29,11 @@ import * as eventEmittedAt from './migrations/0023_event_emitted_at.ts';
 import * as invoiceTotals from './migrations/0024_invoice_totals.ts';
 import * as billingAnchorBalances from './migrations/0025_billing_anchor_balances.ts';
 import * as invoiceDrafts from './migrations/0026_invoice_drafts.ts';
-import * as coupons from './migrations/0031_coupons.ts';
 import * as planChanges from './migrations/0027_plan_changes.ts';
 import * as dueWorkByScope from './migrations/0028_due_work_by_scope.ts';
+import * as taxesBalanceAdjustments from './migrations/0029_taxes_balance_adjustments.ts';
 import * as customerPreferredLocale from './migrations/0030_customer_preferred_locale.ts';
+import * as coupons from './migrations/0031_coupons.ts';
 import * as creditNotes from './migrations/0032_credit_notes.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
@@ -61,10 +62,11 @@ const MIGRATIONS: Record<string, Migration> = {
   '0024_invoice_totals': invoiceTotals,
   '0025_billing_anchor_balances': billingAnchorBalances,
   '0026_invoice_drafts': invoiceDrafts,
-  '0031_coupons': coupons,
   '0027_plan_changes': planChanges,
   '0028_due_work_by_scope': dueWorkByScope,
+  '0029_taxes_balance_adjustments': taxesBalanceAdjustments,
   '0030_customer_preferred_locale': customerPreferredLocale,
+  '0031_coupons': coupons,
   '0032_credit_notes': creditNotes,
 };
 

@@ -9,6 +9,7 @@ import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
 import { invoicePreviewSchema, subscriptionUpdatedSchema } from '../billing/plan-changes.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
 import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
+import { balanceTransactionListSchema, balanceTransactionSchema } from '../modules/balances/balances.schemas.ts';
 import {
   couponListSchema,
   couponSchema,
@@ -42,6 +43,7 @@ import {
   invoiceLineSchema,
   invoiceListSchema,
   invoiceSchema,
+  invoiceTaxAmountSchema,
 } from '../modules/invoices/invoices.schemas.ts';
 import {
   creditNoteLineSchema,
@@ -51,6 +53,7 @@ import {
 } from '../modules/credit-notes/credit-notes.schemas.ts';
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
+import { taxRateListSchema, taxRateSchema } from '../modules/tax-rates/tax-rates.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
 import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
 import {
@@ -77,6 +80,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   customerSchema,
   customerDetailSchema,
   customerListSchema,
+  balanceTransactionSchema,
+  balanceTransactionListSchema,
   planSchema,
   planListSchema,
   couponSchema,
@@ -84,6 +89,8 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   promotionCodeSchema,
   promotionCodeListSchema,
   discountSchema,
+  taxRateSchema,
+  taxRateListSchema,
   subscriptionSchema,
   subscriptionListSchema,
   subscriptionDetailSchema,
@@ -118,6 +125,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   providerEventListSchema,
   providerEventDetailSchema,
   invoiceLineSchema,
+  invoiceTaxAmountSchema,
   invoiceSchema,
   invoiceListSchema,
   checkoutLinkSchema,
@@ -143,6 +151,11 @@ export const TAGS = [
     name: 'Coupons',
     description:
       'Coupons and the promotion codes customers type: percent or amount off, once, repeating or forever, applied to a subscription or a customer (SPEC §14).',
+  },
+  {
+    name: 'Tax rates',
+    description:
+      'Taxes applied to invoices (SPEC §14), inclusive or exclusive; from the subscription, its plan, the customer or DEFAULT_TAX_RATE_IDS.',
   },
   {
     name: 'Subscriptions',
@@ -202,6 +215,10 @@ export const TOPIC_DATA: Record<Topic, { schema: TSchema; when: string }> = {
   'promotion_code.updated': {
     schema: promotionCodeSchema,
     when: 'A promotion code was activated or deactivated, or its metadata changed.',
+  },
+  'customer.balance_changed': {
+    schema: balanceTransactionSchema,
+    when: "A customer's credit balance moved: an adjustment, an overpayment, credit applied to an invoice (data: the transaction).",
   },
   'subscription.created': { schema: subscriptionSchema, when: 'A subscription was created.' },
   'subscription.updated': {

@@ -1,4 +1,5 @@
-// /api/customers: create, list, get, patch, delete (SPEC §3).
+// /api/customers: create, list, get, patch, delete (SPEC §3); the credit balance's ledger and
+// manual adjustments (SPEC §14).
 import type { Deps } from '../deps.ts';
 import { type ListQueryInput, listQuerySchema, parseListParams } from '../http/lists.ts';
 import { defineRoute, type Route } from '../http/route.ts';
@@ -13,6 +14,12 @@ import {
 } from '../modules/customers/customers.schemas.ts';
 import * as service from '../modules/customers/customers.service.ts';
 import * as billing from '../billing/customers.ts';
+import {
+  BALANCE_TRANSACTION_SORT_FIELDS,
+  balanceTransactionListSchema,
+  balanceTransactionSchema,
+  createAdjustmentBody,
+} from '../modules/balances/balances.schemas.ts';
 
 const common = { tags: ['Customers'], security: API_KEY_SECURITY };
 
@@ -86,6 +93,51 @@ export function customerRoutes(deps: Deps): Route[] {
         },
       },
       handler: async (request) => billing.updateCustomerWithDiscount(db, clock, request.params.id, request.body),
+    }),
+    defineRoute<{ Params: { id: string }; Querystring: ListQueryInput & { currency?: string } }>({
+      method: 'GET',
+      url: '/api/customers/:id/balance-transactions',
+      schema: {
+        ...common,
+        operationId: 'listCustomerBalanceTransactions',
+        summary: "List a customer's credit balance transactions",
+        description:
+          'The append-only ledger of the credit balance (SPEC §14): adjustments, overpayments, credit applied to invoices. The balance per currency is the sum of its transactions.',
+        params: idParams,
+        querystring: listQuerySchema(BALANCE_TRANSACTION_SORT_FIELDS, {
+          currency: { type: 'string', pattern: '^[A-Z]{3}$', description: 'Only this currency (ISO 4217)' },
+        }),
+        response: {
+          200: responseOf(balanceTransactionListSchema, 'A page of balance transactions'),
+          ...errorResponses(400, 401, 403, 404),
+        },
+      },
+      handler: async (request) =>
+        billing.listCustomerBalanceTransactions(
+          db,
+          request.params.id,
+          parseListParams(request.query),
+          request.query.currency,
+        ),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/customers/:id/balance-transactions',
+      schema: {
+        ...common,
+        operationId: 'adjustCustomerBalance',
+        summary: "Adjust a customer's credit balance",
+        description:
+          'A manual `adjustment`: positive gives credit, negative takes it. The balance never goes below 0: an adjustment that would take it there is refused with 422 `invalid_state`. Emits `customer.balance_changed`.',
+        params: idParams,
+        body: createAdjustmentBody,
+        response: {
+          201: responseOf(balanceTransactionSchema, 'The adjustment'),
+          ...errorResponses(400, 401, 403, 404, 413, 415, 422),
+        },
+      },
+      handler: async (request, reply) =>
+        reply.code(201).send(await billing.adjustCustomerBalance(db, clock, request.params.id, request.body)),
     }),
     defineRoute({
       method: 'DELETE',

@@ -27,11 +27,10 @@ import {
   renderInvoicePage,
   renderProblemPage,
 } from '../modules/documents/documents.hosted-page.ts';
-import { invoiceDocument } from '../modules/documents/documents.model.ts';
 import { documentLocale } from '../shared/locales.ts';
 import { findInvoiceRowByToken, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
-import { invoicePdfOf } from '../modules/documents/documents.service.ts';
+import { invoicePdfOf, loadInvoiceDocument } from '../modules/documents/documents.service.ts';
 import { PDF_HEADERS } from './pdf-response.ts';
 
 /** The prefix of hosted invoice URLs: `<PUBLIC_URL>/i/<token>` (hostedInvoiceUrl). */
@@ -92,7 +91,6 @@ function httpOrigin(url: string): string | undefined {
  */
 export async function registerHostedInvoicePages(app: FastifyInstance, deps: Deps): Promise<void> {
   const { businessName, publicUrl, defaultProvider } = deps.config;
-  const business = deps.config;
   // The Pay button collects through DEFAULT_PROVIDER, when it has an API key.
   const payProvider = deps.providers[defaultProvider] ? PROVIDER_DISPLAY_NAMES[defaultProvider] : undefined;
   const problems = new Map<HostedPageProblem, string>();
@@ -115,12 +113,11 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
   /** The invoice page of `row` with `status`: the Pay button when a provider can collect. */
   const invoicePage = async (reply: FastifyReply, status: number, row: InvoiceRow) => {
     const invoice = toInvoice(row, publicUrl);
-    const customer = await getBilledCustomer(deps.db, row.customer_id);
     const pay =
       payProvider === undefined
         ? undefined
         : { action: `${pagePath(invoice.hosted_invoice_url ?? '')}/pay`, provider: payProvider };
-    return sendPage(reply, status, renderInvoicePage(invoiceDocument(invoice, customer, business, { pay })));
+    return sendPage(reply, status, renderInvoicePage(await loadInvoiceDocument(deps.db, deps.config, row, pay)));
   };
 
   /** The language of the customer invoice `row` is billed to: the words of its 503 and continue pages. */

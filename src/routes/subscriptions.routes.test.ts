@@ -81,6 +81,7 @@ test('create without a trial is incomplete, not entitled, in its first period on
     ended_at: null,
     cancellation_reason: null,
     cancellation_comment: null,
+    tax_rate_ids: [],
     metadata: { seat: '3' },
     created_at: NOW,
     updated_at: NOW,

@@ -27,6 +27,7 @@ export const ID_PREFIXES = {
   pendingItem: 'pitem',
   creditNote: 'cn',
   creditNoteLine: 'cnli',
+  taxRate: 'txr',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -1,7 +1,14 @@
 // The input of a subscription period's invoice, built from the records the issuing code
 // holds (a plan row, ids, the period): one place that knows which inputs exist today.
 import type { PlanRow } from '../../db/tables/plans.table.ts';
-import type { ComposeDiscount, ComposeInput, InvoiceLineDraft, InvoiceReason } from './types.ts';
+import type {
+  ComposeDiscount,
+  ComposeInput,
+  ComposeTaxExempt,
+  ComposeTaxRate,
+  InvoiceLineDraft,
+  InvoiceReason,
+} from './types.ts';
 
 /** What a subscription period's invoice is composed from (ISO 8601 period bounds). */
 export interface PeriodInvoiceFacts {
@@ -20,20 +27,24 @@ export interface PeriodInvoiceFacts {
   balance?: number;
   /** The subscription's and the customer's discounts, in that order (SPEC §14); default none. */
   discounts?: readonly ComposeDiscount[];
+  /** The tax rates that apply (billing/taxation.ts); default none. */
+  taxRates?: readonly ComposeTaxRate[];
+  /** Whether the customer is taxed (SPEC §14); default `none`: taxed. */
+  taxExempt?: ComposeTaxExempt;
 }
 
 /**
  * The ComposeInput of one subscription period in the plan's currency: the plan × quantity
  * for `[periodStart, periodEnd)`, the proration items waiting for it (SPEC §13), its
- * discounts (SPEC §14), no usage or tax rates (none exist before SPEC §14–§15), and the
- * customer's balance.
+ * discounts and the tax rates given (SPEC §14), no usage (none exists before SPEC §15), and
+ * the customer's balance and tax status.
  */
 export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
   const { plan } = facts;
   return {
     reason: facts.reason,
     currency: plan.currency,
-    customer: { id: facts.customerId, balance: facts.balance ?? 0 },
+    customer: { id: facts.customerId, balance: facts.balance ?? 0, tax_exempt: facts.taxExempt ?? 'none' },
     subscription: {
       id: facts.subscriptionId,
       plan: { id: plan.id, name: plan.name, amount: Number(plan.amount), currency: plan.currency },
@@ -44,7 +55,7 @@ export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
     pending_items: facts.pendingItems ?? [],
     usage: [],
     discounts: facts.discounts ?? [],
-    tax_rates: [],
+    tax_rates: facts.taxRates ?? [],
   };
 }
 
@@ -58,6 +69,10 @@ export interface OneOffInvoiceFacts {
   items: readonly InvoiceLineDraft[];
   /** The customer's credit balance in `currency` (minor units, ≥ 0). */
   balance: number;
+  /** The tax rates that apply (billing/taxation.ts); default none. */
+  taxRates?: readonly ComposeTaxRate[];
+  /** Whether the customer is taxed (SPEC §14); default `none`: taxed. */
+  taxExempt?: ComposeTaxExempt;
 }
 
 /** The ComposeInput of a one-off invoice (SPEC §12): no subscription fee, `items` as pending items. */
@@ -65,11 +80,11 @@ export function oneOffInvoiceInput(facts: OneOffInvoiceFacts): ComposeInput {
   return {
     reason: facts.reason,
     currency: facts.currency,
-    customer: { id: facts.customerId, balance: facts.balance },
+    customer: { id: facts.customerId, balance: facts.balance, tax_exempt: facts.taxExempt ?? 'none' },
     subscription: null,
     pending_items: facts.items,
     usage: [],
     discounts: [],
-    tax_rates: [],
+    tax_rates: facts.taxRates ?? [],
   };
 }

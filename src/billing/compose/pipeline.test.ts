@@ -77,6 +77,8 @@ test('a flat plan: one subscription line, price × 1; subtotal = total = amount_
     subtotal: 5000,
     total_discount: 0,
     total_tax: 0,
+    total_tax_amounts: [],
+    reverse_charge: false,
     total: 5000,
     applied_balance: 0,
     amount_due: 5000,
@@ -107,6 +109,8 @@ test('a one-off invoice has no subscription fee: no lines, nothing due', () => {
     subtotal: 0,
     total_discount: 0,
     total_tax: 0,
+    total_tax_amounts: [],
+    reverse_charge: false,
     total: 0,
     applied_balance: 0,
     amount_due: 0,
@@ -135,7 +139,7 @@ test('pending proration items become lines after the fee, in their order; anythi
   assert.throws(() => composeInvoice(input({ pending_items: [{ ...credit, proration: false }] })), ComposeInputError);
 });
 
-test('usage and taxes are the identity until SPEC §14 and §15 fill them, discounts without a discount: the same lines, untouched', () => {
+test('usage is the identity until SPEC §15 fills it, discounts without a discount and taxes without a rate: the same lines, untouched', () => {
   const lines = [line('subscription', 5000), line('proration', -10), line('discount', -100), line('tax', 75)];
   for (const step of [usage, discounts, taxes]) assert.equal(step(lines, input()), lines, step.name);
 });

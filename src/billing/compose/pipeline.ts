@@ -9,6 +9,8 @@ import { prorations } from './prorations.ts';
 import { toSafeAmount } from './rounding.ts';
 import { taxes } from './taxes.ts';
 import type { ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft, InvoiceLineKind } from './types.ts';
+import { addsToTotal, type InvoiceTaxAmount } from '../../modules/invoices/invoices.schemas.ts';
+import { e4ToPercentage } from '../../modules/tax-rates/tax-rates.percentage.ts';
 import { usage } from './usage.ts';
 
 /** The steps, in order: subscription fees → prorations → usage → discounts → taxes. */
@@ -23,7 +25,9 @@ const SUBTOTAL_KINDS: ReadonlySet<InvoiceLineKind> = new Set(['subscription', 'p
  * Returns the lines in pipeline order, without ids (the invoice's writer assigns `il_…` ids),
  * and their totals in minor units: `subtotal` (subscription, proration, usage and adjustment
  * lines), `total_discount` (−the discount lines, ≥ 0), `total_tax` (the tax lines), `total`
- * (every line), `applied_balance` and `amount_due` (≥ 0). Each line was rounded once by its
+ * (every line but inclusive tax lines: addsToTotal), `applied_balance` and `amount_due` (≥ 0),
+ * `total_tax_amounts` (the tax lines per rate, SPEC §14) and `reverse_charge` (the customer
+ * is reverse-charged). Each line was rounded once by its
  * step; totals are exact sums of those rounded lines. Pure: the same input gives the same
  * result. Throws AmountOutOfRangeError (400 `validation_error`) when a line or a total is
  * beyond Number.MAX_SAFE_INTEGER, and ComposeInputError when a line is in another currency than
@@ -41,7 +45,7 @@ export function composeInvoice(input: ComposeInput, steps: readonly ComposeStep[
     if (SUBTOTAL_KINDS.has(line.kind)) subtotal += amount;
     else if (line.kind === 'discount') discount += amount;
     else tax += amount;
-    total += amount;
+    if (addsToTotal(line)) total += amount;
   }
   const totalAmount = toSafeAmount(total, 'the invoice total');
   return {
@@ -49,9 +53,34 @@ export function composeInvoice(input: ComposeInput, steps: readonly ComposeStep[
     subtotal: toSafeAmount(subtotal, 'the invoice subtotal'),
     total_discount: toSafeAmount(-discount, 'the invoice discount'),
     total_tax: toSafeAmount(tax, 'the invoice tax'),
+    total_tax_amounts: taxAmounts(lines, input),
+    reverse_charge: input.customer.tax_exempt === 'reverse',
     total: totalAmount,
     ...applyCredit(totalAmount, input.customer.balance),
   };
+}
+
+/**
+ * The tax lines of `lines` summed per rate, in the order of `input.tax_rates`, with each
+ * rate's name, percentage and inclusiveness as composed (Stripe's `total_tax_amounts`).
+ */
+function taxAmounts(lines: readonly InvoiceLineDraft[], input: ComposeInput): InvoiceTaxAmount[] {
+  const amounts: InvoiceTaxAmount[] = [];
+  for (const rate of input.tax_rates) {
+    const own = lines.filter((line) => line.kind === 'tax' && line.tax_rate_id === rate.id);
+    if (own.length === 0) continue;
+    amounts.push({
+      tax_rate_id: rate.id,
+      display_name: rate.display_name,
+      percentage: e4ToPercentage(rate.percentage_e4),
+      inclusive: rate.inclusive,
+      amount: toSafeAmount(
+        own.reduce((sum, line) => sum + BigInt(line.amount), 0n),
+        `the tax of ${rate.display_name}`,
+      ),
+    });
+  }
+  return amounts;
 }
 
 /** Throws unless `line` is billable in `currency`: a safe integer amount, a discount ≤ 0. */

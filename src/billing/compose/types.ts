@@ -11,6 +11,21 @@ import type {
 export type { InvoiceLine, InvoiceLineDraft, InvoiceLineKind };
 
 /**
+ * A tax rate as the taxes step applies it (SPEC §14): its id and name, its percentage
+ * exactly as an integer of ten-thousandths of a percent (19 % → 190000), and whether prices
+ * already contain it.
+ */
+export interface ComposeTaxRate {
+  id: string;
+  display_name: string;
+  percentage_e4: number;
+  inclusive: boolean;
+}
+
+/** SPEC §14: `none` is taxed; `exempt` and `reverse` are not (`reverse` is noted on the invoice). */
+export type ComposeTaxExempt = 'none' | 'exempt' | 'reverse';
+
+/**
  * A composed invoice: its lines in pipeline order, without ids, and their totals (minor
  * units). The pipeline is deterministic — the same input gives the same lines, in a preview
  * and in the issued invoice (SPEC §13) — so it assigns no ids: the invoice's writer
@@ -70,15 +85,18 @@ export interface ComposeDiscount {
 
 /**
  * Everything the steps read. Money is integer minor units of `currency` (ISO 4217, upper
- * case), the one currency of every line. The lists SPEC §14 and §15 will fill (usage, tax rates) are
- * typed `readonly never[]` until then: only `[]` fits, so nothing passed there can be ignored by
- * their identity steps.
+ * case), the one currency of every line. The list SPEC §15 will fill (usage) is typed
+ * `readonly never[]` until its step exists: only `[]` fits, so nothing passed there can be
+ * ignored by an identity step.
  */
 export interface ComposeInput {
   reason: InvoiceReason;
   currency: string;
-  /** The customer and their credit balance in `currency`: an integer ≥ 0 (SPEC §14; 0 until it exists). */
-  customer: { id: string; balance: number };
+  /**
+   * The customer, their credit balance in `currency` (an integer ≥ 0, SPEC §14) and whether
+   * they are taxed (default `none`: taxed).
+   */
+  customer: { id: string; balance: number; tax_exempt?: ComposeTaxExempt };
   /** The period billed; null for a one-off invoice (no subscription fee). */
   subscription: ComposeSubscription | null;
   /** Proration lines a plan or quantity change left for the next invoice (SPEC §13): `kind: proration`. */
@@ -90,8 +108,11 @@ export interface ComposeInput {
    * then the customer's.
    */
   discounts: readonly ComposeDiscount[];
-  /** Tax rates applied to this invoice (SPEC §14). */
-  tax_rates: readonly never[];
+  /**
+   * The tax rates of this invoice (SPEC §14), chosen by precedence (billing/taxation.ts):
+   * each adds (exclusive) or shows (inclusive) one `kind: tax` line.
+   */
+  tax_rates: readonly ComposeTaxRate[];
 }
 
 /**

@@ -25,6 +25,8 @@ export interface CustomerBalanceTransactionsTable {
   invoice_id: string | null;
   /** The payment whose surplus it is (`overpayment`); null for none. */
   payment_id: string | null;
+  /** Why the balance moved, as a manual adjustment's author wrote it; null for the others. */
+  description: string | null;
   created_at: string;
   /** The test clock (`clock_…`) of the customer; null: real time (SPEC §11). */
   test_clock_id: string | null;

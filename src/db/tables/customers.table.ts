@@ -26,6 +26,17 @@ export interface CustomersTable {
   preferred_locale: string | null;
   /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
   test_clock_id: string | null;
+  /** JSON array of `txr_…` ids: the customer's tax rates (SPEC §14 precedence); '[]' for none. */
+  tax_rate_ids: string;
+  /** SPEC §14: `exempt` pays no tax; `reverse` pays none and its invoices say "Reverse charge". */
+  tax_exempt: TaxExempt;
+  /** JSON array of {type, value} (customers.tax-ids.ts); '[]' for none. */
+  tax_ids: string;
+  /** JSON object {country, line1, line2?, city, postal_code, state?}, or null. */
+  address: string | null;
 }
+
+export const TAX_EXEMPT_VALUES = ['none', 'exempt', 'reverse'] as const;
+export type TaxExempt = (typeof TAX_EXEMPT_VALUES)[number];
 
 export type CustomerRow = Selectable<CustomersTable>;

@@ -23,9 +23,13 @@ export interface InvoicesTable {
   subtotal: number;
   /** Minor units, ≥ 0: −(the sum of the discount lines). */
   total_discount: number;
-  /** Minor units: the sum of the tax lines. */
+  /** Minor units: the sum of the tax lines, inclusive ones too (SPEC §14). */
   total_tax: number;
-  /** Minor units, signed: the sum of every line. */
+  /** JSON array of InvoiceTaxAmount (invoices.schemas.ts): the tax per rate as composed; '[]' for none. */
+  total_tax_amounts: string;
+  /** 1/0 on SQLite, boolean on PostgreSQL: the customer was reverse-charged (SPEC §14), so no tax. */
+  reverse_charge: boolean | number;
+  /** Minor units, signed: the sum of every line but inclusive tax lines (addsToTotal). */
   total: number;
   /** Minor units, ≥ 0: the customer's credit balance applied to this invoice. */
   applied_balance: number;

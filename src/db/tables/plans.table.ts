@@ -17,6 +17,8 @@ export interface PlansTable {
   /** 1/0 on SQLite, boolean on PostgreSQL. */
   active: boolean | number;
   metadata: string;
+  /** JSON array of `txr_…` ids (SPEC §14 precedence: subscription > plan > customer); '[]' for none. */
+  tax_rate_ids: string;
   created_at: string;
   updated_at: string;
 }

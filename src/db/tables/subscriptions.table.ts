@@ -57,6 +57,8 @@ export interface SubscriptionsTable {
   last_payment_failed_at: string | null;
   /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
   test_clock_id: string | null;
+  /** JSON array of `txr_…` ids: the most specific tax rates (SPEC §14); '[]' for none. */
+  tax_rate_ids: string;
 }
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;

@@ -10,6 +10,39 @@ import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { BalanceTransactionKind, CustomerBalanceTransactionRow } from '../../db/tables/balances.table.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
+import { defineList, type ListParams, type Page } from '../../http/lists.ts';
+import { pickFields } from '../../http/schemas.ts';
+import { emitEvent } from '../events/events.service.ts';
+import {
+  BALANCE_TRANSACTION_SORT_FIELDS,
+  type BalanceTransaction,
+  balanceTransactionSchema,
+} from './balances.schemas.ts';
+
+/** A ledger row as the API and `customer.balance_changed` show it: `kind` is `type`, amounts numbers. */
+export function toBalanceTransaction(row: CustomerBalanceTransactionRow): BalanceTransaction {
+  return pickFields(balanceTransactionSchema, { ...row, type: row.kind, amount: Number(row.amount) });
+}
+
+const transactionsList = defineList({
+  from: (db) => db.selectFrom('customer_balance_transactions'),
+  select: (query) => query.selectAll(),
+  sortable: BALANCE_TRANSACTION_SORT_FIELDS,
+  map: (rows) => rows.map(toBalanceTransaction),
+});
+
+/**
+ * A page of customer `customerId`'s balance transactions (SPEC §14), newest first by
+ * default, in every currency or only `currency`'s. The caller checks that the customer exists.
+ */
+export async function listBalanceTransactions(
+  db: Kysely<Database>,
+  customerId: string,
+  params: ListParams,
+  currency?: string,
+): Promise<Page<BalanceTransaction>> {
+  return transactionsList.page(db, params, { customer_id: customerId, currency });
+}
 
 /**
  * Customer `customerId`'s credit balance in `currency` (ISO 4217): the sum of its
@@ -79,10 +112,13 @@ export interface BalanceTransactionInput {
   kind: BalanceTransactionKind;
   invoiceId?: string | null;
   paymentId?: string | null;
+  /** Why, in the words of whoever adjusted it by hand; null for the others. */
+  description?: string | null;
 }
 
 /**
- * Appends one transaction to the ledger in `trx`, dated by `clock` (the customer's clock).
+ * Appends one transaction to the ledger in `trx`, dated by `clock` (the customer's clock),
+ * and emits `customer.balance_changed` (data: the transaction) in the same transaction.
  * A debit (negative `amount`) must come from a caller holding lockCustomerBalances and
  * never spend more than customerBalance read under it. Returns the row. Throws on an amount
  * that is 0 or not a safe integer: a caller's bug, never a client's input.
@@ -103,10 +139,12 @@ export async function recordBalanceTransaction(
     kind: input.kind,
     invoice_id: input.invoiceId ?? null,
     payment_id: input.paymentId ?? null,
+    description: input.description ?? null,
     created_at: clock.now().toISOString(),
     test_clock_id: input.testClockId,
   };
   await trx.insertInto('customer_balance_transactions').values(row).execute();
+  await emitEvent(trx, clock, 'customer.balance_changed', toBalanceTransaction(row));
   return row;
 }
 

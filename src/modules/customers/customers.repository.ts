@@ -16,6 +16,10 @@ export const CUSTOMER_COLUMNS = [
   'preferred_locale',
   'metadata',
   'test_clock_id',
+  'tax_exempt',
+  'tax_ids',
+  'tax_rate_ids',
+  'address',
   'created_at',
   'updated_at',
 ] as const;
@@ -45,10 +49,10 @@ export async function findCustomer(db: Kysely<Database>, id: string): Promise<Cu
 export async function findBilledCustomer(
   db: Kysely<Database>,
   id: string,
-): Promise<Pick<CustomerRow, 'name' | 'email' | 'preferred_locale'> | undefined> {
+): Promise<Pick<CustomerRow, 'name' | 'email' | 'preferred_locale' | 'address' | 'tax_ids'> | undefined> {
   return db
     .selectFrom('customers')
-    .select(['name', 'email', 'preferred_locale'])
+    .select(['name', 'email', 'preferred_locale', 'address', 'tax_ids'])
     .where('id', '=', id)
     .executeTakeFirst();
 }

@@ -5,6 +5,8 @@ import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, pageOf, ref, timestamp } from '../../http/schemas.ts';
 import { discountRequestFields, discountSchema } from '../coupons/coupons.schemas.ts';
 import { EMAIL_MAX_LENGTH, isValidEmail } from './customers.email.ts';
+import { taxRateIdsInput, taxRateIdsOut } from '../tax-rates/tax-rates.schemas.ts';
+import { addressSchema, taxExemptSchema, taxIdSchema, taxIdsInput } from './customers.tax.ts';
 
 /**
  * The JSON-schema formats this module defines, for the app's validator (app.ts): the API
@@ -22,6 +24,10 @@ const CUSTOMER_EXAMPLE = {
   preferred_locale: 'de-AT',
   metadata: { crm_id: '4711' },
   test_clock: null,
+  tax_exempt: 'none',
+  tax_ids: [{ type: 'eu_vat', value: 'DE123456789' }],
+  tax_rate_ids: [],
+  address: { country: 'DE', line1: 'Unter den Linden 1', city: 'Berlin', postal_code: '10117' },
   created_at: '2026-01-15T10:00:00.000Z',
   updated_at: '2026-01-15T10:00:00.000Z',
 };
@@ -44,6 +50,10 @@ export const customerSchema = Type.Object(
         description: 'The test clock (`clock_…`) whose time the customer lives in (SPEC §11); null: real time.',
       }),
     ),
+    tax_exempt: taxExemptSchema,
+    tax_ids: Type.Array(taxIdSchema, { description: 'Tax ids shown on documents (format-checked).' }),
+    tax_rate_ids: taxRateIdsOut,
+    address: Nullable(addressSchema),
     created_at: timestamp,
     updated_at: timestamp,
   },
@@ -115,6 +125,10 @@ export const createCustomerBody = Type.Object(
       }),
     ),
     ...discountRequestFields,
+    tax_exempt: Type.Optional(taxExemptSchema),
+    tax_ids: Type.Optional(taxIdsInput),
+    tax_rate_ids: Type.Optional(taxRateIdsInput),
+    address: Type.Optional(Nullable(addressSchema)),
   },
   {
     additionalProperties: false,
@@ -141,11 +155,15 @@ export const updateCustomerBody = Type.Object(
       ),
     ),
     promotion_code: discountRequestFields.promotion_code,
+    tax_exempt: Type.Optional(taxExemptSchema),
+    tax_ids: Type.Optional(taxIdsInput),
+    tax_rate_ids: Type.Optional(taxRateIdsInput),
+    address: Type.Optional(Nullable(addressSchema)),
   },
   {
     additionalProperties: false,
     description:
-      'Any of the fields. `name`/`phone`/`preferred_locale` null clears them. `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
+      'Any of the fields. `name`/`phone`/`preferred_locale`/`address` null clears them; `tax_ids` and `tax_rate_ids` replace the lists (`[]` empties them). `metadata` merges into the existing keys: a key set to "" is removed; `metadata: null` removes all.',
     examples: [{ name: 'Ada King', metadata: { crm_id: '4712' } }],
   },
 );

@@ -26,6 +26,39 @@ import {
   type UpdateCustomerInput,
 } from './customers.schemas.ts';
 import type { CustomerRow } from '../../db/tables/customers.table.ts';
+import { checkAttachableTaxRates, isCountryCode, parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
+import { type Address, isValidTaxId, type TaxId } from './customers.tax.ts';
+
+/** The tax identity columns of a new customer: none, taxed, no address (SPEC §14). */
+const NO_TAX_IDENTITY = { tax_rate_ids: '[]', tax_exempt: 'none', tax_ids: '[]', address: null } as const;
+
+/**
+ * Checks a customer's tax identity as given (SPEC §14): each tax id has its type's format,
+ * the address's country is ISO 3166-1 alpha-2, each tax rate exists and is active (or is
+ * attached to the customer already: `attached`). Throws 400 `validation_error` naming the field.
+ */
+async function checkTaxIdentity(
+  db: Kysely<Database> | Transaction<Database>,
+  input: { tax_ids?: TaxId[]; address?: Address | null; tax_rate_ids?: string[] },
+  attached: readonly string[] = [],
+): Promise<void> {
+  for (const [index, taxId] of (input.tax_ids ?? []).entries()) {
+    if (!isValidTaxId(taxId.type, taxId.value)) {
+      throw new ValidationError(
+        `tax_ids.${index}.value "${taxId.value}" is not a valid ${taxId.type} number (with its country prefix, e.g. DE123456789)`,
+        `tax_ids.${index}.value`,
+      );
+    }
+  }
+  const country = input.address?.country;
+  if (country !== undefined && !isCountryCode(country)) {
+    throw new ValidationError(
+      `address.country must be an ISO 3166-1 alpha-2 code such as DE or NG (got "${country}")`,
+      'address.country',
+    );
+  }
+  await checkAttachableTaxRates(db, input.tax_rate_ids ?? [], 'tax_rate_ids', attached);
+}
 
 /** Metadata JSON text as an object; the empty object (most customers') without parsing. */
 function parseMetadata(text: string): Record<string, string> {
@@ -37,6 +70,9 @@ export function toCustomer(row: repo.CustomerColumns): Customer {
   const customer = pickFields(customerSchema, row as unknown as Customer);
   customer.metadata = parseMetadata(row.metadata);
   customer.test_clock = row.test_clock_id;
+  customer.tax_ids = row.tax_ids === '[]' ? [] : (JSON.parse(row.tax_ids) as TaxId[]);
+  customer.tax_rate_ids = parseTaxRateIds(row.tax_rate_ids);
+  customer.address = row.address === null ? null : (JSON.parse(row.address) as Address);
   return customer;
 }
 
@@ -85,7 +121,9 @@ export type WithinCustomerChange = (trx: Transaction<Database>, row: CustomerRow
  * `options.testClocks`, TEST_CLOCKS; else 400) the customer belongs to that test clock for
  * good and is created at the clock's time (SPEC §11). Throws 409 `conflict` when a live
  * customer already has the email (compared by normalizeEmail: NFC, then lower case), 400
- * for an unknown test clock (a field of the body, like every other 400 here).
+ * for an unknown test clock (a field of the body, like every other 400 here), a tax id not in
+ * its type's format, an address country that is not ISO 3166-1 alpha-2, and tax rates that
+ * do not exist or are archived (SPEC §14).
  */
 export async function createCustomer(
   db: Kysely<Database>,
@@ -102,6 +140,7 @@ export async function createCustomer(
     throw new ValidationError(`test_clock ${testClockId} does not exist`, 'test_clock');
   }
   const preferredLocale = checkPreferredLocale(input.preferred_locale ?? null);
+  await checkTaxIdentity(db, input);
   const clock = await clockFor(db, { clock: apiClock }, testClockId);
   const now = clock.now().toISOString();
   const row: CustomerRow = {
@@ -113,6 +152,10 @@ export async function createCustomer(
     preferred_locale: preferredLocale,
     metadata: JSON.stringify(input.metadata ?? {}),
     test_clock_id: testClockId,
+    tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
+    tax_exempt: input.tax_exempt ?? 'none',
+    tax_ids: JSON.stringify(input.tax_ids ?? []),
+    address: input.address ? JSON.stringify(input.address) : null,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -162,6 +205,7 @@ export async function findOrCreateCustomerByEmail(
     preferred_locale: null,
     metadata: '{}',
     test_clock_id: null,
+    ...NO_TAX_IDENTITY,
     created_at: now,
     updated_at: now,
     deleted_at: null,
@@ -191,7 +235,7 @@ export async function getCustomer(db: Kysely<Database>, id: string): Promise<Cus
 export async function getBilledCustomer(
   db: Kysely<Database>,
   id: string,
-): Promise<Pick<CustomerRow, 'name' | 'email' | 'preferred_locale'> | undefined> {
+): Promise<Pick<CustomerRow, 'name' | 'email' | 'preferred_locale' | 'address' | 'tax_ids'> | undefined> {
   return isIdOf('customer', id) ? repo.findBilledCustomer(db, id) : undefined;
 }
 
@@ -228,7 +272,9 @@ export async function lockCustomer(trx: Transaction<Database>, id: string): Prom
  * Applies the given fields and emits `customer.updated` when anything changed; `within`, if
  * given, runs in the same transaction once the row is locked.
  * Throws 404 for unknown ids, 409 `conflict` for an email another customer has,
- * 400 when merged metadata would exceed 50 keys or `preferred_locale` has no catalogue.
+ * 400 when merged metadata would exceed 50 keys or `preferred_locale` has no catalogue, and
+ * 400 for a tax identity that fails checkTaxIdentity (an archived tax rate the customer has
+ * already may stay).
  */
 export async function updateCustomer(
   db: Kysely<Database>,
@@ -242,6 +288,7 @@ export async function updateCustomer(
     const row = await lockCustomer(trx, id);
     const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
     const current = toCustomer(row);
+    await checkTaxIdentity(trx, patch, current.tax_rate_ids);
     const next: Customer = {
       ...current,
       email: patch.email ?? current.email,
@@ -249,13 +296,19 @@ export async function updateCustomer(
       phone: patch.phone === undefined ? current.phone : patch.phone,
       preferred_locale: patch.preferred_locale === undefined ? current.preferred_locale : patch.preferred_locale,
       metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+      tax_exempt: patch.tax_exempt ?? current.tax_exempt,
+      tax_ids: patch.tax_ids ?? current.tax_ids,
+      tax_rate_ids: patch.tax_rate_ids ?? current.tax_rate_ids,
+      address: patch.address === undefined ? current.address : patch.address,
     };
     const changed =
       next.email !== current.email ||
       next.name !== current.name ||
       next.phone !== current.phone ||
       next.preferred_locale !== current.preferred_locale ||
-      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata);
+      next.tax_exempt !== current.tax_exempt ||
+      JSON.stringify([next.metadata, next.tax_ids, next.tax_rate_ids, next.address]) !==
+        JSON.stringify([current.metadata, current.tax_ids, current.tax_rate_ids, current.address]);
     await within?.(trx, row, clock);
     if (!changed) return current;
     // Recomputed only when the email changes: a row that migration 0008 found colliding
@@ -273,6 +326,10 @@ export async function updateCustomer(
       phone: next.phone,
       preferred_locale: next.preferred_locale,
       metadata: JSON.stringify(next.metadata),
+      tax_exempt: next.tax_exempt,
+      tax_ids: JSON.stringify(next.tax_ids),
+      tax_rate_ids: JSON.stringify(next.tax_rate_ids),
+      address: next.address === null ? null : JSON.stringify(next.address),
       updated_at: next.updated_at,
     });
     await emitEvent(trx, clock, 'customer.updated', next);

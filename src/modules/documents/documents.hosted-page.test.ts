@@ -44,6 +44,8 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     subtotal: 650000,
     total_discount: 0,
     total_tax: 0,
+    total_tax_amounts: [],
+    reverse_charge: false,
     total: 650000,
     applied_balance: 0,
     amount_due: 650000,
@@ -137,6 +139,11 @@ test('an open invoice says what is due and when; totals are due, paid and remain
   assert.match(html, /<p class="name"><bdi>Ada Lovelace<\/bdi><\/p>\n<p><bdi>ada@example.com<\/bdi><\/p>/);
   assert.doesNotMatch(html, /class="stamp"/);
   assert.match(html, /<main class="sheet status-open">/);
+});
+
+test('a reverse-charged invoice says "Reverse charge" (SPEC §14); others do not', () => {
+  assert.match(page({ reverse_charge: true }), /<\/table>\n<p class="reverse-charge">Reverse charge<\/p>/);
+  assert.doesNotMatch(page(), /Reverse charge/);
 });
 
 test('credit notes that lowered the amount due are shown before it; none, no row', () => {

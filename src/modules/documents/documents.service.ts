@@ -1,15 +1,22 @@
 // Reading what a document needs (SPEC §14 "Documents"): the invoice, the customer it is
 // billed to (also after the customer was deleted) and the business details from config, into
 // an InvoiceDocument; and the PDF of an invoice for GET /api/invoices/{id}/pdf and
-// /i/{token}.pdf. The only place the buyer's fields are read for documents: when customers
-// gain `address`, `tax_ids` and `tax_exempt`, they are passed to invoiceDocument here.
+// /i/{token}.pdf. The only place the buyer's fields are read for documents: the customer's
+// address and tax ids; the invoice's own `reverse_charge` and taxes per rate.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { InvoiceRow } from '../../db/tables/invoices.table.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { getBilledCustomer } from '../customers/customers.service.ts';
 import { findInvoiceRow, toInvoice } from '../invoices/invoices.lifecycle.ts';
-import { type BusinessDetails, invoiceDocument, type InvoiceDocument, type PayButton } from './documents.model.ts';
+import {
+  type BusinessDetails,
+  invoiceDocument,
+  type InvoiceDocument,
+  type PayButton,
+  type PostalAddress,
+  type TaxId,
+} from './documents.model.ts';
 import { renderInvoicePdf } from './documents.pdf.ts';
 
 /** Config a document reads: the business details and PUBLIC_URL (the hosted link). */
@@ -31,7 +38,23 @@ export async function loadInvoiceDocument(
   pay?: PayButton,
 ): Promise<InvoiceDocument> {
   const customer = await getBilledCustomer(db, row.customer_id);
-  return invoiceDocument(toInvoice(row, config.publicUrl), customer, config, pay ? { pay } : {});
+  const invoice = toInvoice(row, config.publicUrl);
+  const buyer = customer && {
+    ...customer,
+    address: customer.address === null ? null : (JSON.parse(customer.address) as PostalAddress),
+    taxIds: JSON.parse(customer.tax_ids) as TaxId[],
+  };
+  return invoiceDocument(invoice, buyer, config, {
+    reverseCharge: invoice.reverse_charge,
+    // Taxes by rate as the invoice was composed (its names and percentages then, not now).
+    taxes: invoice.total_tax_amounts.map((tax) => ({
+      name: tax.display_name,
+      percentage: tax.percentage,
+      inclusive: tax.inclusive,
+      amount: tax.amount,
+    })),
+    ...(pay ? { pay } : {}),
+  });
 }
 
 /** The PDF of invoice `row`, whatever its status (a draft is marked as one). */

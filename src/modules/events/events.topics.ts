@@ -10,6 +10,7 @@ export const TOPICS = [
   'coupon.deleted',
   'promotion_code.created',
   'promotion_code.updated',
+  'customer.balance_changed',
   'subscription.created',
   'subscription.updated',
   'subscription.update_scheduled',

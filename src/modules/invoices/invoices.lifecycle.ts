@@ -14,7 +14,14 @@ import { isIdOf, newId } from '../../shared/ids.ts';
 import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/events.topics.ts';
 import { type InvoiceEvent, nextInvoiceStatus } from './invoices.status.ts';
-import { type Invoice, type InvoiceContent, type InvoiceLine, invoiceSchema } from './invoices.schemas.ts';
+import {
+  addsToTotal,
+  type Invoice,
+  type InvoiceContent,
+  type InvoiceLine,
+  invoiceSchema,
+  type InvoiceTaxAmount,
+} from './invoices.schemas.ts';
 import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
@@ -46,6 +53,8 @@ export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
     subtotal: Number(row.subtotal),
     total_discount: Number(row.total_discount),
     total_tax: Number(row.total_tax),
+    total_tax_amounts: row.total_tax_amounts === '[]' ? [] : (JSON.parse(row.total_tax_amounts) as InvoiceTaxAmount[]),
+    reverse_charge: Boolean(row.reverse_charge),
     total: Number(row.total),
     applied_balance: Number(row.applied_balance),
     amount_due: Number(row.amount_due),
@@ -191,7 +200,7 @@ export interface InvoiceDraft {
  * and its violation rolls the whole transaction back (so no number is lost). Lines and
  * totals are stored as `draft.content` has them, each line given an `il_…` id. Throws when a
  * line is in another currency than `draft.currency` or the totals do not add up (total = the
- * lines, amount_due = max(total, 0) − applied_balance ≥ 0): content composeInvoice did not make.
+ * lines that addsToTotal, amount_due = max(total, 0) − applied_balance ≥ 0): content composeInvoice did not make.
  */
 export async function issueInvoice(
   trx: Transaction<Database>,
@@ -209,7 +218,7 @@ export async function issueInvoice(
           .executeTakeFirst();
   if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
   const { content } = draft;
-  const sum = content.lines.reduce((total, line) => total + BigInt(line.amount), 0n);
+  const sum = content.lines.reduce((total, line) => (addsToTotal(line) ? total + BigInt(line.amount) : total), 0n);
   if (
     content.lines.some((line) => line.currency !== draft.currency) ||
     sum !== BigInt(content.total) ||
@@ -238,6 +247,8 @@ export async function issueInvoice(
     subtotal: content.subtotal,
     total_discount: content.total_discount,
     total_tax: content.total_tax,
+    total_tax_amounts: JSON.stringify(content.total_tax_amounts),
+    reverse_charge: content.reverse_charge,
     total: content.total,
     applied_balance: content.applied_balance,
     amount_due: content.amount_due,

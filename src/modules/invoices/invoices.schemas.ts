@@ -35,11 +35,18 @@ export const invoiceLineSchema = Type.Object(
     meter_id: Type.Optional(Type.String({ description: 'The meter a usage line bills' })),
     coupon_id: Type.Optional(Type.String({ description: 'The coupon a discount line applies' })),
     tax_rate_id: Type.Optional(Type.String({ description: 'The tax rate a tax line applies' })),
+    inclusive: Type.Optional(
+      Type.Boolean({
+        description:
+          'Tax lines only. true: the tax is already inside the lines above (an inclusive rate): shown, not added to `total`.',
+      }),
+    ),
     proration: Type.Boolean({ description: 'True for the lines a plan or quantity change prorated' }),
   },
   {
     $id: 'InvoiceLine',
-    description: 'What the invoice charges for, in pipeline order; `total` is the sum of the lines.',
+    description:
+      'What the invoice charges for, in pipeline order; `total` is the sum of the lines, but for inclusive tax lines (already inside the others).',
     examples: [
       {
         id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
@@ -64,17 +71,55 @@ export type InvoiceLine = Static<typeof invoiceLineSchema>;
 export type InvoiceLineDraft = Omit<InvoiceLine, 'id'>;
 
 /**
+ * Whether `line` counts in an invoice's `total`: every line but an inclusive tax line, whose
+ * amount is already inside the lines it was computed from (SPEC §14: shown, total unchanged).
+ */
+export function addsToTotal(line: Pick<InvoiceLineDraft, 'kind' | 'inclusive'>): boolean {
+  return line.kind !== 'tax' || line.inclusive !== true;
+}
+
+/** The tax of one rate on an invoice (SPEC §14), as Stripe's `total_tax_amounts`. */
+export const invoiceTaxAmountSchema = Type.Object(
+  {
+    tax_rate_id: Type.String(),
+    display_name: Type.String({ description: "The rate's name when the invoice was composed" }),
+    percentage: Type.Number({ description: 'Percent, up to 4 decimals' }),
+    inclusive: Type.Boolean({ description: 'true: inside the total (shown); false: added to it' }),
+    amount: signedMinorUnits('The tax of this rate, rounded once (half away from zero)'),
+  },
+  {
+    $id: 'InvoiceTaxAmount',
+    description: 'The tax one rate adds to (or, inclusive, shows inside) an invoice: its tax line, summed per rate.',
+    examples: [
+      {
+        tax_rate_id: 'txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        display_name: 'VAT',
+        percentage: 19,
+        inclusive: false,
+        amount: 931,
+      },
+    ],
+  },
+);
+
+export type InvoiceTaxAmount = Static<typeof invoiceTaxAmountSchema>;
+
+/**
  * What an invoice bills (SPEC §9 "Totals"), as the billing core composes it: the lines in
  * pipeline order and their sums, all in minor units. `subtotal` = the subscription,
  * proration, usage and adjustment lines; `total_discount` = −(the discount lines), ≥ 0;
- * `total_tax` = the tax lines; `total` = every line; `applied_balance` = the customer's
- * credit applied, ≥ 0; `amount_due` = total − applied_balance, ≥ 0.
+ * `total_tax` = the tax lines, inclusive ones too; `total` = every line that addsToTotal;
+ * `applied_balance` = the customer's credit applied, ≥ 0; `amount_due` = total −
+ * applied_balance, ≥ 0. `total_tax_amounts`: the tax per rate (SPEC §14); `reverse_charge`:
+ * the customer is reverse-charged, so no tax line was made.
  */
 export interface InvoiceContent {
   lines: readonly InvoiceLineDraft[];
   subtotal: number;
   total_discount: number;
   total_tax: number;
+  total_tax_amounts: InvoiceTaxAmount[];
+  reverse_charge: boolean;
   total: number;
   applied_balance: number;
   amount_due: number;
@@ -91,6 +136,8 @@ const INVOICE_EXAMPLE = {
   subtotal: 500000,
   total_discount: 0,
   total_tax: 0,
+  total_tax_amounts: [],
+  reverse_charge: false,
   total: 500000,
   applied_balance: 0,
   amount_due: 500000,
@@ -143,8 +190,15 @@ export const invoiceSchema = Type.Object(
     currency: Type.String({ description: 'ISO 4217, upper case' }),
     subtotal: signedMinorUnits('The subscription, proration, usage and adjustment lines: before discounts and taxes'),
     total_discount: minorUnits('The discounts: −(the sum of the discount lines)'),
-    total_tax: signedMinorUnits('The sum of the tax lines'),
-    total: signedMinorUnits('The sum of every line'),
+    total_tax: signedMinorUnits("The sum of the tax lines, inclusive taxes too (as Stripe's `tax`)"),
+    total_tax_amounts: Type.Array(ref(invoiceTaxAmountSchema), {
+      description: 'The tax per rate (SPEC §14): exclusive ones are in `total`, inclusive ones inside the lines.',
+    }),
+    reverse_charge: Type.Boolean({
+      description:
+        'The customer was reverse-charged (`tax_exempt: reverse`, SPEC §14): no tax; documents say "Reverse charge".',
+    }),
+    total: signedMinorUnits('The sum of every line but inclusive tax lines (already inside the others)'),
     applied_balance: minorUnits("The customer's credit balance applied: min(balance, max(total, 0))"),
     amount_due: minorUnits(
       'What the customer owes: total − applied_balance − pre_payment_credit_notes_amount, never below 0',

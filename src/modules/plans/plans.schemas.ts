@@ -3,6 +3,7 @@
 import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
 import { PLAN_INTERVALS } from '../../db/tables/plans.table.ts';
+import { taxRateIdsInput, taxRateIdsOut } from '../tax-rates/tax-rates.schemas.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
 /**
@@ -24,6 +25,7 @@ export const planSchema = Type.Object(
     interval_count: Type.Integer(),
     trial_period_days: Type.Integer(),
     active: Type.Boolean({ description: 'false = archived: no new subscriptions.' }),
+    tax_rate_ids: taxRateIdsOut,
     metadata: metadataOut,
     created_at: timestamp,
     updated_at: timestamp,
@@ -41,6 +43,7 @@ export const planSchema = Type.Object(
         interval_count: 1,
         trial_period_days: 14,
         active: true,
+        tax_rate_ids: [],
         metadata: { tier: 'pro' },
         created_at: '2026-01-15T10:00:00.000Z',
         updated_at: '2026-01-15T10:00:00.000Z',
@@ -71,6 +74,7 @@ export const createPlanBody = Type.Object(
       }),
     ),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730, default: 0 })),
+    tax_rate_ids: Type.Optional(taxRateIdsInput),
     metadata: Type.Optional(metadataSchema),
   },
   {

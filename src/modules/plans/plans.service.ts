@@ -17,11 +17,17 @@ import {
   type UpdatePlanInput,
 } from './plans.schemas.ts';
 import type { PlanRow } from '../../db/tables/plans.table.ts';
+import { checkAttachableTaxRates, parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 /** A plans row as the API shows it: `active` as a boolean (SQLite stores 1/0), `metadata` parsed. */
 export function toPlan(row: PlanRow): Plan {
-  return pickFields(planSchema, { ...row, active: Boolean(row.active), metadata: JSON.parse(row.metadata) });
+  return pickFields(planSchema, {
+    ...row,
+    active: Boolean(row.active),
+    tax_rate_ids: parseTaxRateIds(row.tax_rate_ids),
+    metadata: JSON.parse(row.metadata),
+  });
 }
 
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
@@ -29,7 +35,8 @@ const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 /**
  * Creates an active plan. Throws 400 `validation_error` for a currency that is not ISO 4217,
  * or an `interval_count` above MAX_INTERVAL_COUNT for its interval (periods of at most
- * three years).
+ * three years), and for `tax_rate_ids` naming a tax rate that does not exist or is archived
+ * (SPEC §14).
  */
 export async function createPlan(db: Kysely<Database>, clock: Clock, input: CreatePlanInput): Promise<Plan> {
   if (!CURRENCIES.has(input.currency)) {
@@ -45,6 +52,7 @@ export async function createPlan(db: Kysely<Database>, clock: Clock, input: Crea
       'interval_count',
     );
   }
+  await checkAttachableTaxRates(db, input.tax_rate_ids ?? [], 'tax_rate_ids');
   const now = clock.now().toISOString();
   const row: PlanRow = {
     id: newId('plan'),
@@ -56,6 +64,7 @@ export async function createPlan(db: Kysely<Database>, clock: Clock, input: Crea
     trial_period_days: input.trial_period_days ?? 0,
     active: true,
     metadata: JSON.stringify(input.metadata ?? {}),
+    tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
     created_at: now,
     updated_at: now,
   };

@@ -16,6 +16,7 @@ import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/events.topics.ts';
 import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscriptions.status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
+import { parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
 import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
 import { deletePendingItems } from './subscriptions.pending-items.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
@@ -31,6 +32,7 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     ...row,
     entitled: isEntitled(row.status),
     cancel_at_period_end: Boolean(row.cancel_at_period_end),
+    tax_rate_ids: parseTaxRateIds(row.tax_rate_ids),
     pending_update:
       row.pending_plan_id === null || row.pending_effective_at === null
         ? null

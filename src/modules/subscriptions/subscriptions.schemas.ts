@@ -13,6 +13,7 @@ import {
 } from '../../http/schemas.ts';
 import { SUBSCRIPTION_STATUSES } from './subscriptions.status.ts';
 import { discountRequestFields, discountSchema } from '../coupons/coupons.schemas.ts';
+import { taxRateIdsInput, taxRateIdsOut } from '../tax-rates/tax-rates.schemas.ts';
 import { CANCELLATION_REASONS, type CancellationReason } from '../../db/tables/subscriptions.table.ts';
 
 /** A change scheduled for the end of the period (SPEC §13), applied by the renewal. */
@@ -55,6 +56,7 @@ export const subscriptionSchema = Type.Object(
       enum: [...CANCELLATION_REASONS, null],
     }),
     cancellation_comment: Nullable(Type.String()),
+    tax_rate_ids: taxRateIdsOut,
     metadata: metadataOut,
     created_at: timestamp,
     updated_at: timestamp,
@@ -80,6 +82,7 @@ export const subscriptionSchema = Type.Object(
         ended_at: null,
         cancellation_reason: null,
         cancellation_comment: null,
+        tax_rate_ids: [],
         metadata: {},
         created_at: '2026-01-15T10:00:00.000Z',
         updated_at: '2026-01-15T10:00:00.000Z',
@@ -121,6 +124,7 @@ export const createSubscriptionBody = Type.Object(
     customer_id: Type.String({ minLength: 1, maxLength: 64 }),
     plan_id: Type.String({ minLength: 1, maxLength: 64 }),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730 })),
+    tax_rate_ids: Type.Optional(taxRateIdsInput),
     quantity: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'Units of the plan (seats); default 1' }),
     ),
