@@ -121,3 +121,61 @@ test('a draft has a PDF through the API, marked DRAFT, and none at a hosted link
   assert.equal((await get(app, '/api/invoices/nope/pdf')).status, 404);
   assert.equal((await get(app, `/api/invoices/${invoice.id}/pdf`, null)).status, 401);
 });
+
+test('the worked example end to end: 20 % off €49.00 with 19 % VAT exclusive is discount 9.80, tax 7.45, total 46.65 on the invoice, its page and its PDF; a reverse-charged buyer’s PDF shows its address, VAT id and "Reverse charge"', async (t) => {
+  const app = await buildTestApp(t, { env: ENV });
+  const rate = await app.request('POST', '/api/tax-rates', {
+    body: { display_name: 'MwSt.', percentage: 19, inclusive: false, country: 'DE' },
+  });
+  assert.equal(rate.status, 201, rate.text);
+  const coupon = await app.request('POST', '/api/coupons', {
+    body: { name: 'Launch', percent_off: 20, duration: 'forever' },
+  });
+  assert.equal(coupon.status, 201, coupon.text);
+  const plan = await createPlan(app, { name: 'Pro', amount: 4900, currency: 'EUR', tax_rate_ids: [rate.body.id] });
+  const address = { line1: 'Hauptstraße 5', postal_code: '10115', city: 'Berlin', country: 'DE' };
+
+  const invoiceFor = async (body: Record<string, unknown>) => {
+    const customer = await app.request('POST', '/api/customers', { body: { preferred_locale: 'de', ...body } });
+    assert.equal(customer.status, 201, customer.text);
+    const sub = await app.request('POST', '/api/subscriptions', {
+      body: { customer_id: customer.body.id, plan_id: plan.id, coupon: coupon.body.id },
+    });
+    assert.equal(sub.status, 201, sub.text);
+    return (await app.request('GET', `/api/invoices?subscription_id=${sub.body.id}`)).body.data[0];
+  };
+
+  const taxed = await invoiceFor({ email: 'einkauf@example.de', name: 'Käufer GmbH' });
+  assert.deepEqual(
+    [taxed.subtotal, taxed.total_discount, taxed.total_tax, taxed.total, taxed.amount_due],
+    [4900, 980, 745, 4665, 4665],
+  );
+  assert.deepEqual(
+    taxed.lines.map((line: { kind: string; amount: number }) => [line.kind, line.amount]),
+    [
+      ['subscription', 4900],
+      ['discount', -980],
+      ['tax', 745],
+    ],
+  );
+  const taxedText = await textOf((await get(app, `/api/invoices/${taxed.id}/pdf`)).bytes);
+  for (const expected of ['Zwischensumme 49,00 €', '-9,80 €', 'MwSt. 19 % 7,45 €', 'Gesamt 46,65 €']) {
+    assert.ok(taxedText.includes(expected), `${expected} in:\n${taxedText}`);
+  }
+  const page = await fetch(taxed.hosted_invoice_url.replace('https://billing.example.com', app.baseUrl));
+  assert.match(await page.text(), /46,65\u00a0€/);
+
+  const reversed = await invoiceFor({
+    email: 'reverse@example.de',
+    name: 'Reverse GmbH',
+    tax_exempt: 'reverse',
+    tax_ids: [{ type: 'eu_vat', value: 'DE123456789' }],
+    address,
+  });
+  assert.deepEqual([reversed.total_tax, reversed.total, reversed.reverse_charge], [0, 3920, true]);
+  const reversedText = await textOf((await get(app, `/api/invoices/${reversed.id}/pdf`)).bytes);
+  for (const expected of ['Hauptstraße 5', '10115 Berlin', 'DE123456789', 'Steuerschuldnerschaft', 'Gesamt 39,20 €']) {
+    assert.ok(reversedText.includes(expected), `${expected} in:\n${reversedText}`);
+  }
+  assert.ok(!reversedText.includes('MwSt.'), reversedText);
+});

@@ -89,10 +89,8 @@ export function fullInvoice(overrides: Partial<Invoice> = {}): Invoice {
         tax_rate_id: 'txr_07',
       },
     ],
-    total_tax_amounts: [
-      { tax_rate_id: 'txr_19', display_name: 'VAT', percentage: 19, inclusive: false, amount: 25650 },
-      { tax_rate_id: 'txr_07', display_name: 'VAT', percentage: 7, inclusive: false, amount: 630 },
-    ],
+    // Per rate: FULL_TAXES, given to a document explicitly; empty here, so tax lines show as rows.
+    total_tax_amounts: [],
     reverse_charge: false,
     hosted_invoice_url: 'https://billing.example.com/i/TOKEN',
     paid_at: null,

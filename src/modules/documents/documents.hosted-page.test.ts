@@ -142,7 +142,9 @@ test('an open invoice says what is due and when; totals are due, paid and remain
 });
 
 test('a reverse-charged invoice says "Reverse charge" (SPEC §14); others do not', () => {
-  assert.match(page({ reverse_charge: true }), /<\/table>\n<p class="reverse-charge">Reverse charge<\/p>/);
+  const reversed = page({ reverse_charge: true });
+  assert.match(reversed, /<tr><th scope="row">Reverse charge<\/th><td class="num">₦0.00<\/td><\/tr>/);
+  assert.match(reversed, /Reverse charge: VAT is to be accounted for by the customer\./);
   assert.doesNotMatch(page(), /Reverse charge/);
 });
 

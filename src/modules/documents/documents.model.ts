@@ -96,7 +96,8 @@ export interface BusinessDetails {
 /**
  * The document of `invoice` billed to `customer` (undefined: its row is gone; then `en`)
  * from `business`: the seller from config, the buyer and the locale from the customer
- * (preferred_locale, SPEC §14). `extra`: reverse charge, taxes by rate, the Pay button.
+ * (preferred_locale, SPEC §14), reverse charge and taxes by rate from the invoice
+ * (`reverse_charge`, `total_tax_amounts`). `extra`: the Pay button, or those two overridden.
  */
 export function invoiceDocument(
   invoice: Invoice,
@@ -118,6 +119,18 @@ export function invoiceDocument(
       ...(customer.taxIds === undefined ? {} : { taxIds: customer.taxIds }),
     },
     locale: documentLocale(customer?.preferred_locale),
+    // The invoice's own tax facts, as it was composed (names and percentages then, not now).
+    reverseCharge: invoice.reverse_charge,
+    ...(invoice.total_tax_amounts.length === 0
+      ? {}
+      : {
+          taxes: invoice.total_tax_amounts.map((tax) => ({
+            name: tax.display_name,
+            percentage: tax.percentage,
+            inclusive: tax.inclusive,
+            amount: tax.amount,
+          })),
+        }),
     ...extra,
   };
 }

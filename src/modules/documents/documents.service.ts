@@ -44,17 +44,7 @@ export async function loadInvoiceDocument(
     address: customer.address === null ? null : (JSON.parse(customer.address) as PostalAddress),
     taxIds: JSON.parse(customer.tax_ids) as TaxId[],
   };
-  return invoiceDocument(invoice, buyer, config, {
-    reverseCharge: invoice.reverse_charge,
-    // Taxes by rate as the invoice was composed (its names and percentages then, not now).
-    taxes: invoice.total_tax_amounts.map((tax) => ({
-      name: tax.display_name,
-      percentage: tax.percentage,
-      inclusive: tax.inclusive,
-      amount: tax.amount,
-    })),
-    ...(pay ? { pay } : {}),
-  });
+  return invoiceDocument(invoice, buyer, config, pay ? { pay } : {});
 }
 
 /** The PDF of invoice `row`, whatever its status (a draft is marked as one). */
