@@ -27,9 +27,10 @@ const LAYERS = [
   ['src/modules/payment-attempts/'],
   ['src/modules/dunning/'],
   ['src/modules/invoices/'],
-  ['src/modules/documents/'],
   ['src/modules/payments/'],
   ['src/modules/credit-notes/'],
+  // Documents read invoices, customers and credit notes (a credit note's PDF).
+  ['src/modules/documents/'],
   ['src/modules/webhooks/'],
   ['src/deps.ts'],
   // The billing core: compose, issue, settle, refund, collect.

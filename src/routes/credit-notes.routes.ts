@@ -16,6 +16,8 @@ import {
   creditNoteListSchema,
   creditNoteSchema,
 } from '../modules/credit-notes/credit-notes.schemas.ts';
+import { getCreditNotePdf } from '../modules/documents/documents.service.ts';
+import { PDF_HEADERS } from './pdf-response.ts';
 
 const common = { tags: ['Credit notes'], security: API_KEY_SECURITY };
 // No NUL: PostgreSQL rejects it in text parameters (a 500), SQLite does not; bad input is a 4xx.
@@ -23,7 +25,7 @@ const idFilter = { type: 'string', maxLength: 64, pattern: '^[^\\u0000]*$' } as 
 
 /** Routes of credit notes. */
 export function creditNoteRoutes(deps: Deps): Route[] {
-  const { db } = deps;
+  const { db, config } = deps;
   return [
     defineRoute({
       method: 'POST',
@@ -79,6 +81,29 @@ export function creditNoteRoutes(deps: Deps): Route[] {
         response: { 200: responseOf(creditNoteSchema, 'The credit note'), ...errorResponses(401, 403, 404) },
       },
       handler: async (request) => getCreditNote(db, request.params.id),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/credit-notes/:id/pdf',
+      schema: {
+        ...common,
+        operationId: 'getCreditNotePdf',
+        summary: 'Get a credit note as a PDF',
+        description:
+          'The credit note as a PDF (A4), laid out as an invoice\'s, in the language of the customer\'s `preferred_locale` (SPEC §14 "Credit notes"): seller and buyer, number, date, the invoice credited (its number), reason, the credited lines (or one line for a note issued for an amount), how the amount splits (taken off the amount due, refunded, credited to the balance, out of band), total and memo. A `void` note is stamped. The same note in the same state always gives the same bytes.',
+        params: idParams,
+        response: {
+          200: {
+            description: 'The credit note as a PDF',
+            content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } },
+          },
+          ...errorResponses(401, 403, 404),
+        },
+      },
+      handler: async (request, reply) => {
+        const { filename, pdf } = await getCreditNotePdf(db, config, request.params.id);
+        return reply.headers({ ...PDF_HEADERS, 'content-disposition': `inline; filename="${filename}"` }).send(pdf);
+      },
     }),
     defineRoute({
       method: 'POST',

@@ -4,6 +4,7 @@
 // user text inside a sentence comes isolated (documents.view.ts). Adding a language is one
 // entry here and its code in shared/locales.ts; tsc fails until every message is written.
 import type { DocumentLanguage } from '../../shared/locales.ts';
+import type { CreditNoteReason, CreditNoteStatus } from '../../db/tables/credit-notes.table.ts';
 import type { InvoiceStatus } from '../invoices/invoices.status.ts';
 
 /** One language's words. */
@@ -56,6 +57,31 @@ export interface Messages {
   continueTitle: string;
   continueText: (provider: string) => string;
   continueTo: (provider: string) => string;
+  /** A credit note's PDF (SPEC §14 "Credit notes"). */
+  creditNote: CreditNoteMessages;
+}
+
+/** The words of a credit note's document: title, its fields and how its amount splits. */
+export interface CreditNoteMessages {
+  title: string;
+  number: string;
+  /** The label of the invoice the note credits (its number). */
+  invoice: string;
+  reason: string;
+  reasons: Record<CreditNoteReason, string>;
+  status: Record<CreditNoteStatus, string>;
+  /** The headline: the whole credit. */
+  credited: (amount: string) => string;
+  /** Under the headline: the invoice credited. */
+  forInvoice: (number: string) => string;
+  /** The one line of a note issued for an amount (no invoice lines). */
+  amountLine: string;
+  /** pre_payment_amount, refund_amount, credit_amount, out_of_band_amount. */
+  prePayment: string;
+  refund: string;
+  credit: string;
+  outOfBand: string;
+  memo: string;
 }
 
 const en: Messages = {
@@ -123,6 +149,27 @@ const en: Messages = {
   continueTitle: 'Continue to payment',
   continueText: (provider) => `Your payment page at ${provider} is ready.`,
   continueTo: (provider) => `Continue to ${provider}`,
+  creditNote: {
+    title: 'Credit note',
+    number: 'Credit note number',
+    invoice: 'Invoice credited',
+    reason: 'Reason',
+    reasons: {
+      duplicate: 'Duplicate',
+      fraudulent: 'Fraudulent',
+      order_change: 'Order change',
+      product_unsatisfactory: 'Product unsatisfactory',
+    },
+    status: { issued: 'Issued', void: 'Void' },
+    credited: (amount) => `${amount} credited`,
+    forInvoice: (number) => `Credits invoice ${number}`,
+    amountLine: 'Credit',
+    prePayment: 'Taken off the amount due',
+    refund: 'Refunded',
+    credit: 'Credited to balance',
+    outOfBand: 'Returned out of band',
+    memo: 'Memo',
+  },
 };
 
 const fr: Messages = {
@@ -190,6 +237,27 @@ const fr: Messages = {
   continueTitle: 'Continuer vers le paiement',
   continueText: (provider) => `Votre page de paiement chez ${provider} est prête.`,
   continueTo: (provider) => `Continuer vers ${provider}`,
+  creditNote: {
+    title: 'Avoir',
+    number: 'Numéro d’avoir',
+    invoice: 'Facture concernée',
+    reason: 'Motif',
+    reasons: {
+      duplicate: 'Doublon',
+      fraudulent: 'Fraude',
+      order_change: 'Modification de commande',
+      product_unsatisfactory: 'Produit insatisfaisant',
+    },
+    status: { issued: 'Émis', void: 'Annulé' },
+    credited: (amount) => `Avoir de ${amount}`,
+    forInvoice: (number) => `Concerne la facture ${number}`,
+    amountLine: 'Crédit',
+    prePayment: 'Déduit du montant dû',
+    refund: 'Remboursé',
+    credit: 'Crédité sur le solde du client',
+    outOfBand: 'Restitué hors plateforme',
+    memo: 'Note',
+  },
 };
 
 const de: Messages = {
@@ -258,6 +326,27 @@ const de: Messages = {
   continueTitle: 'Weiter zur Zahlung',
   continueText: (provider) => `Ihre Zahlungsseite bei ${provider} ist bereit.`,
   continueTo: (provider) => `Weiter zu ${provider}`,
+  creditNote: {
+    title: 'Gutschrift',
+    number: 'Gutschriftnummer',
+    invoice: 'Betroffene Rechnung',
+    reason: 'Grund',
+    reasons: {
+      duplicate: 'Duplikat',
+      fraudulent: 'Betrug',
+      order_change: 'Bestelländerung',
+      product_unsatisfactory: 'Produkt nicht zufriedenstellend',
+    },
+    status: { issued: 'Ausgestellt', void: 'Storniert' },
+    credited: (amount) => `Gutschrift über ${amount}`,
+    forInvoice: (number) => `Zu Rechnung ${number}`,
+    amountLine: 'Gutschrift',
+    prePayment: 'Vom fälligen Betrag abgezogen',
+    refund: 'Erstattet',
+    credit: 'Dem Kundenguthaben gutgeschrieben',
+    outOfBand: 'Anderweitig erstattet',
+    memo: 'Notiz',
+  },
 };
 
 const es: Messages = {
@@ -325,6 +414,27 @@ const es: Messages = {
   continueTitle: 'Continuar con el pago',
   continueText: (provider) => `Su página de pago en ${provider} está lista.`,
   continueTo: (provider) => `Continuar a ${provider}`,
+  creditNote: {
+    title: 'Nota de crédito',
+    number: 'Número de nota de crédito',
+    invoice: 'Factura rectificada',
+    reason: 'Motivo',
+    reasons: {
+      duplicate: 'Duplicado',
+      fraudulent: 'Fraudulento',
+      order_change: 'Cambio de pedido',
+      product_unsatisfactory: 'Producto insatisfactorio',
+    },
+    status: { issued: 'Emitida', void: 'Anulada' },
+    credited: (amount) => `Crédito de ${amount}`,
+    forInvoice: (number) => `Corresponde a la factura ${number}`,
+    amountLine: 'Crédito',
+    prePayment: 'Descontado del importe adeudado',
+    refund: 'Reembolsado',
+    credit: 'Abonado al saldo del cliente',
+    outOfBand: 'Devuelto fuera de la plataforma',
+    memo: 'Nota',
+  },
 };
 
 const pt: Messages = {
@@ -392,6 +502,27 @@ const pt: Messages = {
   continueTitle: 'Continuar para o pagamento',
   continueText: (provider) => `A sua página de pagamento em ${provider} está pronta.`,
   continueTo: (provider) => `Continuar para ${provider}`,
+  creditNote: {
+    title: 'Nota de crédito',
+    number: 'Número da nota de crédito',
+    invoice: 'Fatura creditada',
+    reason: 'Motivo',
+    reasons: {
+      duplicate: 'Duplicado',
+      fraudulent: 'Fraudulento',
+      order_change: 'Alteração de encomenda',
+      product_unsatisfactory: 'Produto insatisfatório',
+    },
+    status: { issued: 'Emitida', void: 'Anulada' },
+    credited: (amount) => `Crédito de ${amount}`,
+    forInvoice: (number) => `Referente à fatura ${number}`,
+    amountLine: 'Crédito',
+    prePayment: 'Deduzido do montante em dívida',
+    refund: 'Reembolsado',
+    credit: 'Creditado no saldo do cliente',
+    outOfBand: 'Devolvido fora da plataforma',
+    memo: 'Nota',
+  },
 };
 
 /** Every language's catalogue (SPEC §14): the words of the documents. */

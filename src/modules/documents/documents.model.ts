@@ -4,6 +4,7 @@
 // buyer's address and tax ids, reverse charge, taxes by rate) are optional: whoever adds
 // them to their record passes them here, one line each (invoiceDocument's callers).
 import { type DocumentLocale, documentLocale } from '../../shared/locales.ts';
+import type { CreditNote } from '../credit-notes/credit-notes.records.ts';
 import type { Invoice } from '../invoices/invoices.schemas.ts';
 
 /** A postal address as SPEC §14 names its parts; every part optional. */
@@ -107,18 +108,7 @@ export function invoiceDocument(
 ): InvoiceDocument {
   return {
     invoice,
-    seller: {
-      name: business.businessName,
-      addressLines: addressLines(business.businessAddress),
-      taxId: business.businessTaxId,
-    },
-    buyer: customer && {
-      name: customer.name,
-      email: customer.email,
-      ...(customer.address === undefined ? {} : { address: customer.address }),
-      ...(customer.taxIds === undefined ? {} : { taxIds: customer.taxIds }),
-    },
-    locale: documentLocale(customer?.preferred_locale),
+    ...partiesOf(customer, business),
     // The invoice's own tax facts, as it was composed (names and percentages then, not now).
     reverseCharge: invoice.reverse_charge,
     ...(invoice.total_tax_amounts.length === 0
@@ -133,4 +123,48 @@ export function invoiceDocument(
         }),
     ...extra,
   };
+}
+
+/** Seller from config, buyer and locale from the customer (undefined: its row is gone; then `en`). */
+function partiesOf(
+  customer: DocumentCustomer | undefined,
+  business: BusinessDetails,
+): Pick<InvoiceDocument, 'seller' | 'buyer' | 'locale'> {
+  return {
+    seller: {
+      name: business.businessName,
+      addressLines: addressLines(business.businessAddress),
+      taxId: business.businessTaxId,
+    },
+    buyer: customer && {
+      name: customer.name,
+      email: customer.email,
+      ...(customer.address === undefined ? {} : { address: customer.address }),
+      ...(customer.taxIds === undefined ? {} : { taxIds: customer.taxIds }),
+    },
+    locale: documentLocale(customer?.preferred_locale),
+  };
+}
+
+/**
+ * Everything a credit note's PDF shows (SPEC §14 "Credit notes"): the note, the number of the
+ * invoice it credits (null: that invoice has none, which a finalized invoice always has), and
+ * the parties and locale as the invoice's document has them.
+ */
+export interface CreditNoteDocument {
+  creditNote: CreditNote;
+  invoiceNumber: string | null;
+  seller: Seller;
+  buyer: Buyer | undefined;
+  locale: DocumentLocale;
+}
+
+/** The document of `creditNote` (crediting invoice `invoiceNumber`) to `customer`, from `business`. */
+export function creditNoteDocument(
+  creditNote: CreditNote,
+  invoiceNumber: string | null,
+  customer: DocumentCustomer | undefined,
+  business: BusinessDetails,
+): CreditNoteDocument {
+  return { creditNote, invoiceNumber, ...partiesOf(customer, business) };
 }

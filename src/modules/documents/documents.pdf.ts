@@ -12,8 +12,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as fontkit from 'fontkit';
 import PDFDocument from 'pdfkit';
-import type { InvoiceDocument } from './documents.model.ts';
-import { type DocumentView, invoiceView } from './documents.view.ts';
+import type { CreditNoteDocument, InvoiceDocument } from './documents.model.ts';
+import { creditNoteView, type DocumentView, invoiceView } from './documents.view.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -83,9 +83,22 @@ const FOOTER_SPACE = 40;
  * every page. Resolves to the file's bytes; the same document always gives the same bytes.
  */
 export async function renderInvoicePdf(document: InvoiceDocument): Promise<Buffer> {
-  const view = invoiceView(document);
+  return renderPdf(invoiceView(document), document.invoice.created_at);
+}
+
+/**
+ * The PDF of one credit note document (SPEC §14 "Credit notes"), laid out as an invoice's:
+ * "Credit note", number, the invoice credited, parties, the credited lines, how the amount
+ * splits and the total, the memo; a void note is stamped. Same note, same bytes.
+ */
+export async function renderCreditNotePdf(document: CreditNoteDocument): Promise<Buffer> {
+  return renderPdf(creditNoteView(document), document.creditNote.created_at);
+}
+
+/** `view` as PDF bytes, dated `createdAt` (ISO 8601: the document's own date, never the clock). */
+async function renderPdf(view: DocumentView, createdAt: string): Promise<Buffer> {
   const { regular, bold } = loadFonts();
-  const created = new Date(document.invoice.created_at);
+  const created = new Date(createdAt);
   const pdf = new PDFDocument({
     size: 'A4',
     margin: MARGIN,

@@ -7,17 +7,20 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { InvoiceRow } from '../../db/tables/invoices.table.ts';
 import { NotFoundError } from '../../http/errors.ts';
+import { findCreditNoteRow, toCreditNote } from '../credit-notes/credit-notes.records.ts';
 import { getBilledCustomer } from '../customers/customers.service.ts';
 import { findInvoiceRow, toInvoice } from '../invoices/invoices.lifecycle.ts';
 import {
   type BusinessDetails,
+  creditNoteDocument,
+  type DocumentCustomer,
   invoiceDocument,
   type InvoiceDocument,
   type PayButton,
   type PostalAddress,
   type TaxId,
 } from './documents.model.ts';
-import { renderInvoicePdf } from './documents.pdf.ts';
+import { renderCreditNotePdf, renderInvoicePdf } from './documents.pdf.ts';
 
 /** Config a document reads: the business details and PUBLIC_URL (the hosted link). */
 export interface DocumentConfig extends BusinessDetails {
@@ -37,14 +40,20 @@ export async function loadInvoiceDocument(
   row: InvoiceRow,
   pay?: PayButton,
 ): Promise<InvoiceDocument> {
-  const customer = await getBilledCustomer(db, row.customer_id);
   const invoice = toInvoice(row, config.publicUrl);
-  const buyer = customer && {
-    ...customer,
-    address: customer.address === null ? null : (JSON.parse(customer.address) as PostalAddress),
-    taxIds: JSON.parse(customer.tax_ids) as TaxId[],
-  };
-  return invoiceDocument(invoice, buyer, config, pay ? { pay } : {});
+  return invoiceDocument(invoice, await buyerOf(db, row.customer_id), config, pay ? { pay } : {});
+}
+
+/** The customer `id` as documents read it (deleted or not); undefined when its row is gone. */
+async function buyerOf(db: Kysely<Database>, id: string): Promise<DocumentCustomer | undefined> {
+  const customer = await getBilledCustomer(db, id);
+  return (
+    customer && {
+      ...customer,
+      address: customer.address === null ? null : (JSON.parse(customer.address) as PostalAddress),
+      taxIds: JSON.parse(customer.tax_ids) as TaxId[],
+    }
+  );
 }
 
 /** The PDF of invoice `row`, whatever its status (a draft is marked as one). */
@@ -58,4 +67,21 @@ export async function getInvoicePdf(db: Kysely<Database>, config: DocumentConfig
   const row = await findInvoiceRow(db, id);
   if (!row) throw new NotFoundError('invoice', id);
   return invoicePdfOf(db, config, row);
+}
+
+/**
+ * The PDF of credit note `id` (issued or void; SPEC §14 "Credit notes"), in its customer's
+ * locale, named `<number>.pdf`. Throws 404 `not_found` for unknown or malformed ids.
+ */
+export async function getCreditNotePdf(db: Kysely<Database>, config: DocumentConfig, id: string): Promise<InvoicePdf> {
+  const row = await findCreditNoteRow(db, id);
+  if (!row) throw new NotFoundError('credit note', id);
+  const invoice = await findInvoiceRow(db, row.invoice_id);
+  const document = creditNoteDocument(
+    toCreditNote(row),
+    invoice?.number ?? null,
+    await buyerOf(db, row.customer_id),
+    config,
+  );
+  return { filename: `${row.number}.pdf`, pdf: await renderCreditNotePdf(document) };
 }

@@ -2,11 +2,12 @@
 // PDF print, in the document's language (documents.messages.ts), money and dates formatted
 // by Intl (documents.format.ts). Pure. The renderers only lay the view out, so the page and
 // the PDF show the same content (SPEC §14 "Documents").
+import type { CreditNoteStatus } from '../../db/tables/credit-notes.table.ts';
 import type { InvoiceStatus } from '../invoices/invoices.status.ts';
 import type { Invoice, InvoiceLine } from '../invoices/invoices.schemas.ts';
 import { formatDate, formatInteger, formatMoney, formatPercent } from './documents.format.ts';
 import { MESSAGES, type Messages } from './documents.messages.ts';
-import type { Buyer, InvoiceDocument, PostalAddress } from './documents.model.ts';
+import type { Buyer, CreditNoteDocument, InvoiceDocument, PostalAddress, Seller } from './documents.model.ts';
 
 /** A party block: heading, name (may be absent) and further lines (address, email, tax ids). */
 export interface PartyView {
@@ -26,7 +27,8 @@ export interface TotalView {
 export interface DocumentView {
   /** The BCP 47 tag of the text and formats (`<html lang>`). */
   lang: string;
-  status: InvoiceStatus;
+  /** The invoice's status, or the credit note's (`issued`, `void`). */
+  status: InvoiceStatus | CreditNoteStatus;
   heading: string;
   number: string;
   statusLabel: string;
@@ -65,6 +67,14 @@ function addressOf(address: PostalAddress | null | undefined): string[] {
   return [address.line1, address.line2, cityLine, address.state, address.country].filter(
     (line): line is string => typeof line === 'string' && line.length > 0,
   );
+}
+
+function sellerView(seller: Seller, m: Messages): PartyView {
+  return {
+    heading: m.from,
+    name: seller.name,
+    lines: [...seller.addressLines, ...(seller.taxId ? [m.labelled(m.taxId, seller.taxId)] : [])],
+  };
 }
 
 function buyerView(buyer: Buyer | undefined, m: Messages): PartyView {
@@ -162,11 +172,7 @@ export function invoiceView(document: InvoiceDocument): DocumentView {
     statusLabel,
     title: `${m.invoice} ${number} · ${seller.name}`,
     summary: summaryOf(invoice, m, money, date),
-    seller: {
-      heading: m.from,
-      name: seller.name,
-      lines: [...seller.addressLines, ...(seller.taxId ? [m.labelled(m.taxId, seller.taxId)] : [])],
-    },
+    seller: sellerView(seller, m),
     buyer: buyerView(document.buyer, m),
     meta: [
       [m.invoiceNumber, number],
@@ -193,6 +199,64 @@ export function invoiceView(document: InvoiceDocument): DocumentView {
     pdfLink: invoice.hosted_invoice_url ? { href: `${invoice.hosted_invoice_url}.pdf`, label: m.downloadPdf } : null,
     stamp: invoice.status === 'open' ? null : statusLabel,
     footer: `${number} · ${money(invoice.amount_due)} · ${statusLabel}`,
+    messages: m,
+  };
+}
+
+/**
+ * The view of a credit note's document (SPEC §14 "Credit notes"), laid out as an invoice's:
+ * "Credit note", its number and status; the credit and the invoice it credits; seller and
+ * buyer; number, date, invoice, reason and currency; the credited invoice lines (or one line
+ * for a note issued for an amount); how the amount splits (taken off the amount due,
+ * refunded, credited to the balance, out of band; a part of zero is left out) and the total;
+ * the memo as a note. Deterministic, like invoiceView.
+ */
+export function creditNoteView(document: CreditNoteDocument): DocumentView {
+  const { creditNote: note, seller, locale } = document;
+  const m = MESSAGES[locale.language];
+  const c = m.creditNote;
+  const money = (minor: number) => formatMoney(minor, note.currency, locale.tag);
+  const invoiceNumber = document.invoiceNumber ?? note.invoice_id;
+  const statusLabel = c.status[note.status];
+  const split: [string, number][] = [
+    [c.prePayment, note.pre_payment_amount],
+    [c.refund, note.refund_amount],
+    [c.credit, note.credit_amount],
+    [c.outOfBand, note.out_of_band_amount],
+  ];
+  const lines =
+    note.lines.length > 0
+      ? note.lines.map((line) => ({ description: line.description, amount: line.amount }))
+      : [{ description: c.amountLine, amount: note.amount }];
+  return {
+    lang: locale.tag,
+    status: note.status,
+    heading: c.title,
+    number: note.number,
+    statusLabel,
+    title: `${c.title} ${note.number} · ${seller.name}`,
+    summary: { headline: c.credited(money(note.amount)), detail: c.forInvoice(invoiceNumber) },
+    seller: sellerView(seller, m),
+    buyer: buyerView(document.buyer, m),
+    meta: [
+      [c.number, note.number],
+      [m.dateOfIssue, formatDate(note.created_at, locale.tag)],
+      [c.invoice, invoiceNumber],
+      ...(note.reason ? [[c.reason, c.reasons[note.reason]] as [string, string]] : []),
+      [m.currency, note.currency],
+    ],
+    // A credited line has no quantity or unit price of its own: those columns stay blank.
+    columns: { description: m.description, quantity: '', unitPrice: '', amount: m.amount },
+    lines: lines.map((line) => ({ description: line.description, quantity: '', unitPrice: '', amount: money(line.amount) })),
+    totals: [
+      ...split.filter(([, amount]) => amount > 0).map(([label, amount]) => ({ label, amount: money(amount) })),
+      { label: m.total, amount: money(note.amount), emphasis: 'total' as const },
+    ],
+    notes: note.memo ? [m.labelled(c.memo, note.memo)] : [],
+    pay: null,
+    pdfLink: null,
+    stamp: note.status === 'void' ? statusLabel : null,
+    footer: `${note.number} · ${money(note.amount)} · ${statusLabel}`,
     messages: m,
   };
 }
