@@ -718,6 +718,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/credit-notes/{id}/pdf': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a credit note as a PDF
+     * @description The credit note as a PDF (A4), laid out as an invoice's, in the language of the customer's `preferred_locale` (SPEC §14 "Credit notes"): seller and buyer, number, date, the invoice credited (its number), reason, the credited lines (or one line for a note issued for an amount), how the amount splits (taken off the amount due, refunded, credited to the balance, out of band), total and memo. A `void` note is stamped. The same note in the same state always gives the same bytes.
+     */
+    get: operations['getCreditNotePdf'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/credit-notes/{id}/void': {
     parameters: {
       query?: never;
@@ -9324,6 +9344,44 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['CreditNote'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCreditNotePdf: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The credit note as a PDF */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pdf': string;
         };
       };
       /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */

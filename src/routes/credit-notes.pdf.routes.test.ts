@@ -32,7 +32,9 @@ function assertIncludes(text: string, expected: readonly string[]): void {
 async function firstInvoice(app: TestApp, locale: string, plan: { amount: number; currency: string }) {
   const customer = await createCustomer(app, { name: 'Jürgen Müller', preferred_locale: locale });
   const { id: planId } = await createPlan(app, { name: 'Pro', ...plan });
-  const created = await app.request('POST', '/api/subscriptions', { body: { customer_id: customer.id, plan_id: planId } });
+  const created = await app.request('POST', '/api/subscriptions', {
+    body: { customer_id: customer.id, plan_id: planId },
+  });
   assert.equal(created.status, 201, created.text);
   const list = await app.request('GET', `/api/invoices?customer_id=${customer.id}`);
   const invoice = list.body.data[0] as { id: string; number: string; lines: { id: string; kind: string }[] };

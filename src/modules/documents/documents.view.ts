@@ -247,7 +247,12 @@ export function creditNoteView(document: CreditNoteDocument): DocumentView {
     ],
     // A credited line has no quantity or unit price of its own: those columns stay blank.
     columns: { description: m.description, quantity: '', unitPrice: '', amount: m.amount },
-    lines: lines.map((line) => ({ description: line.description, quantity: '', unitPrice: '', amount: money(line.amount) })),
+    lines: lines.map((line) => ({
+      description: line.description,
+      quantity: '',
+      unitPrice: '',
+      amount: money(line.amount),
+    })),
     totals: [
       ...split.filter(([, amount]) => amount > 0).map(([label, amount]) => ({ label, amount: money(amount) })),
       { label: m.total, amount: money(note.amount), emphasis: 'total' as const },
