@@ -63,14 +63,16 @@ test('a German customer’s credit note on an open invoice is a PDF saying "Guts
     `Betroffene Rechnung ${invoice.number}`,
     'Acme Cloud Ltd',
     '10115 Berlin',
-    'Jürgen Müller',
+    'EMPFÄNGER Jürgen Müller',
+    'Ausstellungsdatum',
     'Produkt nicht zufriedenstellend',
     'Vom fälligen Betrag abgezogen 200,00 €',
     'Gesamt 200,00 €',
     'Notiz: Zwei Tage Ausfall',
   ]);
   // Nothing of the split that did not happen, nor an invoice's words.
-  for (const absent of ['Erstattet', 'Kundenguthaben', 'Offener Betrag']) assert.ok(!text.includes(absent), absent);
+  for (const absent of ['Erstattet', 'Kundenguthaben', 'Offener Betrag', 'Rechnungsdatum', 'RECHNUNG AN'])
+    assert.ok(!text.includes(absent), absent);
 
   // The same note, the same bytes, whatever the clock says.
   app.clock.advance(3_600_000);

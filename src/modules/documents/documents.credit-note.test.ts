@@ -81,6 +81,9 @@ test('before payment: taken off the amount due; void: stamped; the memo is a not
     ],
   );
   assert.equal(view.stamp, 'Storniert');
+  // A credit note's words, not an invoice's ("Rechnungsdatum", "Rechnung an").
+  assert.equal(view.buyer.heading, 'Empfänger');
+  assert.equal(view.meta[1]![0], 'Ausstellungsdatum');
   assert.deepEqual(view.notes, ['Notiz: Zwei Tage Ausfall']);
   assert.ok(!view.meta.some(([term]) => term === 'Grund'), 'no reason, no row');
 });

@@ -67,6 +67,9 @@ export interface CreditNoteMessages {
   number: string;
   /** The label of the invoice the note credits (its number). */
   invoice: string;
+  /** The date of issue and the buyer's heading: an invoice's words ("Rechnungsdatum", "Rechnung an") would be wrong. */
+  date: string;
+  to: string;
   reason: string;
   reasons: Record<CreditNoteReason, string>;
   status: Record<CreditNoteStatus, string>;
@@ -153,6 +156,8 @@ const en: Messages = {
     title: 'Credit note',
     number: 'Credit note number',
     invoice: 'Invoice credited',
+    date: 'Date of issue',
+    to: 'Issued to',
     reason: 'Reason',
     reasons: {
       duplicate: 'Duplicate',
@@ -241,6 +246,8 @@ const fr: Messages = {
     title: 'Avoir',
     number: 'Numéro d’avoir',
     invoice: 'Facture concernée',
+    date: 'Date d’émission',
+    to: 'Destinataire',
     reason: 'Motif',
     reasons: {
       duplicate: 'Doublon',
@@ -330,6 +337,8 @@ const de: Messages = {
     title: 'Gutschrift',
     number: 'Gutschriftnummer',
     invoice: 'Betroffene Rechnung',
+    date: 'Ausstellungsdatum',
+    to: 'Empfänger',
     reason: 'Grund',
     reasons: {
       duplicate: 'Duplikat',
@@ -418,6 +427,8 @@ const es: Messages = {
     title: 'Nota de crédito',
     number: 'Número de nota de crédito',
     invoice: 'Factura rectificada',
+    date: 'Fecha de emisión',
+    to: 'Destinatario',
     reason: 'Motivo',
     reasons: {
       duplicate: 'Duplicado',
@@ -506,6 +517,8 @@ const pt: Messages = {
     title: 'Nota de crédito',
     number: 'Número da nota de crédito',
     invoice: 'Fatura creditada',
+    date: 'Data de emissão',
+    to: 'Destinatário',
     reason: 'Motivo',
     reasons: {
       duplicate: 'Duplicado',

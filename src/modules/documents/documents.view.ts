@@ -237,10 +237,10 @@ export function creditNoteView(document: CreditNoteDocument): DocumentView {
     title: `${c.title} ${note.number} · ${seller.name}`,
     summary: { headline: c.credited(money(note.amount)), detail: c.forInvoice(invoiceNumber) },
     seller: sellerView(seller, m),
-    buyer: buyerView(document.buyer, m),
+    buyer: { ...buyerView(document.buyer, m), heading: c.to },
     meta: [
       [c.number, note.number],
-      [m.dateOfIssue, formatDate(note.created_at, locale.tag)],
+      [c.date, formatDate(note.created_at, locale.tag)],
       [c.invoice, invoiceNumber],
       ...(note.reason ? [[c.reason, c.reasons[note.reason]] as [string, string]] : []),
       [m.currency, note.currency],
