@@ -16,7 +16,8 @@ database.exec('PRAGMA busy_timeout = 5000');
 database.exec('PRAGMA journal_mode = WAL');
 
 const rows = database.prepare(
-  `select id, email, name, phone, metadata, test_clock_id, created_at, updated_at from customers
+  `select id, email, name, phone, preferred_locale, metadata, test_clock_id, tax_exempt, tax_ids, tax_rate_ids,
+   address, created_at, updated_at from customers
    where deleted_at is null order by created_at desc, id desc limit ? offset ?`,
 );
 const total = database.prepare(`select count from row_counts where name = 'customers'`);
@@ -26,8 +27,13 @@ interface Row {
   email: string;
   name: string | null;
   phone: string | null;
+  preferred_locale: string | null;
   metadata: string;
   test_clock_id: string | null;
+  tax_exempt: string;
+  tax_ids: string;
+  tax_rate_ids: string;
+  address: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -39,11 +45,15 @@ app.get<{ Querystring: ListQueryInput }>(
   async (request) => {
     const params = parseListParams(request.query);
     const page = rows.all(params.limit, params.offset) as unknown as Row[];
-    // The schema's field order and names (test_clock_id is shown as test_clock), as the app answers.
+    // The schema's field order and names (test_clock_id is shown as test_clock), as the app
+    // answers; the JSON text columns parsed as the app parses them.
     const data = page.map(({ test_clock_id, ...row }) => ({
       ...row,
       metadata: JSON.parse(row.metadata) as Record<string, string>,
       test_clock: test_clock_id,
+      tax_ids: JSON.parse(row.tax_ids) as unknown[],
+      tax_rate_ids: JSON.parse(row.tax_rate_ids) as string[],
+      address: row.address === null ? null : (JSON.parse(row.address) as Record<string, string>),
     }));
     const count = (total.get() as { count: number } | undefined)?.count ?? 0;
     return { data, meta: { total: count, page: params.page, limit: params.limit } };
