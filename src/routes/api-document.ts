@@ -52,7 +52,7 @@ import {
   creditNoteSchema,
 } from '../modules/credit-notes/credit-notes.schemas.ts';
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
-import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
+import { chargeSchema, planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { taxRateListSchema, taxRateSchema } from '../modules/tax-rates/tax-rates.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
 import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
@@ -82,6 +82,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   customerListSchema,
   balanceTransactionSchema,
   balanceTransactionListSchema,
+  chargeSchema,
   planSchema,
   planListSchema,
   couponSchema,

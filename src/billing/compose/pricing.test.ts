@@ -9,8 +9,9 @@ import fc from 'fast-check';
 import { AmountOutOfRangeError, ComposeInputError } from './errors.ts';
 import { periodInvoiceInput } from './input.ts';
 import { composeInvoice } from './pipeline.ts';
-import { type ChargePrice, parseQuantity, piecesTotal, priceProblem, priceUsage, type PriceTier } from './pricing.ts';
+import { type ChargePrice, parseQuantity, piecesTotal, priceUsage, type PriceTier } from './pricing.ts';
 import type { ComposeInput, ComposeUsage } from './types.ts';
+import { priceProblem } from '../../modules/plans/plans.charges.ts';
 import { usage } from './usage.ts';
 
 const START = '2026-01-15T10:00:00.000Z';

@@ -4,39 +4,12 @@
 // half away from zero. Pure: no database, no clock.
 import { ComposeInputError } from './errors.ts';
 import { roundHalfAwayFromZero, toSafeAmount } from './rounding.ts';
+import { type ChargePrice, DECIMAL, DECIMALS, type PriceTier } from '../../modules/plans/plans.charges.ts';
 
-/** The decimals a unit price or a quantity carries (SPEC §15 `unit_amount_decimal`: up to 12). */
-export const DECIMALS = 12;
+export type { ChargePrice, PriceTier };
+export { DECIMALS };
+
 const SCALE = 10n ** BigInt(DECIMALS);
-
-/** The pricing models of SPEC §15, as Stripe names them. */
-export const CHARGE_MODELS = ['standard', 'graduated', 'volume', 'package'] as const;
-export type ChargeModel = (typeof CHARGE_MODELS)[number];
-
-/**
- * One tier of a graduated or volume price: units up to `up_to` (inclusive; null: no end, the
- * last tier) cost `unit_amount_decimal` each (minor units, a decimal string) plus
- * `flat_amount` (minor units, integer ≥ 0) once when the tier is reached.
- */
-export interface PriceTier {
-  up_to: number | null;
-  unit_amount_decimal: string;
-  flat_amount: number;
-}
-
-/**
- * A metered charge of a plan (SPEC §15): the meter it bills, its model and price. `unit_amount_decimal`
- * (minor units, decimal string) prices `standard` (per unit) and `package` (per package of
- * `package_size` units); `tiers` price `graduated` and `volume`. `free_units` (≥ 0) are taken
- * off the period's quantity before the model applies.
- */
-export interface ChargePrice {
-  model: ChargeModel;
-  unit_amount_decimal: string | null;
-  tiers: readonly PriceTier[] | null;
-  package_size: number | null;
-  free_units: number;
-}
 
 /** One priced piece of a quantity: a tier touched (graduated), the tier reached (volume), the packages, or the units. */
 export interface PricedPiece {
@@ -53,8 +26,6 @@ export interface PricedPiece {
   /** quantity × unit price + flat amount, rounded once (minor units). */
   amount: number;
 }
-
-const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
 
 /**
  * `text` (a non-negative decimal string, "12", "0.40") scaled by 10^12, exactly. Throws
@@ -193,54 +164,4 @@ function requireTiers(price: ChargePrice): readonly PriceTier[] {
   const tiers = price.tiers;
   if (tiers === null || tiers.length === 0) throw new ComposeInputError(`a ${price.model} price needs tiers`);
   return tiers;
-}
-
-/**
- * Why `price` cannot bill (SPEC §15), or null when it can: a model's fields present and no
- * other's, prices non-negative decimals of ≤ 12 decimals, tiers with ascending integer `up_to`
- * and the last one null, a package size ≥ 1, free units ≥ 0. Plan creation answers its
- * message as a 400 `validation_error`.
- */
-export function priceProblem(price: ChargePrice): string | null {
-  const decimalProblem = (text: string, what: string): string | null => {
-    const match = DECIMAL.exec(text);
-    if (match === null) return `${what} "${text}" is not a non-negative decimal`;
-    if ((match[2] ?? '.').length - 1 > DECIMALS) return `${what} "${text}" has more than ${DECIMALS} decimals`;
-    return null;
-  };
-  if (!Number.isSafeInteger(price.free_units) || price.free_units < 0) return 'free_units must be an integer ≥ 0';
-  const tiered = price.model === 'graduated' || price.model === 'volume';
-  if (tiered) {
-    if (price.unit_amount_decimal !== null) return `a ${price.model} price is priced by its tiers, not a unit amount`;
-    if (price.package_size !== null) return 'package_size belongs to a package price';
-    const tiers = price.tiers ?? [];
-    if (tiers.length === 0) return `a ${price.model} price needs tiers`;
-    let previous = 0;
-    for (const [index, tier] of tiers.entries()) {
-      const last = index === tiers.length - 1;
-      if (last !== (tier.up_to === null)) return 'every tier but the last has up_to; the last has up_to null';
-      if (tier.up_to !== null) {
-        if (!Number.isSafeInteger(tier.up_to) || tier.up_to <= previous) {
-          return `tiers ascend: up_to ${tier.up_to} must be an integer above ${previous}`;
-        }
-        previous = tier.up_to;
-      }
-      const problem = decimalProblem(tier.unit_amount_decimal, `tier ${index + 1}'s unit amount`);
-      if (problem !== null) return problem;
-      if (!Number.isSafeInteger(tier.flat_amount) || tier.flat_amount < 0) {
-        return `tier ${index + 1}'s flat_amount must be an integer ≥ 0`;
-      }
-    }
-    return null;
-  }
-  if (price.tiers !== null) return `a ${price.model} price has no tiers`;
-  if (price.unit_amount_decimal === null) return `a ${price.model} price needs unit_amount or unit_amount_decimal`;
-  const problem = decimalProblem(price.unit_amount_decimal, 'the unit amount');
-  if (problem !== null) return problem;
-  if (price.model === 'package') {
-    if (price.package_size === null || !Number.isSafeInteger(price.package_size) || price.package_size < 1) {
-      return 'a package price needs an integer package_size ≥ 1';
-    }
-  } else if (price.package_size !== null) return 'package_size belongs to a package price';
-  return null;
 }
