@@ -1,4 +1,5 @@
-// Usage billed in arrears (SPEC §15), on both databases, through the real routes: a clock
+// Usage billed in arrears (SPEC §15), on both databases, through the real routes (meters and
+// usage events through their services, the records this feature reads): a clock
 // customer's usage over three advanced months bills three renewals with the previous
 // month's usage lines (graduated tiers of calls, distinct users), late calls as an
 // adjustment naming their month (`bill_next_invoice`), late users never (`drop`); the
@@ -10,6 +11,9 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../test/helpers/database.ts';
+import { createMeter } from '../modules/meters/meters.service.ts';
+import type { CreateMeterInput } from '../modules/meters/meters.schemas.ts';
+import { ingestUsageEvents } from '../modules/usage/usage.ingest.ts';
 import { CLOCK_AWARE_JOBS } from '../worker/jobs.ts';
 import { Worker } from '../worker/runner.ts';
 import { advanceTestClocks } from '../worker/test-clocks.jobs.ts';
@@ -35,12 +39,19 @@ async function advance(app: TestApp, clockId: string, time: string) {
   assert.deepEqual([clock.status, clock.frozen_time], ['ready', time]);
 }
 
-/** Sends `events` (≤ 1,000) and expects each accepted. */
+/** Ingests `events` (≤ 1,000) as POST /api/usage-events does, and expects each accepted. */
 async function ingest(app: TestApp, events: Record<string, unknown>[]) {
-  const res = await app.request('POST', '/api/usage-events', { body: { events } });
-  assert.equal(res.status, 202, res.text);
-  const accepted = JSON.stringify(res.body).match(/"accepted"/g)?.length ?? 0;
-  assert.equal(accepted, events.length, res.text);
+  const results = await ingestUsageEvents(app.deps.db, app.deps.clock, events);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    events.map(() => 'accepted'),
+    JSON.stringify(results),
+  );
+}
+
+/** A meter, as POST /api/meters would create it. */
+function newMeter(app: TestApp, input: CreateMeterInput) {
+  return createMeter(app.deps.db, app.deps.clock, input);
 }
 
 let transaction = 0;
@@ -84,13 +95,13 @@ async function payOpen(app: TestApp, subscriptionId: string) {
 /** The metered world: a clock, a calls meter (late events billed), a users meter (late events dropped), a plan charging both. */
 async function meteredSubscription(app: TestApp) {
   const clock = await created(app, '/api/test-clocks', { frozen_time: T0, name: 'usage' });
-  const callsMeter = await created(app, '/api/meters', {
+  const callsMeter = await newMeter(app, {
     event_name: 'api_call',
     aggregation: 'count',
     display_name: 'API calls',
     late_events: 'bill_next_invoice',
   });
-  const usersMeter = await created(app, '/api/meters', {
+  const usersMeter = await newMeter(app, {
     event_name: 'active_user',
     aggregation: 'unique_count',
     unique_property: 'user',
@@ -219,7 +230,7 @@ test("a clock customer's usage over three advanced months bills three renewals: 
 
 test('plans refuse charges that cannot bill, naming the charge; charges are immutable', async (t) => {
   const app = await buildTestApp(t, { env: ENV });
-  const meter = await created(app, '/api/meters', {
+  const meter = await newMeter(app, {
     event_name: 'api_call',
     aggregation: 'count',
     display_name: 'API calls',
@@ -315,13 +326,13 @@ const streamArb = fc.record({
 
 test('property: each period bills the aggregate of its distinct events; late events are adjusted (bill_next_invoice) or dropped (drop)', async (t) => {
   const app = await buildTestApp(t, { env: ENV });
-  const countMeter = await created(app, '/api/meters', {
+  const countMeter = await newMeter(app, {
     event_name: 'call',
     aggregation: 'count',
     display_name: 'Calls',
     late_events: 'bill_next_invoice',
   });
-  const sumMeter = await created(app, '/api/meters', {
+  const sumMeter = await newMeter(app, {
     event_name: 'bytes',
     aggregation: 'sum',
     value_property: 'n',
@@ -366,10 +377,11 @@ test('property: each period bills the aggregate of its distinct events; late eve
           seen.add(id);
           return true;
         });
-        if (batch.length > 0) {
-          const res = await app.request('POST', '/api/usage-events', { body: { events: batch } });
-          assert.equal(res.status, 202, res.text);
-        }
+        const results = await ingestUsageEvents(app.deps.db, app.deps.clock, batch);
+        assert.ok(
+          results.every((r) => r.status !== 'rejected'),
+          JSON.stringify(results),
+        );
         return { period, count: fresh.length, sum: fresh.reduce((total, e) => total + e.n, 0) };
       };
       await advance(app, clock.id, '2026-03-15T00:00:00.000Z');
