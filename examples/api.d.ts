@@ -2131,6 +2131,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2162,6 +2163,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2221,6 +2224,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2255,6 +2259,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2321,6 +2327,7 @@ export interface components {
      *           "name": "Ada Lovelace",
      *           "phone": "+2348012345678",
      *           "preferred_locale": "de-AT",
+     *           "external_id": "acct-4711",
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
@@ -2426,6 +2433,58 @@ export interface components {
       };
     };
     /**
+     * @description A metered charge (SPEC §15), billed in arrears: the invoice of period N+1 carries the usage of period N, one line per tier touched. Prices are minor units; fractions of a minor unit are rounded once per line.
+     * @example {
+     *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "model": "graduated",
+     *       "unit_amount": null,
+     *       "unit_amount_decimal": null,
+     *       "tiers": [
+     *         {
+     *           "up_to": 1000,
+     *           "unit_amount": 0,
+     *           "unit_amount_decimal": "0",
+     *           "flat_amount": 0
+     *         },
+     *         {
+     *           "up_to": 10000,
+     *           "unit_amount": null,
+     *           "unit_amount_decimal": "0.40",
+     *           "flat_amount": 0
+     *         },
+     *         {
+     *           "up_to": null,
+     *           "unit_amount": null,
+     *           "unit_amount_decimal": "0.25",
+     *           "flat_amount": 0
+     *         }
+     *       ],
+     *       "package_size": null,
+     *       "free_units": 0
+     *     }
+     */
+    PlanCharge: {
+      meter_id: string;
+      /** @enum {string} */
+      model: 'standard' | 'graduated' | 'volume' | 'package';
+      /** @description The unit price when it is whole minor units */
+      unit_amount: number | null;
+      /** @description The unit price, exactly (minor units); null for tiered prices */
+      unit_amount_decimal: string | null;
+      tiers:
+        | {
+            up_to: number | null;
+            /** @description The unit price when it is whole minor units */
+            unit_amount: number | null;
+            /** @description The unit price, exactly (minor units) */
+            unit_amount_decimal: string;
+            flat_amount: number;
+          }[]
+        | null;
+      package_size: number | null;
+      free_units: number;
+    };
+    /**
      * @description A price: amount per billing period. Prices are immutable; archive a plan and create another.
      * @example {
      *       "id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -2437,6 +2496,7 @@ export interface components {
      *       "trial_period_days": 14,
      *       "active": true,
      *       "tax_rate_ids": [],
+     *       "charges": [],
      *       "metadata": {
      *         "tier": "pro"
      *       },
@@ -2460,6 +2520,8 @@ export interface components {
       active: boolean;
       /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
       tax_rate_ids: string[];
+      /** @description Metered charges (SPEC §15); immutable */
+      charges: components['schemas']['PlanCharge'][];
       metadata: {
         [key: string]: string;
       };
@@ -2482,6 +2544,7 @@ export interface components {
      *           "trial_period_days": 14,
      *           "active": true,
      *           "tax_rate_ids": [],
+     *           "charges": [],
      *           "metadata": {
      *             "tier": "pro"
      *           },
@@ -5544,6 +5607,7 @@ export interface operations {
            *           "name": "Ada Lovelace",
            *           "phone": "+2348012345678",
            *           "preferred_locale": "de-AT",
+           *           "external_id": "acct-4711",
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
@@ -5628,6 +5692,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5701,6 +5770,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5764,6 +5834,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5869,6 +5940,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5940,6 +6016,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -6337,6 +6414,7 @@ export interface operations {
            *           "trial_period_days": 14,
            *           "active": true,
            *           "tax_rate_ids": [],
+           *           "charges": [],
            *           "metadata": {
            *             "tier": "pro"
            *           },
@@ -6420,6 +6498,43 @@ export interface operations {
            *     ]
            */
           tax_rate_ids?: string[];
+          /** @description Metered charges (SPEC §15), one per meter: standard (unit_amount[_decimal] per unit), graduated or volume (tiers), package (unit_amount[_decimal] per package_size units). */
+          charges?: {
+            /** @example meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+            meter_id: string;
+            /** @enum {string} */
+            model: 'standard' | 'graduated' | 'volume' | 'package';
+            /** @description Minor units per unit (per package for a package price); exclusive with unit_amount_decimal */
+            unit_amount?: number;
+            /**
+             * @description Minor units per unit as a decimal string, up to 12 decimals ("0.40"); exclusive with unit_amount
+             * @example 0.40
+             */
+            unit_amount_decimal?: string;
+            tiers?: {
+              /** @description Inclusive; null on the last tier only */
+              up_to: number | null;
+              /** @description Minor units per unit (per package for a package price); exclusive with unit_amount_decimal */
+              unit_amount?: number;
+              /**
+               * @description Minor units per unit as a decimal string, up to 12 decimals ("0.40"); exclusive with unit_amount
+               * @example 0.40
+               */
+              unit_amount_decimal?: string;
+              /**
+               * @description Minor units, once when the tier is reached
+               * @default 0
+               */
+              flat_amount?: number;
+            }[];
+            /** @description Units per package */
+            package_size?: number;
+            /**
+             * @description Units of each period not billed
+             * @default 0
+             */
+            free_units?: number;
+          }[];
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -6445,6 +6560,7 @@ export interface operations {
            *       "trial_period_days": 14,
            *       "active": true,
            *       "tax_rate_ids": [],
+           *       "charges": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -6496,6 +6612,7 @@ export interface operations {
            *       "trial_period_days": 14,
            *       "active": true,
            *       "tax_rate_ids": [],
+           *       "charges": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -6555,6 +6672,8 @@ export interface operations {
           interval_count?: unknown;
           /** @description Immutable: refused with 400. */
           trial_period_days?: unknown;
+          /** @description Immutable: refused with 400. */
+          charges?: unknown;
         };
       };
     };
@@ -6576,6 +6695,7 @@ export interface operations {
            *       "trial_period_days": 14,
            *       "active": true,
            *       "tax_rate_ids": [],
+           *       "charges": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -11388,6 +11508,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11459,6 +11580,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11530,6 +11652,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
