@@ -28,6 +28,7 @@ export const ID_PREFIXES = {
   creditNote: 'cn',
   creditNoteLine: 'cnli',
   taxRate: 'txr',
+  portalSession: 'bps',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
