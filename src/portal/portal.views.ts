@@ -128,7 +128,7 @@ export function renderPortalHome(home: PortalHome): string {
       status: s.status,
       statusLabel: m.subscriptionStatus[s.status],
       when:
-        s.current_period_end === null || s.status === 'cancelled'
+        s.current_period_end === null || !['trialing', 'active', 'past_due'].includes(s.status)
           ? null
           : s.cancel_at_period_end
             ? m.endsOn(formatDate(s.current_period_end, tag))

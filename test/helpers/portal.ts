@@ -1,7 +1,12 @@
 // The customer portal over HTTP, as a browser without JavaScript would use it: a link made
 // through the API, opened for its cookie, then pages and forms with that cookie.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
 import { csrfTokenOf } from '../../src/modules/portal-sessions/portal-sessions.ts';
-import type { TestApp } from './app.ts';
+import { buildTestApp, type TestApp } from './app.ts';
+import { createPlan } from './factories.ts';
 
 export interface PortalClient {
   /** The Cookie header of the session (`portal_session=…`). */
@@ -57,4 +62,26 @@ export async function openPortal(
     },
   };
   return client;
+}
+
+/**
+ * A test app whose PORTAL_PLANS are plans it made: a first app creates `plans` (createPlan
+ * overrides), then a second instance over the same database (a file on SQLite), with the same
+ * clock, starts with PORTAL_PLANS naming them. Returns the second app and the plans.
+ */
+export async function appWithPortalPlans(
+  t: TestContext,
+  plans: readonly Record<string, unknown>[],
+  env: Record<string, string> = {},
+): Promise<{ app: TestApp; plans: any[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-portal-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const first = await buildTestApp(t, { env, sqliteFile: join(dir, 'billing.db') });
+  const made = [];
+  for (const plan of plans) made.push(await createPlan(first, plan));
+  const app = await buildTestApp(t, {
+    env: { ...env, PORTAL_PLANS: made.map((plan) => plan.id).join(',') },
+    sameDatabaseAs: first,
+  });
+  return { app, plans: made };
 }

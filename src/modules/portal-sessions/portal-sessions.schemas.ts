@@ -40,7 +40,9 @@ export const portalSessionSchema = Type.Object(
       format: 'date-time',
       description: 'One hour after it was made: the link and the sessions it started stop working.',
     }),
-    return_url: Type.Union([Type.String(), Type.Null()], { description: 'As given, or null.' }),
+    return_url: Type.Union([Type.String(), Type.Null()], {
+      description: 'As given, serialized by the WHATWG URL parser (`"` → `%22`), or null.',
+    }),
   },
   {
     $id: 'PortalSession',

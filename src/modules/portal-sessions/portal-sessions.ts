@@ -44,7 +44,7 @@ function isHttpUrl(text: string): boolean {
 /**
  * Makes a portal link for live customer `customerId` (SPEC §16), valid PORTAL_SESSION_TTL_MS
  * from `clock`'s now; `publicUrl` (PUBLIC_URL) is the link's origin. Returns `{id, url,
- * expires_at (ISO 8601), return_url}`; the token in `url` is shown only here. Throws 404
+ * expires_at (ISO 8601), return_url (normalized by the WHATWG URL parser)}`; the token in `url` is shown only here. Throws 404
  * `not_found` for an unknown, deleted or malformed customer, 400 `validation_error` when
  * `return_url` is not an absolute http(s) URL without credentials.
  */
@@ -55,10 +55,12 @@ export async function createPortalSession(
   customerId: string,
   input: PortalSessionInput,
 ): Promise<PortalSession> {
-  const returnUrl = input.return_url ?? null;
-  if (returnUrl !== null && !isHttpUrl(returnUrl)) {
+  const given = input.return_url ?? null;
+  if (given !== null && !isHttpUrl(given)) {
     throw new ValidationError('return_url must be an absolute http:// or https:// URL', 'return_url');
   }
+  // Kept as the URL parser serializes it: quotes and angle brackets percent-encoded.
+  const returnUrl = given === null ? null : new URL(given).href;
   await getCustomer(db, customerId);
   const token = newToken();
   const now = clock.now();
