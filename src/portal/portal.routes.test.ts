@@ -6,7 +6,7 @@ import type { TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan, createSubscription } from '../../test/helpers/factories.ts';
 import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
 import { appWithFakeProviders } from '../../test/helpers/provider-apps.ts';
-import { appWithPortalPlans, openPortal, type PortalClient } from '../../test/helpers/portal.ts';
+import { appWithPortalPlans, openPortal } from '../../test/helpers/portal.ts';
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 import { invoicesOf, reportPayment } from '../../test/helpers/invoice-payments.ts';
 
@@ -58,7 +58,7 @@ test("the overview: one customer's subscriptions, invoices (page, PDF, Pay) and 
       html.includes('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;\u202e&amp;amp;'),
   );
   assert.ok(html.includes('<a class="back" href="https://app.example.com/%22%3E%3Cscript%3E" rel="noreferrer">'));
-  const token = new URL(a.invoice.hosted_invoice_url).pathname;
+  const token = new URL(a.invoice.hosted_invoice_url!).pathname;
   assert.ok(html.includes(`<a href="${token}">View</a>`));
   assert.ok(html.includes(`<a href="${token}.pdf">PDF</a>`));
   assert.ok(html.includes(`<form method="post" action="/portal/invoices/${a.invoice.id}/pay">`));
@@ -188,7 +188,7 @@ test("Pay: the hosted page's Pay button, by a 307 that keeps the POST; it makes 
   assert.match(home.text, />Bezahlen</);
   const res = await portal.post(`/portal/invoices/${a.invoice.id}/pay`);
   assert.equal(res.status, 307);
-  const hosted = new URL(a.invoice.hosted_invoice_url).pathname;
+  const hosted = new URL(a.invoice.hosted_invoice_url!).pathname;
   assert.equal(res.headers.get('location'), `${hosted}/pay`);
   // What the browser does with a 307: the same POST, same origin.
   const paid = await fetch(app.baseUrl + res.headers.get('location')!, {
