@@ -28,6 +28,8 @@ export const ID_PREFIXES = {
   creditNote: 'cn',
   creditNoteLine: 'cnli',
   taxRate: 'txr',
+  meter: 'meter',
+  usageEvent: 'uev',
   portalSession: 'bps',
 } as const;
 
