@@ -2151,6 +2151,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2182,6 +2183,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2241,6 +2244,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2275,6 +2279,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2341,6 +2347,7 @@ export interface components {
      *           "name": "Ada Lovelace",
      *           "phone": "+2348012345678",
      *           "preferred_locale": "de-AT",
+     *           "external_id": "acct-4711",
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
@@ -5586,6 +5593,7 @@ export interface operations {
            *           "name": "Ada Lovelace",
            *           "phone": "+2348012345678",
            *           "preferred_locale": "de-AT",
+           *           "external_id": "acct-4711",
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
@@ -5670,6 +5678,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5743,6 +5756,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5806,6 +5820,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5911,6 +5926,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5982,6 +6002,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -11488,6 +11509,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11559,6 +11581,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11630,6 +11653,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
