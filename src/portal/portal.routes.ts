@@ -126,11 +126,17 @@ export async function registerPortalPages(app: FastifyInstance, deps: Deps): Pro
   app.setNotFoundHandler((_request, reply) => unknown(reply));
   app.setErrorHandler((error, request, reply) => {
     const { status } = errorResponse(error);
-    const frame = (request as FastifyRequest & { portalFrame?: PortalFrame }).portalFrame ?? english;
+    // Set once a handler has its session: only then did an action reach the billing core.
+    const inAction = (request as FastifyRequest & { portalFrame?: PortalFrame }).portalFrame;
+    const frame = inAction ?? english;
     if (status === 429) return sendPage(reply, 429, renderPortalProblem(429, frame));
-    if (status === 404 || status === 415 || status === 413) return unknown(reply, frame);
-    // A rule of the billing core refused the action (a state, a conflict, a bad value): nothing changed.
-    if (status < 500) return problem(reply, 409, 'refused', frame);
+    // A request refused before any handler ran (NUL, a body type or size) is a page not found.
+    if (status === 404 || inAction === undefined) {
+      if (status < 500) return unknown(reply, frame);
+    } else if (status < 500) {
+      // A rule of the billing core refused the action (a state, a conflict, a bad value): nothing changed.
+      return problem(reply, 409, 'refused', frame);
+    }
     request.log.error({ err: error }, 'customer portal page failed');
     return sendPage(reply, 500, renderPortalProblem(500, frame));
   });

@@ -104,3 +104,31 @@ test('the link and its sessions expire after one hour: an "expired" page with th
     assert.ok(!html.includes('Ada'));
   }
 });
+
+test('a session ends when its customer is deleted; a forged or malformed cookie is the unknown page', async (t) => {
+  const app = await buildTestApp(t);
+  const customer = await createCustomer(app, { name: 'Grace' });
+  const link = (await create(app, customer.id)).body;
+  const opened = await fetch(app.baseUrl + new URL(link.url).pathname, { redirect: 'manual' });
+  const cookie = opened.headers.get('set-cookie')!.split(';')[0]!;
+  assert.equal((await fetch(`${app.baseUrl}/portal`, { headers: { cookie } })).status, 200);
+  for (const forged of [
+    'portal_session=' + 'A'.repeat(43),
+    'portal_session=%00',
+    'portal_session=' + 'x'.repeat(5000),
+    '',
+  ]) {
+    const res = await fetch(`${app.baseUrl}/portal`, { headers: { cookie: forged } });
+    assert.equal(res.status, 404, forged.slice(0, 30));
+    assert.ok(!(await res.text()).includes('Grace'));
+  }
+  assert.equal((await app.request('DELETE', `/api/customers/${customer.id}`)).status, 204);
+  const after = await fetch(`${app.baseUrl}/portal`, { headers: { cookie } });
+  assert.equal(after.status, 404);
+  assert.ok(!(await after.text()).includes('Grace'));
+  assert.equal((await fetch(app.baseUrl + new URL(link.url).pathname, { redirect: 'manual' })).status, 404);
+  // Unknown and malformed link tokens: the same page.
+  for (const token of ['A'.repeat(43), 'short', '%00', 'é'.repeat(43)]) {
+    assert.equal((await fetch(`${app.baseUrl}/portal/open/${token}`, { redirect: 'manual' })).status, 404, token);
+  }
+});
