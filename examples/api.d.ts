@@ -1176,6 +1176,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/customers/{id}/portal-sessions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a customer portal link
+     * @description A link for ONE customer to the customer portal (SPEC §16), valid one hour: their invoices (page and PDF, pay an open one), payment methods (remove, make default), subscriptions (cancel at period end, switch among `PORTAL_PLANS` with the preview shown first), in their `preferred_locale`. Opening it starts a browser session (an HttpOnly, SameSite=Strict cookie, Secure under HTTPS) that ends with the link. Only a hash of its token is kept: the `url` is shown once. `return_url`: an absolute http(s) URL the portal links back to. Unknown or deleted customer: 404.
+     */
+    post: operations['createPortalSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/notify': {
     parameters: {
       query?: never;
@@ -4767,6 +4787,28 @@ export interface components {
        * @description When the link stops working (Stripe: 24 h by default). Absent when the provider does not say (Paystack).
        */
       expires_at?: string;
+    };
+    /**
+     * @description A link to the customer portal for one customer, valid one hour (SPEC §16).
+     * @example {
+     *       "id": "bps_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "url": "https://billing.example.com/portal/open/3q2-7Xb0m1kN9aPZ4s8vYw6tR5uE2iO0lKjHgFdSaQw",
+     *       "expires_at": "2026-01-15T11:00:00.000Z",
+     *       "return_url": "https://app.example.com/account"
+     *     }
+     */
+    PortalSession: {
+      /** @description The link (`bps_…`). */
+      id: string;
+      /** @description Send the customer there (once, or several times within the hour): it starts a portal session in their browser. Shown only in this answer; we keep only its hash. */
+      url: string;
+      /**
+       * Format: date-time
+       * @description One hour after it was made: the link and the sessions it started stop working.
+       */
+      expires_at: string;
+      /** @description As given, serialized by the WHATWG URL parser (`"` → `%22`), or null. */
+      return_url: string | null;
     };
     /**
      * @description One request the service made to a provider to collect an invoice (SPEC §10).
@@ -11403,6 +11445,64 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createPortalSession: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: without a body the portal shows no link back. */
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "return_url": "https://app.example.com/account"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Where the portal's "Back" link leads (your app): an absolute http(s) URL without credentials. Default: none.
+           * @example https://app.example.com/account
+           */
+          return_url?: string;
+        } | null;
+      };
+    };
+    responses: {
+      /** @description The link to send the customer to */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "bps_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "url": "https://billing.example.com/portal/open/3q2-7Xb0m1kN9aPZ4s8vYw6tR5uE2iO0lKjHgFdSaQw",
+           *       "expires_at": "2026-01-15T11:00:00.000Z",
+           *       "return_url": "https://app.example.com/account"
+           *     }
+           */
+          'application/json': components['schemas']['PortalSession'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['TooManyRequests'];

@@ -13,6 +13,7 @@ import type { InvoiceNumbersTable, InvoicesTable } from './tables/invoices.table
 import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
 import type { PlansTable } from './tables/plans.table.ts';
+import type { PortalLoginsTable, PortalSessionsTable } from './tables/portal-sessions.table.ts';
 import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
@@ -42,6 +43,8 @@ export interface Database {
   payment_methods: PaymentMethodsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;
+  portal_logins: PortalLoginsTable;
+  portal_sessions: PortalSessionsTable;
   promotion_codes: PromotionCodesTable;
   provider_events: ProviderEventsTable;
   provider_subscription_references: ProviderSubscriptionReferencesTable;
