@@ -48,7 +48,8 @@ export const CANNOT_CANCEL = 'subscription cannot be cancelled in its current st
  * billing cycle anchor is the trial's end, else its creation (SPEC §4). An `incomplete` one
  * is in its first period `[created_at, +interval]` from the start and gets that period's
  * invoice in the same transaction (SPEC §9, through issue.ts: the customer's credit applied),
- * due at once (`invoice.created`) — the invoice the first payment settles; a trial gets none
+ * due at once (`invoice.created`) — the invoice the first payment settles (one that owes
+ * nothing is paid at once and the subscription is `active`: `subscription.updated`); a trial gets none
  * until it ends (the renewal job issues it). With `coupon` or `promotion_code` the discount is
  * redeemed in the same transaction, before the first invoice (billing/coupons.ts; its 400s
  * change nothing); the response is the subscription as `subscription.created` carries it, its
@@ -114,8 +115,12 @@ export async function createSubscription(
     if (asksForDiscount(input)) {
       await redeemDiscount(trx, clock, input, { customer, subscription: { id: row.id, plan, quantity } });
     }
-    if (first) await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
-    return subscription;
+    if (!first) return subscription;
+    const { invoice } = await issueFirstPeriodInvoice(trx, ctx, row, plan, first);
+    // Nothing to pay (a free or purely metered plan, or credit covering it): no payment will
+    // ever come, so the paid first invoice activates it now, as a paid renewal does.
+    if (invoice.status !== 'paid') return subscription;
+    return transitionSubscription(trx, clock, row, 'payment_succeeded');
   });
 }
 
