@@ -35,6 +35,8 @@ import { paymentMethodRoutes } from './routes/payment-methods.routes.ts';
 import { paymentRoutes } from './routes/payments.routes.ts';
 import { planRoutes } from './routes/plans.routes.ts';
 import { taxRateRoutes } from './routes/tax-rates.routes.ts';
+import { meterRoutes } from './routes/meters.routes.ts';
+import { usageRoutes } from './routes/usage.routes.ts';
 import { registerNotifyRoutes } from './routes/notify.routes.ts';
 import { providerEventRoutes } from './routes/provider-events.routes.ts';
 import { subscriptionRoutes } from './routes/subscriptions.routes.ts';
@@ -57,6 +59,8 @@ function allRoutes(deps: Deps): Route[] {
     ...planRoutes(deps),
     ...couponRoutes(deps),
     ...taxRateRoutes(deps),
+    ...meterRoutes(deps),
+    ...usageRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),
