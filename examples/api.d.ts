@@ -307,6 +307,92 @@ export interface paths {
     patch: operations['updateTaxRate'];
     trace?: never;
   };
+  '/api/meters': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List meters */
+    get: operations['listMeters'];
+    put?: never;
+    /**
+     * Create a meter
+     * @description How usage events of one `event_name` become a value per period. Everything but `display_name` is fixed once created.
+     */
+    post: operations['createMeter'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/meters/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a meter */
+    get: operations['getMeter'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Rename a meter
+     * @description Only `display_name`; how the meter aggregates never changes (create a new meter).
+     */
+    patch: operations['updateMeter'];
+    trace?: never;
+  };
+  '/api/usage-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List usage events
+     * @description `from` / `to` bound the events’ `timestamp`: from ≤ timestamp < to.
+     */
+    get: operations['listUsageEvents'];
+    put?: never;
+    /**
+     * Send usage events
+     * @description One event or `{events: [...]}` (≤ 1,000). Answers 202 with one result per event once the accepted ones are committed: `accepted`, `duplicate` (the transaction_id was seen for this customer: never counted twice) or `rejected` with a code; one bad event never refuses the others.
+     */
+    post: operations['ingestUsageEvents'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/customers/{id}/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A customer's usage per meter
+     * @description Each meter's value (or only `meter_id`'s) over [from, to); by default the current period of the customer's live subscription, else the calendar month of the customer's clock.
+     */
+    get: operations['getCustomerUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/subscriptions': {
     parameters: {
       query?: never;
@@ -2880,6 +2966,152 @@ export interface components {
         page: number;
         limit: number;
       };
+    };
+    /**
+     * @description How usage events of one event_name become a value per billing period (SPEC §15).
+     * @example {
+     *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "event_name": "api_request",
+     *       "aggregation": "sum",
+     *       "value_property": "tokens",
+     *       "unique_property": null,
+     *       "display_name": "Tokens",
+     *       "late_events": "bill_next_invoice",
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    Meter: {
+      /** @example meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description The usage events this meter counts (unique among meters). */
+      event_name: string;
+      /**
+       * @description count: events; sum / max: of `value_property`; last: `value_property` of the latest event (by timestamp, then transaction_id); unique_count: distinct values of `unique_property`.
+       * @enum {string}
+       */
+      aggregation: 'count' | 'sum' | 'max' | 'unique_count' | 'last';
+      /** @description The property read as a decimal (sum, max, last). */
+      value_property: string | null;
+      /** @description The property whose distinct values count (unique_count). */
+      unique_property: string | null;
+      display_name: string;
+      /**
+       * @description Events timestamped in an already invoiced period: `bill_next_invoice` (an adjustment on the next invoice) or `drop` (stored and listed, never billed).
+       * @enum {string}
+       */
+      late_events: 'bill_next_invoice' | 'drop';
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    /**
+     * @description A page of Meter objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "event_name": "api_request",
+     *           "aggregation": "sum",
+     *           "value_property": "tokens",
+     *           "unique_property": null,
+     *           "display_name": "Tokens",
+     *           "late_events": "bill_next_invoice",
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    MeterList: {
+      data: components['schemas']['Meter'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /** @description What became of one event of an ingestion request. */
+    UsageIngestResult: {
+      /** @description The event's position in the request (0 for a single event). */
+      index: number;
+      transaction_id: string | null;
+      /**
+       * @description `accepted`: stored (durable: committed before this answer); `duplicate`: this customer sent this transaction_id before (or earlier in the request), acknowledged, never counted twice; `rejected`: see `error`.
+       * @enum {string}
+       */
+      status: 'accepted' | 'duplicate' | 'rejected';
+      /** @description The stored event (`uev_…`), when accepted. */
+      id?: string;
+      error?: {
+        /** @enum {string} */
+        code:
+          | 'invalid_event'
+          | 'customer_not_found'
+          | 'meter_not_found'
+          | 'timestamp_too_old'
+          | 'timestamp_in_future'
+          | 'invalid_value';
+        message: string;
+      };
+    };
+    /** @description One result per event, in request order, and their counts. */
+    UsageIngestResponse: {
+      data: components['schemas']['UsageIngestResult'][];
+      accepted: number;
+      duplicates: number;
+      rejected: number;
+    };
+    /** @description A stored usage event (SPEC §15). */
+    UsageEvent: {
+      /** @example uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      meter_id: string;
+      event_name: string;
+      transaction_id: string;
+      /** Format: date-time */
+      timestamp: string;
+      /**
+       * Format: date-time
+       * @description When it was accepted, by the customer's clock: an event whose timestamp lies in a period invoiced before it arrived is late (SPEC §15).
+       */
+      received_at: string;
+      properties: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description A page of UsageEvent objects and where it is in the whole list. */
+    UsageEventList: {
+      data: components['schemas']['UsageEvent'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /** @description A meter's value for one customer over a period (SPEC §15). */
+    CustomerUsage: {
+      meter_id: string;
+      /**
+       * @description The aggregated value over [period_start, period_end): exact decimal text ("12.5"); "0" without events.
+       * @example 1200
+       */
+      value: string;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+    };
+    /** @description One value per meter (or the one meter asked for). */
+    CustomerUsageList: {
+      data: components['schemas']['CustomerUsage'][];
     };
     /**
      * @description A customer on a plan; `status` moves only by the transitions of SPEC §4.
@@ -7633,6 +7865,432 @@ export interface operations {
       404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMeters: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'event_name' | 'display_name';
+        sort_order?: 'asc' | 'desc';
+        event_name?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of meters */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "event_name": "api_request",
+           *           "aggregation": "sum",
+           *           "value_property": "tokens",
+           *           "unique_property": null,
+           *           "display_name": "Tokens",
+           *           "late_events": "bill_next_invoice",
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['MeterList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createMeter: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "event_name": "api_request",
+         *       "aggregation": "sum",
+         *       "value_property": "tokens",
+         *       "display_name": "Tokens"
+         *     }
+         */
+        'application/json': {
+          /** @description The event_name usage events carry; unique among meters. */
+          event_name: string;
+          /** @enum {string} */
+          aggregation: 'count' | 'sum' | 'max' | 'unique_count' | 'last';
+          /** @description Required for sum, max and last; refused otherwise. */
+          value_property?: string;
+          /** @description Required for unique_count; refused otherwise. */
+          unique_property?: string;
+          display_name: string;
+          /**
+           * @default bill_next_invoice
+           * @enum {string}
+           */
+          late_events?: 'bill_next_invoice' | 'drop';
+        };
+      };
+    };
+    responses: {
+      /** @description The new meter */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "event_name": "api_request",
+           *       "aggregation": "sum",
+           *       "value_property": "tokens",
+           *       "unique_property": null,
+           *       "display_name": "Tokens",
+           *       "late_events": "bill_next_invoice",
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Meter'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMeter: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The meter */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "event_name": "api_request",
+           *       "aggregation": "sum",
+           *       "value_property": "tokens",
+           *       "unique_property": null,
+           *       "display_name": "Tokens",
+           *       "late_events": "bill_next_invoice",
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Meter'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateMeter: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Only `display_name`: how a meter aggregates never changes once created (create a new meter). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "display_name": "API tokens"
+         *     }
+         */
+        'application/json': {
+          display_name?: string;
+          /** @description Immutable: refused with 400. */
+          event_name?: unknown;
+          /** @description Immutable: refused with 400. */
+          aggregation?: unknown;
+          /** @description Immutable: refused with 400. */
+          value_property?: unknown;
+          /** @description Immutable: refused with 400. */
+          unique_property?: unknown;
+          /** @description Immutable: refused with 400. */
+          late_events?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description The meter as updated */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "event_name": "api_request",
+           *       "aggregation": "sum",
+           *       "value_property": "tokens",
+           *       "unique_property": null,
+           *       "display_name": "Tokens",
+           *       "late_events": "bill_next_invoice",
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Meter'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listUsageEvents: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'timestamp' | 'received_at';
+        sort_order?: 'asc' | 'desc';
+        customer_id?: string;
+        event_name?: string;
+        transaction_id?: string;
+        /** @description ISO 8601 date-time */
+        from?: string;
+        /** @description ISO 8601 date-time */
+        to?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of usage events */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UsageEventList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  ingestUsageEvents: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description One event, or `{events: [...]}` for up to 1,000 (one multi-row write). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "transaction_id": "req_8812",
+         *           "customer_id": "acct-4711",
+         *           "event_name": "api_request",
+         *           "timestamp": "2026-01-15T09:59:58Z",
+         *           "properties": {
+         *             "tokens": 1200
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': {
+          /** @description Up to 1000 events, each with the fields below. */
+          events?: unknown[];
+          /** @description Your key for the event, 1–255 characters: unique per customer; a repeat is a duplicate. */
+          transaction_id?: unknown;
+          /** @description The customer's `cus_…` id or its `external_id`. */
+          customer_id?: unknown;
+          /** @description The event_name of a meter; an event no meter counts is rejected (`meter_not_found`). */
+          event_name?: unknown;
+          /** @description ISO 8601: at most 35 days before and 5 minutes after the customer's clock (a test clock's time for its customers). */
+          timestamp?: unknown;
+          /** @description A JSON object (≤ 8,192 characters of JSON): the meter's `value_property` (a decimal: number or string) or `unique_property`. */
+          properties?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description One result per event */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['UsageIngestResponse'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCustomerUsage: {
+    parameters: {
+      query?: {
+        meter_id?: string;
+        /** @description ISO 8601 date-time */
+        from?: string;
+        /** @description ISO 8601 date-time */
+        to?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One value per meter */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CustomerUsageList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];

@@ -37,6 +37,8 @@ import { planRoutes } from './routes/plans.routes.ts';
 import { portalSessionRoutes } from './routes/portal-sessions.routes.ts';
 import { PORTAL_PREFIX, registerPortalPages } from './portal/portal.routes.ts';
 import { taxRateRoutes } from './routes/tax-rates.routes.ts';
+import { meterRoutes } from './routes/meters.routes.ts';
+import { usageRoutes } from './routes/usage.routes.ts';
 import { registerNotifyRoutes } from './routes/notify.routes.ts';
 import { providerEventRoutes } from './routes/provider-events.routes.ts';
 import { subscriptionRoutes } from './routes/subscriptions.routes.ts';
@@ -59,6 +61,8 @@ function allRoutes(deps: Deps): Route[] {
     ...planRoutes(deps),
     ...couponRoutes(deps),
     ...taxRateRoutes(deps),
+    ...meterRoutes(deps),
+    ...usageRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),
