@@ -19,6 +19,7 @@ import { benchPostgres } from './postgres.ts';
 import { seedCustomers } from './seed.ts';
 import { allowedCpus, pinApart, type RunningServer, startServer, stopAllServers } from './servers.ts';
 import { summaryTable } from './summary.ts';
+import { benchUsage, usageBenchSettings } from './usage.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -260,6 +261,8 @@ async function main(workDir: string): Promise<void> {
       log,
     );
   }
+  // Usage (SPEC §15): ingestion beside raw writes, the period read, a renewal (BENCH_USAGE_*).
+  if (!listsOnly) await benchUsage(workDir, usageBenchSettings(smoke), log);
   log(
     `\nsummary: the ratios against the bare route and the floors, measured in this run (targets measured, not enforced); ${loadNote()}`,
   );

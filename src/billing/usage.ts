@@ -13,6 +13,8 @@ import { findMeter } from '../modules/meters/meters.service.ts';
 import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import type { CustomerUsage } from '../modules/usage/usage.schemas.ts';
 import { sqlUsageStore } from '../modules/usage/usage.store.ts';
+import { parseCharges, type StoredCharge } from '../modules/plans/plans.charges.ts';
+import { piecesTotal, priceUsage } from './compose/pricing.ts';
 
 /** Statuses whose current period is one usage accrues in. */
 const BILLING_STATUSES = ['trialing', 'active', 'past_due', 'unpaid', 'paused'] as const;
@@ -36,7 +38,9 @@ function instant(text: string | undefined, field: string): string | undefined {
  * [from, to): both given, or the current period — the live subscription's
  * (current_period_start … current_period_end; the most recently created when several), else
  * the calendar month (UTC) of the customer's clock — with a given bound replacing its side.
- * Values are exact decimal text ("0" without events), by aggregateUsage's rules. Throws 404
+ * Values are exact decimal text ("0" without events), by aggregateUsage's rules; `amount` is
+ * what the value costs by the live subscription plan's charge for the meter (minor units,
+ * compose/pricing.ts as the renewal prices it), null without such a charge. Throws 404
  * for an unknown customer or meter, 400 for a bound that is not an ISO 8601 date-time or a
  * `from` not before `to`.
  */
@@ -66,17 +70,20 @@ export async function customerUsage(
     meters = await db.selectFrom('meters').selectAll().orderBy('created_at').orderBy('id').execute();
   }
   let period: [string, string] | undefined;
+  const subscription = await db
+    .selectFrom('subscriptions')
+    .innerJoin('plans', 'plans.id', 'subscriptions.plan_id')
+    .select(['current_period_start', 'current_period_end', 'plans.charges'])
+    .where('customer_id', '=', customer.id)
+    .where('status', 'in', BILLING_STATUSES)
+    .where('current_period_start', 'is not', null)
+    .where('current_period_end', 'is not', null)
+    .orderBy('subscriptions.created_at', 'desc')
+    .orderBy('subscriptions.id', 'desc')
+    .executeTakeFirst();
+  // The live subscription's plan prices each meter it charges (its renewal's usage lines).
+  const charges = new Map<string, StoredCharge>(parseCharges(subscription?.charges).map((c) => [c.meter_id, c]));
   if (from === undefined || to === undefined) {
-    const subscription = await db
-      .selectFrom('subscriptions')
-      .select(['current_period_start', 'current_period_end'])
-      .where('customer_id', '=', customer.id)
-      .where('status', 'in', BILLING_STATUSES)
-      .where('current_period_start', 'is not', null)
-      .where('current_period_end', 'is not', null)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .executeTakeFirst();
     if (subscription) {
       period = [subscription.current_period_start!, subscription.current_period_end!];
     } else {
@@ -90,17 +97,22 @@ export async function customerUsage(
   const periodEnd = to ?? period![1];
   if (!(periodStart < periodEnd)) throw new ValidationError('from must be before to', 'from');
   const data = await Promise.all(
-    meters.map(async (meter) => ({
-      meter_id: meter.id,
-      value: await sqlUsageStore.aggregate(db, {
+    meters.map(async (meter) => {
+      const value = await sqlUsageStore.aggregate(db, {
         customer_id: customer.id,
         meter,
         from: periodStart,
         to: periodEnd,
-      }),
-      period_start: periodStart,
-      period_end: periodEnd,
-    })),
+      });
+      const charge = charges.get(meter.id);
+      return {
+        meter_id: meter.id,
+        value,
+        amount: charge === undefined ? null : piecesTotal(priceUsage(charge, value)),
+        period_start: periodStart,
+        period_end: periodEnd,
+      };
+    }),
   );
   return { data };
 }

@@ -114,7 +114,13 @@ test('ingestion: a result per event, duplicates acknowledged once, the window by
   );
   assert.equal(usage.status, 200, usage.text);
   assert.deepEqual(usage.body.data, [
-    { meter_id: meter.id, value: '12.8', period_start: minutesAgo(60 * 24 * 40), period_end: minutesAgo(-10) },
+    {
+      meter_id: meter.id,
+      value: '12.8',
+      amount: null,
+      period_start: minutesAgo(60 * 24 * 40),
+      period_end: minutesAgo(-10),
+    },
   ]);
   const listed = await app.request('GET', `/api/usage-events?customer_id=${customer.id}&transaction_id=t2`);
   assert.equal(listed.body.meta.total, 1);
@@ -173,6 +179,71 @@ test('usage of a test clock customer is timestamped in clock time; the default p
   assert.equal(usage.body.data[0].period_end, sub.current_period_end);
   const listed = await app.request('GET', `/api/usage-events?customer_id=${customer.id}`);
   assert.equal(listed.body.data[0].received_at, '2030-06-01T00:00:00.000Z');
+});
+
+test("a customer's usage is priced by the subscription plan's charge: graduated tiers, null when uncharged, huge values refused", async (t) => {
+  const app = await buildTestApp(t);
+  const charged = await sumMeter(app);
+  const other = await sumMeter(app, 'uncharged');
+  const sub = await createSubscription(app, {
+    // A free fixed fee: the first invoice owes nothing, so the subscription is live at once.
+    plan: {
+      amount: 0,
+      currency: 'USD',
+      charges: [
+        {
+          meter_id: charged.id,
+          model: 'graduated',
+          tiers: [
+            { up_to: 10, unit_amount: 0 },
+            { up_to: 100, unit_amount: 40 },
+            { up_to: null, unit_amount_decimal: '2.5' },
+          ],
+        },
+      ],
+    },
+  });
+  const send = (transaction_id: string, event_name: string, tokens: number | string) =>
+    app.request('POST', '/api/usage-events', {
+      body: {
+        transaction_id,
+        customer_id: sub.customer_id,
+        event_name,
+        timestamp: app.deps.clock.now().toISOString(),
+        properties: { tokens },
+      },
+    });
+  const amounts = async () => {
+    const res = await app.request('GET', `/api/customers/${sub.customer_id}/usage`);
+    assert.equal(res.status, 200, res.text);
+    return res.body.data.map((item: any) => [item.meter_id, item.value, item.amount]);
+  };
+  // Nothing yet: no tier touched, nothing owed.
+  assert.deepEqual(await amounts(), [
+    [charged.id, '0', 0],
+    [other.id, '0', null],
+  ]);
+  assert.equal((await send('a', charged.event_name, 150)).body.accepted, 1);
+  assert.equal((await send('b', other.event_name, 7)).body.accepted, 1);
+  // 10 free, 90 × 40, 50 × 2.5 = 3,600 + 125.
+  assert.deepEqual(await amounts(), [
+    [charged.id, '150', 3725],
+    [other.id, '7', null],
+  ]);
+  // A fraction of a unit in the last tier rounds once: 0.3 × 2.5 = 0.75 → 1 more.
+  assert.equal((await send('c', charged.event_name, '0.3')).body.accepted, 1);
+  assert.equal((await amounts())[0][2], 3726);
+  // A value whose price exceeds what an invoice can bill: a 400, not a 500.
+  assert.equal((await send('d', charged.event_name, '9'.repeat(18))).body.accepted, 1);
+  const huge = await app.request('GET', `/api/customers/${sub.customer_id}/usage`);
+  assert.equal(huge.status, 400, huge.text);
+  assert.equal(huge.body.code, 'validation_error');
+  // A range outside the period prices by the same charge.
+  const ranged = await app.request(
+    'GET',
+    `/api/customers/${sub.customer_id}/usage?meter_id=${charged.id}&from=2020-01-01T00:00:00Z&to=2020-02-01T00:00:00Z`,
+  );
+  assert.deepEqual(ranged.body.data[0].amount, 0);
 });
 
 test('customers: external_id is unique among live customers, settable and clearable', async (t) => {

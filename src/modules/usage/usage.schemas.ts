@@ -112,6 +112,11 @@ export const customerUsageSchema = Type.Object(
         'The aggregated value over [period_start, period_end): exact decimal text ("12.5"); "0" without events.',
       examples: ['1200'],
     }),
+    amount: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        "What the value costs (minor units of the plan's currency) by the live subscription plan's charge for this meter, priced as its invoice would (free units, tiers, packages); null when that plan does not charge the meter or there is no live subscription.",
+      examples: [3600],
+    }),
     period_start: timestamp,
     period_end: timestamp,
   },
