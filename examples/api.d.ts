@@ -3104,6 +3104,11 @@ export interface components {
        * @example 1200
        */
       value: string;
+      /**
+       * @description What the value costs (minor units of the plan's currency) by the live subscription plan's charge for this meter, priced as its invoice would (free units, tiers, packages); null when that plan does not charge the meter or there is no live subscription.
+       * @example 3600
+       */
+      amount: number | null;
       /** Format: date-time */
       period_start: string;
       /** Format: date-time */

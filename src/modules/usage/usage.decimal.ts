@@ -46,8 +46,8 @@ function scaled(text: string): bigint {
   return m[1] === '-' ? -magnitude : magnitude;
 }
 
-/** The canonical text of a BigInt in units of 10^-12. */
-function unscaled(value: bigint): string {
+/** The canonical text of a BigInt in units of 10^-12 (`1500000000000n` → `"1.5"`). */
+export function unscaled(value: bigint): string {
   const negative = value < 0n;
   const magnitude = negative ? -value : value;
   const integer = (magnitude / SCALE).toString();

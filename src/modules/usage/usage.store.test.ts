@@ -87,6 +87,54 @@ test('every aggregation over whole minutes and partial ones, exact decimals', as
   assert.equal(await value(meters.count, at(6), at(5)), '0');
 });
 
+test('a sum over many minutes stays exact: negative fractions, and totals past 64-bit integers', async (t) => {
+  const app = await buildTestApp(t);
+  const customer = await createCustomer(app);
+  const sum = await meter(app, 'sum');
+  // One event a minute (each its own rollup): SQLite adds whole parts and fractions apart and
+  // must carry between them; twelve values near 10^18 overflow its 64-bit sum().
+  const amounts = ['-0.5', '0.25', '-1.000000000001', '3', '-0.75', '999999999999999999.5'];
+  const huge = Array.from({ length: 12 }, () => '999999999999999999.999999999999');
+  const scaled = (text: string) => {
+    const [whole, fraction = ''] = text.replace('-', '').split('.');
+    const magnitude = BigInt(whole!) * 10n ** 12n + BigInt(fraction.padEnd(12, '0'));
+    return text.startsWith('-') ? -magnitude : magnitude;
+  };
+  const text = (value: bigint) => {
+    const magnitude = value < 0n ? -value : value;
+    const fraction = (magnitude % 10n ** 12n).toString().padStart(12, '0').replace(/0+$/, '');
+    const body = `${magnitude / 10n ** 12n}${fraction === '' ? '' : `.${fraction}`}`;
+    return value < 0n ? `-${body}` : body;
+  };
+  const send = async (values: string[], first: number, tag: string) => {
+    const results = await ingestUsageEvents(
+      app.deps.db,
+      app.clock,
+      values.map((amount, i) => ({
+        transaction_id: `${tag}-${i}`,
+        customer_id: customer.id,
+        event_name: sum.event_name,
+        timestamp: at(first + i, 7),
+        properties: { amount },
+      })),
+    );
+    assert.ok(
+      results.every((r) => r.status === 'accepted'),
+      JSON.stringify(results),
+    );
+  };
+  await send(amounts, 10, 'small');
+  await send(huge, 20, 'huge');
+  const value = (from: string, to: string) =>
+    aggregateUsage(app.deps.db, { customer_id: customer.id, meter_id: sum.id, from, to });
+  const small = amounts.slice(0, 5).reduce((total, a) => total + scaled(a), 0n);
+  assert.equal(await value(at(10), at(15)), text(small));
+  assert.equal(text(small), '0.999999999999');
+  assert.equal(await value(at(10), at(14)), text(small - scaled('-0.75')));
+  const all = [...amounts, ...huge].reduce((total, a) => total + scaled(a), 0n);
+  assert.equal(await value(at(0), at(40)), text(all));
+});
+
 test('duplicates within a batch and across batches are acknowledged and counted once', async (t) => {
   const app = await buildTestApp(t);
   const customer = await createCustomer(app, { external_id: 'acct-ü-1' });

@@ -14,11 +14,11 @@
 // minutes at either end from the events themselves (an index range). unique_count reads
 // the events' distinct values over the range (the index on customer, meter, timestamp):
 // distinct values do not add up across minutes.
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import type { MeterAggregation, UsageEventsTable, UsageRollupsTable } from '../../db/tables/usage.table.ts';
-import { addDecimals, canonicalDecimal, maxDecimal } from './usage.decimal.ts';
+import { addDecimals, canonicalDecimal, MAX_FRACTION_DIGITS, maxDecimal, unscaled } from './usage.decimal.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -238,6 +238,41 @@ async function appendBatch(trx: Transaction<Database>, events: readonly NewUsage
   return outcomes;
 }
 
+type RollupQuery = SelectQueryBuilder<Database, 'usage_rollups', object>;
+
+/**
+ * SQLite: the exact sum of the rollups' value_sum texts, added by SQLite as two 64-bit integer
+ * sums — the whole parts and the fractions in units of 10^-12 — so a period's thousands of
+ * minutes never cross into JavaScript row by row. SQLite's sum() of integers fails rather
+ * than round on overflow: then the rows are added here, exactly, as before.
+ */
+async function sqliteRollupSum(rollups: RollupQuery): Promise<string[]> {
+  const point = sql`instr(value_sum, '.')`;
+  const sign = sql`(case when substr(value_sum, 1, 1) = '-' then -1 else 1 end)`;
+  const zeros = '0'.repeat(MAX_FRACTION_DIGITS);
+  try {
+    const row = await rollups
+      .select([
+        sql<
+          string | null
+        >`cast(sum(cast(case when ${point} > 0 then substr(value_sum, 1, ${point} - 1) else value_sum end as integer)) as text)`.as(
+          'whole',
+        ),
+        sql<
+          string | null
+        >`cast(sum(${sign} * cast(case when ${point} > 0 then substr(substr(value_sum, ${point} + 1) || ${zeros}, 1, ${MAX_FRACTION_DIGITS}) else '0' end as integer)) as text)`.as(
+          'fraction',
+        ),
+      ])
+      .executeTakeFirst();
+    if (row?.whole === null || row?.whole === undefined) return [];
+    return [row.whole, unscaled(BigInt(row.fraction ?? '0'))];
+  } catch (error) {
+    if (!(error instanceof Error && /integer overflow/i.test(error.message))) throw error;
+    return (await rollups.select('value_sum').execute()).map((r) => r.value_sum);
+  }
+}
+
 /** [from, to) split into the whole minutes inside it and the partial ones at its ends. */
 function splitRange(from: string, to: string): { inner: [string, string] | null; edges: [string, string][] } {
   const fromMs = Date.parse(from);
@@ -292,7 +327,7 @@ async function aggregate(db: Db, query: AggregateQuery): Promise<string> {
         const row = await rollups.select((eb) => eb.fn.sum<string | null>('value_sum').as('s')).executeTakeFirst();
         fromRollups = row?.s === null || row?.s === undefined ? [] : [String(row.s)];
       } else if (inner) {
-        fromRollups = (await rollups.select('value_sum').execute()).map((r) => r.value_sum);
+        fromRollups = await sqliteRollupSum(rollups);
       }
       return addDecimals([...fromRollups, ...edgeRows.flatMap((r) => (r.value === null ? [] : [r.value]))]);
     }
