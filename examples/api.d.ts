@@ -4962,6 +4962,7 @@ export interface components {
      *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "reversal_balance_transaction_id": null,
      *       "status": "issued",
+     *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
      *       "created_at": "2026-02-01T10:00:00.000Z",
      *       "voided_at": null
      *     }
@@ -5000,6 +5001,8 @@ export interface components {
       reversal_balance_transaction_id: string | null;
       /** @enum {string} */
       status: 'issued' | 'void';
+      /** @description The credit note's public page (`<PUBLIC_URL>/c/<token>`, an unguessable token), in the customer's `preferred_locale`; the same URL + `.pdf` is its PDF */
+      hosted_credit_note_url: string;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -5034,6 +5037,7 @@ export interface components {
      *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "reversal_balance_transaction_id": null,
      *           "status": "issued",
+     *           "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
      *           "created_at": "2026-02-01T10:00:00.000Z",
      *           "voided_at": null
      *         }
@@ -9166,6 +9170,7 @@ export interface operations {
            *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "reversal_balance_transaction_id": null,
            *           "status": "issued",
+           *           "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *           "created_at": "2026-02-01T10:00:00.000Z",
            *           "voided_at": null
            *         }
@@ -9273,6 +9278,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -9339,6 +9345,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -9445,6 +9452,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -13557,6 +13565,7 @@ export interface operations {
          *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "reversal_balance_transaction_id": null,
          *         "status": "issued",
+         *         "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
          *         "created_at": "2026-02-01T10:00:00.000Z",
          *         "voided_at": null
          *       }
@@ -13629,6 +13638,7 @@ export interface operations {
          *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "reversal_balance_transaction_id": null,
          *         "status": "issued",
+         *         "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
          *         "created_at": "2026-02-01T10:00:00.000Z",
          *         "voided_at": null
          *       }

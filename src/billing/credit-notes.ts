@@ -135,7 +135,7 @@ export async function createCreditNote(
 ): Promise<CreditNote> {
   if (requestKey !== null) {
     const earlier = await findCreditNoteByRequestKey(deps.db, requestKey);
-    if (earlier) return toCreditNote(earlier);
+    if (earlier) return toCreditNote(earlier, deps.config.publicUrl);
   }
   if ((input.amount === undefined) === (input.lines === undefined)) {
     throw new ValidationError('give either amount or lines', input.amount === undefined ? 'amount' : 'lines');
@@ -226,7 +226,7 @@ async function issueCreditNote(
   if (applied.paid) {
     await creditNotePaidInvoice(trx, ctx.clock, applied.invoice, subscription);
   }
-  const note = await insertCreditNote(trx, ctx.clock, id, {
+  const note = await insertCreditNote(trx, ctx.clock, deps.config.publicUrl, id, {
     invoiceId: invoice.id,
     customerId: invoice.customer_id,
     testClockId: invoice.test_clock_id,
@@ -436,7 +436,7 @@ export async function voidCreditNote(deps: Deps, id: string): Promise<CreditNote
       prePayment: -Number(note.pre_payment_amount),
       postPayment: -Number(note.post_payment_amount),
     });
-    return markCreditNoteVoid(trx, ctx.clock, note, reversalId);
+    return markCreditNoteVoid(trx, ctx.clock, deps.config.publicUrl, note, reversalId);
   });
 }
 
