@@ -343,8 +343,8 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Change the plan or quantity
-     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview.
+     * Change the plan, quantity, discount or tax rates
+     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview. `coupon` / `promotion_code` replace the subscription's discount (redeemed under the same limits as on create: an unknown, expired or exhausted one is 400 and nothing changes; `coupon: null` or `""` removes it) and `tax_rate_ids` replaces its tax rates (`[]` clears them), SPEC §14: alone they change nothing else (any subscription not ended; no plan change rule runs), with a plan change both apply in one transaction and one `subscription.updated` whose `previous_attributes` carries the old `discount` and `tax_rate_ids` too. The next invoice takes them.
      */
     patch: operations['updateSubscription'];
     trace?: never;
@@ -7757,6 +7757,17 @@ export interface operations {
            * @enum {string}
            */
           effective?: 'immediately' | 'period_end';
+          /** @description A coupon (`coupon_…`) to redeem as the subscription's discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount. */
+          coupon?: string | null;
+          /** @description A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has. */
+          promotion_code?: string;
+          /**
+           * @description The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
         };
       };
     };
@@ -8610,6 +8621,17 @@ export interface operations {
            * @enum {string}
            */
           effective?: 'immediately' | 'period_end';
+          /** @description A coupon (`coupon_…`) to redeem as the subscription's discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount. */
+          coupon?: string | null;
+          /** @description A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has. */
+          promotion_code?: string;
+          /**
+           * @description The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
         };
       };
     };
