@@ -3073,7 +3073,7 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
-      /** @description Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were. */
+      /** @description Present after a PATCH (SPEC §13, §14): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period, `tax_rate_ids`, `discount` — the subscription's own Discount or null), as they were. */
       previous_attributes?: {
         [key: string]: unknown;
       };

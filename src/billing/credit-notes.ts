@@ -32,7 +32,7 @@ import {
   toCreditNote,
 } from '../modules/credit-notes/credit-notes.records.ts';
 import type { CreateCreditNoteInput } from '../modules/credit-notes/credit-notes.schemas.ts';
-import { closeOpenCase } from '../modules/dunning/dunning.cases.ts';
+import { closeOpenCase, setCaseAmountDue } from '../modules/dunning/dunning.cases.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import {
   applyCreditNoteToInvoice,
@@ -225,6 +225,9 @@ async function issueCreditNote(
   const applied = await applyCreditNoteToInvoice(trx, ctx, invoice, split);
   if (applied.paid) {
     await creditNotePaidInvoice(trx, ctx.clock, applied.invoice, subscription);
+  } else if (split.prePayment > 0) {
+    // A case chasing the invoice chases what it still owes.
+    await setCaseAmountDue(trx, ctx.clock, invoice.id, applied.invoice.amount_remaining);
   }
   const note = await insertCreditNote(trx, ctx.clock, deps.config.publicUrl, id, {
     invoiceId: invoice.id,
@@ -432,10 +435,13 @@ export async function voidCreditNote(deps: Deps, id: string): Promise<CreditNote
       });
       reversalId = reversal.id;
     }
-    await applyCreditNoteToInvoice(trx, ctx, invoice, {
+    const restored = await applyCreditNoteToInvoice(trx, ctx, invoice, {
       prePayment: -Number(note.pre_payment_amount),
       postPayment: -Number(note.post_payment_amount),
     });
+    if (Number(note.pre_payment_amount) > 0) {
+      await setCaseAmountDue(trx, ctx.clock, invoice.id, restored.invoice.amount_remaining);
+    }
     return markCreditNoteVoid(trx, ctx.clock, deps.config.publicUrl, note, reversalId);
   });
 }

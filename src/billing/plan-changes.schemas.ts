@@ -165,7 +165,7 @@ export const subscriptionUpdatedSchema = Type.Object(
         {
           additionalProperties: true,
           description:
-            'Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were.',
+            "Present after a PATCH (SPEC §13, §14): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period, `tax_rate_ids`, `discount` — the subscription's own Discount or null), as they were.",
         },
       ),
     ),
