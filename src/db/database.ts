@@ -8,19 +8,23 @@ import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
 import type { IdempotencyKeysTable } from './tables/idempotency.table.ts';
+import type { BilledUsageTable } from './tables/billed-usage.table.ts';
 import type { InvoiceNumbersTable, InvoicesTable } from './tables/invoices.table.ts';
 import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
 import type { PlansTable } from './tables/plans.table.ts';
+import type { PortalLoginsTable, PortalSessionsTable } from './tables/portal-sessions.table.ts';
 import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
+import type { MetersTable, UsageEventKeysTable, UsageEventsTable, UsageRollupsTable } from './tables/usage.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
+  billed_usage: BilledUsageTable;
   coupons: CouponsTable;
   credit_notes: CreditNotesTable;
   credit_note_numbers: CreditNoteNumbersTable;
@@ -34,10 +38,13 @@ export interface Database {
   invoices: InvoicesTable;
   invoice_numbers: InvoiceNumbersTable;
   invoice_payment_attempts: InvoicePaymentAttemptsTable;
+  meters: MetersTable;
   payments: PaymentsTable;
   payment_methods: PaymentMethodsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;
+  portal_logins: PortalLoginsTable;
+  portal_sessions: PortalSessionsTable;
   promotion_codes: PromotionCodesTable;
   provider_events: ProviderEventsTable;
   provider_subscription_references: ProviderSubscriptionReferencesTable;
@@ -46,6 +53,9 @@ export interface Database {
   subscription_pending_items: SubscriptionPendingItemsTable;
   tax_rates: TaxRatesTable;
   test_clocks: TestClocksTable;
+  usage_events: UsageEventsTable;
+  usage_event_keys: UsageEventKeysTable;
+  usage_rollups: UsageRollupsTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;

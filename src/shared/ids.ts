@@ -28,6 +28,9 @@ export const ID_PREFIXES = {
   creditNote: 'cn',
   creditNoteLine: 'cnli',
   taxRate: 'txr',
+  meter: 'meter',
+  usageEvent: 'uev',
+  portalSession: 'bps',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
