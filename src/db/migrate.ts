@@ -38,6 +38,7 @@ import * as creditNotes from './migrations/0032_credit_notes.ts';
 import * as usage from './migrations/0033_usage.ts';
 import * as usagePricing from './migrations/0034_usage_pricing.ts';
 import * as portalSessions from './migrations/0036_portal_sessions.ts';
+import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_tokens.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -74,6 +75,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0033_usage': usage,
   '0034_usage_pricing': usagePricing,
   '0036_portal_sessions': portalSessions,
+  '0037_credit_note_hosted_tokens': creditNoteHostedTokens,
 };
 
 /** The names of every migration, in the order they apply. */
