@@ -32,12 +32,16 @@ const LAYERS = [
   // Documents read invoices, customers and credit notes (a credit note's PDF).
   ['src/modules/documents/'],
   ['src/modules/webhooks/'],
+  // Operator console sign-in, sessions and its audit trail (SPEC §16).
+  ['src/modules/console-sessions/'],
   ['src/deps.ts'],
   // The billing core: compose, issue, settle, refund, collect.
   ['src/billing/'],
   // Entry points: the provider inbox, HTTP routes, worker jobs.
   ['src/inbox/'],
   ['src/routes/'],
+  // The operator console (SPEC §16): pages over the same core the routes call.
+  ['src/console/'],
   ['src/worker/'],
   // Composition and start-up.
   ['src/gauges.ts', 'src/app.ts'],

@@ -81,6 +81,11 @@ export interface Config {
   businessTaxId: string | null;
   /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
   testClocks: boolean;
+  /**
+   * CONSOLE_IDLE_TIMEOUT in ms (default 30 minutes): an operator console session with no request
+   * for this long is over (SPEC §16).
+   */
+  consoleIdleTimeoutMs: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -401,5 +406,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     businessAddress,
     businessTaxId,
     testClocks: testClocks === 'true',
+    consoleIdleTimeoutMs: duration(env, 'CONSOLE_IDLE_TIMEOUT', '30m', 60_000),
   });
 }

@@ -28,6 +28,9 @@ export const ID_PREFIXES = {
   creditNote: 'cn',
   creditNoteLine: 'cnli',
   taxRate: 'txr',
+  consoleSession: 'cs',
+  consoleLoginLink: 'csl',
+  consoleAction: 'csa',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
