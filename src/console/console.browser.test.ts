@@ -64,24 +64,27 @@ test('the operator console in a browser', async (t) => {
   const browser = await launchBrowser(t);
   const app = await appWithFakeProviders(t, { TEST_CLOCKS: 'true' });
 
-  await t.test('a one-time link signs in once: the cookie is HttpOnly and SameSite=Strict; opened again it is refused', async () => {
-    const link = await loginLink(app);
-    const context = await newContext(browser);
-    const page = await context.newPage();
-    await page.goto(link);
-    await page.waitForURL(`${app.baseUrl}/console`);
-    const [cookie] = await context.cookies(app.baseUrl + '/console');
-    assert.equal(cookie?.httpOnly, true);
-    assert.equal(cookie?.sameSite, 'Strict');
-    assert.equal(cookie?.path, '/console');
-    const other = await (await newContext(browser)).newPage();
-    const again = await other.goto(link);
-    assert.equal(again?.status(), 401);
-    assert.match(await other.textContent('h1') ?? '', /does not work/);
-    // Without a session every page is the sign-in notice.
-    const bare = await other.goto(`${app.baseUrl}/console/customers`);
-    assert.equal(bare?.status(), 401);
-  });
+  await t.test(
+    'a one-time link signs in once: the cookie is HttpOnly and SameSite=Strict; opened again it is refused',
+    async () => {
+      const link = await loginLink(app);
+      const context = await newContext(browser);
+      const page = await context.newPage();
+      await page.goto(link);
+      await page.waitForURL(`${app.baseUrl}/console`);
+      const [cookie] = await context.cookies(app.baseUrl + '/console');
+      assert.equal(cookie?.httpOnly, true);
+      assert.equal(cookie?.sameSite, 'Strict');
+      assert.equal(cookie?.path, '/console');
+      const other = await (await newContext(browser)).newPage();
+      const again = await other.goto(link);
+      assert.equal(again?.status(), 401);
+      assert.match((await other.textContent('h1')) ?? '', /does not work/);
+      // Without a session every page is the sign-in notice.
+      const bare = await other.goto(`${app.baseUrl}/console/customers`);
+      assert.equal(bare?.status(), 401);
+    },
+  );
 
   await t.test('an expired link (15 minutes) is refused', async () => {
     const link = await loginLink(app);
@@ -134,7 +137,10 @@ test('the operator console in a browser', async (t) => {
     const refunds = await app.request('GET', `/api/refunds?payment_id=${payment.id}`);
     assert.equal(refunds.body.data.length, 1);
     // Both the refund and the refusal are in the audit trail.
-    const sessions = await app.deps.db.selectFrom('console_actions').select(['session_id', 'action', 'outcome']).execute();
+    const sessions = await app.deps.db
+      .selectFrom('console_actions')
+      .select(['session_id', 'action', 'outcome'])
+      .execute();
     assert.ok(sessions.some((a) => a.action === 'payment.refund' && a.outcome === 'succeeded'));
     assert.ok(sessions.some((a) => a.action === 'payment.refund' && a.outcome === 'refused'));
   });
@@ -168,7 +174,9 @@ test('the operator console in a browser', async (t) => {
     await postPaystack(app, charge);
     await repairPayments(app);
     const failed = await app.request('GET', '/api/provider-events?status=failed');
-    const event = failed.body.data.find((row: { event_key: string }) => row.event_key.includes(charge.data.reference)) ?? failed.body.data[0];
+    const event =
+      failed.body.data.find((row: { event_key: string }) => row.event_key.includes(charge.data.reference)) ??
+      failed.body.data[0];
     assert.ok(event, 'a failed provider event');
     const page = await signedIn(browser, app);
     await page.goto(`${app.baseUrl}/console/provider-events?status=failed`);
@@ -200,30 +208,33 @@ test('the operator console in a browser', async (t) => {
     assert.match((await page.getByTestId('clock-time').textContent())!, /2026-04-01 00:00:00/);
   });
 
-  await t.test('a read-only session sees no buttons and is refused every change, in the page and by a direct POST', async () => {
-    const subscription = await createSubscription(app);
-    const invoice = (await app.request('GET', `/api/invoices?subscription_id=${subscription.id}`)).body.data[0];
-    const page = await signedIn(browser, app, true);
-    assert.ok(await page.getByText('read-only').isVisible());
-    await page.goto(`${app.baseUrl}/console/invoices/${invoice.id}`);
-    assert.equal(await page.getByRole('button', { name: 'Void invoice' }).count(), 0);
-    const csrf = await csrfOf(page);
-    for (const path of [
-      `/console/invoices/${invoice.id}/void`,
-      `/console/invoices/${invoice.id}/mark-uncollectible`,
-      `/console/invoices/${invoice.id}/pay`,
-      `/console/subscriptions/${subscription.id}/cancel`,
-    ]) {
-      const res = await postAs(page, app, path, { _csrf: csrf });
-      assert.equal(res.status, 403, path);
-    }
-    const after = await app.request('GET', `/api/invoices/${invoice.id}`);
-    assert.equal(after.body.status, 'open', 'nothing changed');
-    // Sign-out is the one POST a read-only session may make.
-    const out = await postAs(page, app, '/console/sign-out', { _csrf: csrf });
-    assert.equal(out.status, 200);
-    assert.equal((await page.goto(`${app.baseUrl}/console`))?.status(), 401);
-  });
+  await t.test(
+    'a read-only session sees no buttons and is refused every change, in the page and by a direct POST',
+    async () => {
+      const subscription = await createSubscription(app);
+      const invoice = (await app.request('GET', `/api/invoices?subscription_id=${subscription.id}`)).body.data[0];
+      const page = await signedIn(browser, app, true);
+      assert.ok(await page.getByText('read-only').isVisible());
+      await page.goto(`${app.baseUrl}/console/invoices/${invoice.id}`);
+      assert.equal(await page.getByRole('button', { name: 'Void invoice' }).count(), 0);
+      const csrf = await csrfOf(page);
+      for (const path of [
+        `/console/invoices/${invoice.id}/void`,
+        `/console/invoices/${invoice.id}/mark-uncollectible`,
+        `/console/invoices/${invoice.id}/pay`,
+        `/console/subscriptions/${subscription.id}/cancel`,
+      ]) {
+        const res = await postAs(page, app, path, { _csrf: csrf });
+        assert.equal(res.status, 403, path);
+      }
+      const after = await app.request('GET', `/api/invoices/${invoice.id}`);
+      assert.equal(after.body.status, 'open', 'nothing changed');
+      // Sign-out is the one POST a read-only session may make.
+      const out = await postAs(page, app, '/console/sign-out', { _csrf: csrf });
+      assert.equal(out.status, 200);
+      assert.equal((await page.goto(`${app.baseUrl}/console`))?.status(), 401);
+    },
+  );
 
   await t.test('a POST without the CSRF token, or with a wrong one, is refused 403 and changes nothing', async () => {
     const subscription = await createSubscription(app);
