@@ -250,6 +250,22 @@ test('the operator console in a browser', async (t) => {
     assert.equal((await app.request('GET', `/api/invoices/${invoice.id}`)).body.status, 'void');
   });
 
+  await t.test('an API key created in the console is shown once, works, and stops working when revoked', async () => {
+    const page = await signedIn(browser, app);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('textbox', { name: 'Key name' }).fill('made in the console');
+    await page.getByRole('combobox', { name: 'Scope' }).selectOption('read');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByTestId('new-key').textContent())!.trim();
+    assert.equal((await app.request('GET', '/api/customers', { key })).status, 200);
+    await page.goto(`${app.baseUrl}/console/api-keys`);
+    assert.equal(await page.getByTestId('new-key').count(), 0, 'shown only in the answer that made it');
+    const row = page.locator('tbody tr', { hasText: 'made in the console' });
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByText('API key revoked.').waitFor();
+    assert.equal((await app.request('GET', '/api/customers', { key })).status, 401);
+  });
+
   await t.test('a session idle for CONSOLE_IDLE_TIMEOUT is over', async () => {
     const page = await signedIn(browser, app);
     app.clock.advance(app.deps.config.consoleIdleTimeoutMs);

@@ -40,6 +40,8 @@ import { listDeliveries, retryDelivery, sendTestEvent } from '../modules/webhook
 import { getPlan, listPlans } from '../modules/plans/plans.service.ts';
 import { listCoupons } from '../modules/coupons/coupons.service.ts';
 import { listTaxRates } from '../modules/tax-rates/tax-rates.service.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../modules/api-keys/api-keys.service.ts';
+import { KEY_SCOPES } from '../db/tables/api-keys.table.ts';
 import type { InboxStatus } from '../db/tables/provider-events.table.ts';
 import type { DunningCaseStatus } from '../db/tables/dunning.table.ts';
 import { PDF_HEADERS } from '../routes/pdf-response.ts';
@@ -76,6 +78,7 @@ const NOTICES: Readonly<Record<string, string>> = {
   changed: 'Subscription changed.',
   redelivered: 'Delivery due again.',
   tested: 'Test event queued.',
+  revoked: 'API key revoked.',
 };
 
 const INBOX_STATUSES: readonly InboxStatus[] = ['received', 'processed', 'ignored', 'held', 'failed'];
@@ -560,6 +563,55 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
         coupons: coupons.data,
         taxRates: taxRates.data,
       });
+    });
+
+    // API keys: list, create (the secret shown in that one answer, never again), revoke.
+    const keysPage = async (request: FastifyRequest, reply: FastifyReply, page_: number, created?: object) => {
+      const params = parseListParams({ page: String(page_), limit: String(PAGE_SIZE) });
+      const keys = await listApiKeys(db, params);
+      const next = nextOffsetPage(`${CONSOLE_PREFIX}/api-keys`, params.page, keys.meta.total);
+      return page(request, reply, 'api-keys', 'API keys', { keys: keys.data, scopes: KEY_SCOPES, created, next });
+    };
+    signedIn.get<{ Querystring: { page?: string } }>('/api-keys', open, async (request, reply) =>
+      keysPage(request, reply, Number(request.query.page) || 0),
+    );
+    signedIn.post('/api-keys', open, async (request, reply) => {
+      const session = sessions.get(request)!;
+      const form = request.body as Form;
+      let created;
+      try {
+        const name = optionalText(form, 'name', 100);
+        if (name === undefined) throw new ValidationError('name is required', 'name');
+        const scope = KEY_SCOPES.find((value) => value === form.scope);
+        if (scope === undefined) throw new ValidationError(`scope must be one of ${KEY_SCOPES.join(', ')}`, 'scope');
+        created = await withActor({ type: 'console_session', id: session.id }, () =>
+          createApiKey(db, clock, { name, scope, expiresAt: optionalText(form, 'expires_at', 40) ?? null }),
+        );
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        await recordConsoleAction(db, clock, {
+          sessionId: session.id,
+          action: 'api_key.create',
+          targetId: null,
+          outcome: 'refused',
+          detail: error.message,
+        });
+        return message(request, reply, error.status, 'Not done', error.message, `${CONSOLE_PREFIX}/api-keys`);
+      }
+      await recordConsoleAction(db, clock, {
+        sessionId: session.id,
+        action: 'api_key.create',
+        targetId: created.id,
+        outcome: 'succeeded',
+        detail: null,
+      });
+      return keysPage(request, reply, 0, created);
+    });
+    signedIn.post<IdParams>('/api-keys/:id/revoke', open, async (request, reply) => {
+      const id = checkedId(request.params.id);
+      return act(request, reply, 'api_key.revoke', id, `${CONSOLE_PREFIX}/api-keys`, 'revoked', () =>
+        revokeApiKey(db, clock, id),
+      );
     });
 
     // Test clocks (TEST_CLOCKS=true only): list, and advance with the page following progress.
