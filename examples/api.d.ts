@@ -2131,6 +2131,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2162,6 +2163,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2221,6 +2224,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2255,6 +2259,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2321,6 +2327,7 @@ export interface components {
      *           "name": "Ada Lovelace",
      *           "phone": "+2348012345678",
      *           "preferred_locale": "de-AT",
+     *           "external_id": "acct-4711",
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
@@ -5553,6 +5560,7 @@ export interface operations {
            *           "name": "Ada Lovelace",
            *           "phone": "+2348012345678",
            *           "preferred_locale": "de-AT",
+           *           "external_id": "acct-4711",
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
@@ -5637,6 +5645,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5710,6 +5723,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5773,6 +5787,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5878,6 +5893,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5949,6 +5969,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -11399,6 +11420,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11470,6 +11492,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11541,6 +11564,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },

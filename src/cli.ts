@@ -14,7 +14,14 @@ import { VERSION } from './shared/version.ts';
 
 const EXIT_USAGE = 64;
 const EXIT_CONFIG = 78;
-const COMMANDS_WITH_DATA_KEY = new Set<string | undefined>([undefined, 'serve', 'worker', 'demo']);
+const COMMANDS_WITH_DATA_KEY = new Set<string | undefined>([
+  undefined,
+  'serve',
+  'worker',
+  'demo',
+  'console-login',
+  'console-logout',
+]);
 
 /** A command line the CLI cannot run: the message, then the usage of `command` (exit 64). */
 class UsageError extends Error {

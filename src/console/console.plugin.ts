@@ -206,27 +206,32 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
   // The one-time link. It answers a page that moves on to /console by itself (meta refresh):
   // a redirect would be part of a navigation another site (a mail client) may have started,
   // and then the SameSite=Strict cookie would not be sent with it.
-  app.get<{ Params: { token: string } }>('/login/:token', open, async (request, reply) => {
-    const redeemed = await redeemLoginLink(db, clock, request.params.token);
-    if (!redeemed) {
-      return message(
-        request,
-        reply,
-        401,
-        'This sign-in link does not work',
-        'It was used already, it expired (links last 15 minutes), or it never existed. Run `npx billing console-login` for a new one.',
-      );
-    }
-    sessions.set(request, redeemed.session);
-    reply.header('set-cookie', sessionCookie(request, config.publicUrl, redeemed.token));
-    return page(request, reply, 'message', 'Signed in', {
-      heading: 'Signed in',
-      text: redeemed.session.readOnly ? 'Read-only session: you can look, not change.' : 'You can use the console.',
-      back: CONSOLE_PREFIX,
-      refreshSeconds: 0,
-      refreshTo: CONSOLE_PREFIX,
-    });
-  });
+  // GET only: a HEAD (a link preview, a scanner) must not use the link up.
+  app.get<{ Params: { token: string } }>(
+    '/login/:token',
+    { ...open, exposeHeadRoute: false },
+    async (request, reply) => {
+      const redeemed = await redeemLoginLink(db, clock, request.params.token);
+      if (!redeemed) {
+        return message(
+          request,
+          reply,
+          401,
+          'This sign-in link does not work',
+          'It was used already, it expired (links last 15 minutes), or it never existed. Run `npx billing console-login` for a new one.',
+        );
+      }
+      sessions.set(request, redeemed.session);
+      reply.header('set-cookie', sessionCookie(request, config.publicUrl, redeemed.token));
+      return page(request, reply, 'message', 'Signed in', {
+        heading: 'Signed in',
+        text: redeemed.session.readOnly ? 'Read-only session: you can look, not change.' : 'You can use the console.',
+        back: CONSOLE_PREFIX,
+        refreshSeconds: 0,
+        refreshTo: CONSOLE_PREFIX,
+      });
+    },
+  );
 
   // Everything below needs a live session.
   await app.register(async (signedIn) => {

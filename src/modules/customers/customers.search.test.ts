@@ -3,7 +3,8 @@
 // and the index each search uses.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../../db/database.ts';
 import { buildTestApp } from '../../../test/helpers/app.ts';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { createCustomer } from '../../../test/helpers/factories.ts';
