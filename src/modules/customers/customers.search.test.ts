@@ -105,7 +105,7 @@ test(
 
 /** The first statement `run` compiles (the executor's compileQuery watched for the call). */
 async function captureSql(
-  db: import('kysely').Kysely<import('../../db/database.ts').Database>,
+  db: Kysely<Database>,
   run: () => Promise<unknown>,
 ) {
   let captured: { sql: string; parameters: readonly unknown[] } | undefined;
