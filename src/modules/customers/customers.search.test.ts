@@ -104,10 +104,7 @@ test(
 );
 
 /** The first statement `run` compiles (the executor's compileQuery watched for the call). */
-async function captureSql(
-  db: Kysely<Database>,
-  run: () => Promise<unknown>,
-) {
+async function captureSql(db: Kysely<Database>, run: () => Promise<unknown>) {
   let captured: { sql: string; parameters: readonly unknown[] } | undefined;
   const original = db.getExecutor().compileQuery.bind(db.getExecutor());
   const executor = db.getExecutor() as unknown as { compileQuery: typeof original };
