@@ -35,6 +35,8 @@ const LAYERS = [
   // Documents read invoices, customers and credit notes (a credit note's PDF).
   ['src/modules/documents/'],
   ['src/modules/webhooks/'],
+  // Customer portal links and their browser sessions (read customers).
+  ['src/modules/portal-sessions/'],
   // Operator console sign-in, sessions and its audit trail (SPEC §16).
   ['src/modules/console-sessions/'],
   ['src/deps.ts'],
@@ -43,6 +45,8 @@ const LAYERS = [
   // Entry points: the provider inbox, HTTP routes, worker jobs.
   ['src/inbox/'],
   ['src/routes/'],
+  // The customer portal's pages (SPEC §16): an entry point like the routes, whose hosted-page headers it shares.
+  ['src/portal/'],
   // The operator console (SPEC §16): pages over the same core the routes call.
   ['src/console/'],
   ['src/worker/'],

@@ -82,6 +82,10 @@ export interface Config {
   /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
   testClocks: boolean;
   /**
+   * PORTAL_PLANS: the plans (`plan_…`) a customer may switch to in the customer portal
+   * (SPEC §16), comma-separated; [] (the default) offers no switching.
+   */
+  portalPlans: readonly string[];
    * CONSOLE_IDLE_TIMEOUT in ms (default 30 minutes): an operator console session with no request
    * for this long is over (SPEC §16).
    */
@@ -373,6 +377,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('BUSINESS_NAME', 'must be at most 200 characters, without control characters');
   }
   const businessAddress = printable(env, 'BUSINESS_ADDRESS', 500);
+  const portalPlans = [...new Set(csv(env, 'PORTAL_PLANS'))];
+  const badPlan = portalPlans.find((id) => !/^plan_[0-9A-HJKMNP-TV-Z]{26}$/.test(id));
+  if (badPlan !== undefined) {
+    throw new ConfigError('PORTAL_PLANS', `must list plan ids (plan_…), comma-separated (got "${badPlan}")`);
+  }
   const businessTaxId = printable(env, 'BUSINESS_TAX_ID', 64);
 
   return Object.freeze({
@@ -406,6 +415,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     businessAddress,
     businessTaxId,
     testClocks: testClocks === 'true',
+    portalPlans: Object.freeze(portalPlans),
     consoleIdleTimeoutMs: duration(env, 'CONSOLE_IDLE_TIMEOUT', '30m', 60_000),
   });
 }

@@ -30,6 +30,7 @@ export const ID_PREFIXES = {
   taxRate: 'txr',
   meter: 'meter',
   usageEvent: 'uev',
+  portalSession: 'bps',
   consoleSession: 'cs',
   consoleLoginLink: 'csl',
   consoleAction: 'csa',
