@@ -86,6 +86,7 @@ export interface Config {
    * (SPEC §16), comma-separated; [] (the default) offers no switching.
    */
   portalPlans: readonly string[];
+  /**
    * CONSOLE_IDLE_TIMEOUT in ms (default 30 minutes): an operator console session with no request
    * for this long is over (SPEC §16).
    */
