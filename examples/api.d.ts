@@ -4369,6 +4369,7 @@ export interface components {
      *         "updated_at": "2026-01-15T10:00:00.000Z"
      *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "actor": null,
      *       "delivered": true,
      *       "delivered_at": "2026-01-15T10:00:00.850Z"
      *     }
@@ -4426,6 +4427,13 @@ export interface components {
       };
       /** Format: date-time */
       created_at: string;
+      /** @description Who caused the event through the operator console (SPEC §16): its session. Null for events caused through the API (its key), by providers or by the worker. */
+      actor: {
+        /** @enum {string} */
+        type: 'console_session';
+        /** @example cs_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+        id: string;
+      } | null;
       /** @description True once every webhook delivery of this event succeeded. */
       delivered: boolean;
       /** Format: date-time */
@@ -4450,6 +4458,7 @@ export interface components {
      *             "updated_at": "2026-01-15T10:00:00.000Z"
      *           },
      *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "actor": null,
      *           "delivered": true,
      *           "delivered_at": "2026-01-15T10:00:00.850Z"
      *         }
@@ -11507,6 +11516,7 @@ export interface operations {
            *             "updated_at": "2026-01-15T10:00:00.000Z"
            *           },
            *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "actor": null,
            *           "delivered": true,
            *           "delivered_at": "2026-01-15T10:00:00.850Z"
            *         }
@@ -11572,6 +11582,7 @@ export interface operations {
            *         "updated_at": "2026-01-15T10:00:00.000Z"
            *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "actor": null,
            *       "delivered": true,
            *       "delivered_at": "2026-01-15T10:00:00.850Z"
            *     }

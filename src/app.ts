@@ -45,6 +45,7 @@ import { providerEventRoutes } from './routes/provider-events.routes.ts';
 import { subscriptionRoutes } from './routes/subscriptions.routes.ts';
 import { testClockRoutes } from './routes/test-clocks.routes.ts';
 import { webhookRoutes } from './routes/webhooks.routes.ts';
+import { CONSOLE_PREFIX, registerConsole } from './console/console.plugin.ts';
 import { DATABASE_GAUGES } from './gauges.ts';
 import { Metrics } from './observability/metrics.ts';
 import { noticesClockReads } from './shared/clock-reads.ts';
@@ -119,8 +120,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // While draining, server.ts answers requests on open connections 503 in the envelope.
     return503OnClosing: false,
     // Requests the router refuses are answered by the app like any other (http/errors.ts);
-    // under /i, /c and /portal by the pages' own 404 page.
-    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX, CREDIT_NOTE_PAGE_PREFIX, PORTAL_PREFIX]),
+    // under /i, /c, /portal and /console by the pages' own 404 page.
+    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX, CREDIT_NOTE_PAGE_PREFIX, PORTAL_PREFIX, CONSOLE_PREFIX]),
     clientErrorHandler: answerClientError,
     // Path parameters of any length reach their route, whose schema answers (an id over 64
     // characters is 400, whatever its length); Node's 16 KiB header limit bounds the URL.
@@ -162,5 +163,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
   // The customer portal (/portal): pages behind a link's cookie session, outside the API's context.
   await app.register(async (portal) => registerPortalPages(portal, deps), { prefix: PORTAL_PREFIX });
+  // The operator console (/console): HTML pages with a cookie session, outside the API's context.
+  await app.register(async (console) => registerConsole(console, deps), { prefix: CONSOLE_PREFIX });
   return app;
 }

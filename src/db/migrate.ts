@@ -37,6 +37,7 @@ import * as coupons from './migrations/0031_coupons.ts';
 import * as creditNotes from './migrations/0032_credit_notes.ts';
 import * as usage from './migrations/0033_usage.ts';
 import * as usagePricing from './migrations/0034_usage_pricing.ts';
+import * as consoleSessions from './migrations/0035_console_sessions.ts';
 import * as portalSessions from './migrations/0036_portal_sessions.ts';
 import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_tokens.ts';
 
@@ -74,6 +75,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0032_credit_notes': creditNotes,
   '0033_usage': usage,
   '0034_usage_pricing': usagePricing,
+  '0035_console_sessions': consoleSessions,
   '0036_portal_sessions': portalSessions,
   '0037_credit_note_hosted_tokens': creditNoteHostedTokens,
 };
