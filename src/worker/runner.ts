@@ -3,6 +3,9 @@
 // filled its batch runs again at once, so a backlog drains without waiting for the poll.
 // Work that must not wait behind the others (webhook delivery: many slow requests at once)
 // is a service instead: started with the worker, running its own loop, drained on stop().
+// Each tick first asks, in one statement, which jobs have anything due (Job.dueNow): an idle
+// worker then costs one index read per tick, whatever the number of jobs or of clock rows.
+import { sql } from 'kysely';
 import { countAsWorker } from '../db/pg-traffic.ts';
 import type { Deps } from '../deps.ts';
 import type { Job, RunningService, StopOptions, WorkerLogger, WorkerService } from './job.ts';
@@ -37,8 +40,10 @@ export class Worker {
    */
   async runOnce(): Promise<Record<string, number>> {
     const handled: Record<string, number> = {};
+    const due = await this.#dueJobs();
     for (const job of this.#jobs) {
       handled[job.name] = 0;
+      if (!due.has(job)) continue;
       for (let batch = 0; batch < MAX_BATCHES_PER_TICK; batch++) {
         let count: number;
         try {
@@ -52,6 +57,41 @@ export class Worker {
       }
     }
     return handled;
+  }
+
+  /**
+   * The jobs to run this tick: those without a probe, and those whose probe (Job.dueNow) finds
+   * a row — all probes in one statement, outside any transaction, each an EXISTS over its claim's
+   * own query (so it reads the claim's due index, LIMIT 1). If the probe fails, every job runs.
+   */
+  async #dueJobs(): Promise<Set<Job>> {
+    const due = new Set<Job>();
+    const asked: { job: Job; probe: NonNullable<ReturnType<NonNullable<Job['dueNow']>>> }[] = [];
+    for (const job of this.#jobs) {
+      if (!job.dueNow) {
+        due.add(job);
+        continue;
+      }
+      const probe = job.dueNow(this.#deps);
+      if (probe !== null) asked.push({ job, probe });
+    }
+    if (asked.length === 0) return due;
+    try {
+      const row: Record<string, unknown> = await this.#deps.db
+        .selectNoFrom((eb) =>
+          asked.map(({ probe }, i) => eb.exists(probe.clearSelect().select(sql.lit(1).as('due')).limit(1)).as(`j${i}`)),
+        )
+        .executeTakeFirstOrThrow();
+      // SQLite answers 0/1, PostgreSQL booleans.
+      asked.forEach(({ job }, i) => {
+        const answer = row[`j${i}`];
+        if (answer === true || Number(answer) === 1) due.add(job);
+      });
+    } catch (error) {
+      this.#log.error({ err: error }, 'worker due probe failed; running every job');
+      for (const { job } of asked) due.add(job);
+    }
+    return due;
   }
 
   /**
