@@ -18,6 +18,9 @@ const LAYERS = [
   ['src/modules/coupons/'],
   ['src/modules/tax-rates/'],
   ['src/modules/customers/'],
+  // Meters, then usage events (their customers, their clocks, their meters); plans price meters.
+  ['src/modules/meters/'],
+  ['src/modules/usage/'],
   ['src/modules/balances/'],
   ['src/modules/plans/'],
   ['src/modules/api-keys/'],

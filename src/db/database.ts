@@ -16,6 +16,7 @@ import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from '.
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
+import type { MetersTable, UsageEventKeysTable, UsageEventsTable, UsageRollupsTable } from './tables/usage.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
@@ -34,6 +35,7 @@ export interface Database {
   invoices: InvoicesTable;
   invoice_numbers: InvoiceNumbersTable;
   invoice_payment_attempts: InvoicePaymentAttemptsTable;
+  meters: MetersTable;
   payments: PaymentsTable;
   payment_methods: PaymentMethodsTable;
   payment_references: PaymentReferencesTable;
@@ -46,6 +48,9 @@ export interface Database {
   subscription_pending_items: SubscriptionPendingItemsTable;
   tax_rates: TaxRatesTable;
   test_clocks: TestClocksTable;
+  usage_events: UsageEventsTable;
+  usage_event_keys: UsageEventKeysTable;
+  usage_rollups: UsageRollupsTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;

@@ -35,6 +35,7 @@ import * as taxesBalanceAdjustments from './migrations/0029_taxes_balance_adjust
 import * as customerPreferredLocale from './migrations/0030_customer_preferred_locale.ts';
 import * as coupons from './migrations/0031_coupons.ts';
 import * as creditNotes from './migrations/0032_credit_notes.ts';
+import * as usage from './migrations/0033_usage.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0030_customer_preferred_locale': customerPreferredLocale,
   '0031_coupons': coupons,
   '0032_credit_notes': creditNotes,
+  '0033_usage': usage,
 };
 
 /** The names of every migration, in the order they apply. */

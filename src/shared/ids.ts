@@ -28,6 +28,8 @@ export const ID_PREFIXES = {
   creditNote: 'cn',
   creditNoteLine: 'cnli',
   taxRate: 'txr',
+  meter: 'meter',
+  usageEvent: 'uev',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -24,6 +24,8 @@ export interface CustomersTable {
    * formats (modules/documents/locales.ts); null: `en` (SPEC §14 "Documents").
    */
   preferred_locale: string | null;
+  /** The client's own key for the customer (≤ 255 chars), unique among live customers; usage events may name it. */
+  external_id: string | null;
   /** The test clock (`clock_…`) of the customer this row belongs to; null: real time (SPEC §11). */
   test_clock_id: string | null;
   /** JSON array of `txr_…` ids: the customer's tax rates (SPEC §14 precedence); '[]' for none. */

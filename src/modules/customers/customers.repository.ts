@@ -14,6 +14,7 @@ export const CUSTOMER_COLUMNS = [
   'name',
   'phone',
   'preferred_locale',
+  'external_id',
   'metadata',
   'test_clock_id',
   'tax_exempt',

@@ -22,6 +22,7 @@ const CUSTOMER_EXAMPLE = {
   name: 'Ada Lovelace',
   phone: '+2348012345678',
   preferred_locale: 'de-AT',
+  external_id: 'acct-4711',
   metadata: { crm_id: '4711' },
   test_clock: null,
   tax_exempt: 'none',
@@ -42,6 +43,12 @@ export const customerSchema = Type.Object(
       Type.String({
         description:
           'The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14).',
+      }),
+    ),
+    external_id: Nullable(
+      Type.String({
+        description:
+          "The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15).",
       }),
     ),
     metadata: metadataOut,
@@ -100,6 +107,14 @@ export type Customer = Static<typeof customerSchema>;
 const email = Type.String({ format: 'idn-email', maxLength: EMAIL_MAX_LENGTH, examples: ['ada@example.com'] });
 const name = Nullable(Type.String({ minLength: 1, maxLength: 255, examples: ['Ada Lovelace'] }));
 const phone = Nullable(Type.String({ minLength: 1, maxLength: 40, examples: ['+2348012345678'] }));
+const externalId = Nullable(
+  Type.String({
+    minLength: 1,
+    maxLength: 255,
+    examples: ['acct-4711'],
+    description: 'Your own key for the customer, unique among live customers (409 otherwise); null clears it.',
+  }),
+);
 const preferredLocale = Nullable(
   Type.String({
     minLength: 1,
@@ -116,6 +131,7 @@ export const createCustomerBody = Type.Object(
     name: Type.Optional(name),
     phone: Type.Optional(phone),
     preferred_locale: Type.Optional(preferredLocale),
+    external_id: Type.Optional(externalId),
     metadata: Type.Optional(metadataSchema),
     test_clock: Type.Optional(
       Type.String({
@@ -144,6 +160,7 @@ export const updateCustomerBody = Type.Object(
     name: Type.Optional(name),
     phone: Type.Optional(phone),
     preferred_locale: Type.Optional(preferredLocale),
+    external_id: Type.Optional(externalId),
     metadata: Type.Optional(Nullable(metadataSchema)),
     coupon: Type.Optional(
       Nullable(

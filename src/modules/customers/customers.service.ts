@@ -94,18 +94,50 @@ function emailTaken(email: string): AppError {
   return new AppError('conflict', `a customer with email ${email} already exists`);
 }
 
-/** Runs `work` in a transaction, turning a unique-email violation (a race) into 409. */
+function externalIdTaken(externalId: string): AppError {
+  return new AppError('conflict', `a customer with external_id ${externalId} already exists`);
+}
+
+/** True when unique violation `error` is of the external_id index (PostgreSQL names it, SQLite its column). */
+function onExternalId(error: unknown): boolean {
+  const { constraint, message } = error as { constraint?: string; message?: string };
+  return `${constraint ?? ''} ${message ?? ''}`.includes('external_id');
+}
+
+/**
+ * Runs `work` in a transaction, turning a unique violation (a race) into 409: of the
+ * external_id when its index refused the row, else of the email.
+ */
 async function withEmailGuard<T>(
   db: Kysely<Database>,
   email: string,
   work: (trx: Transaction<Database>) => Promise<T>,
+  externalId?: string | null,
 ) {
   try {
     return await transactionWithRetry(db, work);
   } catch (error) {
-    if (isUniqueViolation(error)) throw emailTaken(email);
+    if (isUniqueViolation(error)) {
+      throw onExternalId(error) && externalId ? externalIdTaken(externalId) : emailTaken(email);
+    }
     throw error;
   }
+}
+
+/** Throws 409 `conflict` when another live customer than `self` has external id `externalId`. */
+async function checkExternalIdFree(
+  trx: Transaction<Database>,
+  externalId: string | null | undefined,
+  self?: string,
+): Promise<void> {
+  if (externalId === null || externalId === undefined) return;
+  const holder = await trx
+    .selectFrom('customers')
+    .select('id')
+    .where('external_id', '=', externalId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (holder && holder.id !== self) throw externalIdTaken(externalId);
 }
 
 /**
@@ -150,6 +182,7 @@ export async function createCustomer(
     name: input.name ?? null,
     phone: input.phone ?? null,
     preferred_locale: preferredLocale,
+    external_id: input.external_id ?? null,
     metadata: JSON.stringify(input.metadata ?? {}),
     test_clock_id: testClockId,
     tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
@@ -161,12 +194,18 @@ export async function createCustomer(
     deleted_at: null,
   };
   const customer = toCustomer(row);
-  await withEmailGuard(db, input.email, async (trx) => {
-    if (await repo.findCustomerByNormalizedEmail(trx, row.email_normalized)) throw emailTaken(input.email);
-    await repo.insertCustomer(trx, row);
-    await emitEvent(trx, clock, 'customer.created', customer);
-    await within?.(trx, row, clock);
-  });
+  await withEmailGuard(
+    db,
+    input.email,
+    async (trx) => {
+      if (await repo.findCustomerByNormalizedEmail(trx, row.email_normalized)) throw emailTaken(input.email);
+      await checkExternalIdFree(trx, row.external_id);
+      await repo.insertCustomer(trx, row);
+      await emitEvent(trx, clock, 'customer.created', customer);
+      await within?.(trx, row, clock);
+    },
+    row.external_id,
+  );
   return customer;
 }
 
@@ -203,6 +242,7 @@ export async function findOrCreateCustomerByEmail(
     name: name === null ? null : name.slice(0, 255),
     phone: null,
     preferred_locale: null,
+    external_id: null,
     metadata: '{}',
     test_clock_id: null,
     ...NO_TAX_IDENTITY,
@@ -284,55 +324,64 @@ export async function updateCustomer(
   within?: WithinCustomerChange,
 ): Promise<Customer> {
   if (patch.preferred_locale !== undefined) checkPreferredLocale(patch.preferred_locale);
-  return withEmailGuard(db, patch.email ?? '', async (trx) => {
-    const row = await lockCustomer(trx, id);
-    const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
-    const current = toCustomer(row);
-    await checkTaxIdentity(trx, patch, current.tax_rate_ids);
-    const next: Customer = {
-      ...current,
-      email: patch.email ?? current.email,
-      name: patch.name === undefined ? current.name : patch.name,
-      phone: patch.phone === undefined ? current.phone : patch.phone,
-      preferred_locale: patch.preferred_locale === undefined ? current.preferred_locale : patch.preferred_locale,
-      metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
-      tax_exempt: patch.tax_exempt ?? current.tax_exempt,
-      tax_ids: patch.tax_ids ?? current.tax_ids,
-      tax_rate_ids: patch.tax_rate_ids ?? current.tax_rate_ids,
-      address: patch.address === undefined ? current.address : patch.address,
-    };
-    const changed =
-      next.email !== current.email ||
-      next.name !== current.name ||
-      next.phone !== current.phone ||
-      next.preferred_locale !== current.preferred_locale ||
-      next.tax_exempt !== current.tax_exempt ||
-      JSON.stringify([next.metadata, next.tax_ids, next.tax_rate_ids, next.address]) !==
-        JSON.stringify([current.metadata, current.tax_ids, current.tax_rate_ids, current.address]);
-    await within?.(trx, row, clock);
-    if (!changed) return current;
-    // Recomputed only when the email changes: a row that migration 0008 found colliding
-    // keeps its marker (and its name/phone/metadata stay editable) until it gets an address.
-    const emailNormalized = next.email === current.email ? row.email_normalized : normalizeEmail(next.email);
-    if (emailNormalized !== row.email_normalized) {
-      const holder = await repo.findCustomerByNormalizedEmail(trx, emailNormalized);
-      if (holder && holder.id !== id) throw emailTaken(next.email);
-    }
-    next.updated_at = clock.now().toISOString();
-    await repo.updateCustomer(trx, id, {
-      email: next.email,
-      email_normalized: emailNormalized,
-      name: next.name,
-      phone: next.phone,
-      preferred_locale: next.preferred_locale,
-      metadata: JSON.stringify(next.metadata),
-      tax_exempt: next.tax_exempt,
-      tax_ids: JSON.stringify(next.tax_ids),
-      tax_rate_ids: JSON.stringify(next.tax_rate_ids),
-      address: next.address === null ? null : JSON.stringify(next.address),
-      updated_at: next.updated_at,
-    });
-    await emitEvent(trx, clock, 'customer.updated', next);
-    return next;
-  });
+  return withEmailGuard(
+    db,
+    patch.email ?? '',
+    async (trx) => {
+      const row = await lockCustomer(trx, id);
+      const clock = await clockFor(trx, { clock: apiClock }, row.test_clock_id);
+      const current = toCustomer(row);
+      await checkTaxIdentity(trx, patch, current.tax_rate_ids);
+      const next: Customer = {
+        ...current,
+        email: patch.email ?? current.email,
+        name: patch.name === undefined ? current.name : patch.name,
+        phone: patch.phone === undefined ? current.phone : patch.phone,
+        preferred_locale: patch.preferred_locale === undefined ? current.preferred_locale : patch.preferred_locale,
+        external_id: patch.external_id === undefined ? current.external_id : patch.external_id,
+        metadata: patch.metadata === undefined ? current.metadata : mergeMetadata(current.metadata, patch.metadata),
+        tax_exempt: patch.tax_exempt ?? current.tax_exempt,
+        tax_ids: patch.tax_ids ?? current.tax_ids,
+        tax_rate_ids: patch.tax_rate_ids ?? current.tax_rate_ids,
+        address: patch.address === undefined ? current.address : patch.address,
+      };
+      const changed =
+        next.email !== current.email ||
+        next.name !== current.name ||
+        next.phone !== current.phone ||
+        next.preferred_locale !== current.preferred_locale ||
+        next.external_id !== current.external_id ||
+        next.tax_exempt !== current.tax_exempt ||
+        JSON.stringify([next.metadata, next.tax_ids, next.tax_rate_ids, next.address]) !==
+          JSON.stringify([current.metadata, current.tax_ids, current.tax_rate_ids, current.address]);
+      await within?.(trx, row, clock);
+      if (!changed) return current;
+      // Recomputed only when the email changes: a row that migration 0008 found colliding
+      // keeps its marker (and its name/phone/metadata stay editable) until it gets an address.
+      const emailNormalized = next.email === current.email ? row.email_normalized : normalizeEmail(next.email);
+      if (emailNormalized !== row.email_normalized) {
+        const holder = await repo.findCustomerByNormalizedEmail(trx, emailNormalized);
+        if (holder && holder.id !== id) throw emailTaken(next.email);
+      }
+      if (next.external_id !== current.external_id) await checkExternalIdFree(trx, next.external_id, id);
+      next.updated_at = clock.now().toISOString();
+      await repo.updateCustomer(trx, id, {
+        email: next.email,
+        email_normalized: emailNormalized,
+        name: next.name,
+        phone: next.phone,
+        preferred_locale: next.preferred_locale,
+        external_id: next.external_id,
+        metadata: JSON.stringify(next.metadata),
+        tax_exempt: next.tax_exempt,
+        tax_ids: JSON.stringify(next.tax_ids),
+        tax_rate_ids: JSON.stringify(next.tax_rate_ids),
+        address: next.address === null ? null : JSON.stringify(next.address),
+        updated_at: next.updated_at,
+      });
+      await emitEvent(trx, clock, 'customer.updated', next);
+      return next;
+    },
+    patch.external_id,
+  );
 }

@@ -1,0 +1,257 @@
+// Usage ingestion (SPEC §15): a batch of up to 1,000 events checked one by one — one bad
+// event never refuses the others — then every good one stored in ONE transaction through the
+// UsageStore, committed before the 202 answers, so an accepted event is durable. Reads per
+// batch: the customers named (by id or external_id), their test clocks, the meters of the
+// event names; then the store's three statements.
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/database.ts';
+import type { MeterRow } from '../../db/tables/usage.table.ts';
+import { transactionWithRetry } from '../../db/transaction.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { newId } from '../../shared/ids.ts';
+import { isStorableTime, parseTimestamp } from '../../shared/timestamps.ts';
+import { metersByEventName } from '../meters/meters.service.ts';
+import { MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, parseDecimal } from './usage.decimal.ts';
+import { ensureUsagePartitions } from './usage.partitions.ts';
+import { type NewUsageEvent, sqlUsageStore } from './usage.store.ts';
+
+/** Events in one request at most. */
+export const MAX_BATCH_EVENTS = 1_000;
+/** How old an event's timestamp may be, by the customer's clock (SPEC §15). */
+export const MAX_EVENT_AGE_MS = 35 * 24 * 60 * 60 * 1000;
+/** How far ahead of the customer's clock an event's timestamp may be (SPEC §15). */
+export const MAX_EVENT_LEAD_MS = 5 * 60 * 1000;
+/** Longest transaction_id, customer_id, event_name and unique property value. */
+export const MAX_KEY_LENGTH = 255;
+/** Largest properties object, as JSON text (characters). */
+export const MAX_PROPERTIES_LENGTH = 8_192;
+
+/** The per-event error codes of an ingestion result. */
+export const USAGE_EVENT_ERROR_CODES = [
+  'invalid_event',
+  'customer_not_found',
+  'meter_not_found',
+  'timestamp_too_old',
+  'timestamp_in_future',
+  'invalid_value',
+] as const;
+export type UsageEventErrorCode = (typeof USAGE_EVENT_ERROR_CODES)[number];
+
+/** What became of one event of a request, at its index. */
+export type IngestResult =
+  | { index: number; transaction_id: string; status: 'accepted'; id: string }
+  | { index: number; transaction_id: string; status: 'duplicate' }
+  | {
+      index: number;
+      transaction_id: string | null;
+      status: 'rejected';
+      error: { code: UsageEventErrorCode; message: string };
+    };
+
+class EventRefused extends Error {
+  readonly code: UsageEventErrorCode;
+  constructor(code: UsageEventErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+interface Shaped {
+  transaction_id: string;
+  customer: string;
+  event_name: string;
+  timestampMs: number;
+  properties: Record<string, unknown>;
+}
+
+function key(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH) {
+    throw new EventRefused('invalid_event', `${field} must be a string of 1 to ${MAX_KEY_LENGTH} characters`);
+  }
+  if (value.includes('\u0000')) throw new EventRefused('invalid_event', `${field} must not contain the NUL character`);
+  return value;
+}
+
+/** The event's fields checked for type and size (no database needed). */
+function shapeOf(raw: unknown): Shaped {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new EventRefused('invalid_event', 'an event must be a JSON object');
+  }
+  const event = raw as Record<string, unknown>;
+  const transaction_id = key(event.transaction_id, 'transaction_id');
+  const customer = key(event.customer_id, 'customer_id');
+  const event_name = key(event.event_name, 'event_name');
+  const timestampMs = typeof event.timestamp === 'string' ? parseTimestamp(event.timestamp) : Number.NaN;
+  if (!isStorableTime(timestampMs)) {
+    throw new EventRefused('invalid_event', 'timestamp must be an ISO 8601 date-time such as 2026-01-15T10:00:00Z');
+  }
+  const properties = event.properties ?? {};
+  if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) {
+    throw new EventRefused('invalid_event', 'properties must be a JSON object');
+  }
+  if (JSON.stringify(properties).length > MAX_PROPERTIES_LENGTH) {
+    throw new EventRefused('invalid_event', `properties must be at most ${MAX_PROPERTIES_LENGTH} characters of JSON`);
+  }
+  return { transaction_id, customer, event_name, timestampMs, properties: properties as Record<string, unknown> };
+}
+
+/** The meter's reading of `properties`: a canonical decimal, a distinct key, or null (count). */
+function valueOf(meter: MeterRow, properties: Record<string, unknown>): string | null {
+  if (meter.aggregation === 'count') return null;
+  if (meter.aggregation === 'unique_count') {
+    const property = meter.unique_property!;
+    const value = Object.hasOwn(properties, property) ? properties[property] : undefined;
+    if (typeof value === 'string' && value.length > 0 && value.length <= MAX_KEY_LENGTH) return value;
+    if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+    throw new EventRefused(
+      'invalid_value',
+      `properties.${property} must be a string of 1 to ${MAX_KEY_LENGTH} characters or a number (meter ${meter.id} counts its distinct values)`,
+    );
+  }
+  const property = meter.value_property!;
+  const value = parseDecimal(Object.hasOwn(properties, property) ? properties[property] : undefined);
+  if (value === undefined) {
+    throw new EventRefused(
+      'invalid_value',
+      `properties.${property} must be a decimal number (a JSON number or a string such as "12.5"; at most ${MAX_INTEGER_DIGITS} digits before the point and ${MAX_FRACTION_DIGITS} after) for meter ${meter.id}`,
+    );
+  }
+  return value;
+}
+
+interface CustomerRef {
+  id: string;
+  now: number;
+}
+
+/**
+ * The live customers `refs` name, by id first, else by external_id, each with its clock's
+ * now (a test clock's reached time, SPEC §11; else `clock`'s). Two reads at most.
+ */
+async function resolveCustomers(db: Kysely<Database>, clock: Clock, refs: string[]): Promise<Map<string, CustomerRef>> {
+  const unique = [...new Set(refs)];
+  const out = new Map<string, CustomerRef>();
+  if (unique.length === 0) return out;
+  const rows = await db
+    .selectFrom('customers')
+    .select(['id', 'external_id', 'test_clock_id'])
+    .where('deleted_at', 'is', null)
+    .where((eb) => eb.or([eb('id', 'in', unique), eb('external_id', 'in', unique)]))
+    .execute();
+  const clockIds = [...new Set(rows.flatMap((row) => (row.test_clock_id === null ? [] : [row.test_clock_id])))];
+  const clocks =
+    clockIds.length === 0
+      ? []
+      : await db.selectFrom('test_clocks').select(['id', 'reached_time']).where('id', 'in', clockIds).execute();
+  const reached = new Map(clocks.map((row) => [row.id, Date.parse(row.reached_time)]));
+  const realNow = clock.now().getTime();
+  const byId = new Map<string, CustomerRef>();
+  const byExternal = new Map<string, CustomerRef>();
+  for (const row of rows) {
+    const now = row.test_clock_id === null ? realNow : reached.get(row.test_clock_id);
+    // A clock deleted meanwhile takes its customers with it: treated as not found.
+    if (now === undefined) continue;
+    byId.set(row.id, { id: row.id, now });
+    if (row.external_id !== null) byExternal.set(row.external_id, { id: row.id, now });
+  }
+  for (const ref of unique) {
+    const found = byId.get(ref) ?? byExternal.get(ref);
+    if (found) out.set(ref, found);
+  }
+  return out;
+}
+
+/**
+ * Ingests `events` (each as the client sent it, unvalidated; at most MAX_BATCH_EVENTS: the
+ * route refuses more): one IngestResult per event, in order. `accepted`: stored now, with
+ * its new `uev_…` id; `duplicate`: its (customer, transaction_id) was stored before (or
+ * earlier in this request) and is not counted again; `rejected`: with a code of
+ * USAGE_EVENT_ERROR_CODES and a message — a malformed field, an unknown customer (id or
+ * external_id) or event_name (no meter counts it), a timestamp more than 35 days old or more
+ * than 5 minutes ahead of the customer's clock (SPEC §15), or a property the meter cannot
+ * read. Every accepted event is committed when this returns. `received_at` is the customer's
+ * clock time (a test clock's, SPEC §11), so late events compare with its invoices.
+ */
+export async function ingestUsageEvents(
+  db: Kysely<Database>,
+  clock: Clock,
+  events: readonly unknown[],
+): Promise<IngestResult[]> {
+  const results: (IngestResult | undefined)[] = events.map(() => undefined);
+  const shaped: (Shaped | undefined)[] = events.map((raw, index) => {
+    try {
+      return shapeOf(raw);
+    } catch (error) {
+      results[index] = refused(index, raw, error);
+      return undefined;
+    }
+  });
+  const ok = shaped.flatMap((s) => (s ? [s] : []));
+  const [customers, meters] = await Promise.all([
+    resolveCustomers(
+      db,
+      clock,
+      ok.map((s) => s.customer),
+    ),
+    metersByEventName(
+      db,
+      ok.map((s) => s.event_name),
+    ),
+  ]);
+  const batch: NewUsageEvent[] = [];
+  const batchIndex: number[] = [];
+  shaped.forEach((s, index) => {
+    if (!s) return;
+    try {
+      const customer = customers.get(s.customer);
+      if (!customer) throw new EventRefused('customer_not_found', `no customer has id or external_id ${s.customer}`);
+      const meter = meters.get(s.event_name);
+      if (!meter) throw new EventRefused('meter_not_found', `no meter counts event_name ${s.event_name}`);
+      if (s.timestampMs < customer.now - MAX_EVENT_AGE_MS) {
+        throw new EventRefused('timestamp_too_old', "timestamp is more than 35 days before the customer's clock");
+      }
+      if (s.timestampMs > customer.now + MAX_EVENT_LEAD_MS) {
+        throw new EventRefused('timestamp_in_future', "timestamp is more than 5 minutes ahead of the customer's clock");
+      }
+      batch.push({
+        id: newId('usageEvent'),
+        customer_id: customer.id,
+        meter_id: meter.id,
+        event_name: s.event_name,
+        transaction_id: s.transaction_id,
+        timestamp: new Date(s.timestampMs).toISOString(),
+        received_at: new Date(customer.now).toISOString(),
+        value: valueOf(meter, s.properties),
+        properties: JSON.stringify(s.properties),
+      });
+      batchIndex.push(index);
+    } catch (error) {
+      results[index] = refused(index, events[index], error);
+    }
+  });
+  if (batch.length > 0) {
+    await ensureUsagePartitions(
+      db,
+      batch.map((e) => e.timestamp),
+    );
+    const outcomes = await transactionWithRetry(db, (trx) => sqlUsageStore.appendBatch(trx, batch));
+    outcomes.forEach((status, i) => {
+      const index = batchIndex[i]!;
+      const { transaction_id, id } = batch[i]!;
+      results[index] =
+        status === 'accepted' ? { index, transaction_id, status, id } : { index, transaction_id, status };
+    });
+  }
+  return results as IngestResult[];
+}
+
+function refused(index: number, raw: unknown, error: unknown): IngestResult {
+  if (!(error instanceof EventRefused)) throw error;
+  const tx = (raw as { transaction_id?: unknown } | null)?.transaction_id;
+  return {
+    index,
+    transaction_id: typeof tx === 'string' ? tx : null,
+    status: 'rejected',
+    error: { code: error.code, message: error.message },
+  };
+}
