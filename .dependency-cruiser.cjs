@@ -35,12 +35,16 @@ const LAYERS = [
   // Documents read invoices, customers and credit notes (a credit note's PDF).
   ['src/modules/documents/'],
   ['src/modules/webhooks/'],
+  // Customer portal links and their browser sessions (read customers).
+  ['src/modules/portal-sessions/'],
   ['src/deps.ts'],
   // The billing core: compose, issue, settle, refund, collect.
   ['src/billing/'],
   // Entry points: the provider inbox, HTTP routes, worker jobs.
   ['src/inbox/'],
   ['src/routes/'],
+  // The customer portal's pages (SPEC §16): an entry point like the routes, whose hosted-page headers it shares.
+  ['src/portal/'],
   ['src/worker/'],
   // Composition and start-up.
   ['src/gauges.ts', 'src/app.ts'],

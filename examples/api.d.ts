@@ -1176,6 +1176,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/customers/{id}/portal-sessions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a customer portal link
+     * @description A link for ONE customer to the customer portal (SPEC §16), valid one hour: their invoices (page and PDF, pay an open one), payment methods (remove, make default), subscriptions (cancel at period end, switch among `PORTAL_PLANS` with the preview shown first), in their `preferred_locale`. Opening it starts a browser session (an HttpOnly, SameSite=Strict cookie, Secure under HTTPS) that ends with the link. Only a hash of its token is kept: the `url` is shown once. `return_url`: an absolute http(s) URL the portal links back to. Unknown or deleted customer: 404.
+     */
+    post: operations['createPortalSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/notify': {
     parameters: {
       query?: never;
@@ -2131,6 +2151,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2162,6 +2183,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2221,6 +2244,7 @@ export interface components {
      *       "name": "Ada Lovelace",
      *       "phone": "+2348012345678",
      *       "preferred_locale": "de-AT",
+     *       "external_id": "acct-4711",
      *       "metadata": {
      *         "crm_id": "4711"
      *       },
@@ -2255,6 +2279,8 @@ export interface components {
       phone: string | null;
       /** @description The BCP 47 tag (as given) whose language — `en`, `fr`, `de`, `es` or `pt` — the hosted invoice pages and PDFs use, with its number and date formats; null: `en` (SPEC §14). */
       preferred_locale: string | null;
+      /** @description The client's own key for the customer, unique among live customers; usage events may name the customer by it (SPEC §15). */
+      external_id: string | null;
       metadata: {
         [key: string]: string;
       };
@@ -2321,6 +2347,7 @@ export interface components {
      *           "name": "Ada Lovelace",
      *           "phone": "+2348012345678",
      *           "preferred_locale": "de-AT",
+     *           "external_id": "acct-4711",
      *           "metadata": {
      *             "crm_id": "4711"
      *           },
@@ -2426,6 +2453,58 @@ export interface components {
       };
     };
     /**
+     * @description A metered charge (SPEC §15), billed in arrears: the invoice of period N+1 carries the usage of period N, one line per tier touched. Prices are minor units; fractions of a minor unit are rounded once per line.
+     * @example {
+     *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "model": "graduated",
+     *       "unit_amount": null,
+     *       "unit_amount_decimal": null,
+     *       "tiers": [
+     *         {
+     *           "up_to": 1000,
+     *           "unit_amount": 0,
+     *           "unit_amount_decimal": "0",
+     *           "flat_amount": 0
+     *         },
+     *         {
+     *           "up_to": 10000,
+     *           "unit_amount": null,
+     *           "unit_amount_decimal": "0.40",
+     *           "flat_amount": 0
+     *         },
+     *         {
+     *           "up_to": null,
+     *           "unit_amount": null,
+     *           "unit_amount_decimal": "0.25",
+     *           "flat_amount": 0
+     *         }
+     *       ],
+     *       "package_size": null,
+     *       "free_units": 0
+     *     }
+     */
+    PlanCharge: {
+      meter_id: string;
+      /** @enum {string} */
+      model: 'standard' | 'graduated' | 'volume' | 'package';
+      /** @description The unit price when it is whole minor units */
+      unit_amount: number | null;
+      /** @description The unit price, exactly (minor units); null for tiered prices */
+      unit_amount_decimal: string | null;
+      tiers:
+        | {
+            up_to: number | null;
+            /** @description The unit price when it is whole minor units */
+            unit_amount: number | null;
+            /** @description The unit price, exactly (minor units) */
+            unit_amount_decimal: string;
+            flat_amount: number;
+          }[]
+        | null;
+      package_size: number | null;
+      free_units: number;
+    };
+    /**
      * @description A price: amount per billing period. Prices are immutable; archive a plan and create another.
      * @example {
      *       "id": "plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -2437,6 +2516,7 @@ export interface components {
      *       "trial_period_days": 14,
      *       "active": true,
      *       "tax_rate_ids": [],
+     *       "charges": [],
      *       "metadata": {
      *         "tier": "pro"
      *       },
@@ -2460,6 +2540,8 @@ export interface components {
       active: boolean;
       /** @description The tax rates (`txr_…`) attached here; [] for none (SPEC §14 precedence). */
       tax_rate_ids: string[];
+      /** @description Metered charges (SPEC §15); immutable */
+      charges: components['schemas']['PlanCharge'][];
       metadata: {
         [key: string]: string;
       };
@@ -2482,6 +2564,7 @@ export interface components {
      *           "trial_period_days": 14,
      *           "active": true,
      *           "tax_rate_ids": [],
+     *           "charges": [],
      *           "metadata": {
      *             "tier": "pro"
      *           },
@@ -4706,6 +4789,28 @@ export interface components {
       expires_at?: string;
     };
     /**
+     * @description A link to the customer portal for one customer, valid one hour (SPEC §16).
+     * @example {
+     *       "id": "bps_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "url": "https://billing.example.com/portal/open/3q2-7Xb0m1kN9aPZ4s8vYw6tR5uE2iO0lKjHgFdSaQw",
+     *       "expires_at": "2026-01-15T11:00:00.000Z",
+     *       "return_url": "https://app.example.com/account"
+     *     }
+     */
+    PortalSession: {
+      /** @description The link (`bps_…`). */
+      id: string;
+      /** @description Send the customer there (once, or several times within the hour): it starts a portal session in their browser. Shown only in this answer; we keep only its hash. */
+      url: string;
+      /**
+       * Format: date-time
+       * @description One hour after it was made: the link and the sessions it started stop working.
+       */
+      expires_at: string;
+      /** @description As given, serialized by the WHATWG URL parser (`"` → `%22`), or null. */
+      return_url: string | null;
+    };
+    /**
      * @description One request the service made to a provider to collect an invoice (SPEC §10).
      * @example {
      *       "id": "pat_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -5544,6 +5649,7 @@ export interface operations {
            *           "name": "Ada Lovelace",
            *           "phone": "+2348012345678",
            *           "preferred_locale": "de-AT",
+           *           "external_id": "acct-4711",
            *           "metadata": {
            *             "crm_id": "4711"
            *           },
@@ -5628,6 +5734,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5701,6 +5812,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5764,6 +5876,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -5869,6 +5982,11 @@ export interface operations {
            * @example de-AT
            */
           preferred_locale?: string | null;
+          /**
+           * @description Your own key for the customer, unique among live customers (409 otherwise); null clears it.
+           * @example acct-4711
+           */
+          external_id?: string | null;
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -5940,6 +6058,7 @@ export interface operations {
            *       "name": "Ada Lovelace",
            *       "phone": "+2348012345678",
            *       "preferred_locale": "de-AT",
+           *       "external_id": "acct-4711",
            *       "metadata": {
            *         "crm_id": "4711"
            *       },
@@ -6337,6 +6456,7 @@ export interface operations {
            *           "trial_period_days": 14,
            *           "active": true,
            *           "tax_rate_ids": [],
+           *           "charges": [],
            *           "metadata": {
            *             "tier": "pro"
            *           },
@@ -6420,6 +6540,43 @@ export interface operations {
            *     ]
            */
           tax_rate_ids?: string[];
+          /** @description Metered charges (SPEC §15), one per meter: standard (unit_amount[_decimal] per unit), graduated or volume (tiers), package (unit_amount[_decimal] per package_size units). */
+          charges?: {
+            /** @example meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+            meter_id: string;
+            /** @enum {string} */
+            model: 'standard' | 'graduated' | 'volume' | 'package';
+            /** @description Minor units per unit (per package for a package price); exclusive with unit_amount_decimal */
+            unit_amount?: number;
+            /**
+             * @description Minor units per unit as a decimal string, up to 12 decimals ("0.40"); exclusive with unit_amount
+             * @example 0.40
+             */
+            unit_amount_decimal?: string;
+            tiers?: {
+              /** @description Inclusive; null on the last tier only */
+              up_to: number | null;
+              /** @description Minor units per unit (per package for a package price); exclusive with unit_amount_decimal */
+              unit_amount?: number;
+              /**
+               * @description Minor units per unit as a decimal string, up to 12 decimals ("0.40"); exclusive with unit_amount
+               * @example 0.40
+               */
+              unit_amount_decimal?: string;
+              /**
+               * @description Minor units, once when the tier is reached
+               * @default 0
+               */
+              flat_amount?: number;
+            }[];
+            /** @description Units per package */
+            package_size?: number;
+            /**
+             * @description Units of each period not billed
+             * @default 0
+             */
+            free_units?: number;
+          }[];
           /** @description Your own key/value pairs: up to 50 keys of ≤ 40 characters, string values of ≤ 500 characters. */
           metadata?: {
             [key: string]: string;
@@ -6445,6 +6602,7 @@ export interface operations {
            *       "trial_period_days": 14,
            *       "active": true,
            *       "tax_rate_ids": [],
+           *       "charges": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -6496,6 +6654,7 @@ export interface operations {
            *       "trial_period_days": 14,
            *       "active": true,
            *       "tax_rate_ids": [],
+           *       "charges": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -6555,6 +6714,8 @@ export interface operations {
           interval_count?: unknown;
           /** @description Immutable: refused with 400. */
           trial_period_days?: unknown;
+          /** @description Immutable: refused with 400. */
+          charges?: unknown;
         };
       };
     };
@@ -6576,6 +6737,7 @@ export interface operations {
            *       "trial_period_days": 14,
            *       "active": true,
            *       "tax_rate_ids": [],
+           *       "charges": [],
            *       "metadata": {
            *         "tier": "pro"
            *       },
@@ -11290,6 +11452,64 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  createPortalSession: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: without a body the portal shows no link back. */
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "return_url": "https://app.example.com/account"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Where the portal's "Back" link leads (your app): an absolute http(s) URL without credentials. Default: none.
+           * @example https://app.example.com/account
+           */
+          return_url?: string;
+        } | null;
+      };
+    };
+    responses: {
+      /** @description The link to send the customer to */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "bps_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "url": "https://billing.example.com/portal/open/3q2-7Xb0m1kN9aPZ4s8vYw6tR5uE2iO0lKjHgFdSaQw",
+           *       "expires_at": "2026-01-15T11:00:00.000Z",
+           *       "return_url": "https://app.example.com/account"
+           *     }
+           */
+          'application/json': components['schemas']['PortalSession'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   receiveProviderEvent: {
     parameters: {
       query: {
@@ -11388,6 +11608,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11459,6 +11680,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },
@@ -11530,6 +11752,7 @@ export interface operations {
          *         "name": "Ada Lovelace",
          *         "phone": "+2348012345678",
          *         "preferred_locale": "de-AT",
+         *         "external_id": "acct-4711",
          *         "metadata": {
          *           "crm_id": "4711"
          *         },

@@ -34,6 +34,8 @@ import { invoicePayRoutes } from './routes/invoices.pay.routes.ts';
 import { paymentMethodRoutes } from './routes/payment-methods.routes.ts';
 import { paymentRoutes } from './routes/payments.routes.ts';
 import { planRoutes } from './routes/plans.routes.ts';
+import { portalSessionRoutes } from './routes/portal-sessions.routes.ts';
+import { PORTAL_PREFIX, registerPortalPages } from './portal/portal.routes.ts';
 import { taxRateRoutes } from './routes/tax-rates.routes.ts';
 import { registerNotifyRoutes } from './routes/notify.routes.ts';
 import { providerEventRoutes } from './routes/provider-events.routes.ts';
@@ -70,6 +72,7 @@ function allRoutes(deps: Deps): Route[] {
     ...eventRoutes(deps),
     ...apiKeyRoutes(deps),
     ...testClockRoutes(deps),
+    ...portalSessionRoutes(deps),
   ];
 }
 
@@ -112,7 +115,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     return503OnClosing: false,
     // Requests the router refuses are answered by the app like any other (http/errors.ts);
     // under /i by the hosted pages' own 404 page.
-    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX]),
+    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX, PORTAL_PREFIX]),
     clientErrorHandler: answerClientError,
     // Path parameters of any length reach their route, whose schema answers (an id over 64
     // characters is 400, whatever its length); Node's 16 KiB header limit bounds the URL.
@@ -148,5 +151,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
   // The hosted invoice page (/i/:token): public HTML for people, outside the API's context.
   await app.register(async (pages) => registerHostedInvoicePages(pages, deps), { prefix: HOSTED_PAGE_PREFIX });
+  // The customer portal (/portal): pages behind a link's cookie session, outside the API's context.
+  await app.register(async (portal) => registerPortalPages(portal, deps), { prefix: PORTAL_PREFIX });
   return app;
 }

@@ -327,3 +327,17 @@ test('DATA_ENCRYPTION_KEYS: newest first, each opens, the first encrypts; DATA_E
     );
   }
 });
+
+test('PORTAL_PLANS: plan ids, comma-separated, duplicates once; empty offers none; anything else names the variable', () => {
+  assert.deepEqual(loadConfig({}).portalPlans, []);
+  const a = 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
+  const b = 'plan_01JD3Q7Z8X9Y0A1B2C3D4E5F6H';
+  assert.deepEqual(loadConfig({ PORTAL_PLANS: ` ${a}, ${b},${a} ` }).portalPlans, [a, b]);
+  for (const value of ['cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G', 'plan_x', `${a};${b}`, `plan_01jd3q7z8x9y0a1b2c3d4e5f6g`]) {
+    assert.throws(
+      () => loadConfig({ PORTAL_PLANS: value }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'PORTAL_PLANS',
+      value,
+    );
+  }
+});

@@ -81,6 +81,11 @@ export interface Config {
   businessTaxId: string | null;
   /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
   testClocks: boolean;
+  /**
+   * PORTAL_PLANS: the plans (`plan_…`) a customer may switch to in the customer portal
+   * (SPEC §16), comma-separated; [] (the default) offers no switching.
+   */
+  portalPlans: readonly string[];
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -368,6 +373,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('BUSINESS_NAME', 'must be at most 200 characters, without control characters');
   }
   const businessAddress = printable(env, 'BUSINESS_ADDRESS', 500);
+  const portalPlans = [...new Set(csv(env, 'PORTAL_PLANS'))];
+  const badPlan = portalPlans.find((id) => !/^plan_[0-9A-HJKMNP-TV-Z]{26}$/.test(id));
+  if (badPlan !== undefined) {
+    throw new ConfigError('PORTAL_PLANS', `must list plan ids (plan_…), comma-separated (got "${badPlan}")`);
+  }
   const businessTaxId = printable(env, 'BUSINESS_TAX_ID', 64);
 
   return Object.freeze({
@@ -401,5 +411,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     businessAddress,
     businessTaxId,
     testClocks: testClocks === 'true',
+    portalPlans: Object.freeze(portalPlans),
   });
 }

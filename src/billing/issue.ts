@@ -32,6 +32,8 @@ import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
 import type { Config } from '../config.ts';
 import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
+import { invoiceUsage, recordBilledUsage } from './usage-billing.ts';
+import { findPlan } from '../modules/plans/plans.service.ts';
 
 /**
  * What issuing needs: the invoice record's context (INVOICE_FINALIZE_DELAY for renewals'
@@ -121,6 +123,9 @@ async function issuePeriodInvoice(
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
   const discounts = await invoiceDiscounts(trx, subscription.id, subscription.customer_id);
   const taxes = await invoiceTaxes(trx, taxedBy(subscription, plan), ctx.config.defaultTaxRateIds ?? []);
+  // Usage is billed in arrears by the renewal that ends its period (SPEC §15), not by an
+  // invoice paid in advance or a plan change's new period.
+  const usage = issue.mayDraft ? await invoiceUsage(trx, subscription, plan, start) : [];
   const content = composeInvoice(
     periodInvoiceInput({
       reason: issue.reason,
@@ -135,6 +140,7 @@ async function issuePeriodInvoice(
       discounts: discounts.compose,
       taxRates: taxes.tax_rates,
       taxExempt: taxes.tax_exempt,
+      usage,
     }),
     ctx.pipeline ?? PIPELINE,
   );
@@ -153,6 +159,7 @@ async function issuePeriodInvoice(
     content,
   });
   if (issued.created) {
+    await recordBilledUsage(trx, ctx.clock, subscription.id, issued.invoice.id, usage);
     await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
     await creditNegativeTotal(trx, ctx, issued.invoice, subscription.test_clock_id);
     await endUsedOnceDiscounts(trx, discounts, content, end);
@@ -451,7 +458,8 @@ export interface PreviewTarget {
 
 /**
  * Composes `target` as issuing would compose it now (SPEC §13 "preview"): the customer's
- * current credit balance in its currency applied, a period's discounts and the taxes (SPEC §14;
+ * current credit balance in its currency applied, a period's usage so far (SPEC §15: the
+ * period ending where `target`'s starts) and late usage, a period's discounts and the taxes (SPEC §14;
  * `ctx.config`'s DEFAULT_TAX_RATE_IDS), the same pipeline, nothing stored or locked. Minor
  * units throughout.
  */
@@ -463,10 +471,16 @@ export async function composePreview(
   const balance = Math.max(await customerBalance(db, target.customerId, target.currency), 0);
   const taxes = await invoiceTaxes(db, target.taxedBy, ctx.config?.defaultTaxRateIds ?? []);
   const input = target.input(balance, taxes);
-  // A period's invoice takes the discounts issuing would give it; a one-off takes none.
+  // A period's invoice takes the discounts issuing would give it, and the usage of the
+  // period before it so far (SPEC §15); a one-off takes neither.
   const discounts =
     input.subscription === null ? [] : (await invoiceDiscounts(db, target.subscriptionId, target.customerId)).compose;
-  const composed = composeInvoice({ ...input, discounts }, ctx.pipeline ?? PIPELINE);
+  const plan = input.subscription === null ? undefined : await findPlan(db, input.subscription.plan.id);
+  const usage =
+    plan === undefined
+      ? []
+      : await invoiceUsage(db, { id: target.subscriptionId, customer_id: target.customerId }, plan, target.periodStart);
+  const composed = composeInvoice({ ...input, discounts, usage }, ctx.pipeline ?? PIPELINE);
   return {
     ...composed,
     customer_id: target.customerId,

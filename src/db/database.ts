@@ -8,10 +8,12 @@ import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
 import type { IdempotencyKeysTable } from './tables/idempotency.table.ts';
+import type { BilledUsageTable } from './tables/billed-usage.table.ts';
 import type { InvoiceNumbersTable, InvoicesTable } from './tables/invoices.table.ts';
 import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
 import type { PlansTable } from './tables/plans.table.ts';
+import type { PortalLoginsTable, PortalSessionsTable } from './tables/portal-sessions.table.ts';
 import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from './tables/provider-events.table.ts';
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
@@ -22,6 +24,7 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
+  billed_usage: BilledUsageTable;
   coupons: CouponsTable;
   credit_notes: CreditNotesTable;
   credit_note_numbers: CreditNoteNumbersTable;
@@ -40,6 +43,8 @@ export interface Database {
   payment_methods: PaymentMethodsTable;
   payment_references: PaymentReferencesTable;
   plans: PlansTable;
+  portal_logins: PortalLoginsTable;
+  portal_sessions: PortalSessionsTable;
   promotion_codes: PromotionCodesTable;
   provider_events: ProviderEventsTable;
   provider_subscription_references: ProviderSubscriptionReferencesTable;

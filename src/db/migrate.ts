@@ -36,6 +36,8 @@ import * as customerPreferredLocale from './migrations/0030_customer_preferred_l
 import * as coupons from './migrations/0031_coupons.ts';
 import * as creditNotes from './migrations/0032_credit_notes.ts';
 import * as usage from './migrations/0033_usage.ts';
+import * as usagePricing from './migrations/0034_usage_pricing.ts';
+import * as portalSessions from './migrations/0036_portal_sessions.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -70,6 +72,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0031_coupons': coupons,
   '0032_credit_notes': creditNotes,
   '0033_usage': usage,
+  '0034_usage_pricing': usagePricing,
+  '0036_portal_sessions': portalSessions,
 };
 
 /** The names of every migration, in the order they apply. */

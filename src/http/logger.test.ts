@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { loggerOptions, requestLoggerFactory } from './logger.ts';
+import { loggerOptions, redactUrl, requestLoggerFactory } from './logger.ts';
 
 function logger(level: string) {
   const lines: Record<string, unknown>[] = [];
@@ -56,4 +56,14 @@ test('at info: the usual child per request (every request logs its lines)', () =
   const log = logger('info');
   log.make();
   assert.equal(log.children(), 1);
+});
+
+test('redactUrl: a portal link token and credential-like query values never reach the logs', () => {
+  assert.equal(redactUrl('/portal/open/sS-gRVAOxpVRdhOEM9HKbfuVKQOnlvYFXZ5qPCK64Ik'), '/portal/open/[redacted]');
+  assert.equal(redactUrl('/portal/open/abc?x=1&token=t'), '/portal/open/[redacted]?x=1&token=%5Bredacted%5D');
+  assert.equal(
+    redactUrl('/portal/subscriptions/sub_1/change?plan_id=p'),
+    '/portal/subscriptions/sub_1/change?plan_id=p',
+  );
+  assert.equal(redactUrl('/api/customers'), '/api/customers');
 });

@@ -32,11 +32,16 @@ export const REDACTED_PATHS = [
 
 const SECRET_QUERY_PARAM = /key|token|secret|signature|password|auth/i;
 
+/** Paths whose last segment is a credential: a customer portal link's token (SPEC §16). */
+const SECRET_PATH = /^(\/portal\/open\/)[^/?#]+/;
+
 /**
  * The URL as logged: query values whose names look like credentials are replaced, so a
- * key someone put in a query string (and was refused for) never reaches the logs.
+ * key someone put in a query string (and was refused for) never reaches the logs; so is the
+ * token of a portal link (`/portal/open/[redacted]`).
  */
-export function redactUrl(url: string): string {
+export function redactUrl(given: string): string {
+  const url = given.replace(SECRET_PATH, '$1[redacted]');
   const queryStart = url.indexOf('?');
   if (queryStart === -1) return url;
   const params = new URLSearchParams(url.slice(queryStart + 1));

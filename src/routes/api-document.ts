@@ -6,6 +6,7 @@ import type { ApiDocument } from '../http/openapi.ts';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
 import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
 import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
+import { portalSessionSchema } from '../modules/portal-sessions/portal-sessions.schemas.ts';
 import { invoicePreviewSchema, subscriptionUpdatedSchema } from '../billing/plan-changes.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
 import { customerDetailSchema, customerListSchema, customerSchema } from '../modules/customers/customers.schemas.ts';
@@ -52,7 +53,7 @@ import {
   creditNoteSchema,
 } from '../modules/credit-notes/credit-notes.schemas.ts';
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
-import { planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
+import { chargeSchema, planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { taxRateListSchema, taxRateSchema } from '../modules/tax-rates/tax-rates.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
 import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
@@ -82,6 +83,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   customerListSchema,
   balanceTransactionSchema,
   balanceTransactionListSchema,
+  chargeSchema,
   planSchema,
   planListSchema,
   couponSchema,
@@ -129,6 +131,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   invoiceSchema,
   invoiceListSchema,
   checkoutLinkSchema,
+  portalSessionSchema,
   paymentAttemptSchema,
   invoiceDetailSchema,
   creditNoteLineSchema,

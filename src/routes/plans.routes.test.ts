@@ -22,6 +22,7 @@ test('create returns 201 with the plan and defaults interval_count 1, trial 0, a
     trial_period_days: 0,
     active: true,
     tax_rate_ids: [],
+    charges: [],
     metadata: {},
     created_at: '2026-01-15T10:00:00.000Z',
     updated_at: '2026-01-15T10:00:00.000Z',

@@ -30,6 +30,7 @@ export const ID_PREFIXES = {
   taxRate: 'txr',
   meter: 'meter',
   usageEvent: 'uev',
+  portalSession: 'bps',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

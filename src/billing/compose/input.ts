@@ -6,6 +6,7 @@ import type {
   ComposeInput,
   ComposeTaxExempt,
   ComposeTaxRate,
+  ComposeUsage,
   InvoiceLineDraft,
   InvoiceReason,
 } from './types.ts';
@@ -31,13 +32,15 @@ export interface PeriodInvoiceFacts {
   taxRates?: readonly ComposeTaxRate[];
   /** Whether the customer is taxed (SPEC §14); default `none`: taxed. */
   taxExempt?: ComposeTaxExempt;
+  /** Usage billed in arrears (SPEC §15: billing/usage-billing.ts invoiceUsage); default none. */
+  usage?: readonly ComposeUsage[];
 }
 
 /**
  * The ComposeInput of one subscription period in the plan's currency: the plan × quantity
  * for `[periodStart, periodEnd)`, the proration items waiting for it (SPEC §13), its
- * discounts and the tax rates given (SPEC §14), no usage (none exists before SPEC §15), and
- * the customer's balance and tax status.
+ * discounts and the tax rates given (SPEC §14), the usage given (SPEC §15), and the
+ * customer's balance and tax status.
  */
 export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
   const { plan } = facts;
@@ -53,7 +56,7 @@ export function periodInvoiceInput(facts: PeriodInvoiceFacts): ComposeInput {
       period_end: facts.periodEnd,
     },
     pending_items: facts.pendingItems ?? [],
-    usage: [],
+    usage: facts.usage ?? [],
     discounts: facts.discounts ?? [],
     tax_rates: facts.taxRates ?? [],
   };

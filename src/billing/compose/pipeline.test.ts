@@ -139,7 +139,7 @@ test('pending proration items become lines after the fee, in their order; anythi
   assert.throws(() => composeInvoice(input({ pending_items: [{ ...credit, proration: false }] })), ComposeInputError);
 });
 
-test('usage is the identity until SPEC §15 fills it, discounts without a discount and taxes without a rate: the same lines, untouched', () => {
+test('usage without usage, discounts without a discount and taxes without a rate: the same lines, untouched', () => {
   const lines = [line('subscription', 5000), line('proration', -10), line('discount', -100), line('tax', 75)];
   for (const step of [usage, discounts, taxes]) assert.equal(step(lines, input()), lines, step.name);
 });

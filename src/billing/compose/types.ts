@@ -1,6 +1,7 @@
 // The shapes of the composing pipeline (SPEC §12): what its steps read (ComposeInput), what
 // they write (InvoiceLineDraft, in pipeline order) and what composeInvoice returns. Plain
 // data: the next features (proration §13, discounts/credit/tax §14, usage §15) add fields.
+import type { ChargePrice } from './pricing.ts';
 import type {
   InvoiceContent,
   InvoiceLine,
@@ -83,11 +84,31 @@ export interface ComposeDiscount {
   end: string | null;
 }
 
+/** A metered charge of the plan (SPEC §15): the meter it bills, the name its lines show, its price. */
+export interface ComposeCharge {
+  meter_id: string;
+  name: string;
+  price: ChargePrice;
+}
+
+/**
+ * The usage of one charge over one period (ISO 8601 bounds, `[period_start, period_end)`):
+ * `quantity` is the meter's aggregate over the period (a non-negative decimal string, SPEC
+ * §15). `billed` is null the first time the period is billed (usage lines); for a period
+ * billed before — late events under `bill_next_invoice` — it is what was billed then
+ * (quantity and amount, minor units), and the adjustment line bills the difference.
+ */
+export interface ComposeUsage {
+  charge: ComposeCharge;
+  period_start: string;
+  period_end: string;
+  quantity: string;
+  billed: { quantity: string; amount: number } | null;
+}
+
 /**
  * Everything the steps read. Money is integer minor units of `currency` (ISO 4217, upper
- * case), the one currency of every line. The list SPEC §15 will fill (usage) is typed
- * `readonly never[]` until its step exists: only `[]` fits, so nothing passed there can be
- * ignored by an identity step.
+ * case), the one currency of every line.
  */
 export interface ComposeInput {
   reason: InvoiceReason;
@@ -101,8 +122,8 @@ export interface ComposeInput {
   subscription: ComposeSubscription | null;
   /** Proration lines a plan or quantity change left for the next invoice (SPEC §13): `kind: proration`. */
   pending_items: readonly InvoiceLineDraft[];
-  /** Usage to bill in arrears (SPEC §15). */
-  usage: readonly never[];
+  /** Usage to bill in arrears (SPEC §15): the previous period's, and late usage of periods billed before. */
+  usage: readonly ComposeUsage[];
   /**
    * Discounts the invoice may take, in the order they apply (SPEC §14): the subscription's,
    * then the customer's.

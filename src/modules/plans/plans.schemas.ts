@@ -1,9 +1,10 @@
 // The plan resource and its request bodies, defined once: these TypeBox schemas validate,
 // serialize and document the routes; `Plan` and the inputs are their static types.
 import Type, { type Static } from 'typebox';
-import { metadataOut, metadataSchema, Nullable, pageOf, StringEnum, timestamp } from '../../http/schemas.ts';
+import { metadataOut, metadataSchema, Nullable, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
 import { PLAN_INTERVALS } from '../../db/tables/plans.table.ts';
 import { taxRateIdsInput, taxRateIdsOut } from '../tax-rates/tax-rates.schemas.ts';
+import { CHARGE_MODELS } from './plans.charges.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
 /**
@@ -13,7 +14,117 @@ export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
  */
 export const MAX_INTERVAL_COUNT = { day: 1095, week: 156, month: 36, year: 3 } as const;
 /** Fields fixed at creation (SPEC §3: prices are immutable). */
-export const IMMUTABLE_PLAN_FIELDS = ['amount', 'currency', 'interval', 'interval_count', 'trial_period_days'] as const;
+export const IMMUTABLE_PLAN_FIELDS = [
+  'amount',
+  'currency',
+  'interval',
+  'interval_count',
+  'trial_period_days',
+  'charges',
+] as const;
+
+/** The most metered charges a plan has, and tiers a charge has (Stripe allows 250 tiers; a bill needs few). */
+export const MAX_CHARGES = 20;
+export const MAX_TIERS = 50;
+/** The largest integer money field of a charge (minor units), as a plan's amount. */
+const MAX_PRICE = 1_000_000_000_000;
+
+const decimalPrice = Type.String({
+  minLength: 1,
+  maxLength: 40,
+  description: 'Minor units per unit as a decimal string, up to 12 decimals ("0.40"); exclusive with unit_amount',
+  examples: ['0.40'],
+});
+const integerPrice = Type.Integer({
+  minimum: 0,
+  maximum: MAX_PRICE,
+  description: 'Minor units per unit (per package for a package price); exclusive with unit_amount_decimal',
+});
+
+const tierInput = Type.Object(
+  {
+    up_to: Nullable(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'Inclusive; null on the last tier only',
+      }),
+    ),
+    unit_amount: Type.Optional(integerPrice),
+    unit_amount_decimal: Type.Optional(decimalPrice),
+    flat_amount: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_PRICE,
+        default: 0,
+        description: 'Minor units, once when the tier is reached',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** A metered charge as a client creates it (SPEC §15). */
+export const chargeInput = Type.Object(
+  {
+    meter_id: Type.String({ minLength: 1, maxLength: 64, examples: ['meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+    model: StringEnum(CHARGE_MODELS),
+    unit_amount: Type.Optional(integerPrice),
+    unit_amount_decimal: Type.Optional(decimalPrice),
+    tiers: Type.Optional(Type.Array(tierInput, { minItems: 1, maxItems: MAX_TIERS })),
+    package_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PRICE, description: 'Units per package' })),
+    free_units: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_PRICE, default: 0, description: 'Units of each period not billed' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type ChargeInput = Static<typeof chargeInput>;
+
+const tierOut = Type.Object({
+  up_to: Nullable(Type.Integer()),
+  unit_amount: Nullable(Type.Integer({ description: 'The unit price when it is whole minor units' })),
+  unit_amount_decimal: Type.String({ description: 'The unit price, exactly (minor units)' }),
+  flat_amount: Type.Integer(),
+});
+
+/** A metered charge as the API shows it. */
+export const chargeSchema = Type.Object(
+  {
+    meter_id: Type.String(),
+    model: StringEnum(CHARGE_MODELS),
+    unit_amount: Nullable(Type.Integer({ description: 'The unit price when it is whole minor units' })),
+    unit_amount_decimal: Nullable(
+      Type.String({ description: 'The unit price, exactly (minor units); null for tiered prices' }),
+    ),
+    tiers: Nullable(Type.Array(tierOut)),
+    package_size: Nullable(Type.Integer()),
+    free_units: Type.Integer(),
+  },
+  {
+    $id: 'PlanCharge',
+    description:
+      'A metered charge (SPEC §15), billed in arrears: the invoice of period N+1 carries the usage of period N, one line per tier touched. Prices are minor units; fractions of a minor unit are rounded once per line.',
+    examples: [
+      {
+        meter_id: 'meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        model: 'graduated',
+        unit_amount: null,
+        unit_amount_decimal: null,
+        tiers: [
+          { up_to: 1000, unit_amount: 0, unit_amount_decimal: '0', flat_amount: 0 },
+          { up_to: 10000, unit_amount: null, unit_amount_decimal: '0.40', flat_amount: 0 },
+          { up_to: null, unit_amount: null, unit_amount_decimal: '0.25', flat_amount: 0 },
+        ],
+        package_size: null,
+        free_units: 0,
+      },
+    ],
+  },
+);
+
+export type PlanCharge = Static<typeof chargeSchema>;
 
 export const planSchema = Type.Object(
   {
@@ -26,6 +137,7 @@ export const planSchema = Type.Object(
     trial_period_days: Type.Integer(),
     active: Type.Boolean({ description: 'false = archived: no new subscriptions.' }),
     tax_rate_ids: taxRateIdsOut,
+    charges: Type.Array(ref(chargeSchema), { description: 'Metered charges (SPEC §15); immutable' }),
     metadata: metadataOut,
     created_at: timestamp,
     updated_at: timestamp,
@@ -44,6 +156,7 @@ export const planSchema = Type.Object(
         trial_period_days: 14,
         active: true,
         tax_rate_ids: [],
+        charges: [],
         metadata: { tier: 'pro' },
         created_at: '2026-01-15T10:00:00.000Z',
         updated_at: '2026-01-15T10:00:00.000Z',
@@ -75,6 +188,13 @@ export const createPlanBody = Type.Object(
     ),
     trial_period_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 730, default: 0 })),
     tax_rate_ids: Type.Optional(taxRateIdsInput),
+    charges: Type.Optional(
+      Type.Array(chargeInput, {
+        maxItems: MAX_CHARGES,
+        description:
+          'Metered charges (SPEC §15), one per meter: standard (unit_amount[_decimal] per unit), graduated or volume (tiers), package (unit_amount[_decimal] per package_size units).',
+      }),
+    ),
     metadata: Type.Optional(metadataSchema),
   },
   {

@@ -19,6 +19,8 @@ import {
 import type { PlanRow } from '../../db/tables/plans.table.ts';
 import { checkAttachableTaxRates, parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
+import { type ChargeInputShape, chargeOut, parseCharges, type StoredCharge, storedCharge } from './plans.charges.ts';
+import { findMeter } from '../meters/meters.service.ts';
 
 /** A plans row as the API shows it: `active` as a boolean (SQLite stores 1/0), `metadata` parsed. */
 export function toPlan(row: PlanRow): Plan {
@@ -26,6 +28,7 @@ export function toPlan(row: PlanRow): Plan {
     ...row,
     active: Boolean(row.active),
     tax_rate_ids: parseTaxRateIds(row.tax_rate_ids),
+    charges: parseCharges(row.charges).map(chargeOut),
     metadata: JSON.parse(row.metadata),
   });
 }
@@ -35,8 +38,10 @@ const CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 /**
  * Creates an active plan. Throws 400 `validation_error` for a currency that is not ISO 4217,
  * or an `interval_count` above MAX_INTERVAL_COUNT for its interval (periods of at most
- * three years), and for `tax_rate_ids` naming a tax rate that does not exist or is archived
- * (SPEC §14).
+ * three years), for `tax_rate_ids` naming a tax rate that does not exist or is archived
+ * (SPEC §14), and for `charges` that cannot bill (SPEC §15: a malformed price — tiers not
+ * ascending, the last tier's up_to not null, more than 12 decimals — an unknown meter, a
+ * meter charged twice). Charges are stored with the plan, immutable like its price.
  */
 export async function createPlan(db: Kysely<Database>, clock: Clock, input: CreatePlanInput): Promise<Plan> {
   if (!CURRENCIES.has(input.currency)) {
@@ -53,6 +58,7 @@ export async function createPlan(db: Kysely<Database>, clock: Clock, input: Crea
     );
   }
   await checkAttachableTaxRates(db, input.tax_rate_ids ?? [], 'tax_rate_ids');
+  const charges = await checkCharges(db, input.charges ?? []);
   const now = clock.now().toISOString();
   const row: PlanRow = {
     id: newId('plan'),
@@ -65,11 +71,35 @@ export async function createPlan(db: Kysely<Database>, clock: Clock, input: Crea
     active: true,
     metadata: JSON.stringify(input.metadata ?? {}),
     tax_rate_ids: JSON.stringify(input.tax_rate_ids ?? []),
+    charges: JSON.stringify(charges),
     created_at: now,
     updated_at: now,
   };
   await db.insertInto('plans').values(row).execute();
   return toPlan(row);
+}
+
+/**
+ * `inputs` as stored charges (SPEC §15), or a 400 `validation_error` naming `charges[i]`:
+ * a malformed price (storedCharge), a meter that does not exist, or a meter charged twice.
+ */
+async function checkCharges(db: Kysely<Database>, inputs: readonly ChargeInputShape[]): Promise<StoredCharge[]> {
+  const charges: StoredCharge[] = [];
+  const meters = new Set<string>();
+  for (const [index, input] of inputs.entries()) {
+    const field = `charges[${index}]`;
+    const charge = storedCharge(input);
+    if (typeof charge === 'string') throw new ValidationError(`${field}: ${charge}`, field);
+    if (meters.has(charge.meter_id)) {
+      throw new ValidationError(`${field}: meter ${charge.meter_id} is charged twice`, `${field}.meter_id`);
+    }
+    meters.add(charge.meter_id);
+    if ((await findMeter(db, charge.meter_id)) === undefined) {
+      throw new ValidationError(`${field}: no meter ${charge.meter_id}`, `${field}.meter_id`);
+    }
+    charges.push(charge);
+  }
+  return charges;
 }
 
 /** The plan row by id, or undefined (malformed ids included). */
