@@ -65,6 +65,7 @@ test('redactUrl: a portal link token and credential-like query values never reac
   assert.equal(redactUrl('/i/sS-gRVAOxpVRdhOEM9HKbfu.pdf'), '/i/[redacted]');
   assert.equal(redactUrl('/i/sS-gRVAOxpVRdhOEM9HKbfu/pay?lang=de'), '/i/[redacted]/pay?lang=de');
   assert.equal(redactUrl('/c/sS-gRVAOxpVRdhOEM9HKbfu'), '/c/[redacted]');
+  assert.equal(redactUrl('/console/login/sS-gRVAOxpVRdhOEM9HKbfu'), '/console/login/[redacted]');
   assert.equal(redactUrl('/api/invoices/inv_1'), '/api/invoices/inv_1');
   assert.equal(
     redactUrl('/portal/subscriptions/sub_1/change?plan_id=p'),

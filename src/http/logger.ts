@@ -33,11 +33,11 @@ export const REDACTED_PATHS = [
 const SECRET_QUERY_PARAM = /key|token|secret|signature|password|auth/i;
 
 /**
- * Paths whose segment after the prefix is a credential: a customer portal link's token (SPEC
- * §16), and the hosted invoice and credit note pages' tokens (§9, §14: whoever holds one can
+ * Paths whose segment after the prefix is a credential: a customer portal or console sign-in
+ * link's token (SPEC §16), and the hosted invoice and credit note pages' tokens (§9, §14: whoever holds one can
  * read the document, and pay an invoice).
  */
-const SECRET_PATH = /^(\/(?:portal\/open|i|c)\/)[^/?#]+/;
+const SECRET_PATH = /^(\/(?:portal\/open|console\/login|i|c)\/)[^/?#]+/;
 
 /**
  * The URL as logged: query values whose names look like credentials are replaced, so a
