@@ -121,7 +121,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     return503OnClosing: false,
     // Requests the router refuses are answered by the app like any other (http/errors.ts);
     // under /i, /c, /portal and /console by the pages' own 404 page.
-    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX, CREDIT_NOTE_PAGE_PREFIX, PORTAL_PREFIX, CONSOLE_PREFIX]),
+    frameworkErrors: routeFrameworkErrorsUnder([
+      HOSTED_PAGE_PREFIX,
+      CREDIT_NOTE_PAGE_PREFIX,
+      PORTAL_PREFIX,
+      CONSOLE_PREFIX,
+    ]),
     clientErrorHandler: answerClientError,
     // Path parameters of any length reach their route, whose schema answers (an id over 64
     // characters is 400, whatever its length); Node's 16 KiB header limit bounds the URL.
