@@ -429,8 +429,8 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Change the plan or quantity
-     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview.
+     * Change the plan, quantity, discount or tax rates
+     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview. `coupon` / `promotion_code` replace the subscription's discount (redeemed under the same limits as on create: an unknown, expired or exhausted one is 400 and nothing changes; `coupon: null` or `""` removes it) and `tax_rate_ids` replaces its tax rates (`[]` clears them), SPEC §14: alone they change nothing else (any subscription not ended; no plan change rule runs), with a plan change both apply in one transaction and one `subscription.updated` whose `previous_attributes` carries the old `discount` and `tax_rate_ids` too. The next invoice takes them.
      */
     patch: operations['updateSubscription'];
     trace?: never;
@@ -3393,7 +3393,7 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
-      /** @description Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were. */
+      /** @description Present after a PATCH (SPEC §13, §14): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period, `tax_rate_ids`, `discount` — the subscription's own Discount or null), as they were. */
       previous_attributes?: {
         [key: string]: unknown;
       };
@@ -4374,6 +4374,7 @@ export interface components {
      *         "updated_at": "2026-01-15T10:00:00.000Z"
      *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "actor": null,
      *       "delivered": true,
      *       "delivered_at": "2026-01-15T10:00:00.850Z"
      *     }
@@ -4431,6 +4432,13 @@ export interface components {
       };
       /** Format: date-time */
       created_at: string;
+      /** @description Who caused the event through the operator console (SPEC §16): its session. Null for events caused through the API (its key), by providers or by the worker. */
+      actor: {
+        /** @enum {string} */
+        type: 'console_session';
+        /** @example cs_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+        id: string;
+      } | null;
       /** @description True once every webhook delivery of this event succeeded. */
       delivered: boolean;
       /** Format: date-time */
@@ -4455,6 +4463,7 @@ export interface components {
      *             "updated_at": "2026-01-15T10:00:00.000Z"
      *           },
      *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "actor": null,
      *           "delivered": true,
      *           "delivered_at": "2026-01-15T10:00:00.850Z"
      *         }
@@ -5304,6 +5313,7 @@ export interface components {
      *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "reversal_balance_transaction_id": null,
      *       "status": "issued",
+     *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
      *       "created_at": "2026-02-01T10:00:00.000Z",
      *       "voided_at": null
      *     }
@@ -5342,6 +5352,8 @@ export interface components {
       reversal_balance_transaction_id: string | null;
       /** @enum {string} */
       status: 'issued' | 'void';
+      /** @description The credit note's public page (`<PUBLIC_URL>/c/<token>`, an unguessable token), in the customer's `preferred_locale`; the same URL + `.pdf` is its PDF */
+      hosted_credit_note_url: string;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -5376,6 +5388,7 @@ export interface components {
      *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "reversal_balance_transaction_id": null,
      *           "status": "issued",
+     *           "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
      *           "created_at": "2026-02-01T10:00:00.000Z",
      *           "voided_at": null
      *         }
@@ -8578,6 +8591,17 @@ export interface operations {
            * @enum {string}
            */
           effective?: 'immediately' | 'period_end';
+          /** @description A coupon (`coupon_…`) to redeem as the subscription's discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount. */
+          coupon?: string | null;
+          /** @description A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has. */
+          promotion_code?: string;
+          /**
+           * @description The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
         };
       };
     };
@@ -9431,6 +9455,17 @@ export interface operations {
            * @enum {string}
            */
           effective?: 'immediately' | 'period_end';
+          /** @description A coupon (`coupon_…`) to redeem as the subscription's discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount. */
+          coupon?: string | null;
+          /** @description A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has. */
+          promotion_code?: string;
+          /**
+           * @description The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
         };
       };
     };
@@ -9991,6 +10026,7 @@ export interface operations {
            *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "reversal_balance_transaction_id": null,
            *           "status": "issued",
+           *           "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *           "created_at": "2026-02-01T10:00:00.000Z",
            *           "voided_at": null
            *         }
@@ -10098,6 +10134,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -10164,6 +10201,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -10270,6 +10308,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -11482,6 +11521,7 @@ export interface operations {
            *             "updated_at": "2026-01-15T10:00:00.000Z"
            *           },
            *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "actor": null,
            *           "delivered": true,
            *           "delivered_at": "2026-01-15T10:00:00.850Z"
            *         }
@@ -11547,6 +11587,7 @@ export interface operations {
            *         "updated_at": "2026-01-15T10:00:00.000Z"
            *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "actor": null,
            *       "delivered": true,
            *       "delivered_at": "2026-01-15T10:00:00.850Z"
            *     }
@@ -14443,6 +14484,7 @@ export interface operations {
          *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "reversal_balance_transaction_id": null,
          *         "status": "issued",
+         *         "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
          *         "created_at": "2026-02-01T10:00:00.000Z",
          *         "voided_at": null
          *       }
@@ -14515,6 +14557,7 @@ export interface operations {
          *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "reversal_balance_transaction_id": null,
          *         "status": "issued",
+         *         "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
          *         "created_at": "2026-02-01T10:00:00.000Z",
          *         "voided_at": null
          *       }
