@@ -182,11 +182,11 @@ test("a clock customer's usage over three advanced months bills three renewals: 
   assert.deepEqual(summary(invoices[0]), [['subscription', 'Metered × 1, 1 Mar 2026 – 1 Apr 2026', 1, 5000]]);
   assert.deepEqual(summary(invoices[1]), [
     ['subscription', 'Metered × 1, 1 Apr 2026 – 1 May 2026', 1, 5000],
-    ['usage', 'API calls, Tier 1: 1 – 10 × 0', 10, 0],
-    ['usage', 'API calls, Tier 2: 11 – 100 × 40', 90, 3600],
+    ['usage', 'API calls, Tier 1: 1 – 10 × 0.00', 10, 0],
+    ['usage', 'API calls, Tier 2: 11 – 100 × 0.40', 90, 3600],
     // 23 × 2.5 = 57.5 → 58, rounded once.
-    ['usage', 'API calls, Tier 3: 101 and above × 2.5', 23, 58],
-    ['usage', 'Active users × 1000', 3, 3000],
+    ['usage', 'API calls, Tier 3: 101 and above × 0.025', 23, 58],
+    ['usage', 'Active users × 10.00', 3, 3000],
   ]);
   assert.equal(invoices[1].total, 5000 + 3600 + 58 + 3000);
   const march = invoices[1].lines[1];
@@ -198,14 +198,14 @@ test("a clock customer's usage over three advanced months bills three renewals: 
     ['subscription', 'Metered × 1, 1 May 2026 – 1 Jun 2026', 1, 5000],
     // 127 calls now cost 0 + 3,600 + 27 × 2.5 = 67.5 → 68: 10 more than the 58 billed.
     ['adjustment', 'API calls, late usage of 1 Mar 2026 – 1 Apr 2026: 123 → 127 units', 1, 10],
-    ['usage', 'API calls, Tier 1: 1 – 10 × 0', 10, 0],
-    ['usage', 'API calls, Tier 2: 11 – 100 × 40', 40, 1600],
+    ['usage', 'API calls, Tier 1: 1 – 10 × 0.00', 10, 0],
+    ['usage', 'API calls, Tier 2: 11 – 100 × 0.40', 40, 1600],
   ]);
   assert.equal(invoices[2].lines[1].period_start, T0);
   assert.deepEqual(summary(invoices[3]), [
     ['subscription', 'Metered × 1, 1 Jun 2026 – 1 Jul 2026', 1, 5000],
-    ['usage', 'API calls, Tier 1: 1 – 10 × 0', 5, 0],
-    ['usage', 'Active users × 1000', 2, 2000],
+    ['usage', 'API calls, Tier 1: 1 – 10 × 0.00', 5, 0],
+    ['usage', 'Active users × 10.00', 2, 2000],
   ]);
 
   const billed = await app.deps.db

@@ -12,7 +12,7 @@ import { composeInvoice } from './pipeline.ts';
 import { type ChargePrice, parseQuantity, piecesTotal, priceUsage, type PriceTier } from './pricing.ts';
 import type { ComposeInput, ComposeUsage } from './types.ts';
 import { priceProblem } from '../../modules/plans/plans.charges.ts';
-import { usage } from './usage.ts';
+import { majorUnits, usage } from './usage.ts';
 
 const START = '2026-01-15T10:00:00.000Z';
 const END = '2026-02-15T10:00:00.000Z';
@@ -60,9 +60,9 @@ test('graduated, 12,345 units over 0–1,000 at 0, 1,001–10,000 at 40, above a
   assert.deepEqual(
     lines.map((l) => [l.kind, l.description, l.quantity, l.unit_amount, l.amount, l.meter_id]),
     [
-      ['usage', 'API calls, Tier 1: 1 – 1,000 × 0', 1000, 0, 0, 'meter_api'],
-      ['usage', 'API calls, Tier 2: 1,001 – 10,000 × 40', 9000, 40, 360000, 'meter_api'],
-      ['usage', 'API calls, Tier 3: 10,001 and above × 25', 2345, 25, 58625, 'meter_api'],
+      ['usage', 'API calls, Tier 1: 1 – 1,000 × 0.00', 1000, 0, 0, 'meter_api'],
+      ['usage', 'API calls, Tier 2: 1,001 – 10,000 × 0.40', 9000, 40, 360000, 'meter_api'],
+      ['usage', 'API calls, Tier 3: 10,001 and above × 0.25', 2345, 25, 58625, 'meter_api'],
     ],
   );
   // The usage of the period just ended, on the invoice of the next one.
@@ -81,7 +81,7 @@ test('graduated at fractions of a minor unit (0.40, 0.25): each tier rounded onc
   );
   assert.equal(
     usage([], renewal([item(graduated, '12345')]))[1]?.description,
-    'API calls, Tier 2: 1,001 – 10,000 × 0.40',
+    'API calls, Tier 2: 1,001 – 10,000 × 0.004',
   );
   // 2,347 × 0.25 = 586.75 → 587; 2,346 × 0.25 = 586.5 → 587 (half away from zero).
   assert.equal(piecesTotal(priceUsage(graduated, '12347')), 3600 + 587);
@@ -101,7 +101,7 @@ test('volume: every unit at the price of the tier reached; a flat amount once', 
   const lines = usage([], renewal([item(volume, '12345')]));
   assert.deepEqual(
     lines.map((l) => [l.description, l.quantity, l.amount]),
-    [['API calls, Tier 3: 10,001 and above × 25', 12345, 308625]],
+    [['API calls, Tier 3: 10,001 and above × 0.25', 12345, 308625]],
   );
   const flat = price({
     model: 'volume',
@@ -113,7 +113,7 @@ test('volume: every unit at the price of the tier reached; a flat amount once', 
   assert.equal(piecesTotal(priceUsage(flat, '7')), 2000);
   const [line] = usage([], renewal([item(flat, '11')]));
   assert.equal(line?.amount, 11 * 150 + 1000);
-  assert.equal(line?.description, 'API calls, Tier 2: 11 and above × 150 + 1000 flat');
+  assert.equal(line?.description, 'API calls, Tier 2: 11 and above × 1.50 + 10.00 flat');
   assert.equal(line?.unit_amount, null, 'a flat amount makes the line more than quantity × unit price');
 });
 
@@ -122,7 +122,7 @@ test('package of 1,000 at 500: 2,001 units are 3 packages (rounded up), 2,000 ar
   const lines = usage([], renewal([item(pack, '2001')]));
   assert.deepEqual(
     lines.map((l) => [l.description, l.quantity, l.unit_amount, l.amount]),
-    [['API calls: packages of 1,000 × 500', 3, 500, 1500]],
+    [['API calls: packages of 1,000 × 5.00', 3, 500, 1500]],
   );
   assert.equal(piecesTotal(priceUsage(pack, '2000')), 1000);
   assert.equal(piecesTotal(priceUsage(pack, '1')), 500);
@@ -134,7 +134,7 @@ test('free units come off first; nothing left to bill makes no line', () => {
   const lines = usage([], renewal([item(standard, '150')]));
   assert.deepEqual(
     lines.map((l) => [l.description, l.quantity, l.amount]),
-    [['API calls × 2, after 100 free', 50, 100]],
+    [['API calls × 0.02, after 100 free', 50, 100]],
   );
   assert.deepEqual(usage([], renewal([item(standard, '100')])), []);
   assert.deepEqual(usage([], renewal([item(standard, '0')])), []);
@@ -167,7 +167,7 @@ test('decimal prices and quantities: rounded once per line, half away from zero;
   const [line] = usage([], renewal([item(perGb, '12.5')]));
   assert.deepEqual(
     [line?.description, line?.quantity, line?.unit_amount, line?.amount],
-    ['API calls × 10 (12.5 units)', 1, null, 125],
+    ['API calls × 0.10 (12.5 units)', 1, null, 125],
   );
   // The smallest price and quantity a price holds: 12 decimals each.
   assert.equal(piecesTotal(priceUsage(price({ unit_amount_decimal: '0.000000000001' }), '1000000000000')), 1);
@@ -366,4 +366,16 @@ test('property: decimal graduated prices stay within half a minor unit per line 
       },
     ),
   );
+});
+
+test("usage prices read in the currency's major unit, exactly: its own decimals, never rounded", () => {
+  assert.equal(majorUnits('40', 'USD'), '0.40');
+  assert.equal(majorUnits('2.5', 'USD'), '0.025');
+  assert.equal(majorUnits('125000', 'EUR'), '1,250.00');
+  assert.equal(majorUnits('0', 'USD'), '0.00');
+  assert.equal(majorUnits('500', 'JPY'), '500');
+  assert.equal(majorUnits('0.5', 'JPY'), '0.5');
+  assert.equal(majorUnits('1234', 'KWD'), '1.234');
+  assert.equal(majorUnits('0.000000000001', 'EUR'), '0.00000000000001');
+  assert.equal(majorUnits('9007199254740993', 'USD'), '90,071,992,547,409.93');
 });

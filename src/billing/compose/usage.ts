@@ -1,7 +1,15 @@
 // Step 3 of the pipeline (SPEC §12, §15): usage billed in arrears. The invoice of period N+1
 // carries the usage of period N, one line per tier touched, and the late usage of periods
 // already invoiced as adjustment lines; the prices are the pure models of pricing.ts.
-import { DECIMALS, formatQuantity, parseQuantity, piecesTotal, priceUsage, type PricedPiece } from './pricing.ts';
+import {
+  DECIMALS,
+  formatQuantity,
+  parsePrice,
+  parseQuantity,
+  piecesTotal,
+  priceUsage,
+  type PricedPiece,
+} from './pricing.ts';
 import { toSafeAmount } from './rounding.ts';
 import type { ComposeInput, ComposeUsage, InvoiceLineDraft } from './types.ts';
 
@@ -12,8 +20,9 @@ const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', 
  * `lines` followed by the usage of `input.usage`, in its order (SPEC §15):
  * - an item not billed before (`billed` null) gives one `kind: usage` line per priced piece
  *   (pricing.ts priceUsage: a tier touched, the tier reached, the packages, the units), e.g.
- *   "API calls, Tier 2: 1,001 – 10,000 × 0.40": unit prices are shown in minor units exactly
- *   as the plan gives them, quantities as plain grouped decimals, no currency;
+ *   "API calls, Tier 2: 1,001 – 10,000 × 0.40" for 40 minor units of USD: prices (unit and
+ *   flat) are shown in the currency's major unit, exactly (majorUnits), quantities as plain
+ *   grouped decimals, no currency symbol;
  * - an item billed before (late events, meter policy `bill_next_invoice`) gives one
  *   `kind: adjustment` line of what its quantity costs now minus what was billed (minor
  *   units; none when equal), naming the original period.
@@ -39,6 +48,27 @@ export function usage(lines: readonly InvoiceLineDraft[], input: ComposeInput): 
   return out;
 }
 
+/** The currency's minor-unit exponent (USD 2, JPY 0, KWD 3), from Intl (ISO 4217 data). */
+function minorExponent(currency: string): number {
+  return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+}
+
+/**
+ * A price in minor units (decimal text, "40", "2.5") as the invoice reader reads it, in the
+ * currency's major unit, exactly: "0.40" (40 USD cents), "0.025", "1,250.00"; never rounded.
+ * At least the currency's own decimals; grouped with commas like the quantities.
+ */
+export function majorUnits(minor: string, currency: string): string {
+  const exponent = minorExponent(currency);
+  const scale = 10n ** BigInt(DECIMALS + exponent);
+  const value = parsePrice(minor);
+  const whole = (value / scale).toLocaleString('en-US');
+  const digits = (value % scale).toString().padStart(DECIMALS + exponent, '0');
+  const trimmed = digits.replace(/0+$/, '');
+  const fraction = trimmed.length >= exponent ? trimmed : digits.slice(0, exponent);
+  return fraction === '' ? whole : `${whole}.${fraction}`;
+}
+
 /** The units of a usage line as the line's integer `quantity`, when they are one. */
 function wholeUnits(scaled: bigint): number | null {
   if (scaled % SCALE !== 0n) return null;
@@ -54,12 +84,12 @@ function usageLine(item: ComposeUsage, p: PricedPiece, currency: string, planId:
   if (p.tier !== null) {
     const low = formatQuantity(p.from + SCALE);
     const range = p.up_to === null ? `${low} and above` : `${low} – ${formatQuantity(p.up_to)}`;
-    description = `${charge.name}, Tier ${p.tier}: ${range} × ${p.unit_amount_decimal}`;
-    if (p.flat_amount > 0) description += ` + ${p.flat_amount} flat`;
+    description = `${charge.name}, Tier ${p.tier}: ${range} × ${majorUnits(p.unit_amount_decimal, currency)}`;
+    if (p.flat_amount > 0) description += ` + ${majorUnits(String(p.flat_amount), currency)} flat`;
   } else if (price.model === 'package') {
-    description = `${charge.name}: packages of ${formatQuantity(BigInt(price.package_size ?? 0) * SCALE)} × ${p.unit_amount_decimal}`;
+    description = `${charge.name}: packages of ${formatQuantity(BigInt(price.package_size ?? 0) * SCALE)} × ${majorUnits(p.unit_amount_decimal, currency)}`;
   } else {
-    description = `${charge.name} × ${p.unit_amount_decimal}`;
+    description = `${charge.name} × ${majorUnits(p.unit_amount_decimal, currency)}`;
   }
   if (whole === null) description += ` (${formatQuantity(p.quantity)} units)`;
   if (price.free_units > 0) description += `, after ${formatQuantity(BigInt(price.free_units) * SCALE)} free`;
