@@ -79,7 +79,27 @@ export const ingestResponseSchema = Type.Object(
     duplicates: Type.Integer(),
     rejected: Type.Integer(),
   },
-  { $id: 'UsageIngestResponse', description: 'One result per event, in request order, and their counts.' },
+  {
+    $id: 'UsageIngestResponse',
+    description: 'One result per event, in request order, and their counts.',
+    examples: [
+      {
+        data: [
+          { index: 0, transaction_id: 'req_8f14e45f', status: 'accepted', id: 'uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' },
+          { index: 1, transaction_id: 'req_8f14e45f', status: 'duplicate' },
+          {
+            index: 2,
+            transaction_id: 'req_c9f0f895',
+            status: 'rejected',
+            error: { code: 'meter_not_found', message: 'no meter counts events named "api_cals"' },
+          },
+        ],
+        accepted: 1,
+        duplicates: 1,
+        rejected: 1,
+      },
+    ],
+  },
 );
 
 export const usageEventSchema = Type.Object(
