@@ -3037,7 +3037,15 @@ export interface components {
         limit: number;
       };
     };
-    /** @description What became of one event of an ingestion request. */
+    /**
+     * @description What became of one event of an ingestion request.
+     * @example {
+     *       "index": 0,
+     *       "transaction_id": "req_8f14e45f",
+     *       "status": "accepted",
+     *       "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *     }
+     */
     UsageIngestResult: {
       /** @description The event's position in the request (0 for a single event). */
       index: number;
@@ -3061,14 +3069,57 @@ export interface components {
         message: string;
       };
     };
-    /** @description One result per event, in request order, and their counts. */
+    /**
+     * @description One result per event, in request order, and their counts.
+     * @example {
+     *       "data": [
+     *         {
+     *           "index": 0,
+     *           "transaction_id": "req_8f14e45f",
+     *           "status": "accepted",
+     *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *         },
+     *         {
+     *           "index": 1,
+     *           "transaction_id": "req_8f14e45f",
+     *           "status": "duplicate"
+     *         },
+     *         {
+     *           "index": 2,
+     *           "transaction_id": "req_c9f0f895",
+     *           "status": "rejected",
+     *           "error": {
+     *             "code": "meter_not_found",
+     *             "message": "no meter counts events named \"api_cals\""
+     *           }
+     *         }
+     *       ],
+     *       "accepted": 1,
+     *       "duplicates": 1,
+     *       "rejected": 1
+     *     }
+     */
     UsageIngestResponse: {
       data: components['schemas']['UsageIngestResult'][];
       accepted: number;
       duplicates: number;
       rejected: number;
     };
-    /** @description A stored usage event (SPEC §15). */
+    /**
+     * @description A stored usage event (SPEC §15).
+     * @example {
+     *       "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "event_name": "api_call",
+     *       "transaction_id": "req_8f14e45f",
+     *       "timestamp": "2026-01-15T09:59:58.000Z",
+     *       "received_at": "2026-01-15T10:00:00.000Z",
+     *       "properties": {
+     *         "endpoint": "/v1/search"
+     *       }
+     *     }
+     */
     UsageEvent: {
       /** @example uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
       id: string;
@@ -3087,7 +3138,30 @@ export interface components {
         [key: string]: unknown;
       };
     };
-    /** @description A page of UsageEvent objects and where it is in the whole list. */
+    /**
+     * @description A page of UsageEvent objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "event_name": "api_call",
+     *           "transaction_id": "req_8f14e45f",
+     *           "timestamp": "2026-01-15T09:59:58.000Z",
+     *           "received_at": "2026-01-15T10:00:00.000Z",
+     *           "properties": {
+     *             "endpoint": "/v1/search"
+     *           }
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
     UsageEventList: {
       data: components['schemas']['UsageEvent'][];
       meta: {
@@ -3096,7 +3170,15 @@ export interface components {
         limit: number;
       };
     };
-    /** @description A meter's value for one customer over a period (SPEC §15). */
+    /**
+     * @description A meter's value for one customer over a period (SPEC §15).
+     * @example {
+     *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "value": "12345",
+     *       "period_start": "2026-01-01T00:00:00.000Z",
+     *       "period_end": "2026-02-01T00:00:00.000Z"
+     *     }
+     */
     CustomerUsage: {
       meter_id: string;
       /**
@@ -3114,7 +3196,19 @@ export interface components {
       /** Format: date-time */
       period_end: string;
     };
-    /** @description One value per meter (or the one meter asked for). */
+    /**
+     * @description One value per meter (or the one meter asked for).
+     * @example {
+     *       "data": [
+     *         {
+     *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "value": "12345",
+     *           "period_start": "2026-01-01T00:00:00.000Z",
+     *           "period_end": "2026-02-01T00:00:00.000Z"
+     *         }
+     *       ]
+     *     }
+     */
     CustomerUsageList: {
       data: components['schemas']['CustomerUsage'][];
     };
@@ -8187,6 +8281,29 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "event_name": "api_call",
+           *           "transaction_id": "req_8f14e45f",
+           *           "timestamp": "2026-01-15T09:59:58.000Z",
+           *           "received_at": "2026-01-15T10:00:00.000Z",
+           *           "properties": {
+           *             "endpoint": "/v1/search"
+           *           }
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
           'application/json': components['schemas']['UsageEventList'];
         };
       };
@@ -8256,6 +8373,35 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "index": 0,
+           *           "transaction_id": "req_8f14e45f",
+           *           "status": "accepted",
+           *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         },
+           *         {
+           *           "index": 1,
+           *           "transaction_id": "req_8f14e45f",
+           *           "status": "duplicate"
+           *         },
+           *         {
+           *           "index": 2,
+           *           "transaction_id": "req_c9f0f895",
+           *           "status": "rejected",
+           *           "error": {
+           *             "code": "meter_not_found",
+           *             "message": "no meter counts events named \"api_cals\""
+           *           }
+           *         }
+           *       ],
+           *       "accepted": 1,
+           *       "duplicates": 1,
+           *       "rejected": 1
+           *     }
+           */
           'application/json': components['schemas']['UsageIngestResponse'];
         };
       };
@@ -8295,6 +8441,18 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "value": "12345",
+           *           "period_start": "2026-01-01T00:00:00.000Z",
+           *           "period_end": "2026-02-01T00:00:00.000Z"
+           *         }
+           *       ]
+           *     }
+           */
           'application/json': components['schemas']['CustomerUsageList'];
         };
       };

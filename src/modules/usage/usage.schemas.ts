@@ -69,7 +69,11 @@ export const ingestResultSchema = Type.Object(
       }),
     ),
   },
-  { $id: 'UsageIngestResult', description: 'What became of one event of an ingestion request.' },
+  {
+    $id: 'UsageIngestResult',
+    description: 'What became of one event of an ingestion request.',
+    examples: [{ index: 0, transaction_id: 'req_8f14e45f', status: 'accepted', id: 'uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' }],
+  },
 );
 
 export const ingestResponseSchema = Type.Object(
@@ -79,7 +83,27 @@ export const ingestResponseSchema = Type.Object(
     duplicates: Type.Integer(),
     rejected: Type.Integer(),
   },
-  { $id: 'UsageIngestResponse', description: 'One result per event, in request order, and their counts.' },
+  {
+    $id: 'UsageIngestResponse',
+    description: 'One result per event, in request order, and their counts.',
+    examples: [
+      {
+        data: [
+          { index: 0, transaction_id: 'req_8f14e45f', status: 'accepted', id: 'uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' },
+          { index: 1, transaction_id: 'req_8f14e45f', status: 'duplicate' },
+          {
+            index: 2,
+            transaction_id: 'req_c9f0f895',
+            status: 'rejected',
+            error: { code: 'meter_not_found', message: 'no meter counts events named "api_cals"' },
+          },
+        ],
+        accepted: 1,
+        duplicates: 1,
+        rejected: 1,
+      },
+    ],
+  },
 );
 
 export const usageEventSchema = Type.Object(
@@ -97,7 +121,22 @@ export const usageEventSchema = Type.Object(
     }),
     properties: Type.Record(Type.String(), Type.Unknown()),
   },
-  { $id: 'UsageEvent', description: 'A stored usage event (SPEC §15).' },
+  {
+    $id: 'UsageEvent',
+    description: 'A stored usage event (SPEC §15).',
+    examples: [
+      {
+        id: 'uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        meter_id: 'meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        event_name: 'api_call',
+        transaction_id: 'req_8f14e45f',
+        timestamp: '2026-01-15T09:59:58.000Z',
+        received_at: '2026-01-15T10:00:00.000Z',
+        properties: { endpoint: '/v1/search' },
+      },
+    ],
+  },
 );
 
 export const usageEventListSchema = pageOf('UsageEventList', usageEventSchema);
@@ -120,12 +159,38 @@ export const customerUsageSchema = Type.Object(
     period_start: timestamp,
     period_end: timestamp,
   },
-  { $id: 'CustomerUsage', description: "A meter's value for one customer over a period (SPEC §15)." },
+  {
+    $id: 'CustomerUsage',
+    description: "A meter's value for one customer over a period (SPEC §15).",
+    examples: [
+      {
+        meter_id: 'meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        value: '12345',
+        period_start: '2026-01-01T00:00:00.000Z',
+        period_end: '2026-02-01T00:00:00.000Z',
+      },
+    ],
+  },
 );
 
 export const customerUsageListSchema = Type.Object(
   { data: Type.Array(ref(customerUsageSchema)) },
-  { $id: 'CustomerUsageList', description: 'One value per meter (or the one meter asked for).' },
+  {
+    $id: 'CustomerUsageList',
+    description: 'One value per meter (or the one meter asked for).',
+    examples: [
+      {
+        data: [
+          {
+            meter_id: 'meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+            value: '12345',
+            period_start: '2026-01-01T00:00:00.000Z',
+            period_end: '2026-02-01T00:00:00.000Z',
+          },
+        ],
+      },
+    ],
+  },
 );
 
 export type CustomerUsage = Static<typeof customerUsageSchema>;
