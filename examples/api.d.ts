@@ -3175,6 +3175,7 @@ export interface components {
      * @example {
      *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "value": "12345",
+     *       "amount": 418625,
      *       "period_start": "2026-01-01T00:00:00.000Z",
      *       "period_end": "2026-02-01T00:00:00.000Z"
      *     }
@@ -3203,6 +3204,7 @@ export interface components {
      *         {
      *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "value": "12345",
+     *           "amount": 418625,
      *           "period_start": "2026-01-01T00:00:00.000Z",
      *           "period_end": "2026-02-01T00:00:00.000Z"
      *         }
@@ -8447,6 +8449,7 @@ export interface operations {
            *         {
            *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "value": "12345",
+           *           "amount": 418625,
            *           "period_start": "2026-01-01T00:00:00.000Z",
            *           "period_end": "2026-02-01T00:00:00.000Z"
            *         }

@@ -166,6 +166,7 @@ export const customerUsageSchema = Type.Object(
       {
         meter_id: 'meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
         value: '12345',
+        amount: 418625,
         period_start: '2026-01-01T00:00:00.000Z',
         period_end: '2026-02-01T00:00:00.000Z',
       },
@@ -184,6 +185,7 @@ export const customerUsageListSchema = Type.Object(
           {
             meter_id: 'meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
             value: '12345',
+            amount: 418625,
             period_start: '2026-01-01T00:00:00.000Z',
             period_end: '2026-02-01T00:00:00.000Z',
           },
