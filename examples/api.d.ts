@@ -4808,6 +4808,16 @@ export interface components {
        */
       expires_at?: string;
     };
+    /**
+     * @description A page at the provider where the customer adds a payment method without paying an invoice (SPEC §10).
+     * @example {
+     *       "provider": "paystack",
+     *       "url": "https://checkout.paystack.com/0peioxfhpn",
+     *       "reference": "pms-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "currency": "NGN",
+     *       "verification_amount": 5000
+     *     }
+     */
     PaymentMethodSetup: {
       /** @enum {string} */
       provider: 'paystack' | 'stripe';
@@ -6335,6 +6345,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "provider": "paystack",
+           *       "url": "https://checkout.paystack.com/0peioxfhpn",
+           *       "reference": "pms-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "verification_amount": 5000
+           *     }
+           */
           'application/json': components['schemas']['PaymentMethodSetup'];
         };
       };

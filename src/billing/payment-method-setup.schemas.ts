@@ -59,7 +59,21 @@ export const paymentMethodSetupSchema = Type.Object(
       Type.String({ format: 'date-time', description: 'When the link stops working (Stripe); absent for Paystack.' }),
     ),
   },
-  { $id: 'PaymentMethodSetup', additionalProperties: false },
+  {
+    $id: 'PaymentMethodSetup',
+    description:
+      'A page at the provider where the customer adds a payment method without paying an invoice (SPEC §10).',
+    examples: [
+      {
+        provider: 'paystack',
+        url: 'https://checkout.paystack.com/0peioxfhpn',
+        reference: 'pms-01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        currency: 'NGN',
+        verification_amount: 5000,
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 
 export type PaymentMethodSetup = Static<typeof paymentMethodSetupSchema>;
