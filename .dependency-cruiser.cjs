@@ -37,6 +37,8 @@ const LAYERS = [
   ['src/modules/webhooks/'],
   // Customer portal links and their browser sessions (read customers).
   ['src/modules/portal-sessions/'],
+  // Operator console sign-in, sessions and its audit trail (SPEC §16).
+  ['src/modules/console-sessions/'],
   ['src/deps.ts'],
   // The billing core: compose, issue, settle, refund, collect.
   ['src/billing/'],
@@ -45,6 +47,8 @@ const LAYERS = [
   ['src/routes/'],
   // The customer portal's pages (SPEC §16): an entry point like the routes, whose hosted-page headers it shares.
   ['src/portal/'],
+  // The operator console (SPEC §16): pages over the same core the routes call.
+  ['src/console/'],
   ['src/worker/'],
   // Composition and start-up.
   ['src/gauges.ts', 'src/app.ts'],

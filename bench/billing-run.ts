@@ -80,7 +80,7 @@ async function benchDeps(databaseUrl: string) {
 }
 
 /** Seeds `n` clock customers with a saved card and a paid first period through the services. */
-async function seed(databaseUrl: string, n: number): Promise<string> {
+export async function seed(databaseUrl: string, n: number): Promise<string> {
   const deps = await benchDeps(databaseUrl);
   try {
     const testClock = await createTestClock(deps.db, deps.clock, { frozen_time: START, name: 'billing run' });

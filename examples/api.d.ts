@@ -327,6 +327,92 @@ export interface paths {
     patch: operations['updateTaxRate'];
     trace?: never;
   };
+  '/api/meters': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List meters */
+    get: operations['listMeters'];
+    put?: never;
+    /**
+     * Create a meter
+     * @description How usage events of one `event_name` become a value per period. Everything but `display_name` is fixed once created.
+     */
+    post: operations['createMeter'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/meters/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a meter */
+    get: operations['getMeter'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Rename a meter
+     * @description Only `display_name`; how the meter aggregates never changes (create a new meter).
+     */
+    patch: operations['updateMeter'];
+    trace?: never;
+  };
+  '/api/usage-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List usage events
+     * @description `from` / `to` bound the events’ `timestamp`: from ≤ timestamp < to.
+     */
+    get: operations['listUsageEvents'];
+    put?: never;
+    /**
+     * Send usage events
+     * @description One event or `{events: [...]}` (≤ 1,000). Answers 202 with one result per event once the accepted ones are committed: `accepted`, `duplicate` (the transaction_id was seen for this customer: never counted twice) or `rejected` with a code; one bad event never refuses the others.
+     */
+    post: operations['ingestUsageEvents'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/customers/{id}/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A customer's usage per meter
+     * @description Each meter's value (or only `meter_id`'s) over [from, to); by default the current period of the customer's live subscription, else the calendar month of the customer's clock.
+     */
+    get: operations['getCustomerUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/subscriptions': {
     parameters: {
       query?: never;
@@ -363,8 +449,8 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Change the plan or quantity
-     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview.
+     * Change the plan, quantity, discount or tax rates
+     * @description From `trialing` or `active` (else 409 `validation_error` "subscription cannot be changed in its current state"; 409 `conflict` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (`always_invoice`); downgrades are scheduled for the period end (`pending_update`, `subscription.update_scheduled`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits `subscription.updated` with `previous_attributes`. Preview it first with POST /api/invoices/preview. `coupon` / `promotion_code` replace the subscription's discount (redeemed under the same limits as on create: an unknown, expired or exhausted one is 400 and nothing changes; `coupon: null` or `""` removes it) and `tax_rate_ids` replaces its tax rates (`[]` clears them), SPEC §14: alone they change nothing else (any subscription not ended; no plan change rule runs), with a plan change both apply in one transaction and one `subscription.updated` whose `previous_attributes` carries the old `discount` and `tax_rate_ids` too. The next invoice takes them.
      */
     patch: operations['updateSubscription'];
     trace?: never;
@@ -2902,6 +2988,246 @@ export interface components {
       };
     };
     /**
+     * @description How usage events of one event_name become a value per billing period (SPEC §15).
+     * @example {
+     *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "event_name": "api_request",
+     *       "aggregation": "sum",
+     *       "value_property": "tokens",
+     *       "unique_property": null,
+     *       "display_name": "Tokens",
+     *       "late_events": "bill_next_invoice",
+     *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "updated_at": "2026-01-15T10:00:00.000Z"
+     *     }
+     */
+    Meter: {
+      /** @example meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      /** @description The usage events this meter counts (unique among meters). */
+      event_name: string;
+      /**
+       * @description count: events; sum / max: of `value_property`; last: `value_property` of the latest event (by timestamp, then transaction_id); unique_count: distinct values of `unique_property`.
+       * @enum {string}
+       */
+      aggregation: 'count' | 'sum' | 'max' | 'unique_count' | 'last';
+      /** @description The property read as a decimal (sum, max, last). */
+      value_property: string | null;
+      /** @description The property whose distinct values count (unique_count). */
+      unique_property: string | null;
+      display_name: string;
+      /**
+       * @description Events timestamped in an already invoiced period: `bill_next_invoice` (an adjustment on the next invoice) or `drop` (stored and listed, never billed).
+       * @enum {string}
+       */
+      late_events: 'bill_next_invoice' | 'drop';
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    /**
+     * @description A page of Meter objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "event_name": "api_request",
+     *           "aggregation": "sum",
+     *           "value_property": "tokens",
+     *           "unique_property": null,
+     *           "display_name": "Tokens",
+     *           "late_events": "bill_next_invoice",
+     *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "updated_at": "2026-01-15T10:00:00.000Z"
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    MeterList: {
+      data: components['schemas']['Meter'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
+     * @description What became of one event of an ingestion request.
+     * @example {
+     *       "index": 0,
+     *       "transaction_id": "req_8f14e45f",
+     *       "status": "accepted",
+     *       "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *     }
+     */
+    UsageIngestResult: {
+      /** @description The event's position in the request (0 for a single event). */
+      index: number;
+      transaction_id: string | null;
+      /**
+       * @description `accepted`: stored (durable: committed before this answer); `duplicate`: this customer sent this transaction_id before (or earlier in the request), acknowledged, never counted twice; `rejected`: see `error`.
+       * @enum {string}
+       */
+      status: 'accepted' | 'duplicate' | 'rejected';
+      /** @description The stored event (`uev_…`), when accepted. */
+      id?: string;
+      error?: {
+        /** @enum {string} */
+        code:
+          | 'invalid_event'
+          | 'customer_not_found'
+          | 'meter_not_found'
+          | 'timestamp_too_old'
+          | 'timestamp_in_future'
+          | 'invalid_value';
+        message: string;
+      };
+    };
+    /**
+     * @description One result per event, in request order, and their counts.
+     * @example {
+     *       "data": [
+     *         {
+     *           "index": 0,
+     *           "transaction_id": "req_8f14e45f",
+     *           "status": "accepted",
+     *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+     *         },
+     *         {
+     *           "index": 1,
+     *           "transaction_id": "req_8f14e45f",
+     *           "status": "duplicate"
+     *         },
+     *         {
+     *           "index": 2,
+     *           "transaction_id": "req_c9f0f895",
+     *           "status": "rejected",
+     *           "error": {
+     *             "code": "meter_not_found",
+     *             "message": "no meter counts events named \"api_cals\""
+     *           }
+     *         }
+     *       ],
+     *       "accepted": 1,
+     *       "duplicates": 1,
+     *       "rejected": 1
+     *     }
+     */
+    UsageIngestResponse: {
+      data: components['schemas']['UsageIngestResult'][];
+      accepted: number;
+      duplicates: number;
+      rejected: number;
+    };
+    /**
+     * @description A stored usage event (SPEC §15).
+     * @example {
+     *       "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "event_name": "api_call",
+     *       "transaction_id": "req_8f14e45f",
+     *       "timestamp": "2026-01-15T09:59:58.000Z",
+     *       "received_at": "2026-01-15T10:00:00.000Z",
+     *       "properties": {
+     *         "endpoint": "/v1/search"
+     *       }
+     *     }
+     */
+    UsageEvent: {
+      /** @example uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+      id: string;
+      customer_id: string;
+      meter_id: string;
+      event_name: string;
+      transaction_id: string;
+      /** Format: date-time */
+      timestamp: string;
+      /**
+       * Format: date-time
+       * @description When it was accepted, by the customer's clock: an event whose timestamp lies in a period invoiced before it arrived is late (SPEC §15).
+       */
+      received_at: string;
+      properties: {
+        [key: string]: unknown;
+      };
+    };
+    /**
+     * @description A page of UsageEvent objects and where it is in the whole list.
+     * @example {
+     *       "data": [
+     *         {
+     *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "event_name": "api_call",
+     *           "transaction_id": "req_8f14e45f",
+     *           "timestamp": "2026-01-15T09:59:58.000Z",
+     *           "received_at": "2026-01-15T10:00:00.000Z",
+     *           "properties": {
+     *             "endpoint": "/v1/search"
+     *           }
+     *         }
+     *       ],
+     *       "meta": {
+     *         "total": 1,
+     *         "page": 0,
+     *         "limit": 10
+     *       }
+     *     }
+     */
+    UsageEventList: {
+      data: components['schemas']['UsageEvent'][];
+      meta: {
+        total: number;
+        page: number;
+        limit: number;
+      };
+    };
+    /**
+     * @description A meter's value for one customer over a period (SPEC §15).
+     * @example {
+     *       "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "value": "12345",
+     *       "period_start": "2026-01-01T00:00:00.000Z",
+     *       "period_end": "2026-02-01T00:00:00.000Z"
+     *     }
+     */
+    CustomerUsage: {
+      meter_id: string;
+      /**
+       * @description The aggregated value over [period_start, period_end): exact decimal text ("12.5"); "0" without events.
+       * @example 1200
+       */
+      value: string;
+      /** Format: date-time */
+      period_start: string;
+      /** Format: date-time */
+      period_end: string;
+    };
+    /**
+     * @description One value per meter (or the one meter asked for).
+     * @example {
+     *       "data": [
+     *         {
+     *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "value": "12345",
+     *           "period_start": "2026-01-01T00:00:00.000Z",
+     *           "period_end": "2026-02-01T00:00:00.000Z"
+     *         }
+     *       ]
+     *     }
+     */
+    CustomerUsageList: {
+      data: components['schemas']['CustomerUsage'][];
+    };
+    /**
      * @description A customer on a plan; `status` moves only by the transitions of SPEC §4.
      * @example {
      *       "id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -3176,7 +3502,7 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
-      /** @description Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were. */
+      /** @description Present after a PATCH (SPEC §13, §14): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period, `tax_rate_ids`, `discount` — the subscription's own Discount or null), as they were. */
       previous_attributes?: {
         [key: string]: unknown;
       };
@@ -4157,6 +4483,7 @@ export interface components {
      *         "updated_at": "2026-01-15T10:00:00.000Z"
      *       },
      *       "created_at": "2026-01-15T10:00:00.000Z",
+     *       "actor": null,
      *       "delivered": true,
      *       "delivered_at": "2026-01-15T10:00:00.850Z"
      *     }
@@ -4214,6 +4541,13 @@ export interface components {
       };
       /** Format: date-time */
       created_at: string;
+      /** @description Who caused the event through the operator console (SPEC §16): its session. Null for events caused through the API (its key), by providers or by the worker. */
+      actor: {
+        /** @enum {string} */
+        type: 'console_session';
+        /** @example cs_01JD3Q7Z8X9Y0A1B2C3D4E5F6G */
+        id: string;
+      } | null;
       /** @description True once every webhook delivery of this event succeeded. */
       delivered: boolean;
       /** Format: date-time */
@@ -4238,6 +4572,7 @@ export interface components {
      *             "updated_at": "2026-01-15T10:00:00.000Z"
      *           },
      *           "created_at": "2026-01-15T10:00:00.000Z",
+     *           "actor": null,
      *           "delivered": true,
      *           "delivered_at": "2026-01-15T10:00:00.850Z"
      *         }
@@ -5120,6 +5455,7 @@ export interface components {
      *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "reversal_balance_transaction_id": null,
      *       "status": "issued",
+     *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
      *       "created_at": "2026-02-01T10:00:00.000Z",
      *       "voided_at": null
      *     }
@@ -5158,6 +5494,8 @@ export interface components {
       reversal_balance_transaction_id: string | null;
       /** @enum {string} */
       status: 'issued' | 'void';
+      /** @description The credit note's public page (`<PUBLIC_URL>/c/<token>`, an unguessable token), in the customer's `preferred_locale`; the same URL + `.pdf` is its PDF */
+      hosted_credit_note_url: string;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -5192,6 +5530,7 @@ export interface components {
      *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "reversal_balance_transaction_id": null,
      *           "status": "issued",
+     *           "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
      *           "created_at": "2026-02-01T10:00:00.000Z",
      *           "voided_at": null
      *         }
@@ -7771,6 +8110,496 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listMeters: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'created_at' | 'event_name' | 'display_name';
+        sort_order?: 'asc' | 'desc';
+        event_name?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of meters */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "event_name": "api_request",
+           *           "aggregation": "sum",
+           *           "value_property": "tokens",
+           *           "unique_property": null,
+           *           "display_name": "Tokens",
+           *           "late_events": "bill_next_invoice",
+           *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "updated_at": "2026-01-15T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['MeterList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createMeter: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "event_name": "api_request",
+         *       "aggregation": "sum",
+         *       "value_property": "tokens",
+         *       "display_name": "Tokens"
+         *     }
+         */
+        'application/json': {
+          /** @description The event_name usage events carry; unique among meters. */
+          event_name: string;
+          /** @enum {string} */
+          aggregation: 'count' | 'sum' | 'max' | 'unique_count' | 'last';
+          /** @description Required for sum, max and last; refused otherwise. */
+          value_property?: string;
+          /** @description Required for unique_count; refused otherwise. */
+          unique_property?: string;
+          display_name: string;
+          /**
+           * @default bill_next_invoice
+           * @enum {string}
+           */
+          late_events?: 'bill_next_invoice' | 'drop';
+        };
+      };
+    };
+    responses: {
+      /** @description The new meter */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "event_name": "api_request",
+           *       "aggregation": "sum",
+           *       "value_property": "tokens",
+           *       "unique_property": null,
+           *       "display_name": "Tokens",
+           *       "late_events": "bill_next_invoice",
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Meter'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMeter: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The meter */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "event_name": "api_request",
+           *       "aggregation": "sum",
+           *       "value_property": "tokens",
+           *       "unique_property": null,
+           *       "display_name": "Tokens",
+           *       "late_events": "bill_next_invoice",
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Meter'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateMeter: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Only `display_name`: how a meter aggregates never changes once created (create a new meter). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "display_name": "API tokens"
+         *     }
+         */
+        'application/json': {
+          display_name?: string;
+          /** @description Immutable: refused with 400. */
+          event_name?: unknown;
+          /** @description Immutable: refused with 400. */
+          aggregation?: unknown;
+          /** @description Immutable: refused with 400. */
+          value_property?: unknown;
+          /** @description Immutable: refused with 400. */
+          unique_property?: unknown;
+          /** @description Immutable: refused with 400. */
+          late_events?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description The meter as updated */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "event_name": "api_request",
+           *       "aggregation": "sum",
+           *       "value_property": "tokens",
+           *       "unique_property": null,
+           *       "display_name": "Tokens",
+           *       "late_events": "bill_next_invoice",
+           *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "updated_at": "2026-01-15T10:00:00.000Z"
+           *     }
+           */
+          'application/json': components['schemas']['Meter'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listUsageEvents: {
+    parameters: {
+      query?: {
+        /**
+         * @description Zero-based page (default 0; negative or not a number → 0).
+         * @example 0
+         */
+        page?: number;
+        /**
+         * @description Items per page (default 10, max 100; invalid → 10, above 100 → 100).
+         * @example 10
+         */
+        limit?: number;
+        sort_by?: 'timestamp' | 'received_at';
+        sort_order?: 'asc' | 'desc';
+        customer_id?: string;
+        event_name?: string;
+        transaction_id?: string;
+        /** @description ISO 8601 date-time */
+        from?: string;
+        /** @description ISO 8601 date-time */
+        to?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of usage events */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "event_name": "api_call",
+           *           "transaction_id": "req_8f14e45f",
+           *           "timestamp": "2026-01-15T09:59:58.000Z",
+           *           "received_at": "2026-01-15T10:00:00.000Z",
+           *           "properties": {
+           *             "endpoint": "/v1/search"
+           *           }
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 1,
+           *         "page": 0,
+           *         "limit": 10
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['UsageEventList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  ingestUsageEvents: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    /** @description One event, or `{events: [...]}` for up to 1,000 (one multi-row write). */
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "transaction_id": "req_8812",
+         *           "customer_id": "acct-4711",
+         *           "event_name": "api_request",
+         *           "timestamp": "2026-01-15T09:59:58Z",
+         *           "properties": {
+         *             "tokens": 1200
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': {
+          /** @description Up to 1000 events, each with the fields below. */
+          events?: unknown[];
+          /** @description Your key for the event, 1–255 characters: unique per customer; a repeat is a duplicate. */
+          transaction_id?: unknown;
+          /** @description The customer's `cus_…` id or its `external_id`. */
+          customer_id?: unknown;
+          /** @description The event_name of a meter; an event no meter counts is rejected (`meter_not_found`). */
+          event_name?: unknown;
+          /** @description ISO 8601: at most 35 days before and 5 minutes after the customer's clock (a test clock's time for its customers). */
+          timestamp?: unknown;
+          /** @description A JSON object (≤ 8,192 characters of JSON): the meter's `value_property` (a decimal: number or string) or `unique_property`. */
+          properties?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description One result per event */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "index": 0,
+           *           "transaction_id": "req_8f14e45f",
+           *           "status": "accepted",
+           *           "id": "uev_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *         },
+           *         {
+           *           "index": 1,
+           *           "transaction_id": "req_8f14e45f",
+           *           "status": "duplicate"
+           *         },
+           *         {
+           *           "index": 2,
+           *           "transaction_id": "req_c9f0f895",
+           *           "status": "rejected",
+           *           "error": {
+           *             "code": "meter_not_found",
+           *             "message": "no meter counts events named \"api_cals\""
+           *           }
+           *         }
+           *       ],
+           *       "accepted": 1,
+           *       "duplicates": 1,
+           *       "rejected": 1
+           *     }
+           */
+          'application/json': components['schemas']['UsageIngestResponse'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCustomerUsage: {
+    parameters: {
+      query?: {
+        meter_id?: string;
+        /** @description ISO 8601 date-time */
+        from?: string;
+        /** @description ISO 8601 date-time */
+        to?: string;
+      };
+      header?: {
+        /** @description The `ETag` of a response you keep (or a list, or `*`): while the data is unchanged the answer is 304 without a body (RFC 9110 §13.1.2; `W/"…"` matches too). */
+        'if-none-match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One value per meter */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": [
+           *         {
+           *           "meter_id": "meter_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "value": "12345",
+           *           "period_start": "2026-01-01T00:00:00.000Z",
+           *           "period_end": "2026-02-01T00:00:00.000Z"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['CustomerUsageList'];
+        };
+      };
+      /** @description Not Modified: `If-None-Match` matched the current `ETag` (a hash of the body). No body; the same `ETag`, `Cache-Control: private, no-cache`, request id and rate-limit headers as the 200. */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   listSubscriptions: {
     parameters: {
       query?: {
@@ -8048,6 +8877,17 @@ export interface operations {
            * @enum {string}
            */
           effective?: 'immediately' | 'period_end';
+          /** @description A coupon (`coupon_…`) to redeem as the subscription's discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount. */
+          coupon?: string | null;
+          /** @description A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has. */
+          promotion_code?: string;
+          /**
+           * @description The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
         };
       };
     };
@@ -8901,6 +9741,17 @@ export interface operations {
            * @enum {string}
            */
           effective?: 'immediately' | 'period_end';
+          /** @description A coupon (`coupon_…`) to redeem as the subscription's discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount. */
+          coupon?: string | null;
+          /** @description A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has. */
+          promotion_code?: string;
+          /**
+           * @description The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).
+           * @example [
+           *       "txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G"
+           *     ]
+           */
+          tax_rate_ids?: string[];
         };
       };
     };
@@ -9461,6 +10312,7 @@ export interface operations {
            *           "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "reversal_balance_transaction_id": null,
            *           "status": "issued",
+           *           "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *           "created_at": "2026-02-01T10:00:00.000Z",
            *           "voided_at": null
            *         }
@@ -9568,6 +10420,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -9634,6 +10487,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -9740,6 +10594,7 @@ export interface operations {
            *       "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "reversal_balance_transaction_id": null,
            *       "status": "issued",
+           *       "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
            *       "created_at": "2026-02-01T10:00:00.000Z",
            *       "voided_at": null
            *     }
@@ -10952,6 +11807,7 @@ export interface operations {
            *             "updated_at": "2026-01-15T10:00:00.000Z"
            *           },
            *           "created_at": "2026-01-15T10:00:00.000Z",
+           *           "actor": null,
            *           "delivered": true,
            *           "delivered_at": "2026-01-15T10:00:00.850Z"
            *         }
@@ -11017,6 +11873,7 @@ export interface operations {
            *         "updated_at": "2026-01-15T10:00:00.000Z"
            *       },
            *       "created_at": "2026-01-15T10:00:00.000Z",
+           *       "actor": null,
            *       "delivered": true,
            *       "delivered_at": "2026-01-15T10:00:00.850Z"
            *     }
@@ -13913,6 +14770,7 @@ export interface operations {
          *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "reversal_balance_transaction_id": null,
          *         "status": "issued",
+         *         "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
          *         "created_at": "2026-02-01T10:00:00.000Z",
          *         "voided_at": null
          *       }
@@ -13985,6 +14843,7 @@ export interface operations {
          *         "balance_transaction_id": "cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "reversal_balance_transaction_id": null,
          *         "status": "issued",
+         *         "hosted_credit_note_url": "https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n",
          *         "created_at": "2026-02-01T10:00:00.000Z",
          *         "voided_at": null
          *       }

@@ -30,6 +30,7 @@ import { eventRoutes } from './routes/events.routes.ts';
 import { healthRoutes } from './routes/health.routes.ts';
 import { invoiceRoutes } from './routes/invoices.routes.ts';
 import { HOSTED_PAGE_PREFIX, registerHostedInvoicePages } from './routes/invoices.page.routes.ts';
+import { CREDIT_NOTE_PAGE_PREFIX, registerHostedCreditNotePages } from './routes/credit-notes.page.routes.ts';
 import { invoicePayRoutes } from './routes/invoices.pay.routes.ts';
 import { paymentMethodRoutes } from './routes/payment-methods.routes.ts';
 import { paymentRoutes } from './routes/payments.routes.ts';
@@ -37,11 +38,14 @@ import { planRoutes } from './routes/plans.routes.ts';
 import { portalSessionRoutes } from './routes/portal-sessions.routes.ts';
 import { PORTAL_PREFIX, registerPortalPages } from './portal/portal.routes.ts';
 import { taxRateRoutes } from './routes/tax-rates.routes.ts';
+import { meterRoutes } from './routes/meters.routes.ts';
+import { usageRoutes } from './routes/usage.routes.ts';
 import { registerNotifyRoutes } from './routes/notify.routes.ts';
 import { providerEventRoutes } from './routes/provider-events.routes.ts';
 import { subscriptionRoutes } from './routes/subscriptions.routes.ts';
 import { testClockRoutes } from './routes/test-clocks.routes.ts';
 import { webhookRoutes } from './routes/webhooks.routes.ts';
+import { CONSOLE_PREFIX, registerConsole } from './console/console.plugin.ts';
 import { DATABASE_GAUGES } from './gauges.ts';
 import { Metrics } from './observability/metrics.ts';
 import { noticesClockReads } from './shared/clock-reads.ts';
@@ -59,6 +63,8 @@ function allRoutes(deps: Deps): Route[] {
     ...planRoutes(deps),
     ...couponRoutes(deps),
     ...taxRateRoutes(deps),
+    ...meterRoutes(deps),
+    ...usageRoutes(deps),
     ...subscriptionRoutes(deps),
     ...paymentRoutes(deps),
     ...invoiceRoutes(deps),
@@ -114,8 +120,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // While draining, server.ts answers requests on open connections 503 in the envelope.
     return503OnClosing: false,
     // Requests the router refuses are answered by the app like any other (http/errors.ts);
-    // under /i by the hosted pages' own 404 page.
-    frameworkErrors: routeFrameworkErrorsUnder([HOSTED_PAGE_PREFIX, PORTAL_PREFIX]),
+    // under /i, /c, /portal and /console by the pages' own 404 page.
+    frameworkErrors: routeFrameworkErrorsUnder([
+      HOSTED_PAGE_PREFIX,
+      CREDIT_NOTE_PAGE_PREFIX,
+      PORTAL_PREFIX,
+      CONSOLE_PREFIX,
+    ]),
     clientErrorHandler: answerClientError,
     // Path parameters of any length reach their route, whose schema answers (an id over 64
     // characters is 400, whatever its length); Node's 16 KiB header limit bounds the URL.
@@ -151,7 +162,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
   // The hosted invoice page (/i/:token): public HTML for people, outside the API's context.
   await app.register(async (pages) => registerHostedInvoicePages(pages, deps), { prefix: HOSTED_PAGE_PREFIX });
+  // A credit note's hosted page (/c/:token), likewise.
+  await app.register(async (pages) => registerHostedCreditNotePages(pages, deps), {
+    prefix: CREDIT_NOTE_PAGE_PREFIX,
+  });
   // The customer portal (/portal): pages behind a link's cookie session, outside the API's context.
   await app.register(async (portal) => registerPortalPages(portal, deps), { prefix: PORTAL_PREFIX });
+  // The operator console (/console): HTML pages with a cookie session, outside the API's context.
+  await app.register(async (console) => registerConsole(console, deps), { prefix: CONSOLE_PREFIX });
   return app;
 }

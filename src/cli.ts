@@ -1,5 +1,5 @@
 // `billing <command>` (SPEC §1): serve, worker, migrate, keys create|list|revoke,
-// rotate-data-key, demo, and help/--version. Help texts live in cli/help.ts; the demo in cli/demo.ts.
+// rotate-data-key, demo, console-login, console-logout, and help/--version. Help texts live in cli/help.ts; the demo in cli/demo.ts.
 //
 // Only what every command needs is imported up front (the help texts, the version, the
 // configuration); a command imports the rest itself. The database, the app and the provider
@@ -14,7 +14,14 @@ import { VERSION } from './shared/version.ts';
 
 const EXIT_USAGE = 64;
 const EXIT_CONFIG = 78;
-const COMMANDS_WITH_DATA_KEY = new Set<string | undefined>([undefined, 'serve', 'worker', 'demo']);
+const COMMANDS_WITH_DATA_KEY = new Set<string | undefined>([
+  undefined,
+  'serve',
+  'worker',
+  'demo',
+  'console-login',
+  'console-logout',
+]);
 
 /** A command line the CLI cannot run: the message, then the usage of `command` (exit 64). */
 class UsageError extends Error {
@@ -186,6 +193,48 @@ async function rotateDataKeyCommand(config: Readonly<Config>, io: CliIo): Promis
 }
 
 /**
+ * `billing console-login [--read-only]` (SPEC §16): prints a one-time sign-in link to the
+ * operator console (single use, 15 minutes) on stdout, its expiry on stderr.
+ */
+async function consoleLoginCommand(config: Readonly<Config>, args: string[], io: CliIo): Promise<number> {
+  const { 'read-only': readOnly = false } = checkFlags('console-login', args, ['read-only']);
+  const [{ createDeps }, consoleSessions] = await Promise.all([
+    import('./deps.ts'),
+    import('./modules/console-sessions/console-sessions.service.ts'),
+  ]);
+  const deps = await createDeps(config);
+  try {
+    const link = await consoleSessions.createLoginLink(deps.db, deps.clock, { readOnly });
+    io.stderr.write(
+      `${readOnly ? 'read-only ' : ''}sign-in link, for one use until ${link.expires_at}; open it in your browser:\n`,
+    );
+    io.stdout.write(`${config.publicUrl}${consoleSessions.LOGIN_PATH}${link.token}\n`);
+    return 0;
+  } finally {
+    await deps.close();
+  }
+}
+
+/** `billing console-logout --all` (SPEC §16): ends every console session and unused sign-in link. */
+async function consoleLogoutCommand(config: Readonly<Config>, args: string[], io: CliIo): Promise<number> {
+  const { all } = checkFlags('console-logout', args, ['all']);
+  if (!all)
+    throw new UsageError('console-logout needs --all (sessions end one by one with Sign out)', 'console-logout');
+  const [{ createDeps }, consoleSessions] = await Promise.all([
+    import('./deps.ts'),
+    import('./modules/console-sessions/console-sessions.service.ts'),
+  ]);
+  const deps = await createDeps(config);
+  try {
+    const ended = await consoleSessions.revokeAllSessions(deps.db, deps.clock);
+    io.stdout.write(`ended ${ended} console session(s); unused sign-in links no longer work\n`);
+    return 0;
+  } finally {
+    await deps.close();
+  }
+}
+
+/**
  * Runs one CLI command with `argv` (without node and script). Resolves with the exit code,
  * or -1 for `serve` and `worker`, which keep running (they log to the process's stdout and
  * stop on its signals). `--version` and help need no configuration. `io` defaults to the
@@ -258,6 +307,10 @@ export async function runCli(argv: string[], io: CliIo = PROCESS_IO): Promise<nu
         const { runDemo } = await import('./cli/demo.ts');
         return await runDemo(config, io);
       }
+      case 'console-login':
+        return await consoleLoginCommand(config, args, io);
+      case 'console-logout':
+        return await consoleLogoutCommand(config, args, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

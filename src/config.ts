@@ -86,6 +86,11 @@ export interface Config {
    * (SPEC §16), comma-separated; [] (the default) offers no switching.
    */
   portalPlans: readonly string[];
+  /**
+   * CONSOLE_IDLE_TIMEOUT in ms (default 30 minutes): an operator console session with no request
+   * for this long is over (SPEC §16).
+   */
+  consoleIdleTimeoutMs: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -412,5 +417,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     businessTaxId,
     testClocks: testClocks === 'true',
     portalPlans: Object.freeze(portalPlans),
+    consoleIdleTimeoutMs: duration(env, 'CONSOLE_IDLE_TIMEOUT', '30m', 60_000),
   });
 }

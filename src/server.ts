@@ -144,7 +144,8 @@ function describeDatabase(config: Readonly<Config>): string {
 }
 
 /**
- * The first lines a newcomer reads: the URL, the API reference, where the data is, and —
+ * The first lines a newcomer reads: the URL, the API reference, the console and how to sign
+ * in to it, where the data is, and —
  * when no key could authenticate yet — how to make one.
  */
 async function sayWhereAndWhatNext(deps: Deps, app: FastifyInstance): Promise<void> {
@@ -152,7 +153,15 @@ async function sayWhereAndWhatNext(deps: Deps, app: FastifyInstance): Promise<vo
   const port = typeof address === 'object' && address ? address.port : deps.config.port;
   const host = deps.config.host.includes(':') ? `[${deps.config.host}]` : deps.config.host;
   const url = `http://${host}:${port}`;
-  app.log.info({ url, docs: `${url}/docs`, database: describeDatabase(deps.config) }, `ready: ${url}/docs`);
+  app.log.info(
+    {
+      url,
+      docs: `${url}/docs`,
+      console: `${url}/console (sign in: npx billing console-login)`,
+      database: describeDatabase(deps.config),
+    },
+    `ready: ${url}/docs`,
+  );
   if (!(await anyUsableApiKey(deps.db, deps.clock, deps.config.apiKeys))) {
     app.log.warn('no API key exists yet: create one with `npx billing keys create --name admin` (printed once)');
   }

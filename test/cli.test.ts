@@ -436,6 +436,7 @@ describe('billing worker and serve', () => {
     assert.equal(result.code, 0, result.out);
     const ready = JSON.parse(result.out.split('\n').find((line) => line.includes('"ready: '))!);
     assert.match(ready.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(ready.console, `${ready.url}/console (sign in: npx billing console-login)`);
     assert.equal(ready.database, `SQLite ${databaseUrl.slice('sqlite:'.length)}`);
     assert.match(result.out, /npx billing keys create --name admin/);
     assert.match(result.out, /shutting down/);

@@ -17,7 +17,7 @@
 //      and settlement finished it: payment-attempts finishChargesOfPaidInvoice) is left as it is.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
@@ -82,7 +82,7 @@ export const OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
  * charge at `now` (ISO 8601), the longest waiting first. THE claim query of automatic
  * collection: anything that narrows what a worker charges goes here.
  */
-export function dueChargesQuery(trx: Transaction<Database>, now: string, scope: JobScope = REAL_TIME) {
+export function dueChargesQuery(trx: Kysely<Database>, now: string, scope: JobScope = REAL_TIME) {
   return whereInScope(
     trx
       .selectFrom('invoices')

@@ -10,12 +10,14 @@ import type { CustomerRow } from '../db/tables/customers.table.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import { ValidationError } from '../http/errors.ts';
 import type { Clock } from '../shared/clock.ts';
+import type { CouponRow, PromotionCodeRow } from '../db/tables/coupons.table.ts';
 import {
   type DiscountWithCoupon,
   discountsForSubscription,
   endDiscounts,
   insertDiscount,
   removeCustomerDiscount,
+  removeSubscriptionDiscount,
   toDiscount,
 } from '../modules/coupons/coupons.discounts.ts';
 import {
@@ -24,7 +26,7 @@ import {
   redeemPromotionCode,
 } from '../modules/coupons/coupons.promotion-codes.ts';
 import type { Discount } from '../modules/coupons/coupons.schemas.ts';
-import { redeemCoupon } from '../modules/coupons/coupons.service.ts';
+import { couponRefusal, findCoupon, redeemCoupon } from '../modules/coupons/coupons.service.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import { addInterval } from '../modules/subscriptions/subscriptions.billing-period.ts';
 import type { ComposeDiscount, ComposedInvoice } from './compose/types.ts';
@@ -47,8 +49,8 @@ export function asksForDiscount(request: DiscountRequest): boolean {
 }
 
 /** Has customer `customerId` paid an invoice that charged something (SPEC §14 first_time_transaction)? */
-async function hasPaidInvoice(trx: Transaction<Database>, customerId: string): Promise<boolean> {
-  const paid = await trx
+async function hasPaidInvoice(db: Kysely<Database> | Transaction<Database>, customerId: string): Promise<boolean> {
+  const paid = await db
     .selectFrom('invoices')
     .select('id')
     .where('customer_id', '=', customerId)
@@ -59,38 +61,40 @@ async function hasPaidInvoice(trx: Transaction<Database>, customerId: string): P
   return paid !== undefined;
 }
 
+/** What a discount request names once checked: the coupon, and the promotion code it came through (or null). */
+export interface DiscountOffer {
+  coupon: CouponRow;
+  code: PromotionCodeRow | null;
+}
+
 /**
- * Redeems `request`'s coupon or promotion code for `target` at `clock`'s time and writes the
- * discount (SPEC §14), emitting `customer.discount.created`, in `trx` (the caller holds the
- * customer's lock). A customer's discount replaces the one they had. `end`: `repeating` →
- * now + duration_in_months; `once` and `forever` → null (`once` ends with its first invoice).
- * Throws 400 `validation_error` naming the field: both fields given; an unknown coupon or
- * code; a coupon deleted, past redeem_by or at max_redemptions; a code inactive, expired or
- * at max_redemptions; first_time_transaction for a customer with a paid invoice;
- * minimum_amount above the first invoice's subtotal, in another currency, or asked of a
- * customer's discount (it has no first invoice); a coupon whose applies_to_plans leaves out
- * the subscription's plan. Nothing is counted then (the caller's transaction rolls back).
+ * Checks `request`'s coupon or promotion code for `target` at `now` without counting anything
+ * (SPEC §14): what redeemDiscount checks before it counts, and what a preview shows. Throws
+ * 400 `validation_error` naming the field: both fields given; an unknown coupon or code; a
+ * coupon deleted, past redeem_by or at max_redemptions; a code inactive, expired or at
+ * max_redemptions; first_time_transaction for a customer with a paid invoice; minimum_amount
+ * above the first invoice's subtotal, in another currency, or asked of a customer's discount;
+ * a coupon whose applies_to_plans leaves out the subscription's plan. Reads only.
  */
-export async function redeemDiscount(
-  trx: Transaction<Database>,
-  clock: Clock,
+export async function checkDiscountRequest(
+  db: Kysely<Database> | Transaction<Database>,
   request: DiscountRequest,
   target: DiscountTarget,
-): Promise<Discount> {
+  now: Date,
+): Promise<DiscountOffer> {
   if (request.coupon !== undefined && request.promotion_code !== undefined) {
     throw new ValidationError('give a coupon or a promotion_code, not both', 'promotion_code');
   }
-  const now = clock.now();
   let couponId = request.coupon;
-  let promotionCodeId: string | null = null;
+  let code: PromotionCodeRow | null = null;
   if (request.promotion_code !== undefined) {
-    const code = await findPromotionCodeByReference(trx, request.promotion_code);
+    code = (await findPromotionCodeByReference(db, request.promotion_code)) ?? null;
     if (!code) throw new ValidationError(`promotion code ${request.promotion_code} does not exist`, 'promotion_code');
     const refusal = promotionCodeRefusal(code, now);
     if (refusal !== null) {
       throw new ValidationError(`promotion code ${code.code} cannot be redeemed: ${refusal}`, 'promotion_code');
     }
-    if (code.first_time_transaction && (await hasPaidInvoice(trx, target.customer.id))) {
+    if (code.first_time_transaction && (await hasPaidInvoice(db, target.customer.id))) {
       throw new ValidationError(
         `promotion code ${code.code} is for first-time customers: customer ${target.customer.id} has paid an invoice`,
         'promotion_code',
@@ -98,30 +102,76 @@ export async function redeemDiscount(
     }
     if (code.minimum_amount !== null)
       checkMinimum(code.code, Number(code.minimum_amount), code.minimum_amount_currency!, target);
-    await redeemPromotionCode(trx, code, now);
     couponId = code.coupon_id;
-    promotionCodeId = code.id;
   }
-  const coupon = await redeemCoupon(trx, couponId!, now);
+  const field = request.coupon !== undefined ? 'coupon' : 'promotion_code';
+  const coupon = await findCoupon(db, couponId!);
+  if (!coupon) throw new ValidationError(`coupon ${couponId} does not exist`, field);
+  const refusal = couponRefusal(coupon, now);
+  if (refusal !== null) throw new ValidationError(`coupon ${coupon.id} cannot be redeemed: ${refusal}`, field);
   const plans = coupon.applies_to_plans === null ? null : (JSON.parse(coupon.applies_to_plans) as string[]);
   if (target.subscription !== null && plans !== null && !plans.includes(target.subscription.plan.id)) {
     throw new ValidationError(
       `coupon ${coupon.id} does not apply to plan ${target.subscription.plan.id} (applies_to_plans)`,
-      request.coupon !== undefined ? 'coupon' : 'promotion_code',
+      field,
     );
   }
-  const end =
-    coupon.duration === 'repeating' ? addInterval(now, 'month', coupon.duration_in_months!).toISOString() : null;
-  // A customer has one discount of their own: the new one replaces it.
-  if (target.subscription === null) await removeDiscountOfCustomer(trx, clock, target.customer.id);
+  return { coupon, code };
+}
+
+/** A discount's end (exclusive) when redeemed at `now`: `repeating` → now + duration_in_months; else null. */
+function discountEnd(coupon: CouponRow, now: Date): string | null {
+  return coupon.duration === 'repeating' ? addInterval(now, 'month', coupon.duration_in_months!).toISOString() : null;
+}
+
+/**
+ * The discount `offer` would be for the pipeline if redeemed at `now` (a preview: nothing
+ * stored, nothing counted), as invoiceDiscounts gives a stored one.
+ */
+export function offeredDiscount(offer: DiscountOffer, now: Date): ComposeDiscount {
+  return { id: 'preview', end: discountEnd(offer.coupon, now), coupon: composeCoupon(offer.coupon) };
+}
+
+/**
+ * Redeems `request`'s coupon or promotion code for `target` at `clock`'s time and writes the
+ * discount (SPEC §14), emitting `customer.discount.created`, in `trx` (the caller holds the
+ * customer's lock, and the subscription's for a subscription's discount). The new discount
+ * replaces the one its owner had (the customer's own, or the subscription's: removed with
+ * `customer.discount.deleted`; never two). `end`: `repeating` → now + duration_in_months;
+ * `once` and `forever` → null (`once` ends with its first invoice). Checks everything
+ * checkDiscountRequest checks (its 400s), then counts the redemption on the code and on its
+ * coupon with conditional updates, so limits hold under concurrency (400 when the last one
+ * went to another request meanwhile). Nothing is counted on a refusal (the caller's
+ * transaction rolls back).
+ */
+export async function redeemDiscount(
+  trx: Transaction<Database>,
+  clock: Clock,
+  request: DiscountRequest,
+  target: DiscountTarget,
+): Promise<Discount> {
+  const now = clock.now();
+  const offer = await checkDiscountRequest(trx, request, target, now);
+  if (offer.code !== null) await redeemPromotionCode(trx, offer.code, now);
+  let coupon: CouponRow;
+  try {
+    coupon = await redeemCoupon(trx, offer.coupon.id, now);
+  } catch (error) {
+    // The code's own field when the request named a code.
+    if (error instanceof ValidationError && offer.code !== null) {
+      throw new ValidationError(error.message, 'promotion_code');
+    }
+    throw error;
+  }
+  await removeDiscountOf(trx, clock, target.customer.id, target.subscription?.id ?? null);
   const row = await insertDiscount(trx, {
     couponId: coupon.id,
-    promotionCodeId,
+    promotionCodeId: offer.code?.id ?? null,
     customerId: target.customer.id,
     subscriptionId: target.subscription?.id ?? null,
     testClockId: target.customer.test_clock_id,
     start: now.toISOString(),
-    end,
+    end: discountEnd(coupon, now),
   });
   // Read after the redemption: its count includes this one.
   const discount = toDiscount(row, coupon, now);
@@ -148,7 +198,7 @@ function checkMinimum(code: string, minimum: number, currency: string, target: D
 }
 
 /**
- * Removes customer `customer`'s own discount (PATCH `coupon: null`), emitting
+ * Removes customer `customerId`'s own discount (PATCH `coupon: null`), emitting
  * `customer.discount.deleted` when there was one. Its invoices keep their lines.
  */
 export async function removeDiscountOfCustomer(
@@ -156,14 +206,34 @@ export async function removeDiscountOfCustomer(
   clock: Clock,
   customerId: string,
 ): Promise<void> {
-  const removed = await removeCustomerDiscount(trx, customerId);
-  if (!removed) return;
+  await removeDiscountOf(trx, clock, customerId, null);
+}
+
+/**
+ * Removes the discount of subscription `subscriptionId` (of customer `customerId`), or the
+ * customer's own when it is null, emitting `customer.discount.deleted` when there was one
+ * (SPEC §14: PATCH `coupon: null`, or a new discount replacing it). Invoices keep their lines.
+ * Returns the discount removed, as it was, or null.
+ */
+export async function removeDiscountOf(
+  trx: Transaction<Database>,
+  clock: Clock,
+  customerId: string,
+  subscriptionId: string | null,
+): Promise<Discount | null> {
+  const removed =
+    subscriptionId === null
+      ? await removeCustomerDiscount(trx, customerId)
+      : await removeSubscriptionDiscount(trx, subscriptionId);
+  if (!removed) return null;
   const coupon = await trx
     .selectFrom('coupons')
     .selectAll()
     .where('id', '=', removed.coupon_id)
     .executeTakeFirstOrThrow();
-  await emitEvent(trx, clock, 'customer.discount.deleted', toDiscount(removed, coupon, clock.now()));
+  const discount = toDiscount(removed, coupon, clock.now());
+  await emitEvent(trx, clock, 'customer.discount.deleted', discount);
+  return discount;
 }
 
 /** The discounts an invoice of a subscription may take, for the pipeline and for issuing. */
@@ -178,28 +248,42 @@ export interface InvoiceDiscounts {
  * The discounts of subscription `subscriptionId` and of its customer `customerId` (SPEC §14),
  * as the pipeline takes them: a `once` discount only until an invoice took it (its `ends_at`
  * then set), a `repeating` one until its end, `forever` always — deleted coupons included.
+ * `subscriptionDiscount` (a preview's): the subscription's own discount instead of the stored
+ * one, null for none; undefined (default) reads the stored one.
  */
 export async function invoiceDiscounts(
   db: Kysely<Database> | Transaction<Database>,
   subscriptionId: string,
   customerId: string,
+  subscriptionDiscount?: ComposeDiscount | null,
 ): Promise<InvoiceDiscounts> {
   const found = await discountsForSubscription(db, subscriptionId, customerId);
-  const usable = found.filter(({ discount, coupon }) => coupon.duration !== 'once' || discount.ends_at === null);
+  const usable = found.filter(
+    ({ discount, coupon }) =>
+      (coupon.duration !== 'once' || discount.ends_at === null) &&
+      (subscriptionDiscount === undefined || discount.subscription_id === null),
+  );
+  const stored = usable.map(({ discount, coupon }) => ({
+    id: discount.id,
+    end: discount.ends_at,
+    coupon: composeCoupon(coupon),
+  }));
   return {
-    compose: usable.map(({ discount, coupon }) => ({
-      id: discount.id,
-      end: discount.ends_at,
-      coupon: {
-        id: coupon.id,
-        name: coupon.name,
-        percent_off_bps: coupon.percent_off_bps,
-        amount_off: coupon.amount_off === null ? null : Number(coupon.amount_off),
-        currency: coupon.currency,
-        applies_to_plans: coupon.applies_to_plans === null ? null : (JSON.parse(coupon.applies_to_plans) as string[]),
-      },
-    })),
+    // The subscription's first, as discountsForSubscription orders them.
+    compose: subscriptionDiscount ? [subscriptionDiscount, ...stored] : stored,
     once: usable.filter(({ coupon }) => coupon.duration === 'once'),
+  };
+}
+
+/** A coupon as the pipeline reads it. */
+function composeCoupon(coupon: CouponRow): ComposeDiscount['coupon'] {
+  return {
+    id: coupon.id,
+    name: coupon.name,
+    percent_off_bps: coupon.percent_off_bps,
+    amount_off: coupon.amount_off === null ? null : Number(coupon.amount_off),
+    currency: coupon.currency,
+    applies_to_plans: coupon.applies_to_plans === null ? null : (JSON.parse(coupon.applies_to_plans) as string[]),
   };
 }
 

@@ -32,7 +32,7 @@ import {
   toCreditNote,
 } from '../modules/credit-notes/credit-notes.records.ts';
 import type { CreateCreditNoteInput } from '../modules/credit-notes/credit-notes.schemas.ts';
-import { closeOpenCase } from '../modules/dunning/dunning.cases.ts';
+import { closeOpenCase, setCaseAmountDue } from '../modules/dunning/dunning.cases.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import {
   applyCreditNoteToInvoice,
@@ -135,7 +135,7 @@ export async function createCreditNote(
 ): Promise<CreditNote> {
   if (requestKey !== null) {
     const earlier = await findCreditNoteByRequestKey(deps.db, requestKey);
-    if (earlier) return toCreditNote(earlier);
+    if (earlier) return toCreditNote(earlier, deps.config.publicUrl);
   }
   if ((input.amount === undefined) === (input.lines === undefined)) {
     throw new ValidationError('give either amount or lines', input.amount === undefined ? 'amount' : 'lines');
@@ -225,8 +225,11 @@ async function issueCreditNote(
   const applied = await applyCreditNoteToInvoice(trx, ctx, invoice, split);
   if (applied.paid) {
     await creditNotePaidInvoice(trx, ctx.clock, applied.invoice, subscription);
+  } else if (split.prePayment > 0) {
+    // A case chasing the invoice chases what it still owes.
+    await setCaseAmountDue(trx, ctx.clock, invoice.id, applied.invoice.amount_remaining);
   }
-  const note = await insertCreditNote(trx, ctx.clock, id, {
+  const note = await insertCreditNote(trx, ctx.clock, deps.config.publicUrl, id, {
     invoiceId: invoice.id,
     customerId: invoice.customer_id,
     testClockId: invoice.test_clock_id,
@@ -432,11 +435,14 @@ export async function voidCreditNote(deps: Deps, id: string): Promise<CreditNote
       });
       reversalId = reversal.id;
     }
-    await applyCreditNoteToInvoice(trx, ctx, invoice, {
+    const restored = await applyCreditNoteToInvoice(trx, ctx, invoice, {
       prePayment: -Number(note.pre_payment_amount),
       postPayment: -Number(note.post_payment_amount),
     });
-    return markCreditNoteVoid(trx, ctx.clock, note, reversalId);
+    if (Number(note.pre_payment_amount) > 0) {
+      await setCaseAmountDue(trx, ctx.clock, invoice.id, restored.invoice.amount_remaining);
+    }
+    return markCreditNoteVoid(trx, ctx.clock, deps.config.publicUrl, note, reversalId);
   });
 }
 

@@ -29,7 +29,7 @@ import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscr
 import { endUsedOnceDiscounts, invoiceDiscounts } from './coupons.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
-import type { ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
+import type { ComposeDiscount, ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
 import type { Config } from '../config.ts';
 import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
 import { invoiceUsage, recordBilledUsage } from './usage-billing.ts';
@@ -454,6 +454,8 @@ export interface PreviewTarget {
   prorationDate: string | null;
   taxedBy: TaxedParty;
   input: (balance: number, taxes: InvoiceTaxes) => ComposeInput;
+  /** The subscription's own discount instead of the stored one (a preview of new terms); null: none. */
+  subscriptionDiscount?: ComposeDiscount | null;
 }
 
 /**
@@ -474,7 +476,9 @@ export async function composePreview(
   // A period's invoice takes the discounts issuing would give it, and the usage of the
   // period before it so far (SPEC §15); a one-off takes neither.
   const discounts =
-    input.subscription === null ? [] : (await invoiceDiscounts(db, target.subscriptionId, target.customerId)).compose;
+    input.subscription === null
+      ? []
+      : (await invoiceDiscounts(db, target.subscriptionId, target.customerId, target.subscriptionDiscount)).compose;
   const plan = input.subscription === null ? undefined : await findPlan(db, input.subscription.plan.id);
   const usage =
     plan === undefined

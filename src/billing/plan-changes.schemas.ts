@@ -3,6 +3,7 @@
 import Type from 'typebox';
 import { Nullable, StringEnum, timestamp, timestampInput } from '../http/schemas.ts';
 import { invoiceLineSchema, invoiceSchema } from '../modules/invoices/invoices.schemas.ts';
+import { taxRateIdsInput } from '../modules/tax-rates/tax-rates.schemas.ts';
 import { subscriptionSchema } from '../modules/subscriptions/subscriptions.schemas.ts';
 import { PRORATION_BEHAVIORS } from './plan-change-rules.ts';
 
@@ -37,6 +38,28 @@ const changeFields = {
         'Default: `immediately` for an upgrade, an interval change or a trial; `period_end` (scheduled as `pending_update`) for a downgrade.',
     }),
   ),
+  coupon: Type.Optional(
+    Nullable(
+      Type.String({
+        maxLength: 64,
+        description:
+          'A coupon (`coupon_…`) to redeem as the subscription\'s discount, replacing the one it has (SPEC §14); `null` or `""` removes its discount.',
+      }),
+    ),
+  ),
+  promotion_code: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description:
+        "A promotion code (its id `promo_…` or the code itself) to redeem as the subscription's discount, replacing the one it has.",
+    }),
+  ),
+  tax_rate_ids: Type.Optional({
+    ...taxRateIdsInput,
+    description:
+      "The subscription's tax rates (`txr_…`, active — or attached already), replacing its list; `[]` clears it (then the plan's, the customer's or DEFAULT_TAX_RATE_IDS apply, SPEC §14).",
+  }),
 };
 
 /** PATCH /api/subscriptions/{id}. */
@@ -142,7 +165,7 @@ export const subscriptionUpdatedSchema = Type.Object(
         {
           additionalProperties: true,
           description:
-            'Present after a plan or quantity change (SPEC §13): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period), as they were.',
+            "Present after a PATCH (SPEC §13, §14): the fields it moved (`plan_id`, `quantity`, `pending_update`, `billing_cycle_anchor`, the period, `tax_rate_ids`, `discount` — the subscription's own Discount or null), as they were.",
         },
       ),
     ),

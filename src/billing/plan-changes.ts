@@ -10,6 +10,13 @@ import { NotFoundError, StateConflictError, ValidationError } from '../http/erro
 import type { Clock } from '../shared/clock.ts';
 import { isIdOf } from '../shared/ids.ts';
 import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
+import { lockCustomer } from '../modules/customers/customers.service.ts';
+import { findDiscount, toDiscount } from '../modules/coupons/coupons.discounts.ts';
+import { checkAttachableTaxRates, parseTaxRateIds } from '../modules/tax-rates/tax-rates.service.ts';
+import { isLive } from '../modules/subscriptions/subscriptions.status.ts';
+import type { CustomerRow } from '../db/tables/customers.table.ts';
+import type { ComposeDiscount } from './compose/types.ts';
+import { checkDiscountRequest, offeredDiscount, redeemDiscount, removeDiscountOf } from './coupons.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import {
@@ -17,6 +24,7 @@ import {
   lockSubscriptionForChange,
   type PreviousAttributes,
   type Subscription,
+  type SubscriptionChanges,
   toSubscription,
   updateSubscription,
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
@@ -28,7 +36,13 @@ import {
 import { clockFor, withClockFor } from '../modules/test-clocks/test-clocks.time.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import type { InvoiceLineDraft } from './compose/types.ts';
-import { type ChangeDecision, type ChangePlan, type ChangeRequest, decideChange } from './plan-change-rules.ts';
+import {
+  CANNOT_CHANGE,
+  type ChangeDecision,
+  type ChangePlan,
+  type ChangeRequest,
+  decideChange,
+} from './plan-change-rules.ts';
 import {
   composePreview,
   type InvoicePreview,
@@ -42,6 +56,104 @@ import {
 import { renewalTerms } from './renewal-terms.ts';
 
 export type { ChangeRequest };
+
+/**
+ * The terms PATCH /api/subscriptions/{id} and the preview accept besides a plan change (SPEC
+ * §14, as Stripe's subscription update): a `coupon` or `promotion_code` replacing the
+ * subscription's discount (`coupon` null or "" removes it) and `tax_rate_ids` replacing its
+ * tax rates ([] clears them).
+ */
+export interface TermsRequest {
+  coupon?: string | null;
+  promotion_code?: string;
+  tax_rate_ids?: string[];
+}
+
+/** PATCH /api/subscriptions/{id}'s body: a plan change, new terms, or both. */
+export interface SubscriptionUpdate extends ChangeRequest, TermsRequest {}
+
+const CHANGE_FIELDS = [
+  'plan_id',
+  'quantity',
+  'proration_behavior',
+  'proration_date',
+  'billing_cycle_anchor',
+  'effective',
+] as const satisfies readonly (keyof ChangeRequest)[];
+
+/** True when `request` names any field of a plan change (then the plan change rules run). */
+function namesPlanChange(request: ChangeRequest): boolean {
+  return CHANGE_FIELDS.some((field) => request[field] !== undefined);
+}
+
+/** True when `request` names new terms: a discount, its removal, or tax rates. */
+function namesTerms(request: TermsRequest): boolean {
+  return request.coupon !== undefined || request.promotion_code !== undefined || request.tax_rate_ids !== undefined;
+}
+
+/** True when `request` redeems a coupon or promotion code (not a removal). */
+function redeemsDiscount(request: TermsRequest): boolean {
+  return (
+    (request.coupon !== undefined && request.coupon !== null && request.coupon !== '') ||
+    request.promotion_code !== undefined
+  );
+}
+
+/** Throws 400 when `request` both removes the discount and names a promotion code. */
+function checkTermsShape(request: TermsRequest): void {
+  if (request.coupon !== undefined && request.promotion_code !== undefined) {
+    throw new ValidationError('give a coupon or a promotion_code, not both', 'promotion_code');
+  }
+}
+
+/** What new terms write: the row's changes and the event's `previous_attributes`. */
+interface AppliedTerms {
+  changes: SubscriptionChanges;
+  previous: PreviousAttributes;
+}
+
+/**
+ * Applies `request`'s terms to locked subscription `row` in `trx` (SPEC §14): `tax_rate_ids`
+ * checked as on create (each active, or attached already; 400) and returned as a change of
+ * the row; the discount removed (`coupon` null or "": `customer.discount.deleted`) or
+ * replaced by a redemption of `coupon` / `promotion_code` under the same limits as on create
+ * (redeemDiscount: its 400s; `customer` is locked by the caller), checked against `plan` ×
+ * `quantity` (applies_to_plans, minimum_amount). Returns the row's changes and the old values
+ * (`tax_rate_ids`, `discount`) for `previous_attributes`.
+ */
+async function applyTerms(
+  trx: Transaction<Database>,
+  clock: Clock,
+  row: SubscriptionRow,
+  customer: CustomerRow | null,
+  request: TermsRequest,
+  target: { plan: ChangePlan; quantity: number },
+): Promise<AppliedTerms> {
+  const changes: SubscriptionChanges = {};
+  const previous: PreviousAttributes = {};
+  if (request.tax_rate_ids !== undefined) {
+    const attached = parseTaxRateIds(row.tax_rate_ids);
+    await checkAttachableTaxRates(trx, request.tax_rate_ids, 'tax_rate_ids', attached);
+    changes.tax_rate_ids = JSON.stringify(request.tax_rate_ids);
+    previous.tax_rate_ids = [...attached];
+  }
+  if (request.coupon !== undefined || request.promotion_code !== undefined) {
+    const now = clock.now();
+    const before = await findDiscount(trx, row.customer_id, row.id);
+    previous.discount = before ? toDiscount(before.discount, before.coupon, now) : null;
+    if (redeemsDiscount(request)) {
+      await redeemDiscount(
+        trx,
+        clock,
+        request.promotion_code !== undefined ? { promotion_code: request.promotion_code } : { coupon: request.coupon! },
+        { customer: customer!, subscription: { id: row.id, plan: target.plan, quantity: target.quantity } },
+      );
+    } else {
+      await removeDiscountOf(trx, clock, row.customer_id, row.id);
+    }
+  }
+  return { changes, previous };
+}
 
 /** A change decided for a subscription row: the plans before and after, and what it does. */
 interface PreparedChange {
@@ -79,8 +191,11 @@ async function prepareChange(
   return { row, from, to, decision };
 }
 
+/** The fields of the subscription a plan change reports as they were. */
+type PlanChangeKey = Exclude<keyof PreviousAttributes, 'discount' | 'tax_rate_ids'>;
+
 /** The fields a change moves, as they were (the event's `previous_attributes`). */
-function previousOf(row: SubscriptionRow, keys: readonly (keyof PreviousAttributes)[]): PreviousAttributes {
+function previousOf(row: SubscriptionRow, keys: readonly PlanChangeKey[]): PreviousAttributes {
   const shown = toSubscription(row);
   return Object.fromEntries(keys.map((key) => [key, shown[key]])) as PreviousAttributes;
 }
@@ -110,33 +225,57 @@ export async function changeSubscription(
   db: Kysely<Database>,
   apiCtx: IssueContext,
   id: string,
-  request: ChangeRequest,
+  request: SubscriptionUpdate,
 ): Promise<Subscription> {
+  checkTermsShape(request);
+  const terms = namesTerms(request);
+  const planChange = !terms || namesPlanChange(request);
   return transactionWithRetry(db, async (trx) => {
-    const row = await lockSubscriptionForChange(trx, id);
-    const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
+    // Lock order (db/locking.ts): the customer before the subscription when a discount is
+    // redeemed (customers → subscriptions, customers → promotion_codes → coupons → discounts).
+    const customer = redeemsDiscount(request)
+      ? await lockCustomer(trx, (await readSubscription(trx, id)).customer_id)
+      : null;
+    const locked = await lockSubscriptionForChange(trx, id);
+    const ctx = await withClockFor(trx, apiCtx, locked.test_clock_id);
     const { clock } = ctx;
-    const { to, decision } = await prepareChange(trx, row, request, clock.now());
+    if (!planChange) {
+      // New terms alone: no plan change rule runs; any subscription not ended takes them.
+      if (!isLive(locked.status)) throw new StateConflictError(CANNOT_CHANGE);
+      const plan = (await findPlan(trx, locked.plan_id))!;
+      const applied = await applyTerms(trx, clock, locked, customer, request, { plan, quantity: locked.quantity });
+      return updateSubscription(trx, clock, locked, applied.changes, 'subscription.updated', applied.previous);
+    }
+    const { from, to, decision } = await prepareChange(trx, locked, request, clock.now());
+    // The discount is checked against what the subscription bills once the change is made
+    // (a scheduled change: what it bills until then), and is in place before any invoice below.
+    const applied = terms
+      ? await applyTerms(trx, clock, locked, customer, request, decision.kind === 'scheduled' ? from : to)
+      : { changes: {}, previous: {} };
+    const row: SubscriptionRow = { ...locked, ...applied.changes };
+    /** Writes `changes` and the terms' in one update, `previous_attributes` the plan change's `keys` and the terms'. */
+    const update = (changes: SubscriptionChanges, keys: readonly PlanChangeKey[]) =>
+      updateSubscription(trx, clock, locked, { ...changes, ...applied.changes }, 'subscription.updated', {
+        ...previousOf(locked, keys),
+        ...applied.previous,
+      });
     if (decision.kind === 'scheduled') {
+      // The terms apply now (`subscription.updated`); the plan change waits for the period end.
+      const current = terms ? { ...row, updated_at: clock.now().toISOString() } : row;
+      if (terms)
+        await updateSubscription(trx, clock, locked, applied.changes, 'subscription.updated', applied.previous);
       return updateSubscription(
         trx,
         clock,
-        row,
+        current,
         { pending_plan_id: to.plan.id, pending_quantity: to.quantity, pending_effective_at: decision.effective_at },
         'subscription.update_scheduled',
-        previousOf(row, ['pending_update']),
+        previousOf(locked, ['pending_update']),
       );
     }
     const swapped = { plan_id: to.plan.id, quantity: to.quantity, ...CLEARED };
     if (decision.kind === 'trial_swap') {
-      return updateSubscription(
-        trx,
-        clock,
-        row,
-        swapped,
-        'subscription.updated',
-        previousOf(row, ['plan_id', 'quantity', 'pending_update']),
-      );
+      return update(swapped, ['plan_id', 'quantity', 'pending_update']);
     }
     const charge = (await hasDefaultPaymentMethod(trx, row.customer_id)) ? clock.now().toISOString() : null;
     if (decision.kind === 'new_period') {
@@ -146,7 +285,7 @@ export async function changeSubscription(
         current_period_start: decision.period.start.toISOString(),
         current_period_end: decision.period.end.toISOString(),
       };
-      const previous = previousOf(row, [
+      const subscription = await update(changes, [
         'plan_id',
         'quantity',
         'pending_update',
@@ -154,7 +293,6 @@ export async function changeSubscription(
         'current_period_start',
         'current_period_end',
       ]);
-      const subscription = await updateSubscription(trx, clock, row, changes, 'subscription.updated', previous);
       const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
       const plan = await findPlan(trx, to.plan.id);
       const issued = await issueChangePeriodInvoice(trx, ctx, { ...row, ...changes }, plan!, decision.period, charge, [
@@ -170,14 +308,7 @@ export async function changeSubscription(
       await markPendingItemsInvoiced(trx, waiting.ids, issued.invoice.id);
       return subscription;
     }
-    const subscription = await updateSubscription(
-      trx,
-      clock,
-      row,
-      swapped,
-      'subscription.updated',
-      previousOf(row, ['plan_id', 'quantity', 'pending_update']),
-    );
+    const subscription = await update(swapped, ['plan_id', 'quantity', 'pending_update']);
     if (decision.behavior === 'create_prorations') await addPendingItems(trx, clock, row, decision.lines);
     if (decision.behavior === 'always_invoice') {
       const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
@@ -222,14 +353,50 @@ export async function cancelPendingUpdate(db: Kysely<Database>, apiClock: Clock,
   });
 }
 
-/** POST /api/invoices/preview's body: a subscription and, optionally, a change (SPEC §13). */
-export interface PreviewRequest extends ChangeRequest {
+/** POST /api/invoices/preview's body: a subscription and, optionally, a change and new terms (SPEC §13, §14). */
+export interface PreviewRequest extends SubscriptionUpdate {
   subscription_id: string;
 }
 
 /** True when `request` asks for a change (else the preview is the upcoming renewal). */
 function asksForChange(request: ChangeRequest): boolean {
   return request.plan_id !== undefined || request.quantity !== undefined || request.billing_cycle_anchor === 'now';
+}
+
+/** A preview's view of new terms: the row with its new tax rates, and the subscription's discount to compose with. */
+interface PreviewTerms {
+  row: SubscriptionRow;
+  /** undefined: the stored one; null: none (removed); else the discount a redemption would make. */
+  subscriptionDiscount?: ComposeDiscount | null;
+}
+
+/**
+ * `request`'s terms as a preview sees them (SPEC §14), checked as the PATCH checks them
+ * (checkAttachableTaxRates; checkDiscountRequest against `target`) at `now`, reading only:
+ * nothing is stored, no redemption counted. Throws their 400s.
+ */
+async function previewTerms(
+  db: Kysely<Database>,
+  row: SubscriptionRow,
+  request: TermsRequest,
+  target: { plan: ChangePlan; quantity: number },
+  now: Date,
+): Promise<PreviewTerms> {
+  let viewed = row;
+  if (request.tax_rate_ids !== undefined) {
+    await checkAttachableTaxRates(db, request.tax_rate_ids, 'tax_rate_ids', parseTaxRateIds(row.tax_rate_ids));
+    viewed = { ...row, tax_rate_ids: JSON.stringify(request.tax_rate_ids) };
+  }
+  if (request.coupon === undefined && request.promotion_code === undefined) return { row: viewed };
+  if (!redeemsDiscount(request)) return { row: viewed, subscriptionDiscount: null };
+  const customer = { id: row.customer_id, test_clock_id: row.test_clock_id };
+  const offer = await checkDiscountRequest(
+    db,
+    request.promotion_code !== undefined ? { promotion_code: request.promotion_code } : { coupon: request.coupon! },
+    { customer, subscription: { id: row.id, plan: target.plan, quantity: target.quantity } },
+    now,
+  );
+  return { row: viewed, subscriptionDiscount: offeredDiscount(offer, now) };
 }
 
 /**
@@ -239,18 +406,29 @@ function asksForChange(request: ChangeRequest): boolean {
  * invoice the change issues now (items already waiting included); `create_prorations`,
  * `none`, a trial's swap and a scheduled change: the renewal that follows, on the new plan,
  * with every item waiting. Without a change: the upcoming renewal (previewUpcomingInvoice).
- * `proration_date` in the answer is the instant prorated: the change given it gives these
- * lines. Throws 404 for an unknown subscription or plan, and the change's 400/409.
+ * New terms (`coupon`, `promotion_code`, `tax_rate_ids`, SPEC §14) are composed as the PATCH
+ * would leave them — the discount a redemption would make, the tax rates given — checked
+ * alike and never redeemed. `proration_date` in the answer is the instant prorated: the
+ * change given it gives these lines. Throws 404 for an unknown subscription or plan, and the
+ * change's and the terms' 400/409.
  */
 export async function previewChange(
   db: Kysely<Database>,
   ctx: IssueContext,
   request: PreviewRequest,
 ): Promise<InvoicePreview> {
-  const row = await readSubscription(db, request.subscription_id);
-  if (!asksForChange(request)) return previewUpcomingInvoice(db, ctx, row);
-  const clock = await clockFor(db, ctx, row.test_clock_id);
-  const { to, decision } = await prepareChange(db, row, request, clock.now());
+  checkTermsShape(request);
+  const stored = await readSubscription(db, request.subscription_id);
+  const clock = await clockFor(db, ctx, stored.test_clock_id);
+  if (!asksForChange(request)) {
+    const plan = (await findPlan(db, stored.plan_id))!;
+    const terms = await previewTerms(db, stored, request, { plan, quantity: stored.quantity }, clock.now());
+    return previewUpcomingInvoice(db, ctx, terms.row, terms.subscriptionDiscount);
+  }
+  const { from, to, decision } = await prepareChange(db, stored, request, clock.now());
+  const terms = await previewTerms(db, stored, request, decision.kind === 'scheduled' ? from : to, clock.now());
+  const row = terms.row;
+  const { subscriptionDiscount } = terms;
   const waiting = await waitingPendingItems<InvoiceLineDraft>(db, row.id);
   const currency = to.plan.currency;
   const common = { subscriptionId: row.id, customerId: row.customer_id, currency };
@@ -277,11 +455,10 @@ export async function previewChange(
           }),
       });
     }
-    return composePreview(
-      db,
-      ctx,
-      periodTarget(row, plan, to.quantity, decision.period, items, decision.proration_date),
-    );
+    return composePreview(db, ctx, {
+      ...periodTarget(row, plan, to.quantity, decision.period, items, decision.proration_date),
+      subscriptionDiscount,
+    });
   }
   // The renewal after the change: as renewalTerms will see the row once the change is made.
   const after: SubscriptionRow =
@@ -293,21 +470,20 @@ export async function previewChange(
           pending_effective_at: decision.effective_at,
         }
       : { ...row, plan_id: to.plan.id, quantity: to.quantity, ...CLEARED };
-  const terms = await renewalTerms(db, after);
+  const renewal = await renewalTerms(db, after);
   const extra: InvoiceLineDraft[] =
     decision.kind === 'same_period' && decision.behavior === 'create_prorations' ? decision.lines : [];
-  return composePreview(
-    db,
-    ctx,
-    periodTarget(
+  return composePreview(db, ctx, {
+    ...periodTarget(
       after,
-      terms.plan,
-      terms.quantity,
-      terms.period,
+      renewal.plan,
+      renewal.quantity,
+      renewal.period,
       [...waiting.lines, ...extra],
       decision.kind === 'same_period' ? decision.proration_date : null,
     ),
-  );
+    subscriptionDiscount,
+  });
 }
 
 /** A subscription period's invoice to preview: `plan` × `quantity` for `period`, with `items`. */
@@ -359,12 +535,14 @@ async function readSubscription(db: Kysely<Database>, id: string): Promise<Subsc
  * renewSubscription will compose it now — a scheduled change applied (renewalTerms), the
  * items waiting included, the customer's credit balance now. A subscription with no period
  * yet (`paused` resumed, or its period invoiced ahead by a payment in advance) previews the
- * next period not invoiced yet, as issuing a payment in advance would.
+ * next period not invoiced yet, as issuing a payment in advance would. `subscriptionDiscount`:
+ * a preview's discount of the subscription instead of the stored one (null: none).
  */
 export async function previewUpcomingInvoice(
   db: Kysely<Database>,
   ctx: Pick<IssueContext, 'pipeline'>,
   row: SubscriptionRow,
+  subscriptionDiscount?: ComposeDiscount | null,
 ): Promise<InvoicePreview> {
   const waiting = await waitingPendingItems<InvoiceLineDraft>(db, row.id);
   const terms = await renewalTerms(db, row);
@@ -374,7 +552,10 @@ export async function previewUpcomingInvoice(
     terms.appliesPendingUpdate || invoicedAhead.start.getTime() <= terms.period.start.getTime()
       ? terms.period
       : invoicedAhead;
-  return composePreview(db, ctx, periodTarget(row, terms.plan, terms.quantity, period, waiting.lines, null));
+  return composePreview(db, ctx, {
+    ...periodTarget(row, terms.plan, terms.quantity, period, waiting.lines, null),
+    subscriptionDiscount,
+  });
 }
 
 /** The upcoming invoice of subscription `subscriptionId` (previewUpcomingInvoice). Throws 404 for an unknown one. */

@@ -58,6 +58,21 @@ Needs both provider secrets set (the same values the server uses). Refuses (exit
 changed) a database that has the demo's data already, or has received provider events the
 demo did not send (it may be live: the demo posts fake signed payments).`,
   },
+  'console-login': {
+    usage: 'console-login [--read-only]',
+    summary: 'print a one-time sign-in link to the operator console (/console)',
+    details: `Prints <PUBLIC_URL>/console/login/<token> on stdout: open it in a browser within 15
+minutes; it works once and starts a console session (a cookie; no API key reaches the
+browser). The session ends after CONSOLE_IDLE_TIMEOUT (default 30m) without a request, on
+Sign out, or with \`billing console-logout --all\`. See docs/console.md.
+
+options:
+  --read-only   the session can look at everything and change nothing`,
+  },
+  'console-logout': {
+    usage: 'console-logout --all',
+    summary: 'end every operator console session and unused sign-in link',
+  },
   help: {
     usage: 'help [command [action]]',
     summary: 'show this help, or the help of a command',

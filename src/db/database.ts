@@ -2,6 +2,11 @@
 import type { ApiKeysTable } from './tables/api-keys.table.ts';
 import type { InvoicePaymentAttemptsTable } from './tables/payment-attempts.table.ts';
 import type { CustomerBalanceTransactionsTable } from './tables/balances.table.ts';
+import type {
+  ConsoleActionsTable,
+  ConsoleLoginLinksTable,
+  ConsoleSessionsTable,
+} from './tables/console-sessions.table.ts';
 import type { CouponsTable, DiscountsTable, PromotionCodesTable } from './tables/coupons.table.ts';
 import type { CreditNoteNumbersTable, CreditNotesTable } from './tables/credit-notes.table.ts';
 import type { CustomersTable } from './tables/customers.table.ts';
@@ -25,6 +30,9 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 export interface Database {
   api_keys: ApiKeysTable;
   billed_usage: BilledUsageTable;
+  console_actions: ConsoleActionsTable;
+  console_login_links: ConsoleLoginLinksTable;
+  console_sessions: ConsoleSessionsTable;
   coupons: CouponsTable;
   credit_notes: CreditNotesTable;
   credit_note_numbers: CreditNoteNumbersTable;

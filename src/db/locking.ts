@@ -15,7 +15,8 @@
 //     a credit note locks its invoice's payments' references first, then this chain down to
 //     the invoice, then the note itself: credit_notes come after invoices)
 //   customers → promotion_codes → coupons → discounts
-//     (redeeming a code or coupon — creating a subscription, creating or changing a customer —
+//     (redeeming a code or coupon — creating a subscription, creating or changing a customer,
+//     a subscription's PATCH, which locks the customer before the subscription —
 //     holds the customer's lock, then counts on the code, then on its coupon, each with one
 //     conditional UPDATE that locks the row until commit, then writes the discount; the issuer
 //     ends a `once` discount after the invoice that took it)

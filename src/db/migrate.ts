@@ -37,7 +37,9 @@ import * as coupons from './migrations/0031_coupons.ts';
 import * as creditNotes from './migrations/0032_credit_notes.ts';
 import * as usage from './migrations/0033_usage.ts';
 import * as usagePricing from './migrations/0034_usage_pricing.ts';
+import * as consoleSessions from './migrations/0035_console_sessions.ts';
 import * as portalSessions from './migrations/0036_portal_sessions.ts';
+import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_tokens.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -73,7 +75,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '0032_credit_notes': creditNotes,
   '0033_usage': usage,
   '0034_usage_pricing': usagePricing,
+  '0035_console_sessions': consoleSessions,
   '0036_portal_sessions': portalSessions,
+  '0037_credit_note_hosted_tokens': creditNoteHostedTokens,
 };
 
 /** The names of every migration, in the order they apply. */

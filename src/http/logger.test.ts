@@ -61,6 +61,12 @@ test('at info: the usual child per request (every request logs its lines)', () =
 test('redactUrl: a portal link token and credential-like query values never reach the logs', () => {
   assert.equal(redactUrl('/portal/open/sS-gRVAOxpVRdhOEM9HKbfuVKQOnlvYFXZ5qPCK64Ik'), '/portal/open/[redacted]');
   assert.equal(redactUrl('/portal/open/abc?x=1&token=t'), '/portal/open/[redacted]?x=1&token=%5Bredacted%5D');
+  assert.equal(redactUrl('/i/sS-gRVAOxpVRdhOEM9HKbfuVKQOnlvYFXZ5qPCK64Ik'), '/i/[redacted]');
+  assert.equal(redactUrl('/i/sS-gRVAOxpVRdhOEM9HKbfu.pdf'), '/i/[redacted]');
+  assert.equal(redactUrl('/i/sS-gRVAOxpVRdhOEM9HKbfu/pay?lang=de'), '/i/[redacted]/pay?lang=de');
+  assert.equal(redactUrl('/c/sS-gRVAOxpVRdhOEM9HKbfu'), '/c/[redacted]');
+  assert.equal(redactUrl('/console/login/sS-gRVAOxpVRdhOEM9HKbfu'), '/console/login/[redacted]');
+  assert.equal(redactUrl('/api/invoices/inv_1'), '/api/invoices/inv_1');
   assert.equal(
     redactUrl('/portal/subscriptions/sub_1/change?plan_id=p'),
     '/portal/subscriptions/sub_1/change?plan_id=p',

@@ -32,13 +32,17 @@ export const REDACTED_PATHS = [
 
 const SECRET_QUERY_PARAM = /key|token|secret|signature|password|auth/i;
 
-/** Paths whose last segment is a credential: a customer portal link's token (SPEC §16). */
-const SECRET_PATH = /^(\/portal\/open\/)[^/?#]+/;
+/**
+ * Paths whose segment after the prefix is a credential: a customer portal or console sign-in
+ * link's token (SPEC §16), and the hosted invoice and credit note pages' tokens (§9, §14: whoever holds one can
+ * read the document, and pay an invoice).
+ */
+const SECRET_PATH = /^(\/(?:portal\/open|console\/login|i|c)\/)[^/?#]+/;
 
 /**
  * The URL as logged: query values whose names look like credentials are replaced, so a
  * key someone put in a query string (and was refused for) never reaches the logs; so is the
- * token of a portal link (`/portal/open/[redacted]`).
+ * token of a portal link (`/portal/open/[redacted]`) or of a hosted page (`/i/[redacted]/pay`).
  */
 export function redactUrl(given: string): string {
   const url = given.replace(SECRET_PATH, '$1[redacted]');

@@ -24,6 +24,20 @@ export const RECEIVE_LEASE_MS = 10_000;
 export const CLAIM_LEASE_MS = 5 * 60_000;
 
 /**
+ * Inbox rows left unprocessed (RETRIED_STATUSES) whose `next_attempt_at` ≤ `now` (ISO 8601),
+ * oldest due first: what claimDueInboxRows claims, and the worker's due probe (worker/job.ts).
+ */
+export function dueInboxRowsQuery(db: Kysely<Database>, now: string) {
+  return db
+    .selectFrom('provider_events')
+    .select('id')
+    .where('next_attempt_at', 'is not', null)
+    .where('next_attempt_at', '<=', now)
+    .where('status', 'in', RETRIED_STATUSES)
+    .orderBy('next_attempt_at');
+}
+
+/**
  * Claims up to `limit` due inbox rows for the worker's retry (SPEC §5, §7): rows still to be
  * processed (RETRIED_STATUSES) whose `next_attempt_at` has come by `clock`, oldest due first,
  * skipping rows another transaction holds (claimRows), and moves their `next_attempt_at`
@@ -33,17 +47,7 @@ export const CLAIM_LEASE_MS = 5 * 60_000;
 export async function claimDueInboxRows(db: Kysely<Database>, clock: Clock, limit: number): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
     const now = clock.now();
-    const rows = await claimRows(
-      trx
-        .selectFrom('provider_events')
-        .select('id')
-        .where('next_attempt_at', 'is not', null)
-        .where('next_attempt_at', '<=', now.toISOString())
-        .where('status', 'in', RETRIED_STATUSES)
-        .orderBy('next_attempt_at')
-        .limit(limit),
-      trx,
-    ).execute();
+    const rows = await claimRows(dueInboxRowsQuery(trx, now.toISOString()).limit(limit), trx).execute();
     const ids = rows.map((row) => row.id);
     if (ids.length > 0) {
       await trx

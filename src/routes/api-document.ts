@@ -56,6 +56,15 @@ import {
 import { paymentMethodListSchema, paymentMethodSchema } from '../modules/payment-methods/payment-methods.schemas.ts';
 import { chargeSchema, planListSchema, planSchema } from '../modules/plans/plans.schemas.ts';
 import { taxRateListSchema, taxRateSchema } from '../modules/tax-rates/tax-rates.schemas.ts';
+import { meterListSchema, meterSchema } from '../modules/meters/meters.schemas.ts';
+import {
+  customerUsageListSchema,
+  customerUsageSchema,
+  ingestResponseSchema,
+  ingestResultSchema,
+  usageEventListSchema,
+  usageEventSchema,
+} from '../modules/usage/usage.schemas.ts';
 import { notifyReceiptSchema } from './notify.schemas.ts';
 import { providerEventDetailSchema, providerEventListSchema, providerEventSchema } from '../inbox/inbox.schemas.ts';
 import {
@@ -94,6 +103,14 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   discountSchema,
   taxRateSchema,
   taxRateListSchema,
+  meterSchema,
+  meterListSchema,
+  ingestResultSchema,
+  ingestResponseSchema,
+  usageEventSchema,
+  usageEventListSchema,
+  customerUsageSchema,
+  customerUsageListSchema,
   subscriptionSchema,
   subscriptionListSchema,
   subscriptionDetailSchema,
@@ -161,6 +178,11 @@ export const TAGS = [
     name: 'Tax rates',
     description:
       'Taxes applied to invoices (SPEC §14), inclusive or exclusive; from the subscription, its plan, the customer or DEFAULT_TAX_RATE_IDS.',
+  },
+  {
+    name: 'Usage',
+    description:
+      'Usage-based billing (SPEC §15): meters say how events count; usage events are sent in batches of up to 1,000, deduplicated by transaction_id per customer, and aggregated per period.',
   },
   {
     name: 'Subscriptions',

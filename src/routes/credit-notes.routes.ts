@@ -67,7 +67,7 @@ export function creditNoteRoutes(deps: Deps): Route[] {
       },
       handler: async (request) => {
         const { invoice_id, customer_id } = request.query;
-        return listCreditNotes(db, parseListParams(request.query), { invoice_id, customer_id });
+        return listCreditNotes(db, config.publicUrl, parseListParams(request.query), { invoice_id, customer_id });
       },
     }),
     defineRoute({
@@ -80,7 +80,7 @@ export function creditNoteRoutes(deps: Deps): Route[] {
         params: idParams,
         response: { 200: responseOf(creditNoteSchema, 'The credit note'), ...errorResponses(401, 403, 404) },
       },
-      handler: async (request) => getCreditNote(db, request.params.id),
+      handler: async (request) => getCreditNote(db, config.publicUrl, request.params.id),
     }),
     defineRoute({
       method: 'GET',

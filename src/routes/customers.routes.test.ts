@@ -26,6 +26,7 @@ test('create returns 201 with the customer and emits customer.created', async (t
       name: 'Ada',
       phone: '+2348000000000',
       preferred_locale: null,
+      external_id: null,
       metadata: { plan: 'gold' },
       test_clock: null,
       tax_exempt: 'none',

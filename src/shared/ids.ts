@@ -31,6 +31,9 @@ export const ID_PREFIXES = {
   meter: 'meter',
   usageEvent: 'uev',
   portalSession: 'bps',
+  consoleSession: 'cs',
+  consoleLoginLink: 'csl',
+  consoleAction: 'csa',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

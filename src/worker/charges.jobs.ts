@@ -1,6 +1,6 @@
 // The automatic-charge job (SPEC §10): the billing core's chargeDueInvoices on a schedule.
 import { sql } from 'kysely';
-import { CHARGE_CONCURRENCY, chargeDueInvoices, OWNER } from '../billing/charges.ts';
+import { CHARGE_CONCURRENCY, chargeDueInvoices, dueChargesQuery, OWNER } from '../billing/charges.ts';
 import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { withHeldReports } from '../inbox/inbox.processing.ts';
 import type { Job } from './job.ts';
@@ -13,6 +13,7 @@ export const chargeInvoices: Job = {
   name: 'charge_invoices',
   batchSize: CHARGE_CONCURRENCY,
   run: (deps, scope = REAL_TIME) => chargeDueInvoices(withHeldReports(deps), OWNER, CHARGE_CONCURRENCY, scope),
+  dueNow: (deps) => dueChargesQuery(deps.db, deps.clock.now().toISOString()),
   // The earliest open invoice of the scope due for a charge after `after` (SPEC §11).
   nextDueAt: async (deps, scope, after) => {
     const row = await whereInScope(

@@ -11,6 +11,8 @@ import { dueChargesQuery } from '../billing/charges.ts';
 import type { Database } from '../db/database.ts';
 import { REAL_TIME, type JobScope } from '../db/scope.ts';
 import { pastDueQuery, periodEndDueQuery } from './subscriptions.jobs.ts';
+import { JOBS } from './jobs.ts';
+import { dueProbe } from './runner.ts';
 
 const NOW = '2026-03-01T00:00:00.000Z';
 const CLOCK: JobScope = { testClockId: 'clock_01JD3Q7Z8X9Y0A1B2C3D4E5F6G' };
@@ -111,5 +113,29 @@ test('each claim reads its due index within its own scope: real time no clock ro
         assert.ok(plan.scoped >= dueIndexes, `${label} reads a due index beyond its scope: ${plan.text}`);
       }
     }
+  });
+});
+
+test("the idle worker's one due probe reads only real-time due indexes: no clock row, no scan", async (t) => {
+  const app = await buildTestApp(t);
+  const { asked, query } = dueProbe(app.deps, JOBS);
+  assert.ok(query, 'the worker has probes');
+  // Every clock-aware job is probed (a job left out would run its transaction every tick).
+  for (const job of JOBS.filter((job) => job.nextDueAt)) assert.ok(asked.includes(job), `${job.name} has no probe`);
+  await app.deps.db.transaction().execute(async (trx) => {
+    const plan = await planOf(trx, query);
+    assert.equal(plan.fullScan, false, `the probe scans a table whole: ${plan.text}`);
+    // Incomplete expiry and draft finalization read status-led indexes across scopes: their
+    // rows (incomplete subscriptions, drafts) are short-lived and few, unlike renewing ones.
+    const acrossScopes = [
+      'subscriptions_due_by_created_at',
+      'invoices_by_status_due_at',
+      'invoices_due_for_finalization',
+    ];
+    const dueIndexes = plan.indexes.filter(
+      (index) => !/pkey|autoindex/.test(index) && !acrossScopes.includes(index),
+    ).length;
+    assert.ok(dueIndexes > 0, `the probe reads no due index: ${plan.indexes.join(', ')}`);
+    assert.ok(plan.scoped >= dueIndexes, `the probe reads a due index beyond real time: ${plan.text}`);
   });
 });

@@ -9,11 +9,11 @@
 // `next_action_at` commit in that one transaction. A crash mid-step rolls all of it back,
 // and the step is taken again by whichever worker claims the case next. The
 // `dunning_steps` primary key (case, step) refuses a second copy of any step.
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
 import { type Job } from './job.ts';
-import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
+import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import type { InvoiceContext } from '../modules/invoices/invoices.lifecycle.ts';
 import { markInvoiceUncollectibleIfOpen } from '../billing/settle.ts';
@@ -55,6 +55,15 @@ async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext 
   }
 }
 
+/** `scope`'s open cases whose next action is due at `now` (ISO 8601), earliest first: the claim. */
+function casesDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
+  return whereInScope(db.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
+    .where('status', '=', 'open')
+    .where('next_action_at', '<=', now)
+    .orderBy('next_action_at')
+    .orderBy('id');
+}
+
 /** Open cases whose next step or final action is due: one action per case per claim. */
 export const runDunningSchedule: Job = {
   name: 'run_dunning_schedule',
@@ -62,21 +71,14 @@ export const runDunningSchedule: Job = {
   run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now().toISOString();
-      const rows = await claimRows(
-        whereInScope(trx.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
-          .where('status', '=', 'open')
-          .where('next_action_at', '<=', now)
-          .orderBy('next_action_at')
-          .orderBy('id')
-          .limit(BATCH_SIZE),
-        trx,
-      ).execute();
+      const rows = await claimRows(casesDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute();
       for (const row of rows) {
         if (isFinalActionNext(row.step, deps.config.dunningScheduleMs)) await applyFinalAction(trx, deps, row);
         else await takeStep(trx, deps, row);
       }
       return rows.length;
     }),
+  dueNow: (deps) => casesDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString()),
   nextDueAt: async ({ db }, scope, after) => {
     const row = await whereInScope(
       db.selectFrom('dunning_cases').select((eb) => eb.fn.min('next_action_at').as('due')),

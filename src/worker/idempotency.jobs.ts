@@ -1,7 +1,10 @@
 // The worker's purge of idempotency keys whose 24 h have passed (SPEC §2). Expired keys are
 // already ignored when claiming; purging only keeps the table small.
 import type { Job } from './job.ts';
-import { purgeExpiredIdempotencyKeys } from '../modules/idempotency/idempotency.repository.ts';
+import {
+  expiredIdempotencyKeysQuery,
+  purgeExpiredIdempotencyKeys,
+} from '../modules/idempotency/idempotency.repository.ts';
 
 const BATCH_SIZE = 500;
 
@@ -10,4 +13,5 @@ export const purgeIdempotencyKeys: Job = {
   name: 'purge_idempotency_keys',
   batchSize: BATCH_SIZE,
   run: ({ db, clock }) => purgeExpiredIdempotencyKeys(db, clock.now(), BATCH_SIZE),
+  dueNow: ({ db, clock }) => expiredIdempotencyKeysQuery(db, clock.now()),
 };

@@ -3,13 +3,30 @@
 // (billing/finalize.ts), so two workers never finalize one draft and a crash rolls the batch
 // back for a retry: each draft takes exactly one number. Clock-aware (SPEC §11): a test clock
 // customer's drafts are finalized by its clock's advance, at its time.
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/database.ts';
 import { finalizeDraft } from '../billing/finalize.ts';
 import { claimRows } from '../db/locking.ts';
-import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
+import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import type { Job } from './job.ts';
 
 const BATCH_SIZE = 50;
+
+/** `scope`'s drafts whose `finalizes_at` ≤ `now` (ISO 8601), the longest waiting first: the claim. */
+function draftsDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
+  return whereInScope(
+    db
+      .selectFrom('invoices')
+      .selectAll()
+      // A literal: SQLite uses the partial index invoices_due_for_finalization only then.
+      .where('status', '=', sql.lit('draft'))
+      .where('finalizes_at', '<=', now)
+      .orderBy('finalizes_at')
+      .orderBy('id'),
+    'invoices.test_clock_id',
+    scope,
+  );
+}
 
 /**
  * Drafts of the scope with `finalizes_at` ≤ now, the longest waiting first, become `open`
@@ -22,25 +39,11 @@ export const finalizeInvoices: Job = {
   run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now().toISOString();
-      const rows = await claimRows(
-        whereInScope(
-          trx
-            .selectFrom('invoices')
-            .selectAll()
-            // A literal: SQLite uses the partial index invoices_due_for_finalization only then.
-            .where('status', '=', sql.lit('draft'))
-            .where('finalizes_at', '<=', now)
-            .orderBy('finalizes_at')
-            .orderBy('id')
-            .limit(BATCH_SIZE),
-          'invoices.test_clock_id',
-          scope,
-        ),
-        trx,
-      ).execute();
+      const rows = await claimRows(draftsDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute();
       for (const row of rows) await finalizeDraft(trx, deps, row);
       return rows.length;
     }),
+  dueNow: (deps) => draftsDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString()),
   nextDueAt: async (deps, scope, after) => {
     const row = await whereInScope(
       deps.db

@@ -2,8 +2,14 @@
 // WorkerService (work with its own loop). Each lives in worker/<name>.jobs.ts and calls the
 // billing core or a record module; worker/jobs.ts names them all; worker/runner.ts runs them.
 // Where due rows are claimed (JobScope, whereInScope) is a database matter: db/scope.ts.
+import type { SelectQueryBuilder } from 'kysely';
+import type { Database } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import type { JobScope } from '../db/scope.ts';
+
+/** A select over the database's tables, whatever it selects (a due probe: only whether it has a row counts). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- only its rows' existence is read
+export type DueProbe = SelectQueryBuilder<Database, any, any>;
 
 /**
  * One kind of due work. `run` handles at most `batchSize` items of `scope` (default
@@ -24,6 +30,14 @@ export interface Job {
    * without some other change. The advance steps from one such instant to the next.
    */
   nextDueAt?(deps: Deps, scope: JobScope, after: Date): Promise<Date | null>;
+  /**
+   * Real time only: the rows `run` would claim at `deps.clock.now()` (its claim's own query
+   * and predicate, or a superset of them; no lock), or null when it certainly has nothing to
+   * do (e.g. its feature is off). The runner asks every job's probe in ONE statement per
+   * tick (runner.ts) and runs only the jobs whose probe has a row, so an idle worker costs
+   * one index read per tick instead of a transaction per job. A job without it runs every tick.
+   */
+  dueNow?(deps: Deps): DueProbe | null;
 }
 
 export interface WorkerLogger {

@@ -22,6 +22,9 @@ const foldCountDeltasJob: Job = {
   name: 'fold_count_deltas',
   batchSize: FOLD_BATCH,
   run: ({ db }) => foldCountDeltas(db),
+  // SQLite keeps no deltas (foldCountDeltas does nothing there).
+  dueNow: ({ db, database }) =>
+    database.dialect === 'postgres' ? db.selectFrom('row_count_deltas').select('id') : null,
 };
 
 /**

@@ -4,7 +4,7 @@
 // claimDueInboxRows): a lease first, so two workers never process one row at once and a
 // crashed worker's rows come due again.
 import type { Job } from './job.ts';
-import { claimDueInboxRows } from '../inbox/inbox.ts';
+import { claimDueInboxRows, dueInboxRowsQuery } from '../inbox/inbox.ts';
 import { processEvents } from '../inbox/inbox.batches.ts';
 
 const BATCH_SIZE = 50;
@@ -26,4 +26,5 @@ export const retryProviderEvents: Job = {
     }
     return ids.length;
   },
+  dueNow: (deps) => dueInboxRowsQuery(deps.db, deps.clock.now().toISOString()),
 };

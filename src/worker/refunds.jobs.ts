@@ -9,7 +9,11 @@ import { AppError } from '../http/errors.ts';
 import { type Job } from './job.ts';
 import { REAL_TIME } from '../db/scope.ts';
 import { isProviderName } from '../shared/provider-names.ts';
-import { claimDueRefundRequests, nextRefundResumeAt } from '../modules/payments/payments.refund-requests.ts';
+import {
+  claimDueRefundRequests,
+  dueRefundRequestsQuery,
+  nextRefundResumeAt,
+} from '../modules/payments/payments.refund-requests.ts';
 import { refundClock, refundLeaseMs, resolveRefund } from '../billing/refunds.ts';
 
 const BATCH_SIZE = 10;
@@ -44,5 +48,6 @@ export const resolveUnknownRefunds: Job = {
     }
     return refunds.length;
   },
+  dueNow: (deps) => dueRefundRequestsQuery(deps.db, deps.clock.now().toISOString()),
   nextDueAt: (deps, scope, after) => nextRefundResumeAt(deps.db, scope, after),
 };

@@ -3,12 +3,38 @@
 // filled its batch runs again at once, so a backlog drains without waiting for the poll.
 // Work that must not wait behind the others (webhook delivery: many slow requests at once)
 // is a service instead: started with the worker, running its own loop, drained on stop().
+// Each tick first asks, in one statement, which jobs have anything due (Job.dueNow): an idle
+// worker then costs one index read per tick, whatever the number of jobs or of clock rows.
+import { sql } from 'kysely';
 import { countAsWorker } from '../db/pg-traffic.ts';
 import type { Deps } from '../deps.ts';
-import type { Job, RunningService, StopOptions, WorkerLogger, WorkerService } from './job.ts';
+import type { DueProbe, Job, RunningService, StopOptions, WorkerLogger, WorkerService } from './job.ts';
 
 /** Most batches one job may run back to back in one tick, so others get their turn. */
 const MAX_BATCHES_PER_TICK = 20;
+
+/**
+ * The one statement that asks which of `jobs` have work (Job.dueNow): a row with a column
+ * `j<i>` per asked job, true (PostgreSQL) or 1 (SQLite) when `asked[i]`'s claim has a row.
+ * `query` is undefined when no job has a probe to ask.
+ */
+export function dueProbe(deps: Deps, jobs: readonly Job[]) {
+  const asked: Job[] = [];
+  const probes: DueProbe[] = [];
+  for (const job of jobs) {
+    const probe = job.dueNow?.(deps) ?? null;
+    if (probe === null) continue;
+    asked.push(job);
+    probes.push(probe);
+  }
+  const query =
+    probes.length === 0
+      ? undefined
+      : deps.db.selectNoFrom((eb) =>
+          probes.map((probe, i) => eb.exists(probe.clearSelect().select(sql.lit(1).as('due')).limit(1)).as(`j${i}`)),
+        );
+  return { asked, query };
+}
 
 export class Worker {
   readonly #deps: Deps;
@@ -37,8 +63,10 @@ export class Worker {
    */
   async runOnce(): Promise<Record<string, number>> {
     const handled: Record<string, number> = {};
+    const due = await this.#dueJobs();
     for (const job of this.#jobs) {
       handled[job.name] = 0;
+      if (!due.has(job)) continue;
       for (let batch = 0; batch < MAX_BATCHES_PER_TICK; batch++) {
         let count: number;
         try {
@@ -52,6 +80,31 @@ export class Worker {
       }
     }
     return handled;
+  }
+
+  /**
+   * The jobs to run this tick: those without a probe (Job.dueNow), and every job from the
+   * first whose probe finds a row — all probes in one statement, outside any transaction, each
+   * an EXISTS over its claim's own query (so it reads the claim's due index, LIMIT 1). The jobs
+   * before it would have claimed nothing. If the probe fails, every job runs.
+   */
+  async #dueJobs(): Promise<Set<Job>> {
+    const due = new Set<Job>();
+    const { asked, query } = dueProbe(this.#deps, this.#jobs);
+    for (const job of this.#jobs) if (!job.dueNow) due.add(job);
+    if (!query) return due;
+    try {
+      const row: Record<string, unknown> = await query.executeTakeFirstOrThrow();
+      // SQLite answers 0/1, PostgreSQL booleans. From the first job with work on, every job
+      // runs: one job's work may make a later one's due in the same tick (a renewal's invoice
+      // is charged at once), which a probe taken before the tick cannot see.
+      const first = asked.findIndex((_, i) => row[`j${i}`] === true || Number(row[`j${i}`]) === 1);
+      if (first >= 0) for (const job of this.#jobs.slice(this.#jobs.indexOf(asked[first]!))) due.add(job);
+    } catch (error) {
+      this.#log.error({ err: error }, 'worker due probe failed; running every job');
+      for (const job of asked) due.add(job);
+    }
+    return due;
   }
 
   /**

@@ -2,7 +2,7 @@
 // periods (their invoices), mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
 // batch of due rows (SKIP LOCKED on PostgreSQL) and moves them in that same transaction,
 // so no row is handled twice at once and a crash rolls the whole batch back for a retry.
-import { sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { claimRows } from '../db/locking.ts';
@@ -27,7 +27,7 @@ async function claimDue(
   return claimRows(where(base(trx, scope)).limit(BATCH_SIZE), trx).execute();
 }
 
-function base(trx: Transaction<Database>, scope: JobScope) {
+function base(trx: Kysely<Database>, scope: JobScope) {
   return whereInScope(trx.selectFrom('subscriptions').selectAll(), 'subscriptions.test_clock_id', scope);
 }
 
@@ -66,7 +66,7 @@ const RENEWING = sql<boolean>`subscriptions.status in ('active', 'trialing')`;
  * period-end claims. Reads the scope's own partial index in due order, so it touches only
  * due rows of that scope (real time reads no clock row).
  */
-export function periodEndDueQuery(trx: Transaction<Database>, scope: JobScope, now: string, cancelling: boolean) {
+export function periodEndDueQuery(trx: Kysely<Database>, scope: JobScope, now: string, cancelling: boolean) {
   return base(trx, scope)
     .where(RENEWING)
     .where('cancel_at_period_end', '=', cancelling)
@@ -99,7 +99,7 @@ async function nextPeriodEnd(deps: Deps, scope: JobScope, after: Date, cancellin
  * the scope by `due_at` (partial indexes `invoices_open_by_due_at` / `…_by_clock_due_at`),
  * so it reads only overdue invoices and their subscriptions, never every active one.
  */
-export function pastDueQuery(trx: Transaction<Database>, scope: JobScope, cutoff: string) {
+export function pastDueQuery(trx: Kysely<Database>, scope: JobScope, cutoff: string) {
   const overdue = whereInScope(
     trx
       .selectFrom('invoices')
@@ -121,6 +121,20 @@ export function pastDueQuery(trx: Transaction<Database>, scope: JobScope, cutoff
     .orderBy('subscriptions.id');
 }
 
+/** ISO 8601: `incomplete` subscriptions created at or before it have expired (SUBSCRIPTION_INCOMPLETE_TTL). */
+function incompleteCutoff({ config }: Deps, now: Date): string {
+  return new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
+}
+
+function incompleteDue(query: ReturnType<typeof base>, cutoff: string) {
+  return query.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at');
+}
+
+/** The renewal-grace cutoff (ISO 8601): an open invoice due at or before it is overdue (SPEC §9). */
+function pastDueCutoff({ clock, config }: Deps): string {
+  return new Date(clock.now().getTime() - config.renewalGraceMs).toISOString();
+}
+
 /**
  * `incomplete` with no payment for SUBSCRIPTION_INCOMPLETE_TTL → `incomplete_expired`; its
  * first invoice, if nothing was paid on it, becomes `void` first (`invoice.voided`, SPEC §9).
@@ -130,12 +144,9 @@ export const expireIncompleteSubscriptions: Job = {
   batchSize: BATCH_SIZE,
   run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
-      const { clock, config } = deps;
+      const { clock } = deps;
       const now = clock.now();
-      const cutoff = new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
-      const rows = await claimDue(trx, scope, (q) =>
-        q.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at'),
-      );
+      const rows = await claimDue(trx, scope, (q) => incompleteDue(q, incompleteCutoff(deps, now)));
       for (const row of rows) {
         await voidUnpaidInvoices(trx, deps, row.id);
         await transitionSubscription(trx, clock, row, 'incomplete_expired', {
@@ -145,6 +156,7 @@ export const expireIncompleteSubscriptions: Job = {
       }
       return rows.length;
     }),
+  dueNow: (deps) => incompleteDue(base(deps.db, REAL_TIME), incompleteCutoff(deps, deps.clock.now())),
   nextDueAt: async (deps, scope, after) => {
     const ttl = deps.config.subscriptionIncompleteTtlMs;
     const created = await earliestAfter(deps, scope, 'created_at', new Date(after.getTime() - ttl).toISOString(), (q) =>
@@ -184,6 +196,7 @@ export const issueRenewalInvoices: Job = {
       await flushCounts(trx);
       return rows.length;
     }),
+  dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), false),
   nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, false),
 };
 
@@ -198,8 +211,8 @@ export const markUnpaidRenewalsPastDue: Job = {
   batchSize: BATCH_SIZE,
   run: (deps, scope = REAL_TIME) =>
     deps.db.transaction().execute(async (trx) => {
-      const { clock, config } = deps;
-      const cutoff = new Date(clock.now().getTime() - config.renewalGraceMs).toISOString();
+      const { clock } = deps;
+      const cutoff = pastDueCutoff(deps);
       const rows = await claimRows(pastDueQuery(trx, scope, cutoff).limit(BATCH_SIZE), trx).execute();
       for (const row of rows) {
         const invoice = await trx
@@ -222,6 +235,7 @@ export const markUnpaidRenewalsPastDue: Job = {
       }
       return rows.length;
     }),
+  dueNow: (deps) => pastDueQuery(deps.db, REAL_TIME, pastDueCutoff(deps)),
   nextDueAt: async (deps, scope, after) => {
     const grace = deps.config.renewalGraceMs;
     const row = await whereInScope(
@@ -258,5 +272,6 @@ export const applyPeriodEndCancellations: Job = {
       }
       return rows.length;
     }),
+  dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), true),
   nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, true),
 };

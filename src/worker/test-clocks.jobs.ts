@@ -33,6 +33,17 @@ interface Lease {
   token: string;
 }
 
+/** Advancing clocks whose lease is free or lapsed at `now` (real time), longest waiting first. */
+function advancesToTakeQuery(db: Kysely<Database>, now: Date) {
+  return db
+    .selectFrom('test_clocks')
+    .selectAll()
+    .where('status', '=', 'advancing')
+    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', now.toISOString())]))
+    .orderBy('updated_at')
+    .orderBy('id');
+}
+
 /**
  * Claims one advancing clock whose lease is free or lapsed (real time), taking a new lease.
  * Returns the clock row, or undefined when there is none to take.
@@ -40,17 +51,7 @@ interface Lease {
 async function takeAdvance(deps: Deps): Promise<{ row: TestClockRow; lease: Lease } | undefined> {
   return deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now();
-    const row = await claimRows(
-      trx
-        .selectFrom('test_clocks')
-        .selectAll()
-        .where('status', '=', 'advancing')
-        .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', now.toISOString())]))
-        .orderBy('updated_at')
-        .orderBy('id')
-        .limit(1),
-      trx,
-    ).executeTakeFirst();
+    const row = await claimRows(advancesToTakeQuery(trx, now).limit(1), trx).executeTakeFirst();
     if (!row) return undefined;
     const lease = { id: row.id, token: randomUUID() };
     await trx
@@ -192,5 +193,6 @@ export function advanceTestClocks(jobs: readonly Job[]): Job {
       await runAdvance(deps, clockAware, taken.row, taken.lease);
       return 1;
     },
+    dueNow: (deps) => (deps.config.testClocks ? advancesToTakeQuery(deps.db, deps.clock.now()) : null),
   };
 }

@@ -38,6 +38,12 @@ export interface CreditNotesTable {
   /** The ledger entry (kind `reversal`) the note's void made to take its credit back; null otherwise. */
   reversal_balance_transaction_id: string | null;
   status: CreditNoteStatus;
+  /**
+   * 32 random bytes, base64url: the secret part of `hosted_credit_note_url` (`/c/<token>`).
+   * Always written (migration 0037 gave older notes theirs); the column is nullable only
+   * because SQLite cannot add a NOT NULL column without a default.
+   */
+  hosted_token: string;
   /** Hex SHA-256 of the request's Idempotency-Key scope; null without a key. */
   request_key: string | null;
   /** The customer's test clock (`clock_…`); null: real time (SPEC §11). */

@@ -14,6 +14,11 @@ export interface EventsTable {
    * after its creation); null on rows older than the column, whose `created_at` was real.
    */
   emitted_at: string | null;
+  /**
+   * JSON `{type: 'console_session', id}`: the operator console session whose action caused the
+   * event (SPEC §16); null for the API, providers and the worker.
+   */
+  actor: string | null;
   /** Set once every delivery the event fanned out to has succeeded (or none was due). */
   delivered_at: string | null;
   /** Set when webhook fan-out wrote this event's deliveries (once, in one transaction). */

@@ -66,6 +66,14 @@ export async function removeCustomerDiscount(
     .executeTakeFirst();
 }
 
+/** Deletes subscription `subscriptionId`'s discount; returns the row deleted, if any. */
+export async function removeSubscriptionDiscount(
+  trx: Transaction<Database>,
+  subscriptionId: string,
+): Promise<DiscountRow | undefined> {
+  return trx.deleteFrom('discounts').where('subscription_id', '=', subscriptionId).returningAll().executeTakeFirst();
+}
+
 /** A discount with its coupon. */
 export interface DiscountWithCoupon {
   discount: DiscountRow;

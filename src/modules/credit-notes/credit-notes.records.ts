@@ -2,6 +2,7 @@
 // `credit_note_numbers`. Each change writes the row and emits its `credit_note.*` event in the
 // caller's transaction (SPEC §6 outbox). What a note does to its invoice, the ledger and the
 // payments is the billing core's (billing/credit-notes.ts); this module only keeps the notes.
+import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -22,10 +23,19 @@ import {
 
 export type { CreditNote, CreditNoteLine, CreditNoteRefund };
 
-/** A credit note row as the API and events show it: amounts as numbers, `lines` and `refunds` parsed. */
-export function toCreditNote(row: CreditNoteRow): CreditNote {
+/** `<publicUrl>/c/<token>`: a credit note's hosted page (SPEC §14); its PDF is the same URL + `.pdf`. */
+export function hostedCreditNoteUrl(publicUrl: string, token: string): string {
+  return `${publicUrl}/c/${token}`;
+}
+
+/**
+ * A credit note row as the API and events show it: amounts as numbers, `lines` and `refunds`
+ * parsed, `hosted_credit_note_url` built from `publicUrl` (PUBLIC_URL) and the row's token.
+ */
+export function toCreditNote(row: CreditNoteRow, publicUrl: string): CreditNote {
   return pickFields(creditNoteSchema, {
     ...row,
+    hosted_credit_note_url: hostedCreditNoteUrl(publicUrl, row.hosted_token),
     amount: Number(row.amount),
     pre_payment_amount: Number(row.pre_payment_amount),
     post_payment_amount: Number(row.post_payment_amount),
@@ -88,12 +98,14 @@ export function newCreditNoteId(): string {
 }
 
 /**
- * Stores credit note `id` of `draft` `issued` with the next number of its sequence, and emits
- * `credit_note.created`, in `trx`, stamped by `clock` (the customer's). Returns the note.
+ * Stores credit note `id` of `draft` `issued` with the next number of its sequence and a new
+ * hosted page token, and emits `credit_note.created`, in `trx`, stamped by `clock` (the
+ * customer's). Returns the note (its hosted URL under `publicUrl`).
  */
 export async function insertCreditNote(
   trx: Transaction<Database>,
   clock: Clock,
+  publicUrl: string,
   id: string,
   draft: CreditNoteDraft,
 ): Promise<CreditNote> {
@@ -117,6 +129,7 @@ export async function insertCreditNote(
     balance_transaction_id: draft.balanceTransactionId,
     reversal_balance_transaction_id: null,
     status: 'issued',
+    hosted_token: randomBytes(32).toString('base64url'),
     request_key: draft.requestKey,
     test_clock_id: draft.testClockId,
     created_at: now,
@@ -124,7 +137,7 @@ export async function insertCreditNote(
     voided_at: null,
   };
   await trx.insertInto('credit_notes').values(row).execute();
-  const note = toCreditNote(row);
+  const note = toCreditNote(row, publicUrl);
   await emitEvent(trx, clock, 'credit_note.created', note);
   return note;
 }
@@ -141,6 +154,18 @@ export async function findCreditNoteByRequestKey(
 export async function findCreditNoteRow(db: Kysely<Database>, id: string): Promise<CreditNoteRow | undefined> {
   if (!isIdOf('creditNote', id)) return undefined;
   return db.selectFrom('credit_notes').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * The credit note whose hosted page token is `token` (`/c/{token}`), or undefined — also for a
+ * malformed token, without a round trip (a token is 43 base64url characters).
+ */
+export async function findCreditNoteRowByToken(
+  db: Kysely<Database>,
+  token: string,
+): Promise<CreditNoteRow | undefined> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+  return db.selectFrom('credit_notes').selectAll().where('hosted_token', '=', token).executeTakeFirst();
 }
 
 /** Credit note `id` locked in `trx` (PostgreSQL). Throws 404 `not_found` for an unknown or malformed id. */
@@ -183,11 +208,12 @@ export async function creditedOnInvoice(
 /**
  * Marks the locked issued credit note `row` `void` (`voided_at` now, the `reversal` ledger
  * entry that took its credit back, if any) and emits `credit_note.voided`, in `trx`. Returns
- * the note after.
+ * the note after (its hosted URL under `publicUrl`).
  */
 export async function markCreditNoteVoid(
   trx: Transaction<Database>,
   clock: Clock,
+  publicUrl: string,
   row: CreditNoteRow,
   reversalBalanceTransactionId: string | null,
 ): Promise<CreditNote> {
@@ -199,7 +225,7 @@ export async function markCreditNoteVoid(
     reversal_balance_transaction_id: reversalBalanceTransactionId,
   };
   await trx.updateTable('credit_notes').set(set).where('id', '=', row.id).execute();
-  const note = toCreditNote({ ...row, ...set });
+  const note = toCreditNote({ ...row, ...set }, publicUrl);
   await emitEvent(trx, clock, 'credit_note.voided', note);
   return note;
 }
@@ -208,7 +234,8 @@ const creditNotesList = defineList({
   from: (db) => db.selectFrom('credit_notes'),
   select: (query) => query.selectAll(),
   sortable: CREDIT_NOTE_SORT_FIELDS,
-  map: (rows) => rows.map(toCreditNote),
+  // The hosted URL depends on PUBLIC_URL, which the compiled list does not know: mapped by listCreditNotes.
+  map: (rows) => rows,
 });
 
 /** GET /api/credit-notes filters: exact matches. */
@@ -217,20 +244,28 @@ export interface CreditNoteFilters {
   customer_id?: string;
 }
 
-/** A page of credit notes (SPEC §2 "Lists"), newest first by default. */
+/**
+ * A page of credit notes (SPEC §2 "Lists"), newest first by default; `publicUrl`
+ * (PUBLIC_URL) builds each `hosted_credit_note_url`.
+ */
 export async function listCreditNotes(
   db: Kysely<Database>,
+  publicUrl: string,
   params: ListParams,
   filters: CreditNoteFilters,
 ): Promise<Page<CreditNote>> {
-  return creditNotesList.page(db, params, { invoice_id: filters.invoice_id, customer_id: filters.customer_id });
+  const page = await creditNotesList.page(db, params, {
+    invoice_id: filters.invoice_id,
+    customer_id: filters.customer_id,
+  });
+  return { data: page.data.map((row) => toCreditNote(row, publicUrl)), meta: page.meta };
 }
 
-/** Credit note `id`. Throws 404 `not_found` for an unknown or malformed id. */
-export async function getCreditNote(db: Kysely<Database>, id: string): Promise<CreditNote> {
+/** Credit note `id` (its hosted URL under `publicUrl`). Throws 404 `not_found` for an unknown or malformed id. */
+export async function getCreditNote(db: Kysely<Database>, publicUrl: string, id: string): Promise<CreditNote> {
   const row = await findCreditNoteRow(db, id);
   if (!row) throw new NotFoundError('credit note', id);
-  return toCreditNote(row);
+  return toCreditNote(row, publicUrl);
 }
 
 /** Forgets test clock `testClockId`'s credit notes and their number sequence (the clock is deleted, SPEC §11). */

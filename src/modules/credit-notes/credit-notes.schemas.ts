@@ -68,6 +68,7 @@ const EXAMPLE = {
   balance_transaction_id: 'cbtxn_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   reversal_balance_transaction_id: null,
   status: 'issued',
+  hosted_credit_note_url: 'https://billing.example.com/c/Xk2-9wEvLkK9hxX0Yb1cZ2d3e4f5g6h7i8j9k0l1m2n',
   created_at: '2026-02-01T10:00:00.000Z',
   voided_at: null,
 };
@@ -111,6 +112,10 @@ export const creditNoteSchema = Type.Object(
       }),
     ),
     status: StringEnum(CREDIT_NOTE_STATUSES),
+    hosted_credit_note_url: Type.String({
+      description:
+        "The credit note's public page (`<PUBLIC_URL>/c/<token>`, an unguessable token), in the customer's `preferred_locale`; the same URL + `.pdf` is its PDF",
+    }),
     created_at: timestamp,
     voided_at: nullableTimestamp,
   },

@@ -1,10 +1,14 @@
 // The view of a credit note's document (SPEC §14 "Credit notes"), pure: the title in every
 // language, the split (zero parts left out, refunds included), a note for an amount as one
-// line, a void note stamped.
+// line, a void note stamped; its hosted page: one snapshot per language, the PDF link, and
+// no Pay button.
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { DOCUMENT_LANGUAGES } from '../../shared/locales.ts';
 import type { CreditNote } from '../credit-notes/credit-notes.records.ts';
+import { FULL_BUSINESS, FULL_CUSTOMER } from '../../../test/helpers/documents.ts';
+import { renderCreditNotePage } from './documents.hosted-page.ts';
 import { creditNoteDocument } from './documents.model.ts';
 import { creditNoteView } from './documents.view.ts';
 
@@ -27,6 +31,7 @@ const NOTE: CreditNote = {
   balance_transaction_id: null,
   reversal_balance_transaction_id: null,
   status: 'issued',
+  hosted_credit_note_url: 'https://billing.example.com/c/TOKEN',
   created_at: '2026-02-01T10:00:00.000Z',
   voided_at: null,
 };
@@ -86,4 +91,36 @@ test('before payment: taken off the amount due; void: stamped; the memo is a not
   assert.equal(view.meta[1]![0], 'Ausstellungsdatum');
   assert.deepEqual(view.notes, ['Notiz: Zwei Tage Ausfall']);
   assert.ok(!view.meta.some(([term]) => term === 'Grund'), 'no reason, no row');
+});
+
+test('every language: the hosted page of a credit note with lines, a split and a memo matches its committed snapshot', () => {
+  const note: CreditNote = {
+    ...NOTE,
+    pre_payment_amount: 2000,
+    post_payment_amount: 8000,
+    refund_amount: 3000,
+    credit_amount: 5000,
+    out_of_band_amount: 0,
+    reason: 'product_unsatisfactory',
+    memo: 'Two days of outage',
+    lines: [
+      {
+        id: 'cnli_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        invoice_line_id: 'il_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        description: 'Pro (monthly) × 1, 15 Jan 2026 – 15 Feb 2026',
+        amount: 10000,
+      },
+    ],
+  };
+  for (const language of DOCUMENT_LANGUAGES) {
+    const html = renderCreditNotePage(
+      creditNoteDocument(note, 'INV-000042', { ...FULL_CUSTOMER, preferred_locale: language }, FULL_BUSINESS),
+    );
+    // A credit note owes nothing: no form; its PDF is the hosted URL + `.pdf`.
+    assert.ok(!html.includes('<form'), language);
+    assert.ok(html.includes('<a class="download" href="https://billing.example.com/c/TOKEN.pdf">'), language);
+    const snapshot = new URL(`./snapshots/credit-note.${language}.html`, import.meta.url);
+    if (process.env.UPDATE_SNAPSHOTS === '1') writeFileSync(snapshot, html);
+    assert.equal(html, readFileSync(snapshot, 'utf8'), language);
+  }
 });

@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { DocumentLanguage } from '../../shared/locales.ts';
 import { MESSAGES } from './documents.messages.ts';
-import type { InvoiceDocument } from './documents.model.ts';
-import { invoiceView } from './documents.view.ts';
+import type { CreditNoteDocument, InvoiceDocument } from './documents.model.ts';
+import { creditNoteView, invoiceView } from './documents.view.ts';
 
 const TEMPLATES = new URL('./templates/', import.meta.url);
 const STYLE = readFileSync(new URL('hosted-page.css', TEMPLATES), 'utf8').trim();
@@ -81,6 +81,17 @@ export function renderInvoicePage(document: InvoiceDocument): string {
 }
 
 /**
+ * The hosted page of one credit note document (SPEC §14 "Credit notes"), laid out as an
+ * invoice's page by the same template: seller, "Credit note", number, status badge, what it
+ * credits and for which invoice, seller and buyer, date, reason, the credited lines, how the
+ * amount splits and its total, the memo, the link to its PDF and a VOID stamp once voided, in
+ * the document's locale. No Pay button: nothing is owed. Returns a complete HTML document.
+ */
+export function renderCreditNotePage(document: CreditNoteDocument): string {
+  return eta.render('./invoice', { view: creditNoteView(document), style: STYLE });
+}
+
+/**
  * Why a page cannot be shown: the 404 for any unknown or malformed token, 429, 500, and 503
  * when the Pay button's provider gave no usable answer (or refused).
  */
@@ -102,6 +113,30 @@ export function renderProblemPage(
   const { title, text } = m.problems[problem];
   const link = backTo === undefined ? null : { href: backTo, text: m.backToInvoice, external: false };
   return eta.render('./problem', { lang: language, heading: m.invoice, title, text, businessName, link, style: STYLE });
+}
+
+/**
+ * The page for `problem` under the hosted credit note pages (`/c`), in `language` (default
+ * `en`: a 404 knows no customer): "Credit note" as heading, the same words for every unknown
+ * or malformed token (it never says whether a note exists), naming only the business. A 429
+ * says what the invoice pages' says.
+ */
+export function renderCreditNoteProblemPage(
+  problem: 404 | 429 | 500,
+  businessName: string,
+  language: DocumentLanguage = 'en',
+): string {
+  const m = MESSAGES[language];
+  const { title, text } = problem === 429 ? m.problems[429] : m.creditNote.problems[problem];
+  return eta.render('./problem', {
+    lang: language,
+    heading: m.creditNote.title,
+    title,
+    text,
+    businessName,
+    link: null,
+    style: STYLE,
+  });
 }
 
 /**

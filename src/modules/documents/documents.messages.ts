@@ -85,6 +85,8 @@ export interface CreditNoteMessages {
   credit: string;
   outOfBand: string;
   memo: string;
+  /** The hosted credit note page's 404 (any unknown or malformed token) and 500; its 429 is the invoice page's. */
+  problems: Record<404 | 500, { title: string; text: string }>;
 }
 
 const en: Messages = {
@@ -174,6 +176,16 @@ const en: Messages = {
     credit: 'Credited to balance',
     outOfBand: 'Returned out of band',
     memo: 'Memo',
+    problems: {
+      404: {
+        title: 'Credit note not found',
+        text: 'This credit note link is not valid. Check that you copied the whole link from your email, or ask the sender for a new one.',
+      },
+      500: {
+        title: 'Credit note unavailable',
+        text: 'This credit note cannot be shown right now. Please try again in a few minutes.',
+      },
+    },
   },
 };
 
@@ -264,6 +276,16 @@ const fr: Messages = {
     credit: 'Crédité sur le solde du client',
     outOfBand: 'Restitué hors plateforme',
     memo: 'Note',
+    problems: {
+      404: {
+        title: 'Avoir introuvable',
+        text: 'Ce lien d’avoir n’est pas valide. Vérifiez que vous avez copié le lien complet depuis votre e-mail, ou demandez-en un nouveau à l’expéditeur.',
+      },
+      500: {
+        title: 'Avoir indisponible',
+        text: 'Cet avoir ne peut pas être affiché pour le moment. Veuillez réessayer dans quelques minutes.',
+      },
+    },
   },
 };
 
@@ -355,6 +377,16 @@ const de: Messages = {
     credit: 'Dem Kundenguthaben gutgeschrieben',
     outOfBand: 'Anderweitig erstattet',
     memo: 'Notiz',
+    problems: {
+      404: {
+        title: 'Gutschrift nicht gefunden',
+        text: 'Dieser Gutschriftslink ist ungültig. Prüfen Sie, ob Sie den vollständigen Link aus Ihrer E-Mail kopiert haben, oder bitten Sie den Absender um einen neuen.',
+      },
+      500: {
+        title: 'Gutschrift nicht verfügbar',
+        text: 'Diese Gutschrift kann gerade nicht angezeigt werden. Bitte versuchen Sie es in einigen Minuten erneut.',
+      },
+    },
   },
 };
 
@@ -445,6 +477,16 @@ const es: Messages = {
     credit: 'Abonado al saldo del cliente',
     outOfBand: 'Devuelto fuera de la plataforma',
     memo: 'Nota',
+    problems: {
+      404: {
+        title: 'Nota de crédito no encontrada',
+        text: 'Este enlace de nota de crédito no es válido. Compruebe que ha copiado el enlace completo de su correo electrónico o pida uno nuevo al remitente.',
+      },
+      500: {
+        title: 'Nota de crédito no disponible',
+        text: 'Esta nota de crédito no se puede mostrar en este momento. Inténtelo de nuevo en unos minutos.',
+      },
+    },
   },
 };
 
@@ -535,6 +577,16 @@ const pt: Messages = {
     credit: 'Creditado no saldo do cliente',
     outOfBand: 'Devolvido fora da plataforma',
     memo: 'Nota',
+    problems: {
+      404: {
+        title: 'Nota de crédito não encontrada',
+        text: 'Este link de nota de crédito não é válido. Verifique se copiou o link completo do seu e-mail ou peça um novo ao remetente.',
+      },
+      500: {
+        title: 'Nota de crédito indisponível',
+        text: 'Esta nota de crédito não pode ser exibida agora. Tente novamente em alguns minutos.',
+      },
+    },
   },
 };
 

@@ -8,11 +8,13 @@ import type { Database } from '../../db/database.ts';
 import type { InvoiceRow } from '../../db/tables/invoices.table.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { findCreditNoteRow, toCreditNote } from '../credit-notes/credit-notes.records.ts';
+import type { CreditNoteRow } from '../../db/tables/credit-notes.table.ts';
 import { getBilledCustomer } from '../customers/customers.service.ts';
 import { findInvoiceRow, toInvoice } from '../invoices/invoices.lifecycle.ts';
 import {
   type BusinessDetails,
   creditNoteDocument,
+  type CreditNoteDocument,
   type DocumentCustomer,
   invoiceDocument,
   type InvoiceDocument,
@@ -70,18 +72,41 @@ export async function getInvoicePdf(db: Kysely<Database>, config: DocumentConfig
 }
 
 /**
+ * The document of credit note `row` (SPEC §14 "Credit notes"): the note, the number of the
+ * invoice it credits, its customer (deleted or not) and `config`'s business details.
+ */
+export async function loadCreditNoteDocument(
+  db: Kysely<Database>,
+  config: DocumentConfig,
+  row: CreditNoteRow,
+): Promise<CreditNoteDocument> {
+  const invoice = await findInvoiceRow(db, row.invoice_id);
+  return creditNoteDocument(
+    toCreditNote(row, config.publicUrl),
+    invoice?.number ?? null,
+    await buyerOf(db, row.customer_id),
+    config,
+  );
+}
+
+/** The PDF of credit note `row` (issued or void), in its customer's locale, named `<number>.pdf`. */
+export async function creditNotePdfOf(
+  db: Kysely<Database>,
+  config: DocumentConfig,
+  row: CreditNoteRow,
+): Promise<InvoicePdf> {
+  return {
+    filename: `${row.number}.pdf`,
+    pdf: await renderCreditNotePdf(await loadCreditNoteDocument(db, config, row)),
+  };
+}
+
+/**
  * The PDF of credit note `id` (issued or void; SPEC §14 "Credit notes"), in its customer's
  * locale, named `<number>.pdf`. Throws 404 `not_found` for unknown or malformed ids.
  */
 export async function getCreditNotePdf(db: Kysely<Database>, config: DocumentConfig, id: string): Promise<InvoicePdf> {
   const row = await findCreditNoteRow(db, id);
   if (!row) throw new NotFoundError('credit note', id);
-  const invoice = await findInvoiceRow(db, row.invoice_id);
-  const document = creditNoteDocument(
-    toCreditNote(row),
-    invoice?.number ?? null,
-    await buyerOf(db, row.customer_id),
-    config,
-  );
-  return { filename: `${row.number}.pdf`, pdf: await renderCreditNotePdf(document) };
+  return creditNotePdfOf(db, config, row);
 }

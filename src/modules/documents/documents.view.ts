@@ -42,7 +42,10 @@ export interface DocumentView {
   totals: TotalView[];
   notes: string[];
   pay: { action: string; label: string; provider: string } | null;
-  /** The page's link to its PDF (`<hosted_invoice_url>.pdf`), null without a hosted URL (a draft). */
+  /**
+   * The page's link to its PDF (`<hosted_invoice_url>.pdf`, `<hosted_credit_note_url>.pdf`),
+   * null without a hosted URL (a draft). The PDF does not print it.
+   */
   pdfLink: { href: string; label: string } | null;
   /** The stamp across a document that is not `open` (Paid, Void, Draft …), else null. */
   stamp: string | null;
@@ -209,7 +212,7 @@ export function invoiceView(document: InvoiceDocument): DocumentView {
  * buyer; number, date, invoice, reason and currency; the credited invoice lines (or one line
  * for a note issued for an amount); how the amount splits (taken off the amount due,
  * refunded, credited to the balance, out of band; a part of zero is left out) and the total;
- * the memo as a note. Deterministic, like invoiceView.
+ * the memo as a note; the hosted page's link to its PDF. Deterministic, like invoiceView.
  */
 export function creditNoteView(document: CreditNoteDocument): DocumentView {
   const { creditNote: note, seller, locale } = document;
@@ -259,7 +262,7 @@ export function creditNoteView(document: CreditNoteDocument): DocumentView {
     ],
     notes: note.memo ? [m.labelled(c.memo, note.memo)] : [],
     pay: null,
-    pdfLink: null,
+    pdfLink: { href: `${note.hosted_credit_note_url}.pdf`, label: m.downloadPdf },
     stamp: note.status === 'void' ? statusLabel : null,
     footer: `${note.number} · ${money(note.amount)} · ${statusLabel}`,
     messages: m,

@@ -115,6 +115,27 @@ export async function openOrCountDunningCase(
 }
 
 /**
+ * Sets `amount_due` (minor units) of the open case chasing invoice `invoiceId`, if any, to
+ * what the invoice now has remaining: a credit note lowered what it owes, or its void raised
+ * it again (SPEC §14), so the case never chases a stale amount. No event of its own: the
+ * `credit_note.*` event of the same transaction tells the change. The caller holds the
+ * invoice's lock (lock order: invoices → dunning_cases).
+ */
+export async function setCaseAmountDue(
+  trx: Transaction<Database>,
+  clock: Clock,
+  invoiceId: string,
+  amountDue: number,
+): Promise<void> {
+  await trx
+    .updateTable('dunning_cases')
+    .set({ amount_due: amountDue, updated_at: clock.now().toISOString() })
+    .where('invoice_id', '=', invoiceId)
+    .where('status', '=', 'open')
+    .execute();
+}
+
+/**
  * Closes the subscription's open case, if any, as `status` (`recovered` after a successful
  * payment, emitting `dunning.recovered`; `cancelled` when the subscription is cancelled, no
  * event of its own — `subscription.cancelled` tells it). With `paidInvoiceId` (the invoice a

@@ -16,6 +16,22 @@ export const eventSchema = Type.Object(
         "The resource as the API returned it: the topic's schema in this document's `webhooks` section (e.g. `Customer` for `customer.created`).",
     }),
     created_at: timestamp,
+    actor: Type.Union(
+      [
+        Type.Object(
+          {
+            type: Type.Literal('console_session'),
+            id: Type.String({ examples: ['cs_01JD3Q7Z8X9Y0A1B2C3D4E5F6G'] }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          'Who caused the event through the operator console (SPEC §16): its session. Null for events caused through the API (its key), by providers or by the worker.',
+      },
+    ),
     delivered: Type.Boolean({ description: 'True once every webhook delivery of this event succeeded.' }),
     delivered_at: nullableTimestamp,
   },
@@ -36,6 +52,7 @@ export const eventSchema = Type.Object(
           updated_at: '2026-01-15T10:00:00.000Z',
         },
         created_at: '2026-01-15T10:00:00.000Z',
+        actor: null,
         delivered: true,
         delivered_at: '2026-01-15T10:00:00.850Z',
       },

@@ -8,6 +8,7 @@ import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { defineList, type ListParams, type Page } from '../../http/lists.ts';
 import { pickFields } from '../../http/schemas.ts';
+import { currentActor } from '../../shared/actor.ts';
 import { type Clock, realClockOf } from '../../shared/clock.ts';
 import { isIdOf, newId } from '../../shared/ids.ts';
 import { type EventView, eventSchema } from './events.schemas.ts';
@@ -23,35 +24,58 @@ export function toEventView(row: EventRow): EventView {
     ...row,
     topic: row.topic as Topic,
     data: JSON.parse(row.data),
+    actor: row.actor === null ? null : JSON.parse(row.actor),
     delivered: row.delivered_at !== null,
   });
 }
 
 /** The outbox insert, compiled once (every state change runs it). */
 const insertEventRow = compiledQuery(
-  (db, param: Param<{ id: string; topic: string; data: string; created_at: string; emitted_at: string }>) =>
+  (
+    db,
+    param: Param<{
+      id: string;
+      topic: string;
+      data: string;
+      created_at: string;
+      emitted_at: string;
+      actor: string | null;
+    }>,
+  ) =>
     db.insertInto('events').values({
       id: param('id'),
       topic: param('topic'),
       data: param('data'),
       created_at: param('created_at'),
       emitted_at: param('emitted_at'),
+      actor: param('actor'),
       delivered_at: null,
     }),
 );
 
 /**
  * An event's stored columns for `clock`: `data` serialized once (with `test_clock` added on a
- * test clock's time, SPEC §11), `created_at` the clock's time, `emitted_at` the real time.
+ * test clock's time, SPEC §11), `created_at` the clock's time, `emitted_at` the real time,
+ * `actor` the console session acting (shared/actor.ts, SPEC §16) or null.
  */
-function eventValues(clock: Clock, data: unknown): { data: string; created_at: string; emitted_at: string } {
+function eventValues(
+  clock: Clock,
+  data: unknown,
+): { data: string; created_at: string; emitted_at: string; actor: string | null } {
   // An event a test clock's customer causes names the clock (SPEC §11).
   const payload = clock.testClockId === undefined ? data : { ...(data as object), test_clock: clock.testClockId };
   return {
     data: JSON.stringify(payload),
     created_at: clock.now().toISOString(),
     emitted_at: realClockOf(clock).now().toISOString(),
+    actor: actorText(),
   };
+}
+
+/** The current actor as stored (JSON text), or null. */
+function actorText(): string | null {
+  const actor = currentActor();
+  return actor === undefined ? null : JSON.stringify({ type: actor.type, id: actor.id });
 }
 
 /**
@@ -80,7 +104,14 @@ export async function emitEvent(
   return id;
 }
 
-type EventValues = { id: string; topic: string; data: string; created_at: string; emitted_at: string };
+type EventValues = {
+  id: string;
+  topic: string;
+  data: string;
+  created_at: string;
+  emitted_at: string;
+  actor: string | null;
+};
 
 /** Events collected per transaction between deferEvents and flushEvents. */
 const deferredEvents = new WeakMap<Transaction<Database>, EventValues[]>();
@@ -163,8 +194,9 @@ export async function emitEventIfInserted(
   const values = eventValues(clock, data);
   await sql`with inserted as (${insert}),
       emitted as (
-        insert into events (id, topic, data, created_at, emitted_at, delivered_at)
-        select ${id}, ${topic}, ${values.data}, ${values.created_at}, ${values.emitted_at}, null from inserted
+        insert into events (id, topic, data, created_at, emitted_at, actor, delivered_at)
+        select ${id}, ${topic}, ${values.data}, ${values.created_at}, ${values.emitted_at}, ${values.actor}, null
+        from inserted
         returning id
       )
       ${countRowsOf('events', 'emitted')}`.execute(trx);

@@ -131,6 +131,15 @@ export async function releaseIdempotencyKey(db: Kysely<Database>, claim: Claim):
     .execute();
 }
 
+/** Keys whose 24 h have passed at `now`, oldest first: what the purge takes, and the worker's due probe. */
+export function expiredIdempotencyKeysQuery(db: Kysely<Database>, now: Date) {
+  return db
+    .selectFrom('idempotency_keys')
+    .select(['principal_id', 'key'])
+    .where('expires_at', '<=', now.toISOString())
+    .orderBy('expires_at');
+}
+
 /**
  * Deletes up to `limit` keys whose 24 h have passed (`expires_at <= now`); returns how many.
  * On PostgreSQL the rows are picked with SKIP LOCKED, so workers purging at once never wait
@@ -138,15 +147,7 @@ export async function releaseIdempotencyKey(db: Kysely<Database>, claim: Claim):
  */
 export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, now: Date, limit: number): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const due = await claimRows(
-      trx
-        .selectFrom('idempotency_keys')
-        .select(['principal_id', 'key'])
-        .where('expires_at', '<=', now.toISOString())
-        .orderBy('expires_at')
-        .limit(limit),
-      trx,
-    ).execute();
+    const due = await claimRows(expiredIdempotencyKeysQuery(trx, now).limit(limit), trx).execute();
     if (due.length === 0) return 0;
     await trx
       .deleteFrom('idempotency_keys')

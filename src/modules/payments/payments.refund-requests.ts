@@ -204,6 +204,27 @@ export async function claimRefundRequest(
 }
 
 /**
+ * Pending refunds of `scope` without a provider answer whose `resume_at` has come at `now`
+ * (ISO 8601) and whose lease (if any) has passed, oldest due first: what
+ * claimDueRefundRequests claims, and the worker's due probe (worker/job.ts `dueNow`).
+ */
+export function dueRefundRequestsQuery(db: Kysely<Database>, now: string, scope: JobScope = REAL_TIME) {
+  return whereInScope(
+    db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('resume_at', '<=', now)
+      .where('status', '=', 'pending')
+      .where('provider_refund_id', 'is', null)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
+      .orderBy('resume_at')
+      .orderBy('id'),
+    'refunds.test_clock_id',
+    scope,
+  );
+}
+
+/**
  * The worker's claim (SPEC §7: SKIP LOCKED and a lease): up to `limit` pending refunds of
  * `scope` (real time, or one test clock's: SPEC §11) without a provider answer whose
  * `resume_at` has come at `clock`'s now and whose lease (if any) has passed, oldest due
@@ -220,23 +241,7 @@ export async function claimDueRefundRequests(
   const now = at.toISOString();
   const leaseEnd = new Date(at.getTime() + leaseMs).toISOString();
   return transactionWithRetry(db, async (trx) => {
-    const rows = await claimRows(
-      whereInScope(
-        trx
-          .selectFrom('refunds')
-          .selectAll()
-          .where('resume_at', '<=', now)
-          .where('status', '=', 'pending')
-          .where('provider_refund_id', 'is', null)
-          .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
-          .orderBy('resume_at')
-          .orderBy('id')
-          .limit(limit),
-        'refunds.test_clock_id',
-        scope,
-      ),
-      trx,
-    ).execute();
+    const rows = await claimRows(dueRefundRequestsQuery(trx, now, scope).limit(limit), trx).execute();
     if (rows.length === 0) return [];
     await trx
       .updateTable('refunds')

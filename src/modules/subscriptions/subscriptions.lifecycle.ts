@@ -16,6 +16,7 @@ import { emitEvent } from '../events/events.service.ts';
 import type { Topic } from '../events/events.topics.ts';
 import { isEntitled, type LifecycleEvent, nextStatus, type SubscriptionStatus } from './subscriptions.status.ts';
 import { type Subscription, subscriptionSchema } from './subscriptions.schemas.ts';
+import type { Discount } from '../coupons/coupons.schemas.ts';
 import { parseTaxRateIds } from '../tax-rates/tax-rates.service.ts';
 import type { SubscriptionRow, SubscriptionsTable } from '../../db/tables/subscriptions.table.ts';
 import { deletePendingItems } from './subscriptions.pending-items.ts';
@@ -225,9 +226,18 @@ export async function transitionSubscription(
 export type PreviousAttributes = Partial<
   Pick<
     Subscription,
-    'plan_id' | 'quantity' | 'pending_update' | 'billing_cycle_anchor' | 'current_period_start' | 'current_period_end'
+    | 'plan_id'
+    | 'quantity'
+    | 'pending_update'
+    | 'billing_cycle_anchor'
+    | 'current_period_start'
+    | 'current_period_end'
+    | 'tax_rate_ids'
   >
->;
+> & {
+  /** The subscription's own discount before a PATCH changed it (SPEC §14), null for none. */
+  discount?: Discount | null;
+};
 
 /**
  * Writes `changes` to `row` without moving its status, and emits `topic` with the resulting
