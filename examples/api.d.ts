@@ -94,6 +94,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/customers/{id}/payment-methods/setup': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a link where the customer adds a payment method
+     * @description Asks the provider (`provider`, default `DEFAULT_PROVIDER`) for a page where the customer saves a method without paying an invoice (SPEC §10 "Adding a method"). Stripe: a Checkout Session in `setup` mode; nothing is charged, and the SetupIntent's `setup_intent.succeeded` saves the method. Paystack has no setup mode: a verification charge of `verification_amount` (NGN 50.00, GHS 0.10, ZAR 1.00 or USD 0.20) whose `charge.success` saves the card and which is refunded in full, exactly once; it settles no invoice and becomes no credit. The saved method becomes the default, as any new one. A provider without an API key, or one that refuses the key or the request: 422 `invalid_state`. No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error` (retry).
+     */
+    post: operations['createPaymentMethodSetup'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/customers/{id}/payment-methods': {
     parameters: {
       query?: never;
@@ -5131,6 +5151,39 @@ export interface components {
       expires_at?: string;
     };
     /**
+     * @description A page at the provider where the customer adds a payment method without paying an invoice (SPEC §10).
+     * @example {
+     *       "provider": "paystack",
+     *       "url": "https://checkout.paystack.com/0peioxfhpn",
+     *       "reference": "pms-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "currency": "NGN",
+     *       "verification_amount": 5000
+     *     }
+     */
+    PaymentMethodSetup: {
+      /** @enum {string} */
+      provider: 'paystack' | 'stripe';
+      /** @description The provider's page where the customer enters a method: send them there. */
+      url: string;
+      /**
+       * @description Ours: Stripe's Idempotency-Key and `client_reference_id`, Paystack's transaction reference of the verification charge.
+       * @example pms-01JD3Q7Z8X9Y0A1B2C3D4E5F6G
+       */
+      reference: string;
+      /** @example NGN */
+      currency: string;
+      /**
+       * @description Minor units charged to verify the card and refunded in full once it is saved (Paystack); 0 for Stripe, which charges nothing.
+       * @example 5000
+       */
+      verification_amount: number;
+      /**
+       * Format: date-time
+       * @description When the link stops working (Stripe); absent for Paystack.
+       */
+      expires_at?: string;
+    };
+    /**
      * @description A link to the customer portal for one customer, valid one hour (SPEC §16).
      * @example {
      *       "id": "bps_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
@@ -6588,6 +6641,86 @@ export interface operations {
       429: components['responses']['TooManyRequests'];
       500: components['responses']['InternalServerError'];
       503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createPaymentMethodSetup: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Makes a retry safe: the first response is stored 24 h and replayed with `Idempotent-Replayed: true`; the same key with another request, or while the first still runs, is 409 `idempotency_error`. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: without a body the link uses DEFAULT_PROVIDER and returns to PUBLIC_URL. */
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "provider": "stripe",
+         *       "currency": "USD",
+         *       "return_url": "https://app.example.com/billing/methods"
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description The provider to save the method at; default DEFAULT_PROVIDER.
+           * @enum {string}
+           */
+          provider?: 'paystack' | 'stripe';
+          /**
+           * @description ISO 4217. Stripe shows the methods usable in it; Paystack's verification charge is made in it. Default: the currency of the customer's latest subscription, else NGN (Paystack) or USD (Stripe).
+           * @example NGN
+           */
+          currency?: string;
+          /**
+           * @description Where the provider sends the customer afterwards (Stripe: also on cancel): an absolute http(s) URL. Default: PUBLIC_URL.
+           * @example https://app.example.com/billing/methods
+           */
+          return_url?: string;
+        } | null;
+      };
+    };
+    responses: {
+      /** @description The link to send the customer to */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "provider": "paystack",
+           *       "url": "https://checkout.paystack.com/0peioxfhpn",
+           *       "reference": "pms-01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "currency": "NGN",
+           *       "verification_amount": 5000
+           *     }
+           */
+          'application/json': components['schemas']['PaymentMethodSetup'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['UnprocessableEntity'];
+      429: components['responses']['TooManyRequests'];
+      500: components['responses']['InternalServerError'];
+      /** @description The provider gave no usable answer: retry later */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listPaymentMethods: {

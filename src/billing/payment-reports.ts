@@ -11,6 +11,9 @@ import { isProviderName } from '../shared/provider-names.ts';
 import { repointCasePayments } from '../modules/dunning/dunning.cases.ts';
 import { rememberPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { recordPaymentReport, recordRefundReports } from '../modules/payments/payments.recording.ts';
+import { findRefundRequest, refundableOf, startRefundRequest } from '../modules/payments/payments.refund-requests.ts';
+import type { PaymentRow } from '../db/tables/payments.table.ts';
+import { CARD_VERIFICATION_PURPOSE } from './payment-method-setup.ts';
 import {
   lockPaymentByReference,
   lockPaymentLink,
@@ -44,6 +47,7 @@ export interface ProcessingContext {
 export type PaymentEvent = Extract<ProviderEvent, { kind: 'payment_succeeded' | 'payment_failed' }>;
 export type RefundEvent = Extract<ProviderEvent, { kind: 'refunds' }>;
 export type LinkEvent = Extract<ProviderEvent, { kind: 'payment_linked' }>;
+export type MethodSavedEvent = Extract<ProviderEvent, { kind: 'method_saved' }>;
 
 /**
  * A payment report: attribute it, record it (one payment per provider reference), and
@@ -66,9 +70,13 @@ export async function recordPaymentEvent(
     (await lockPaymentReference(trx, provider, report.reference));
   const existing = locked.payment;
   const needsAttribution = !existing || existing.customer_id === null || existing.subscription_id === null;
-  const who = needsAttribution
+  const attributed = needsAttribution
     ? await attributePayment(trx, realCtx.clock, provider, report, existing?.currency ?? null, realCtx.batch)
     : { customerId: null, subscriptionId: null, planCurrency: null };
+  // A card verification (SPEC §10 "Adding a method") belongs to its customer only: it pays no
+  // subscription's invoice, so it never settles one nor becomes credit.
+  const verification = provider === 'paystack' && report.metadata.purpose === CARD_VERIFICATION_PURPOSE;
+  const who = verification ? { ...attributed, subscriptionId: null } : attributed;
   // A test clock's customer's payment is recorded and applied at the clock's time (SPEC §11).
   const ctx = await withClockForCustomer(trx, realCtx, existing?.customer_id ?? who.customerId);
   const { clock } = ctx;
@@ -100,7 +108,9 @@ export async function recordPaymentEvent(
   if (change.refused) throw new UnusableEventError(change.reason);
   const { payment } = change;
   if (status === 'succeeded') await saveReusableMethod(trx, ctx, provider, report, payment.customer_id);
-  if (payment.subscription_id !== null) {
+  if (verification) {
+    if (payment.status === 'succeeded') await refundVerificationCharge(trx, ctx, payment);
+  } else if (payment.subscription_id !== null) {
     const facts = {
       paymentId: payment.id,
       amount: payment.amount,
@@ -140,6 +150,60 @@ async function saveReusableMethod(
   if (!isProviderName(provider)) return;
   const saved = ctx.batch?.methodSaved(customerId, provider, method.fingerprint);
   await rememberPaymentMethod(trx, ctx, { ...method, customerId, provider }, saved);
+}
+
+/**
+ * A Paystack card verification's money goes back (SPEC §10 "Adding a method"): a `pending`
+ * refund of all that may still be refunded on `payment` (locked by the caller), through the
+ * API refund path — the worker asks Paystack at once (resolve_unknown_refunds: looked up by
+ * our id before it is sent), and Paystack's refund event settles it. Exactly once: the refund
+ * is keyed by the payment (`request_key`), so a repeated `charge.success` finds it and adds
+ * nothing; nothing is started when nothing remains to refund.
+ */
+async function refundVerificationCharge(
+  trx: Transaction<Database>,
+  ctx: ProcessingContext,
+  payment: PaymentRow,
+): Promise<void> {
+  const requestKey = `${CARD_VERIFICATION_PURPOSE}:${payment.id}`;
+  if (await findRefundRequest(trx, requestKey)) return;
+  const { refundable } = await refundableOf(trx, payment);
+  if (refundable === 0) return;
+  await startRefundRequest(trx, ctx.clock, payment, {
+    amount: refundable,
+    reason: 'card verification',
+    requestKey,
+    // Due for the worker at once: no caller of ours is asking the provider for it.
+    leaseMs: 0,
+  });
+}
+
+/**
+ * A method saved without a payment (Stripe `setup_intent.succeeded`, SPEC §10 "Adding a
+ * method"): saved for the live customer `metadata.customer_id` names, and made the default as
+ * any new method (rememberPaymentMethod: a method already saved stays as it is, so a repeated
+ * event changes nothing). No payment, invoice or balance is touched. Throws UnusableEventError
+ * when the customer is unknown or deleted, or DATA_ENCRYPTION_KEY is not set.
+ */
+export async function recordSavedMethod(
+  trx: Transaction<Database>,
+  realCtx: ProcessingContext,
+  provider: string,
+  event: MethodSavedEvent,
+): Promise<void> {
+  const named = event.metadata.customer_id ?? '';
+  const customer = await trx
+    .selectFrom('customers')
+    .select('id')
+    .where('id', '=', named)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!customer) throw new UnusableEventError(`customer ${named} is unknown or deleted`);
+  if (realCtx.config.dataEncryptionKey === undefined || !isProviderName(provider)) {
+    throw new UnusableEventError('payment methods cannot be saved: DATA_ENCRYPTION_KEY is not set');
+  }
+  const ctx = await withClockForCustomer(trx, realCtx, customer.id);
+  await rememberPaymentMethod(trx, ctx, { ...event.method, customerId: customer.id, provider });
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   linkPaymentReferences,
   type ProcessingContext,
   recordPaymentEvent,
+  recordSavedMethod,
   recordRefunds,
 } from '../billing/payment-reports.ts';
 
@@ -69,6 +70,9 @@ export async function processInboxRow(
     case 'payment_succeeded':
     case 'payment_failed':
       await recordPaymentEvent(trx, withHeldReports(ctx), row.provider, event);
+      break;
+    case 'method_saved':
+      await recordSavedMethod(trx, ctx, row.provider, event);
       break;
     case 'payment_linked':
       // Held reports of the alias wait for the canonical reference from now on.

@@ -142,6 +142,7 @@ async function linksOf(
 ): Promise<{ paymentId: string | null; refundIds: string[] }> {
   switch (event.kind) {
     case 'ignored':
+    case 'method_saved':
       return { paymentId: null, refundIds: [] };
     case 'payment_succeeded':
     case 'payment_failed':

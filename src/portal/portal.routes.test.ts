@@ -2,7 +2,7 @@
 // another customer's ids are 404 like ids that do not exist, CSRF, the headers. Both databases.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { TestApp } from '../../test/helpers/app.ts';
+import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan, createSubscription } from '../../test/helpers/factories.ts';
 import { saveTestPaymentMethod } from '../../test/helpers/payment-methods.ts';
 import { appWithFakeProviders } from '../../test/helpers/provider-apps.ts';
@@ -268,4 +268,34 @@ test('switch plan among PORTAL_PLANS: the preview first (nothing changes), then 
   }
   const still = (await app.request('GET', `/api/subscriptions/${subscription.id}`)).body;
   assert.deepEqual([still.plan_id, still.pending_update.plan_id], [pro.id, lite.id]);
+});
+
+test('Add a payment method: a CSRF-checked POST answers 303 to the provider page made for the session’s customer only', async (t) => {
+  const app = await appWithFakeProviders(t);
+  const a = await customerWithEverything(app);
+  const b = await customerWithEverything(app);
+  const portal = await openPortal(app, a.customer.id);
+  const home = await portal.get('/portal');
+  assert.ok(home.text.includes('<form method="post" action="/portal/payment-methods/add">'));
+  assert.match(home.text, />Add a payment method</);
+  // A stale form adds nothing and calls no provider.
+  assert.equal((await portal.post('/portal/payment-methods/add', { csrf: 'x' })).status, 403);
+  assert.equal(app.paystack.initializeCalls.length, 0);
+  const res = await portal.post('/portal/payment-methods/add');
+  assert.equal(res.status, 303);
+  assert.match(res.headers.get('location')!, /^https:\/\/checkout\.paystack\.com\//);
+  assert.equal(app.paystack.initializeCalls.length, 1);
+  const init = app.paystack.initializeCalls[0]!.body as Record<string, any>;
+  assert.equal(init.metadata.customer_id, a.customer.id);
+  assert.notEqual(init.metadata.customer_id, b.customer.id);
+  assert.equal(init.metadata.purpose, 'card_verification');
+  assert.equal(init.callback_url, `${app.deps.config.publicUrl}/portal`);
+  assert.equal(init.email, a.customer.email);
+  // Without a provider key there is no button, and the POST refuses with a page, not a 500.
+  const keyless = await buildTestApp(t);
+  const c = await createCustomer(keyless);
+  const other = await openPortal(keyless, c.id);
+  assert.ok(!(await other.get('/portal')).text.includes('/portal/payment-methods/add'));
+  const refused = await other.post('/portal/payment-methods/add');
+  assert.ok(refused.status >= 400 && refused.status < 500, String(refused.status));
 });

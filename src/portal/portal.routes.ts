@@ -18,6 +18,7 @@
 // methods go through the payment-methods service.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseCookie, stringifySetCookie } from 'cookie';
+import { createPaymentMethodSetup } from '../billing/payment-method-setup.ts';
 import type { Deps } from '../deps.ts';
 import { AppError, errorResponse } from '../http/errors.ts';
 import { cancelSubscription } from '../billing/subscriptions.ts';
@@ -319,6 +320,7 @@ export async function registerPortalPages(app: FastifyInstance, deps: Deps): Pro
           })),
         subscriptions: shown,
         methods: methods.data,
+        addMethodPath: payable ? `${PORTAL_PREFIX}/payment-methods/add` : undefined,
         expiresAt: session.login.expiresAt,
       });
       return sendPage(reply, 200, html);
@@ -404,6 +406,21 @@ export async function registerPortalPages(app: FastifyInstance, deps: Deps): Pro
         ...(prorationDate ? { proration_date: prorationDate } : {}),
       });
       return seeOther(reply, `${PORTAL_PREFIX}?done=${after.pending_update === null ? 'changed' : 'scheduled'}`);
+    },
+  );
+
+  // Adding a method (SPEC §10 "Adding a method"): the provider's page for the session's
+  // customer, never another's; its signed event saves the method. Back to the overview after.
+  app.post(
+    '/payment-methods/add',
+    { config: { scope: 'public', idempotency: false }, schema: { hide: true } },
+    async (request, reply) => {
+      const session = await postingSession(request, reply);
+      if (session === undefined) return reply;
+      const link = await createPaymentMethodSetup(deps, session.customer.id, {
+        return_url: `${publicUrl}${PORTAL_PREFIX}`,
+      });
+      return seeOther(reply, link.url);
     },
   );
 

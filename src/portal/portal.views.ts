@@ -99,6 +99,8 @@ export interface PortalHome extends PortalFrame {
   invoices: readonly { invoice: Invoice; payPath: string | undefined }[];
   subscriptions: readonly PortalSubscription[];
   methods: readonly PaymentMethod[];
+  /** Where "Add a payment method" posts; undefined when no provider can save one. */
+  addMethodPath: string | undefined;
   /** ISO 8601: when the session ends. */
   expiresAt: string;
 }
@@ -163,6 +165,7 @@ export function renderPortalHome(home: PortalHome): string {
       makeDefault: `/portal/payment-methods/${pm.id}/default`,
       remove: `/portal/payment-methods/${pm.id}/remove`,
     })),
+    addMethod: home.addMethodPath ?? null,
     footer: m.sessionEnds(`${formatDate(home.expiresAt, tag)} ${home.expiresAt.slice(11, 16)} UTC`),
   };
   return eta.render('./home', { ...frameOf(home, m.title), view });

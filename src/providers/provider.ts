@@ -101,6 +101,17 @@ export type ProviderEvent =
       /** The id the payment is keyed by, e.g. the Stripe PaymentIntent id `pi_…`. */
       canonicalReference: string;
     }
+  | {
+      /**
+       * A method saved without a payment (Stripe `setup_intent.succeeded` of a Checkout
+       * Session in `setup` mode, SPEC §10 "Adding a method"): saved for the customer our
+       * metadata names (`customer_id`).
+       */
+      kind: 'method_saved';
+      /** Our metadata on the SetupIntent. */
+      metadata: Record<string, string>;
+      method: ReusableMethodReport;
+    }
   | { kind: 'ignored'; reason: string };
 
 /** What the inbox stores about an event before anything else: its unique key and type. */

@@ -6,6 +6,7 @@ import type { ApiDocument } from '../http/openapi.ts';
 import { apiKeyListSchema, apiKeySchema, createdKeySchema } from '../modules/api-keys/api-keys.schemas.ts';
 import { paymentAttemptedSchema } from '../billing/charges.schemas.ts';
 import { checkoutLinkSchema } from '../billing/checkout.schemas.ts';
+import { paymentMethodSetupSchema } from '../billing/payment-method-setup.schemas.ts';
 import { portalSessionSchema } from '../modules/portal-sessions/portal-sessions.schemas.ts';
 import { invoicePreviewSchema, subscriptionUpdatedSchema } from '../billing/plan-changes.schemas.ts';
 import { paymentAttemptSchema } from '../modules/payment-attempts/payment-attempts.schemas.ts';
@@ -148,6 +149,7 @@ export const COMPONENT_SCHEMAS: readonly object[] = [
   invoiceSchema,
   invoiceListSchema,
   checkoutLinkSchema,
+  paymentMethodSetupSchema,
   portalSessionSchema,
   paymentAttemptSchema,
   invoiceDetailSchema,

@@ -1,6 +1,8 @@
 // A fake Stripe API for tests (shapes from stripe/openapi fixtures3.json's `checkout.session`
 // and `refund`, and Stripe's error object `{error: {type, code, message, param}}`): POST
-// /v1/checkout/sessions, POST /v1/refunds (and the signed `refund.updated` event Stripe would
+// /v1/checkout/sessions (mode `payment`, or `setup`: a SetupIntent completed by completeSetup,
+// its events sent by sendSetupWebhooks; GET /v1/setup_intents/{id}, /v1/payment_methods/{id}),
+// POST /v1/refunds (and the signed `refund.updated` event Stripe would
 // send: sendRefundEvent), GET /v1/refunds?payment_intent=… and GET
 // /v1/payment_intents?customer=…&created[gte]=… (Stripe's list object `{object: 'list', url,
 // has_more, data}`, newest first, `limit` 1–100 (default 10), `starting_after` = the last id
@@ -126,6 +128,15 @@ export class FakeStripe extends FakeProviderServer {
 
   #list(call: RecordedCall): FakeAnswer {
     const url = new URL(call.path, 'http://stripe.invalid');
+    const retrieved = /^\/v1\/(setup_intents|payment_methods)\/([^/]+)$/.exec(url.pathname);
+    if (retrieved) {
+      const found = (retrieved[1] === 'setup_intents' ? this.setupIntents : this.paymentMethods).get(retrieved[2]!);
+      return found
+        ? { status: 200, body: found }
+        : stripeError(404, 'invalid_request_error', `No such ${retrieved[1]}: '${retrieved[2]}'`, {
+            code: 'resource_missing',
+          });
+    }
     const query = url.searchParams;
     let items: Record<string, unknown>[];
     if (url.pathname === '/v1/refunds') {
@@ -169,7 +180,132 @@ export class FakeStripe extends FakeProviderServer {
     };
   }
 
+  /** SetupIntents (`seti_…`) made by sessions in `setup` mode, as GET /v1/setup_intents/{id} answers. */
+  readonly setupIntents = new Map<string, Record<string, unknown>>();
+  /** PaymentMethods (`pm_…`) saved by completed setups, as GET /v1/payment_methods/{id} answers. */
+  readonly paymentMethods = new Map<string, Record<string, unknown>>();
+
+  /**
+   * A Checkout Session in `setup` mode (stripe/openapi: `currency` is required with dynamic
+   * payment methods; no line items): a SetupIntent `requires_payment_method` with
+   * `setup_intent_data.metadata`, completed later by completeSetup.
+   */
+  #createSetupSession(body: Record<string, unknown>): FakeAnswer {
+    if (body.line_items !== undefined) {
+      return stripeError(400, 'invalid_request_error', 'You cannot pass `line_items` in `setup` mode.', {
+        param: 'line_items',
+      });
+    }
+    if (typeof body.currency !== 'string' || !/^[a-z]{3}$/.test(body.currency)) {
+      return stripeError(400, 'invalid_request_error', 'Missing required param: currency.', { param: 'currency' });
+    }
+    if (typeof body.success_url !== 'string') {
+      return stripeError(400, 'invalid_request_error', 'Missing required param: success_url.', {
+        param: 'success_url',
+      });
+    }
+    this.#sequence += 1;
+    const seq = String(this.#sequence).padStart(6, '0');
+    const id = `cs_test_c1${seq}URlnyQCN5fUUduORoQ7Pw41PJqDWkIVQCpJPqkfIhd6tVY8XB`;
+    const setupIntentId = `seti_1Fake${seq}SetupIntent`;
+    const created = Math.floor(Date.now() / 1000);
+    const intentData = (body.setup_intent_data ?? {}) as { metadata?: Record<string, string> };
+    this.setupIntents.set(setupIntentId, {
+      id: setupIntentId,
+      object: 'setup_intent',
+      created,
+      customer: body.customer ?? null,
+      livemode: false,
+      metadata: intentData.metadata ?? {},
+      payment_method: null,
+      payment_method_types: ['card'],
+      status: 'requires_payment_method',
+      usage: 'off_session',
+    });
+    const session = {
+      id,
+      object: 'checkout.session',
+      amount_subtotal: null,
+      amount_total: null,
+      cancel_url: body.cancel_url ?? null,
+      client_reference_id: body.client_reference_id ?? null,
+      created,
+      currency: body.currency,
+      customer: body.customer ?? null,
+      customer_creation: body.customer_creation ?? null,
+      customer_email: body.customer_email ?? null,
+      expires_at: created + 86_400,
+      livemode: false,
+      metadata: body.metadata ?? {},
+      mode: 'setup',
+      payment_intent: null,
+      payment_status: 'no_payment_required',
+      setup_intent: setupIntentId,
+      status: 'open',
+      success_url: body.success_url,
+      ui_mode: 'hosted',
+      url: `https://checkout.stripe.com/c/pay/${id}`,
+    };
+    this.sessions.set(id, session);
+    return { status: 200, body: session };
+  }
+
+  /**
+   * The customer finishes setup session `sessionId` with a card: its SetupIntent `succeeded`
+   * with a new PaymentMethod attached to the session's customer (or a new `cus_…` when the
+   * session had none: `customer_creation: always`), the session `complete`. Returns the
+   * PaymentMethod id.
+   */
+  completeSetup(sessionId: string, card: { brand?: string; last4?: string } = {}): string {
+    const session = this.sessions.get(sessionId);
+    if (!session || session.mode !== 'setup') throw new Error(`fake Stripe has no setup session ${sessionId}`);
+    const intent = this.setupIntents.get(session.setup_intent as string)!;
+    this.#sequence += 1;
+    const customer = (session.customer as string | null) ?? `cus_Fake${String(this.#sequence).padStart(6, '0')}`;
+    const paymentMethod = `pm_1Fake${String(this.#sequence).padStart(6, '0')}Card`;
+    this.paymentMethods.set(paymentMethod, {
+      id: paymentMethod,
+      object: 'payment_method',
+      type: 'card',
+      customer,
+      card: { brand: card.brand ?? 'visa', last4: card.last4 ?? '4242', exp_month: 12, exp_year: 2034 },
+    });
+    Object.assign(intent, { status: 'succeeded', customer, payment_method: paymentMethod });
+    Object.assign(session, { status: 'complete', customer });
+    return paymentMethod;
+  }
+
+  /**
+   * POSTs the signed events Stripe sends for a completed setup session, in this order:
+   * `checkout.session.completed` (mode `setup`, naming its SetupIntent by id) and
+   * `setup_intent.succeeded` (its payment_method and customer). Returns both statuses.
+   */
+  async sendSetupWebhooks(sessionId: string): Promise<number[]> {
+    const session = this.sessions.get(sessionId);
+    if (!session || session.status !== 'complete') throw new Error(`setup session ${sessionId} is not complete`);
+    const intent = this.setupIntents.get(session.setup_intent as string)!;
+    return [
+      await this.#sendEvent(stripeEvent('checkout.session.completed', session)),
+      await this.#sendEvent(stripeEvent('setup_intent.succeeded', intent)),
+    ];
+  }
+
+  /** POSTs `event`, signed at webhookTarget's time, to its /api/notify; returns the status. */
+  async #sendEvent(event: object): Promise<number> {
+    if (!this.webhookTarget) throw new Error('fake Stripe has no webhookTarget');
+    const body = JSON.stringify(event);
+    const timestamp = Math.floor(this.webhookTarget.now().getTime() / 1000);
+    const response = await fetch(`${this.webhookTarget.url}/api/notify?p=stripe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signStripe(body, timestamp) },
+      body,
+    });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
   #createSession(body: Record<string, unknown>): FakeAnswer {
+    if (body.mode === 'setup') return this.#createSetupSession(body);
     if (body.mode !== 'payment') {
       return stripeError(400, 'invalid_request_error', 'Invalid mode: must be one of payment, setup, or subscription', {
         param: 'mode',

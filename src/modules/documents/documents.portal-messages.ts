@@ -44,6 +44,7 @@ export interface PortalMessages {
   paymentMethods: string;
   noPaymentMethods: string;
   savedWhenPaying: string;
+  addMethod: string;
   expires: (month: string, year: string) => string;
   isDefault: string;
   makeDefault: string;
@@ -106,6 +107,7 @@ const en: PortalMessages = {
   paymentMethods: 'Payment methods',
   noPaymentMethods: 'No saved payment methods.',
   savedWhenPaying: 'A card you pay an invoice with is saved here.',
+  addMethod: 'Add a payment method',
   expires: (month, year) => `Expires ${month}/${year}`,
   isDefault: 'Default',
   makeDefault: 'Make default',
@@ -175,6 +177,7 @@ const fr: PortalMessages = {
   paymentMethods: 'Moyens de paiement',
   noPaymentMethods: 'Aucun moyen de paiement enregistré.',
   savedWhenPaying: 'La carte avec laquelle vous payez une facture est enregistrée ici.',
+  addMethod: 'Ajouter un moyen de paiement',
   expires: (month, year) => `Expire ${month}/${year}`,
   isDefault: 'Par défaut',
   makeDefault: 'Utiliser par défaut',
@@ -247,6 +250,7 @@ const de: PortalMessages = {
   paymentMethods: 'Zahlungsmethoden',
   noPaymentMethods: 'Keine gespeicherten Zahlungsmethoden.',
   savedWhenPaying: 'Eine Karte, mit der Sie eine Rechnung bezahlen, wird hier gespeichert.',
+  addMethod: 'Zahlungsmethode hinzufügen',
   expires: (month, year) => `Gültig bis ${month}/${year}`,
   isDefault: 'Standard',
   makeDefault: 'Als Standard festlegen',
@@ -322,6 +326,7 @@ const es: PortalMessages = {
   paymentMethods: 'Métodos de pago',
   noPaymentMethods: 'No hay métodos de pago guardados.',
   savedWhenPaying: 'La tarjeta con la que paga una factura se guarda aquí.',
+  addMethod: 'Añadir un método de pago',
   expires: (month, year) => `Caduca ${month}/${year}`,
   isDefault: 'Predeterminado',
   makeDefault: 'Usar como predeterminado',
@@ -391,6 +396,7 @@ const pt: PortalMessages = {
   paymentMethods: 'Meios de pagamento',
   noPaymentMethods: 'Não há meios de pagamento guardados.',
   savedWhenPaying: 'O cartão com que paga uma fatura fica guardado aqui.',
+  addMethod: 'Adicionar um método de pagamento',
   expires: (month, year) => `Expira ${month}/${year}`,
   isDefault: 'Predefinido',
   makeDefault: 'Tornar predefinido',

@@ -49,6 +49,22 @@ export interface StripeRefundInput {
   idempotencyKey: string;
 }
 
+/** A Checkout Session in `setup` mode: a method saved without a payment (SPEC §10). */
+export interface SetupSessionInput {
+  /** ISO 4217 (sent lower case). */
+  currency: string;
+  /** The Stripe customer (`cus_…`) a saved method of ours is attached to, when one is known. */
+  customer?: string;
+  /** Prefills Checkout and the Stripe customer it creates when none is known. */
+  customerEmail: string;
+  successUrl: string;
+  cancelUrl: string;
+  /** Ours: `client_reference_id` and the Idempotency-Key. */
+  reference: string;
+  /** On the session and on its SetupIntent. */
+  metadata: Record<string, string>;
+}
+
 export interface CreatedCheckoutSession {
   id: string;
   url: string;
@@ -149,6 +165,42 @@ export class StripeApi {
           : {}),
       metadata: input.metadata,
       payment_intent_data: { setup_future_usage: 'off_session', metadata: input.metadata },
+    };
+    const session = await this.#withDeadline(
+      this.#stripe.checkout.sessions.create(params, { idempotencyKey: input.reference }),
+    );
+    if (typeof session.url !== 'string' || !/^https?:\/\//.test(session.url)) {
+      throw new ProviderCallError('stripe', 'unavailable', 'Stripe created a Checkout Session without a url');
+    }
+    return {
+      id: session.id,
+      url: session.url,
+      expires_at: typeof session.expires_at === 'number' ? session.expires_at : null,
+    };
+  }
+
+  /**
+   * POST /v1/checkout/sessions, mode `setup` (https://docs.stripe.com/payments/save-and-reuse?platform=checkout):
+   * the customer saves a method without paying. `currency` (ISO 4217, sent lower case) is
+   * required by dynamic payment methods in setup mode. With a known Stripe customer (`cus_…`)
+   * the method is attached to it; otherwise `customer_creation: always` makes one from the
+   * prefilled email. `metadata` goes on the session and on its SetupIntent
+   * (`setup_intent_data.metadata`), whose `setup_intent.succeeded` event saves the method
+   * (SPEC §10 "Adding a method"). `reference` is the Idempotency-Key. Returns the session's
+   * id, url and expiry (Unix seconds). Throws ProviderCallError as createCheckoutSession.
+   */
+  async createSetupSession(input: SetupSessionInput): Promise<CreatedCheckoutSession> {
+    const params: Stripe.Checkout.SessionCreateParams = {
+      mode: 'setup',
+      currency: input.currency.toLowerCase(),
+      client_reference_id: input.reference,
+      success_url: input.successUrl,
+      cancel_url: input.cancelUrl,
+      ...(input.customer
+        ? { customer: input.customer }
+        : { customer_creation: 'always', customer_email: input.customerEmail }),
+      metadata: input.metadata,
+      setup_intent_data: { metadata: input.metadata },
     };
     const session = await this.#withDeadline(
       this.#stripe.checkout.sessions.create(params, { idempotencyKey: input.reference }),

@@ -264,6 +264,20 @@ function refundEvent(type: string, refund: JsonObject, occurredAt: string): Prov
   return { kind: 'refunds', paymentReference, refunds: [refundReport(refund, status, refund.currency, occurredAt)] };
 }
 
+/**
+ * `setup_intent.succeeded` (https://docs.stripe.com/api/setup_intents/object): a method saved
+ * without a payment, by a Checkout Session in `setup` mode (SPEC §10 "Adding a method"). Its
+ * `payment_method` (`pm_…`) attached to `customer` (`cus_…`) can be charged off-session; one
+ * without our `customer_id` in its metadata, or without both ids, is not ours to save.
+ */
+function setupIntentSucceeded(intent: JsonObject): ProviderEvent {
+  const metadata = flatMetadata(intent.metadata, 'data.object.metadata');
+  const method = reusablePaymentMethod({ ...intent, charges: undefined });
+  if (metadata.customer_id === undefined) return { kind: 'ignored', reason: 'setup intent names no customer of ours' };
+  if (method === null) return { kind: 'ignored', reason: 'setup intent has no reusable payment method' };
+  return { kind: 'method_saved', metadata, method };
+}
+
 export const stripe: ProviderAdapter = {
   name: 'stripe',
   signatureHeader: 'stripe-signature',
@@ -327,6 +341,8 @@ export const stripe: ProviderAdapter = {
         return { kind: 'payment_failed', payment: invoiceReport(object, true, occurredAt) };
       case 'invoice_payment.paid':
         return invoicePaymentLink(object);
+      case 'setup_intent.succeeded':
+        return setupIntentSucceeded(object);
       case 'charge.refunded':
         return chargeRefunded(object, occurredAt);
       case 'refund.created':
