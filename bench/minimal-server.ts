@@ -16,7 +16,7 @@ database.exec('PRAGMA busy_timeout = 5000');
 database.exec('PRAGMA journal_mode = WAL');
 
 const rows = database.prepare(
-  `select id, email, name, phone, preferred_locale, metadata, test_clock_id, tax_exempt, tax_ids, tax_rate_ids,
+  `select id, email, name, phone, preferred_locale, external_id, metadata, test_clock_id, tax_exempt, tax_ids, tax_rate_ids,
    address, created_at, updated_at from customers
    where deleted_at is null order by created_at desc, id desc limit ? offset ?`,
 );
@@ -28,6 +28,7 @@ interface Row {
   name: string | null;
   phone: string | null;
   preferred_locale: string | null;
+  external_id: string | null;
   metadata: string;
   test_clock_id: string | null;
   tax_exempt: string;
