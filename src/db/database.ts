@@ -23,7 +23,13 @@ import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from '.
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
-import type { MetersTable, UsageEventKeysTable, UsageEventsTable, UsageRollupsTable } from './tables/usage.table.ts';
+import type {
+  MetersTable,
+  UsageDistinctTable,
+  UsageEventKeysTable,
+  UsageEventsTable,
+  UsageRollupsTable,
+} from './tables/usage.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 
@@ -64,6 +70,10 @@ export interface Database {
   usage_events: UsageEventsTable;
   usage_event_keys: UsageEventKeysTable;
   usage_rollups: UsageRollupsTable;
+  usage_rollups_hourly: UsageRollupsTable;
+  usage_rollups_daily: UsageRollupsTable;
+  usage_distinct_hourly: UsageDistinctTable;
+  usage_distinct_daily: UsageDistinctTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;
