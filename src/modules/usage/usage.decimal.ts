@@ -37,8 +37,11 @@ export function parseDecimal(input: unknown): string | undefined {
   return m[1] === '-' && body !== '0' ? `-${body}` : body;
 }
 
-/** `text` (a canonical or PostgreSQL NUMERIC decimal) as a BigInt in units of 10^-12. */
-function scaled(text: string): bigint {
+/**
+ * `text` (a canonical or PostgreSQL NUMERIC decimal) as a BigInt in units of 10^-12. Throws
+ * on text that is not a decimal.
+ */
+export function scaled(text: string): bigint {
   const m = DECIMAL.exec(text);
   if (!m) throw new Error(`not a decimal: ${text}`);
   const fraction = (m[3] ?? '').padEnd(MAX_FRACTION_DIGITS, '0').slice(0, MAX_FRACTION_DIGITS);

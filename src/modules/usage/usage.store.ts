@@ -23,7 +23,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import type { MeterAggregation, UsageEventsTable, UsageRollupsTable } from '../../db/tables/usage.table.ts';
-import { addDecimals, canonicalDecimal, maxDecimal } from './usage.decimal.ts';
+import { addDecimals, canonicalDecimal, maxDecimal, scaled, unscaled } from './usage.decimal.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -209,43 +209,66 @@ async function appendPostgres(trx: Transaction<Database>, events: readonly NewUs
 
 type Rollup = UsageRollupsTable & { event_count: number };
 
-/** The rollups of `events` (all new) at bucket size `size`, one per customer, meter and bucket. */
-function rollupsOf(events: readonly NewUsageEvent[], size: number): Rollup[] {
-  const byKey = new Map<string, Rollup>();
-  for (const event of events) {
-    const bucket = bucketOf(event.timestamp, size);
-    const key = `${event.customer_id}\u0000${event.meter_id}\u0000${bucket}`;
-    const value = event.value;
+/** An event read once for the rollups: its instant in ms and its decimal value scaled (or null). */
+interface Parsed {
+  event: NewUsageEvent;
+  ms: number;
+  value: bigint | null;
+}
+
+function parsedOf(events: readonly NewUsageEvent[]): Parsed[] {
+  return events.map((event) => ({
+    event,
+    ms: Date.parse(event.timestamp),
     // A unique_count meter's value may be any text: only decimals add up (and only sum, max
     // and last meters read them).
-    const numeric = value !== null && /^-?\d+(\.\d+)?$/.test(value) ? value : null;
+    value: event.value !== null && /^-?\d+(\.\d+)?$/.test(event.value) ? scaled(event.value) : null,
+  }));
+}
+
+/**
+ * The rollups of `events` (all new, parsed once) at bucket size `size`, one per customer,
+ * meter and bucket: exact sums as BigInt, turned into decimal text once per bucket.
+ */
+function rollupsOf(events: readonly Parsed[], size: number): Rollup[] {
+  interface Acc {
+    first: Parsed;
+    bucket: number;
+    count: number;
+    sum: bigint;
+    max: bigint | null;
+    last: Parsed;
+  }
+  const byKey = new Map<string, Acc>();
+  for (const p of events) {
+    const bucket = Math.floor(p.ms / size) * size;
+    const key = `${p.event.customer_id}\u0000${p.event.meter_id}\u0000${bucket}`;
     const current = byKey.get(key);
     if (!current) {
-      byKey.set(key, {
-        customer_id: event.customer_id,
-        meter_id: event.meter_id,
-        bucket,
-        event_count: 1,
-        value_sum: numeric ?? '0',
-        value_max: numeric,
-        last_timestamp: event.timestamp,
-        last_transaction_id: event.transaction_id,
-        last_value: numeric,
-      });
+      byKey.set(key, { first: p, bucket, count: 1, sum: p.value ?? 0n, max: p.value, last: p });
       continue;
     }
-    current.event_count += 1;
-    if (numeric !== null) {
-      current.value_sum = addDecimals([current.value_sum, numeric]);
-      current.value_max = maxDecimal(current.value_max, numeric);
+    current.count += 1;
+    if (p.value !== null) {
+      current.sum += p.value;
+      if (current.max === null || p.value > current.max) current.max = p.value;
     }
-    if (later(event.timestamp, event.transaction_id, current.last_timestamp, current.last_transaction_id)) {
-      current.last_timestamp = event.timestamp;
-      current.last_transaction_id = event.transaction_id;
-      current.last_value = numeric;
+    const last = current.last;
+    if (p.ms > last.ms || (p.ms === last.ms && compareBytes(p.event.transaction_id, last.event.transaction_id) > 0)) {
+      current.last = p;
     }
   }
-  return [...byKey.values()];
+  return [...byKey.values()].map((acc) => ({
+    customer_id: acc.first.event.customer_id,
+    meter_id: acc.first.event.meter_id,
+    bucket: new Date(acc.bucket).toISOString(),
+    event_count: acc.count,
+    value_sum: unscaled(acc.sum),
+    value_max: acc.max === null ? null : unscaled(acc.max),
+    last_timestamp: acc.last.event.timestamp,
+    last_transaction_id: acc.last.event.transaction_id,
+    last_value: acc.last.value === null ? null : unscaled(acc.last.value),
+  }));
 }
 
 /** `rollup` merged into `stored` (the row already there), as SQLite writes it back. */
@@ -327,8 +350,9 @@ async function appendSqlite(trx: Transaction<Database>, candidates: readonly New
   const stored = candidates.filter((e) => fresh.has(`${e.customer_id}\u0000${e.transaction_id}`));
   if (stored.length === 0) return fresh;
   for (const part of chunks(stored)) await trx.insertInto('usage_events').values(part).execute();
+  const parsed = parsedOf(stored);
   for (const level of ROLLUP_LEVELS) {
-    for (const part of chunks(rollupsOf(stored, level.ms))) await upsertRollupsSqlite(trx, level.table, part);
+    for (const part of chunks(rollupsOf(parsed, level.ms))) await upsertRollupsSqlite(trx, level.table, part);
   }
   const meterIds = [...new Set(stored.map((e) => e.meter_id))];
   const uniqueMeters = new Set(
@@ -374,9 +398,11 @@ async function appendBatch(trx: Transaction<Database>, events: readonly NewUsage
   });
   if (firstOf.size === 0) return outcomes;
   // One order for every writer: concurrent inserts of the same keys queue, not deadlock.
-  const candidates = [...firstOf.values()]
-    .map((i) => events[i]!)
-    .sort((a, b) => compareBytes(a.customer_id, b.customer_id) || compareBytes(a.transaction_id, b.transaction_id));
+  // Keys hold no NUL (ingestion refuses it), so `customer \0 transaction` in bytes orders as the pair.
+  const candidates = [...firstOf]
+    .map(([key, i]) => ({ event: events[i]!, bytes: Buffer.from(key, 'utf8') }))
+    .sort((a, b) => Buffer.compare(a.bytes, b.bytes))
+    .map((c) => c.event);
   const fresh = await (isPostgres(trx) ? appendPostgres(trx, candidates) : appendSqlite(trx, candidates));
   for (const [key, i] of firstOf) if (fresh.has(key)) outcomes[i] = 'accepted';
   return outcomes;
