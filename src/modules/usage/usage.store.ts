@@ -473,41 +473,42 @@ async function aggregate(db: Db, query: AggregateQuery): Promise<string> {
       folded.last = { timestamp, transaction_id, value };
     }
   };
-  if (cover.events.length > 0) {
-    const edges = await db
-      .selectFrom('usage_events')
-      .select(['timestamp', 'transaction_id', 'value'])
-      .where('customer_id', '=', customer_id)
-      .where('meter_id', '=', meter.id)
-      .where(inRanges('timestamp', cover.events))
-      .execute();
-    for (const e of edges) {
-      folded.count += 1n;
-      if (e.value !== null) {
-        folded.sums.push(e.value);
-        folded.max = maxDecimal(folded.max, e.value);
-      }
-      take(e.timestamp, e.transaction_id, e.value);
-    }
-  }
-  // A month is at most ≈ 31 days + 46 hours + 118 minutes of rows: added here, exactly, on
-  // both databases (NUMERIC reads as text on PostgreSQL).
-  const parts = ROLLUP_LEVELS.flatMap((level, i) =>
-    cover.buckets[i]!.length === 0
+  // One query, one round trip: the partial minutes' events, shaped as rollups of one event,
+  // and the rollups of each level. A month is at most ≈ 31 days + 46 hours + 118 minutes of
+  // rows plus its two partial minutes' events, added here exactly on both databases (NUMERIC
+  // reads as text on PostgreSQL).
+  const where = sql`customer_id = ${customer_id} and meter_id = ${meter.id}`;
+  // A meter's value is a canonical decimal (sum, max, last) or null (count).
+  const value = isPostgres(db) ? sql`value::numeric` : sql`value`;
+  const parts = [
+    ...(cover.events.length === 0
       ? []
       : [
-          sql`select event_count, value_sum, value_max, last_timestamp, last_transaction_id, last_value from ${sql.table(level.table)} where customer_id = ${customer_id} and meter_id = ${meter.id} and ${inRanges('bucket', cover.buckets[i]!)}`,
-        ],
-  );
-  if (parts.length > 0) {
-    const { rows } = await sql<UsageRollupsTable>`${sql.join(parts, sql` union all `)}`.execute(db);
-    for (const r of rows) {
-      folded.count += BigInt(r.event_count);
-      folded.sums.push(String(r.value_sum));
-      folded.max = maxDecimal(folded.max, r.value_max === null ? null : String(r.value_max));
-      // PostgreSQL's timestamptz reads as ISO 8601 text here, as everywhere in the app.
-      take(r.last_timestamp, r.last_transaction_id, r.last_value === null ? null : String(r.last_value));
-    }
+          sql`select 1 as event_count, ${value} as value_sum, ${value} as value_max, "timestamp" as last_timestamp, transaction_id as last_transaction_id, ${value} as last_value from usage_events where ${where} and ${inRanges('timestamp', cover.events)}`,
+        ]),
+    ...ROLLUP_LEVELS.flatMap((level, i) =>
+      cover.buckets[i]!.length === 0
+        ? []
+        : [
+            sql`select event_count, value_sum, value_max, last_timestamp, last_transaction_id, last_value from ${sql.table(level.table)} where ${where} and ${inRanges('bucket', cover.buckets[i]!)}`,
+          ],
+    ),
+  ];
+  const { rows } = await sql<{
+    event_count: number | string;
+    value_sum: string | null;
+    value_max: string | null;
+    last_timestamp: string;
+    last_transaction_id: string;
+    last_value: string | null;
+  }>`${sql.join(parts, sql` union all `)}`.execute(db);
+  const text = (v: unknown) => (v === null ? null : String(v));
+  for (const r of rows) {
+    folded.count += BigInt(r.event_count);
+    if (r.value_sum !== null) folded.sums.push(String(r.value_sum));
+    folded.max = maxDecimal(folded.max, text(r.value_max));
+    // PostgreSQL's timestamptz reads as ISO 8601 text here, as everywhere in the app.
+    take(r.last_timestamp, r.last_transaction_id, text(r.last_value));
   }
   switch (meter.aggregation) {
     case 'count':
