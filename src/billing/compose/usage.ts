@@ -34,9 +34,10 @@ const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', 
  */
 export function usage(lines: readonly InvoiceLineDraft[], input: ComposeInput): readonly InvoiceLineDraft[] {
   if (input.usage.length === 0) return lines;
-  const planId = input.subscription?.plan.id ?? null;
+  const subscriptionPlanId = input.subscription?.plan.id ?? null;
   const out = [...lines];
   for (const item of input.usage) {
+    const planId = item.plan_id ?? subscriptionPlanId;
     const pieces = priceUsage(item.charge.price, item.quantity);
     if (item.billed === null) {
       for (const p of pieces) out.push(usageLine(item, p, input.currency, planId));
