@@ -159,7 +159,7 @@ export async function invoiceUsage(
     if (price === undefined) continue;
     const meter = await meterOf(row.meter_id, planId);
     if (meter.late_events !== 'bill_next_invoice') continue;
-    const quantity = await aggregateUsage(db, {
+    const quantity = await billableUsage(db, {
       customer_id: subscription.customer_id,
       meter_id: meter.id,
       from: iso(row.period_start),
@@ -180,7 +180,7 @@ export async function invoiceUsage(
       const meter = await meterOf(price.meter_id, span.planId);
       const recorded = billedRows.some((row) => row.meter_id === meter.id && sameInstant(row.period_start, span.start));
       if (recorded) continue;
-      const quantity = await aggregateUsage(db, {
+      const quantity = await billableUsage(db, {
         customer_id: subscription.customer_id,
         meter_id: meter.id,
         from: span.start,
@@ -288,6 +288,16 @@ export async function closeUsageSpan(
       created_at: clock.now().toISOString(),
     })
     .execute();
+}
+
+/**
+ * A meter's aggregate over a range as a quantity to bill: a sum or a last value that is
+ * negative (events may carry negative values, e.g. corrections) bills nothing — "0" — rather
+ * than a credit: usage never pays the customer back.
+ */
+async function billableUsage(db: Db, query: Parameters<typeof aggregateUsage>[1]): Promise<string> {
+  const value = await aggregateUsage(db, query);
+  return value.startsWith('-') ? '0' : value;
 }
 
 /** A stored timestamp (ISO text on SQLite; normalized text or a Date from PostgreSQL) as ISO 8601. */
