@@ -135,7 +135,7 @@ export async function invoiceUsage(
       .where('span_end', '>', previous.period_start)
       .where('span_end', '<=', periodStart)
       .executeTakeFirst();
-    const start = changed?.end == null ? iso(previous.period_start) : iso(changed.end);
+    const start = isTime(changed?.end) ? iso(changed.end) : iso(previous.period_start);
     if (Date.parse(start) < Date.parse(periodStart)) fresh.push({ planId: endedPlan.id, start, end: periodStart });
   }
 
@@ -275,7 +275,7 @@ export async function closeUsageSpan(
     .where('subscription_id', '=', subscription.id)
     .where('span_end', '>', subscription.current_period_start)
     .executeTakeFirst();
-  const start = last?.end == null ? iso(subscription.current_period_start) : iso(last.end);
+  const start = isTime(last?.end) ? iso(last.end) : iso(subscription.current_period_start);
   if (Date.parse(start) >= Date.parse(at)) return;
   await trx
     .insertInto('usage_spans')
@@ -291,6 +291,20 @@ export async function closeUsageSpan(
 }
 
 /**
+ * Deletes what was billed of subscriptions `subscriptionIds`' usage (`billed_usage`,
+ * `usage_spans`): a test clock's delete (SPEC §11 "Deleting"), before their invoices and the
+ * subscriptions go. The caller holds their locks.
+ */
+export async function deleteUsageBillingOfSubscriptions(
+  trx: Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await trx.deleteFrom('usage_spans').where('subscription_id', 'in', subscriptionIds).execute();
+  await trx.deleteFrom('billed_usage').where('subscription_id', 'in', subscriptionIds).execute();
+}
+
+/**
  * A meter's aggregate over a range as a quantity to bill: a sum or a last value that is
  * negative (events may carry negative values, e.g. corrections) bills nothing — "0" — rather
  * than a credit: usage never pays the customer back.
@@ -303,6 +317,11 @@ async function billableUsage(db: Db, query: Parameters<typeof aggregateUsage>[1]
 /** A stored timestamp (ISO text on SQLite; normalized text or a Date from PostgreSQL) as ISO 8601. */
 function iso(value: string | Date): string {
   return new Date(value).toISOString();
+}
+
+/** A max() over no rows is null (undefined without a row). */
+function isTime(value: string | Date | null | undefined): value is string | Date {
+  return value !== null && value !== undefined;
 }
 
 function sameInstant(a: string | Date, b: string | Date): boolean {
