@@ -1,7 +1,8 @@
 // What the operator console reads by index (SPEC §16): `events.customer_id` (the customer an
 // event is about, written with the event; `events_by_customer`), `customers.name_normalized`
 // (the name as the case-insensitive search compares it; `customers_by_name_normalized`), and
-// `credit_notes_by_created_at` (the newest notes first, keyset pages).
+// `credit_notes_by_created_at` and `invoices_by_status_created_at` (the newest first, keyset
+// pages, with or without a status).
 //
 // Backfills: every live customer's `name_normalized`, in TypeScript with this file's own copy
 // of the folding rule so both databases hold the same values; and `customer_id` of the newest
@@ -89,10 +90,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 
   await db.schema.createIndex('credit_notes_by_created_at').on('credit_notes').columns(['created_at', 'id']).execute();
+  await db.schema
+    .createIndex('invoices_by_status_created_at')
+    .on('invoices')
+    .columns(['status', 'created_at', 'id'])
+    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('invoices_by_status_created_at').execute();
   await db.schema.dropIndex('credit_notes_by_created_at').execute();
   await db.schema.dropIndex('customers_by_name_normalized').execute();
   await db.schema.alterTable('customers').dropColumn('name_normalized').execute();
