@@ -97,7 +97,9 @@ function seedCustomersSqlite(path: string, n: number): void {
     db.exec('PRAGMA threads = 2');
     db.exec('BEGIN');
     const indexes = db
-      .prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'customers' and sql is not null")
+      .prepare(
+        "select name, sql from sqlite_master where type = 'index' and tbl_name = 'customers' and sql is not null",
+      )
       .all() as { name: string; sql: string }[];
     for (const index of indexes) db.exec(`drop index "${index.name}"`);
     const insert = db.prepare(
@@ -237,7 +239,9 @@ async function measure(
     const body = await response.text();
     const ms = performance.now() - started;
     if (response.status !== 200 || !body.includes(expect)) {
-      throw new Error(`console bench: GET ${url} answered ${response.status} without "${expect}": ${body.slice(0, 300)}`);
+      throw new Error(
+        `console bench: GET ${url} answered ${response.status} without "${expect}": ${body.slice(0, 300)}`,
+      );
     }
     return ms;
   };
@@ -293,7 +297,8 @@ async function runOn(
       ],
       [
         'search by name prefix (any case)',
-        (i) => `/console/customers?by=name&q=${encodeURIComponent(customerOf(spread(i)).name.toUpperCase().slice(0, -2))}`,
+        (i) =>
+          `/console/customers?by=name&q=${encodeURIComponent(customerOf(spread(i)).name.toUpperCase().slice(0, -2))}`,
         '@example.com',
       ],
       ['invoices', () => '/console/invoices', 'Next page'],
@@ -354,7 +359,11 @@ export async function benchConsole(
   } finally {
     await adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
   }
-  log(`  load average after: ${loadavg().map((value) => value.toFixed(2)).join(', ')}`);
+  log(
+    `  load average after: ${loadavg()
+      .map((value) => value.toFixed(2))
+      .join(', ')}`,
+  );
   return figures;
 }
 

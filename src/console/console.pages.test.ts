@@ -43,7 +43,11 @@ function firstCellIds(html: string): string[] {
 }
 
 /** Walks a keyset list from `first` by its "Next page" links; the ids of `kind` (or the first cells) on each page. */
-async function walk(get: (url: string) => Promise<{ body: string }>, first: string, kind?: string): Promise<string[][]> {
+async function walk(
+  get: (url: string) => Promise<{ body: string }>,
+  first: string,
+  kind?: string,
+): Promise<string[][]> {
   const pages: string[][] = [];
   let url: string | undefined = first;
   while (url !== undefined) {
@@ -58,7 +62,13 @@ async function walk(get: (url: string) => Promise<{ body: string }>, first: stri
 test('meters: the list and a meter with how it counts and the plans that charge it, names as text', async (t) => {
   const app = await buildTestApp(t);
   const meter = await app.request('POST', '/api/meters', {
-    body: { event_name: 'api_calls', aggregation: 'sum', value_property: 'calls', display_name: HOSTILE, late_events: 'drop' },
+    body: {
+      event_name: 'api_calls',
+      aggregation: 'sum',
+      value_property: 'calls',
+      display_name: HOSTILE,
+      late_events: 'drop',
+    },
   });
   assert.equal(meter.status, 201, meter.text);
   const other = await app.request('POST', '/api/meters', {
@@ -68,7 +78,10 @@ test('meters: the list and a meter with how it counts and the plans that charge 
     name: `Plan ${HOSTILE}`,
     charges: [{ meter_id: meter.body.id, model: 'standard', unit_amount: 3 }],
   });
-  await createPlan(app, { name: 'Seats only', charges: [{ meter_id: other.body.id, model: 'standard', unit_amount: 1 }] });
+  await createPlan(app, {
+    name: 'Seats only',
+    charges: [{ meter_id: other.body.id, model: 'standard', unit_amount: 1 }],
+  });
   const console_ = await signIn(app);
   const list = await console_.get('/console/meters');
   assert.equal(list.statusCode, 200);
@@ -116,10 +129,16 @@ test('credit notes: issued from the invoice page with CSRF, recorded with the ac
   assert.equal(events.body.data[0].actor.type, 'console_session');
   const actions = await listRecentConsoleActions(app.deps.db, 10);
   assert.deepEqual(
-    actions.filter((a) => a.action === 'credit_note.create').map((a) => a.outcome).sort(),
+    actions
+      .filter((a) => a.action === 'credit_note.create')
+      .map((a) => a.outcome)
+      .sort(),
     ['refused', 'succeeded', 'succeeded'],
   );
-  assert.ok(actions.some((a) => a.action.endsWith('/credit-notes') && a.outcome === 'refused'), 'the read-only POST');
+  assert.ok(
+    actions.some((a) => a.action.endsWith('/credit-notes') && a.outcome === 'refused'),
+    'the read-only POST',
+  );
 
   const invoicePage = await operator.get(`/console/invoices/${invoice.id}`);
   assert.ok(invoicePage.body.includes(`href="/console/credit-notes/${note.id}"`));
@@ -153,12 +172,20 @@ test("a customer's page lists its newest events, read by customer, names as text
   const page = await get(`/console/customers/${customer.id}`);
   assert.equal(page.statusCode, 200);
   const events = page.body.slice(page.body.indexOf('data-testid="customer-events"'));
-  for (const topic of ['customer.created', 'customer.updated', 'subscription.created']) assert.match(events, new RegExp(topic));
+  for (const topic of ['customer.created', 'customer.updated', 'subscription.created'])
+    assert.match(events, new RegExp(topic));
   assert.ok(events.includes(subscription.id));
   assert.ok(!page.body.includes(other.id));
   assert.ok(!page.body.includes(HOSTILE) && page.body.includes(ESCAPED));
-  const rows = await app.deps.db.selectFrom('events').select('customer_id').where('topic', '=', 'subscription.created').execute();
-  assert.deepEqual(rows.map((row) => row.customer_id), [customer.id]);
+  const rows = await app.deps.db
+    .selectFrom('events')
+    .select('customer_id')
+    .where('topic', '=', 'subscription.created')
+    .execute();
+  assert.deepEqual(
+    rows.map((row) => row.customer_id),
+    [customer.id],
+  );
 });
 
 test('lists page by keyset: every invoice, subscription and API key once, across pages; a forged cursor starts over', async (t) => {
@@ -170,7 +197,9 @@ test('lists page by keyset: every invoice, subscription and API key once, across
     app.clock.advance(1000);
   }
   for (const [i, subscription] of subscriptions.entries()) {
-    await issueTestInvoice(app, subscription.id, { periodStart: `2031-01-${String(i + 1).padStart(2, '0')}T00:00:00.000Z` });
+    await issueTestInvoice(app, subscription.id, {
+      periodStart: `2031-01-${String(i + 1).padStart(2, '0')}T00:00:00.000Z`,
+    });
   }
   const open = await app.request('GET', '/api/invoices?status=open&limit=100');
   const invoices = new Set(open.body.data.map((invoice: { id: string }) => invoice.id));
@@ -183,11 +212,7 @@ test('lists page by keyset: every invoice, subscription and API key once, across
   );
   assert.deepEqual(new Set(invoicePages.flat()), invoices);
   const subscriptionPages = await walk(get, '/console/subscriptions', 'subscriptions');
-  assert.deepEqual(
-    subscriptionPages.flat(),
-    subscriptions.map((s) => s.id).reverse(),
-    'newest first, each once',
-  );
+  assert.deepEqual(subscriptionPages.flat(), subscriptions.map((s) => s.id).reverse(), 'newest first, each once');
   const keys = await app.request('GET', '/api/api-keys?limit=100');
   const keyPages = await walk(get, '/console/api-keys');
   assert.deepEqual(keyPages.flat().sort(), keys.body.data.map((key: { id: string }) => key.id).sort(), 'each key once');

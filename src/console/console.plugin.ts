@@ -66,7 +66,6 @@ import { CONSOLE_CSP, type PageFrame, renderPage, STYLESHEET } from './console.r
 export { CONSOLE_PREFIX };
 import { clearedSessionCookie, csrfMatches, sessionCookie, sessionTokenOf } from './console.session.ts';
 
-
 /** The headers of every console page: its CSP, no caching, no referrer, not indexed. */
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',

@@ -27,10 +27,7 @@ export interface ListParams {
 }
 
 /** `params` as a keyset page (ListParams.keyset) after `after`, or the first one. */
-export function keysetParams(
-  params: ListParams,
-  after: readonly [string | number, string] | undefined,
-): ListParams {
+export function keysetParams(params: ListParams, after: readonly [string | number, string] | undefined): ListParams {
   return { ...params, page: 0, offset: 0, keyset: { after } };
 }
 

@@ -58,7 +58,9 @@ async function backfillNames(db: Kysely<any>): Promise<void> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 async function backfillEventCustomers(db: Kysely<any>): Promise<void> {
   const field = (path: string) =>
-    isPostgres(db) ? sql.raw(`(data::json #>> '{${path.replaceAll('.', ',')}}')`) : sql.raw(`json_extract(data, '$.${path}')`);
+    isPostgres(db)
+      ? sql.raw(`(data::json #>> '{${path.replaceAll('.', ',')}}')`)
+      : sql.raw(`json_extract(data, '$.${path}')`);
   const isCustomer = (path: string) => sql`substr(${field(path)}, 1, 4) = 'cus_'`;
   const customerOf = sql`case
       when ${isCustomer('customer_id')} then ${field('customer_id')}

@@ -131,7 +131,10 @@ test('a Unicode name prefix in any case and width finds the name; the page shows
   const app = await buildTestApp(t);
   const elodie = await createCustomer(app, { name: 'Élodie Ｄｕｐｏｎｔ' });
   const renamed = await createCustomer(app, { name: 'Before' });
-  assert.equal((await app.request('PATCH', `/api/customers/${renamed.id}`, { body: { name: 'ÖZGÜR Şahin' } })).status, 200);
+  assert.equal(
+    (await app.request('PATCH', `/api/customers/${renamed.id}`, { body: { name: 'ÖZGÜR Şahin' } })).status,
+    200,
+  );
   const find = (query: string) =>
     searchCustomers(app.deps.db, { query, field: 'name', cursor: undefined, limit: 5 }).then((page) =>
       page.data.map((c) => c.id),
@@ -140,5 +143,8 @@ test('a Unicode name prefix in any case and width finds the name; the page shows
   assert.deepEqual(await find('E\u0301lodie'), [elodie.id], 'a decomposed É is the same letter');
   assert.deepEqual(await find('özgür ş'), [renamed.id], 'a renamed customer is found by its new name');
   assert.deepEqual(await find('before'), []);
-  assert.equal((await searchCustomers(app.deps.db, { query: 'élodie', field: 'name', cursor: undefined, limit: 5 })).data[0]!.name, 'Élodie Ｄｕｐｏｎｔ');
+  assert.equal(
+    (await searchCustomers(app.deps.db, { query: 'élodie', field: 'name', cursor: undefined, limit: 5 })).data[0]!.name,
+    'Élodie Ｄｕｐｏｎｔ',
+  );
 });

@@ -86,8 +86,7 @@ export async function searchCustomers(db: Kysely<Database>, search: CustomerSear
   } else {
     const prefix = normalizeName(search.query);
     query = query.where('name_normalized', '>=', prefix).where('name_normalized', '<', prefix + MAX_CHAR);
-    if (after)
-      query = query.where((eb) => eb(eb.refTuple('name_normalized', 'id'), '>', eb.tuple(after[0], after[1])));
+    if (after) query = query.where((eb) => eb(eb.refTuple('name_normalized', 'id'), '>', eb.tuple(after[0], after[1])));
     query = query.orderBy('name_normalized').orderBy('id');
     keyOf = (row) => row.name_normalized ?? '';
   }

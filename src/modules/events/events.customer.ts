@@ -21,6 +21,8 @@ export function eventCustomerId(data: unknown): string | null {
   return (
     customerIdIn(record.customer_id) ??
     customerIdIn(record.id) ??
-    (typeof invoice === 'object' && invoice !== null ? customerIdIn((invoice as Record<string, unknown>).customer_id) : null)
+    (typeof invoice === 'object' && invoice !== null
+      ? customerIdIn((invoice as Record<string, unknown>).customer_id)
+      : null)
   );
 }

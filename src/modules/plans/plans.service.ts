@@ -148,9 +148,7 @@ export async function plansChargingMeter(db: Kysely<Database>, meterId: string):
     .orderBy('id', 'desc')
     .limit(PLANS_CHARGING_MAX)
     .execute();
-  return rows
-    .filter((row) => parseCharges(row.charges).some((charge) => charge.meter_id === meterId))
-    .map(toPlan);
+  return rows.filter((row) => parseCharges(row.charges).some((charge) => charge.meter_id === meterId)).map(toPlan);
 }
 
 /**
