@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError, errorResponse, ValidationError } from '../http/errors.ts';
-import { parseListParams } from '../http/lists.ts';
+import { keysetParams, parseListParams } from '../http/lists.ts';
 import type { ApiKeyView } from '../modules/api-keys/api-keys.service.ts';
 import { withActor } from '../shared/actor.ts';
 import {
@@ -326,7 +326,8 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
 
     signedIn.get<IdParams>('/customers/:id', open, async (request, reply) => {
       const id = checkedId(request.params.id);
-      const recent = parseListParams({ limit: '20' });
+      // The newest 20 of each, as keyset first pages: no list counts its rows.
+      const recent = keysetParams(parseListParams({ limit: '20' }), undefined);
       const customer = await getCustomerWithBalances(db, clock, id);
       const [subscriptions, invoiceList, payments, methods, balance, events] = await Promise.all([
         listSubscriptions(db, recent, { customer_id: id }),

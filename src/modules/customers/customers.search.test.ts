@@ -88,8 +88,11 @@ test(
     from generate_series(1, 20000) as i`.execute(db);
     await sql`analyze customers`.execute(db);
     const plans: string[] = [];
-    for (const field of ['email', 'name'] as const) {
-      const query = field === 'email' ? 'u1234' : 'Name 1234';
+    for (const [field, query] of [
+      ['email', 'u1234'],
+      ['name', 'NAME 1234'],
+      ['email', ''],
+    ] as const) {
       const compiled = await captureSql(db, () => searchCustomers(db, { query, field, cursor: undefined, limit: 25 }));
       const explain = await sql
         .raw(`explain ${compiled.sql.replace(/\$(\d+)/g, (_m, n) => literal(compiled.parameters[Number(n) - 1]))}`)
