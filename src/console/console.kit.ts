@@ -77,6 +77,25 @@ export function decodeCursor(cursor: unknown): [string | number, string] | undef
   return undefined;
 }
 
+/** An ISO 8601 instant as the lists store and show them. */
+const ISO_INSTANT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$/;
+/** An id as the service makes them (`cus_…`, `whd_…`). */
+const ID = /^[a-z]{2,8}_[0-9A-Za-z]{1,64}$/;
+
+/**
+ * A cursor of a list sorted by a timestamp, or undefined (the first page) unless it holds an
+ * ISO instant and an id: a forged value never reaches the database (PostgreSQL would refuse
+ * it as a timestamp, a 500 for the client's mistake).
+ */
+function timestampCursor(cursor: unknown): [string, string] | undefined {
+  const value = decodeCursor(cursor);
+  if (value === undefined) return undefined;
+  const [key, id] = value;
+  return typeof key === 'string' && ISO_INSTANT.test(key) && !Number.isNaN(Date.parse(key)) && ID.test(id)
+    ? [key, id]
+    : undefined;
+}
+
 /** A keyset page of a console list: its rows and the cursor of the next page (undefined on the last). */
 export interface KeysetPage<T> {
   data: T[];
@@ -84,24 +103,25 @@ export interface KeysetPage<T> {
 }
 
 /**
- * One keyset page (PAGE_SIZE rows, newest `sortBy` first) of a service's list function
+ * One keyset page (PAGE_SIZE rows, newest `sortBy` — a timestamp field — first) of a service's list function
  * `load`: asks it for one row more than a page after the cursor `after` (ListParams.keyset:
  * no offset, no count), and makes the next cursor from the last row's `sortBy` field and id.
+ * Throws (a 500, logged) when the rows lack `sortBy`: a programming error, never the client's.
  */
 export async function keysetPage<T extends { id: string }>(
   load: (params: ListParams) => Promise<Page<T>>,
   sortBy: string,
   after: unknown,
 ): Promise<KeysetPage<T>> {
-  const params = keysetParams(parseListParams({ limit: String(PAGE_SIZE + 1) }, sortBy), decodeCursor(after));
+  const params = keysetParams(parseListParams({ limit: String(PAGE_SIZE + 1) }, sortBy), timestampCursor(after));
   const rows = (await load(params)).data;
   const data = rows.slice(0, PAGE_SIZE);
   const last = data.at(-1);
-  const value = last === undefined ? undefined : (last as unknown as Record<string, unknown>)[sortBy];
-  const next =
-    rows.length > PAGE_SIZE && last !== undefined && (typeof value === 'string' || typeof value === 'number')
-      ? encodeCursor(value, last.id)
-      : undefined;
+  if (rows.length <= PAGE_SIZE || last === undefined) return { data, next: undefined };
+  const value = (last as unknown as Record<string, unknown>)[sortBy];
+  // A list whose rows lack their sort field would end silently after one page: fail loudly.
+  if (typeof value !== 'string' && typeof value !== 'number') throw new Error(`keyset list rows lack ${sortBy}`);
+  const next = encodeCursor(value, last.id);
   return { data, next };
 }
 

@@ -32,6 +32,11 @@ async function signIn(app: TestApp, readOnly = false) {
   return { get, post };
 }
 
+/** A cursor as the console writes them (base64url JSON). */
+function cursorOf(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
+}
+
 /** Every id linked from `html` under `/console/<kind>/`, in page order. */
 function linkedIds(html: string, kind: string): string[] {
   return [...html.matchAll(new RegExp(`href="/console/${kind}/([^"/?]+)"`, 'g'))].map((match) => match[1]!);
@@ -217,9 +222,17 @@ test('lists page by keyset: every invoice, subscription and API key once, across
   const keyPages = await walk(get, '/console/api-keys');
   assert.deepEqual(keyPages.flat().sort(), keys.body.data.map((key: { id: string }) => key.id).sort(), 'each key once');
   assert.equal(keyPages.length, 2);
-  const forged = await get('/console/invoices?after=not-a-cursor');
-  assert.equal(forged.statusCode, 200);
-  assert.deepEqual(linkedIds(forged.body, 'invoices').length, 25);
+  for (const after of [
+    'not-a-cursor',
+    cursorOf(['not a date', 'inv_1']),
+    cursorOf(['2031-01-01T00:00:00.000Z', 'x\u0000']),
+  ]) {
+    const forged = await get(`/console/invoices?after=${after}`);
+    assert.equal(forged.statusCode, 200, after);
+    assert.deepEqual(linkedIds(forged.body, 'invoices'), invoicePages[0], 'the first page again');
+  }
+  const customers = await get(`/console/customers?q=a&after=${cursorOf(['a\u0000', 'cus_1'])}`);
+  assert.equal(customers.statusCode, 200);
 });
 
 test('name search ignores case and width on both databases; email search ignores case', async (t) => {

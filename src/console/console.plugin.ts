@@ -165,6 +165,11 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(PAGE_HEADERS);
   });
+  // The server's time for the answer (reads and rendering, before sending), for the operator's
+  // browser tools and bench/console.ts.
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('server-timing', `app;dur=${reply.elapsedTime.toFixed(2)}`);
+  });
 
   const config_ = { scope: 'public' as const, idempotency: false as const };
   const open = { config: config_, schema: { hide: true } };

@@ -45,7 +45,12 @@ function readCursor(cursor: string | undefined): [string, string] | undefined {
   if (cursor === undefined || cursor.length > 2048) return undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && value.every((part) => typeof part === 'string')) {
+    // NUL cannot be a PostgreSQL text value: such a cursor is not one of ours.
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      value.every((part) => typeof part === 'string' && !part.includes('\u0000'))
+    ) {
       return [value[0] as string, value[1] as string];
     }
   } catch {
