@@ -636,8 +636,8 @@ export function usageBenchSettings(smoke: boolean): UsageBenchSettings {
   return {
     batches: number('BENCH_USAGE_BATCHES', smoke ? 10 : 500),
     concurrency: number('BENCH_USAGE_CONCURRENCY', smoke ? 2 : 8),
-    sqliteEvents: number('BENCH_USAGE_EVENTS', smoke ? 200 : 10_000_000),
-    postgresEvents: number('BENCH_USAGE_PG_EVENTS', smoke ? 200 : 10_000_000),
+    sqliteEvents: number('BENCH_USAGE_EVENTS', smoke ? 200 : 1_000_000),
+    postgresEvents: number('BENCH_USAGE_PG_EVENTS', smoke ? 200 : 1_000_000),
     reads: number('BENCH_USAGE_READS', smoke ? 20 : 500),
   };
 }
