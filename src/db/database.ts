@@ -26,6 +26,7 @@ import type { TestClocksTable } from './tables/test-clocks.table.ts';
 import type { MetersTable, UsageEventKeysTable, UsageEventsTable, UsageRollupsTable } from './tables/usage.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
+import type { WorkerRowFailuresTable } from './row-failures.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
@@ -69,4 +70,5 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   row_counts: RowCountsTable;
   row_count_deltas: RowCountDeltasTable;
+  worker_row_failures: WorkerRowFailuresTable;
 }

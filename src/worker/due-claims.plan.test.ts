@@ -46,7 +46,7 @@ const CLAIMS: {
     // The overdue invoices of the scope, then their subscriptions by primary key (or, as the
     // planner likes, the scope's prefix of the subscriptions' due index).
     name: 'past due',
-    query: (trx, scope) => pastDueQuery(trx, scope, NOW).limit(50),
+    query: (trx, scope) => pastDueQuery(trx, scope, NOW, NOW).limit(50),
     allowed: [
       'invoices_open_by_due_at',
       'invoices_charge_due',
