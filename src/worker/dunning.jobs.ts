@@ -10,7 +10,7 @@
 // and the step is taken again by whichever worker claims the case next. The
 // `dunning_steps` primary key (case, step) refuses a second copy of any step. A case whose
 // step throws is rolled back alone and retried after a backoff (db/row-failures.ts).
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
 import { runIsolatedBatch, whereNotWaitingRetry, withRowRetries } from '../db/row-failures.ts';
@@ -59,11 +59,15 @@ async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext 
   }
 }
 
-/** `scope`'s open cases whose next action is due at `now` (ISO 8601), earliest first: the claim. */
-function casesDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
+/**
+ * `scope`'s open cases whose next action is due at `now` (ISO 8601), earliest first: the claim.
+ * Reads the scope's prefix of `dunning_cases_due` (migration 0038; the status a literal, so
+ * SQLite uses the partial index).
+ */
+export function casesDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
   return whereNotWaitingRetry(
     whereInScope(db.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
-      .where('status', '=', 'open')
+      .where('status', '=', sql.lit('open'))
       .where('next_action_at', '<=', now)
       .orderBy('next_action_at')
       .orderBy('id'),
@@ -81,8 +85,7 @@ export const runDunningSchedule: Job = {
     const now = deps.clock.now().toISOString();
     const batch = {
       job: JOB,
-      claim: (trx: Transaction<Database>) =>
-        claimRows(casesDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute(),
+      claim: (trx: Transaction<Database>) => claimRows(casesDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute(),
       each: async (trx: Transaction<Database>, row: DunningCaseRow) => {
         if (isFinalActionNext(row.step, deps.config.dunningScheduleMs)) await applyFinalAction(trx, deps, row);
         else await takeStep(trx, deps, row);
@@ -102,7 +105,7 @@ async function nextAction(db: Kysely<Database>, scope: JobScope, after: Date): P
     'dunning_cases.test_clock_id',
     scope,
   )
-    .where('status', '=', 'open')
+    .where('status', '=', sql.lit('open'))
     .where('next_action_at', '>', after.toISOString())
     .executeTakeFirst();
   return earliest([row?.due]);

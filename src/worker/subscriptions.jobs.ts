@@ -161,13 +161,23 @@ function incompleteCutoff({ config }: Deps, now: Date): string {
   return new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
 }
 
+/**
+ * `query` narrowed to `incomplete` subscriptions created at or before `cutoff`, oldest first:
+ * the expiry claim. Reads the scope's prefix of `subscriptions_incomplete_due` (migration 0038;
+ * the status a literal, so SQLite uses the partial index).
+ */
 function incompleteDue(query: ReturnType<typeof base>, cutoff: string, now: string) {
   return whereNotWaitingRetry(
-    query.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at'),
+    query.where('status', '=', sql.lit('incomplete')).where('created_at', '<=', cutoff).orderBy('created_at'),
     EXPIRE,
     'subscriptions.id',
     now,
   );
+}
+
+/** `scope`'s expired `incomplete` subscriptions (created at or before `cutoff`): the expiry claim (incompleteDue). */
+export function incompleteDueQuery(trx: Kysely<Database>, scope: JobScope, cutoff: string, now: string) {
+  return incompleteDue(base(trx, scope), cutoff, now);
 }
 
 /** The renewal-grace cutoff (ISO 8601): an open invoice due at or before it is overdue (SPEC §9). */
@@ -208,7 +218,9 @@ export const expireIncompleteSubscriptions: Job = {
     const ttl = deps.config.subscriptionIncompleteTtlMs;
     const expiry = async () => {
       const from = new Date(after.getTime() - ttl).toISOString();
-      const created = await earliestAfter(deps, scope, 'created_at', from, (q) => q.where('status', '=', 'incomplete'));
+      const created = await earliestAfter(deps, scope, 'created_at', from, (q) =>
+        q.where('status', '=', sql.lit('incomplete')),
+      );
       return created && new Date(created.getTime() + ttl);
     };
     return withRowRetries(deps.db, EXPIRE, scope, after, expiry());
@@ -254,7 +266,8 @@ export const issueRenewalInvoices: Job = {
     return rows.length;
   },
   dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), false),
-  nextDueAt: (deps, scope, after) => withRowRetries(deps.db, RENEW, scope, after, nextPeriodEnd(deps, scope, after, false)),
+  nextDueAt: (deps, scope, after) =>
+    withRowRetries(deps.db, RENEW, scope, after, nextPeriodEnd(deps, scope, after, false)),
 };
 
 /**
@@ -340,5 +353,6 @@ export const applyPeriodEndCancellations: Job = {
     );
   },
   dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), true),
-  nextDueAt: (deps, scope, after) => withRowRetries(deps.db, CANCEL, scope, after, nextPeriodEnd(deps, scope, after, true)),
+  nextDueAt: (deps, scope, after) =>
+    withRowRetries(deps.db, CANCEL, scope, after, nextPeriodEnd(deps, scope, after, true)),
 };
