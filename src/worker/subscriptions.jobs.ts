@@ -168,7 +168,11 @@ function incompleteCutoff({ config }: Deps, now: Date): string {
  */
 function incompleteDue(query: ReturnType<typeof base>, cutoff: string, now: string) {
   return whereNotWaitingRetry(
-    query.where('status', '=', sql.lit('incomplete')).where('created_at', '<=', cutoff).orderBy('created_at'),
+    query
+      .where('status', '=', sql.lit('incomplete'))
+      .where('created_at', '<=', cutoff)
+      .orderBy('created_at')
+      .orderBy('id'),
     EXPIRE,
     'subscriptions.id',
     now,
