@@ -19,14 +19,14 @@ const JOB = 'finalize_invoices';
 
 /**
  * `scope`'s drafts whose `finalizes_at` ≤ `now` (ISO 8601), the longest waiting first: the
- * claim. Reads the scope's prefix of `invoices_draft_due` (migration 0038).
+ * claim. Reads `invoices_due_for_finalization` (both scopes: drafts are short-lived and few).
  */
-export function draftsDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
+function draftsDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
   const due = whereInScope(
     db
       .selectFrom('invoices')
       .selectAll()
-      // A literal: SQLite uses the partial index invoices_draft_due only then.
+      // A literal: SQLite uses the partial index invoices_due_for_finalization only then.
       .where('status', '=', sql.lit('draft'))
       .where('finalizes_at', '<=', now)
       .orderBy('finalizes_at')

@@ -6,7 +6,8 @@
 //
 // And the due-work indexes 0028 left out, led by the scope as its are, so these claims too
 // read only due rows of their own scope (a real-time claim no clock row): open dunning cases
-// by `next_action_at`, drafts by `finalizes_at`, incomplete subscriptions by `created_at`.
+// by `next_action_at`, incomplete subscriptions by `created_at`. (Drafts keep 0026's
+// `invoices_due_for_finalization`: they are short-lived and few.)
 // `status` is a column as well as the predicate: with two equality terms SQLite prefers them
 // over the older status-led indexes, which hold both scopes. The claims name the predicates
 // with literals (SQLite uses a partial index only then).
@@ -16,7 +17,6 @@ import { columnTypes } from '../column-types.ts';
 /** The scope-led due indexes: name, table, columns, predicate. */
 const DUE_INDEXES: readonly [string, string, string[], string][] = [
   ['dunning_cases_due', 'dunning_cases', ['test_clock_id', 'status', 'next_action_at', 'id'], `status = 'open'`],
-  ['invoices_draft_due', 'invoices', ['test_clock_id', 'status', 'finalizes_at', 'id'], `status = 'draft'`],
   [
     'subscriptions_incomplete_due',
     'subscriptions',
@@ -49,18 +49,10 @@ export async function up(db: Kysely<any>): Promise<void> {
   for (const [name, table, columns, where] of DUE_INDEXES) {
     await db.schema.createIndex(name).on(table).columns(columns).where(sql.raw<boolean>(where)).execute();
   }
-  // Replaced by invoices_draft_due: it held both scopes.
-  await db.schema.dropIndex('invoices_due_for_finalization').execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations describe the schema, not use it
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema
-    .createIndex('invoices_due_for_finalization')
-    .on('invoices')
-    .columns(['finalizes_at', 'id'])
-    .where(sql<boolean>`status = 'draft'`)
-    .execute();
   for (const [name] of DUE_INDEXES) await db.schema.dropIndex(name).execute();
   await db.schema.dropTable('worker_row_failures').execute();
 }
