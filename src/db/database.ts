@@ -32,6 +32,7 @@ import type {
 } from './tables/usage.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
+import type { WorkerRowFailuresTable } from './row-failures.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
@@ -80,4 +81,5 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   row_counts: RowCountsTable;
   row_count_deltas: RowCountDeltasTable;
+  worker_row_failures: WorkerRowFailuresTable;
 }
