@@ -314,14 +314,13 @@ export async function changeSubscription(
       const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
       const invoice = await issueOneOffInvoice(trx, ctx, {
         ...prorationInvoiceShape(row, decision.proration_date),
-        reason: 'subscription_update',
+        subscriptionId: row.id,
         taxedBy: taxedBy(row, (await findPlan(trx, to.plan.id))!),
         currency: to.plan.currency,
         testClockId: row.test_clock_id,
         items: [...waiting.lines, ...decision.lines],
         dueAt: clock.now().toISOString(),
         nextPaymentAttemptAt: charge,
-        metadata: { subscription_id: row.id },
       });
       await markPendingItemsInvoiced(trx, waiting.ids, invoice.id);
     }

@@ -51,6 +51,8 @@ export async function invoiceUsage(
     .select('period_start')
     .where('subscription_id', '=', subscription.id)
     .where('period_end', '=', periodStart)
+    // A plan change's invoice of prorations ends there too, but bills no period of usage.
+    .where('kind', '=', 'period')
     .orderBy('period_start', 'desc')
     .executeTakeFirst();
   const since = new Date(new Date(periodStart).getTime() - LATE_USAGE_WINDOW_MS).toISOString();
