@@ -8900,7 +8900,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The subscription in its new state */
+      /** @description The subscription in its new state, with its discount (as GET) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8930,7 +8930,7 @@ export interface operations {
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
            */
-          'application/json': components['schemas']['Subscription'];
+          'application/json': components['schemas']['SubscriptionDetail'];
         };
       };
       400: components['responses']['BadRequest'];
