@@ -65,7 +65,8 @@ export interface Config {
   invoicePrefix: string;
   /**
    * DEFAULT_TAX_RATE_IDS: the tax rates (`txr_…`) of an invoice whose subscription, plan and
-   * customer name none (SPEC §14 precedence); [] by default.
+   * customer name none (SPEC §14 precedence); [] by default. Their format is checked here,
+   * their existence at start-up (server.ts: checkDefaultTaxRates), where the database is open.
    */
   defaultTaxRateIds: readonly string[];
   /** PUBLIC_URL without a trailing slash: the origin of hosted invoice pages (SPEC §9). */
