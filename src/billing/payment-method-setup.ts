@@ -21,15 +21,18 @@ export const CARD_VERIFICATION_PURPOSE = 'card_verification';
 export const METHOD_SETUP_PURPOSE = 'payment_method_setup';
 
 /**
- * The verification charge per currency (minor units): the amounts Paystack charges to
- * authorize a card for a plan's free trial and refunds (NGN 50.00, GHS 0.10, ZAR 1.00,
- * USD 0.20; Paystack support, "Free trial on subscriptions"). Another currency is refused.
+ * The verification charge per currency (minor units): the least Paystack lets a transaction
+ * charge in that currency — its API reference, "Supported currencies" (minimum amount per
+ * currency, https://paystack.com/docs/api/#supported-currency): NGN 50.00, GHS 0.10,
+ * ZAR 1.00, USD 2.00 (USD 0.20, once taken from a third-party help page on Paystack free
+ * trials, is below Paystack's USD minimum, so the initialize call would be refused). Another
+ * currency is refused.
  */
 export const PAYSTACK_VERIFICATION_AMOUNTS: Readonly<Record<string, number>> = Object.freeze({
   NGN: 5000,
   GHS: 10,
   ZAR: 100,
-  USD: 20,
+  USD: 200,
 });
 
 /** True for an absolute http:// or https:// URL without credentials. */
