@@ -41,6 +41,7 @@ import * as consoleSessions from './migrations/0035_console_sessions.ts';
 import * as portalSessions from './migrations/0036_portal_sessions.ts';
 import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_tokens.ts';
 import * as invoiceKinds from './migrations/0041_invoice_kinds.ts';
+import * as usageSpans from './migrations/0042_usage_spans.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -80,6 +81,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0036_portal_sessions': portalSessions,
   '0037_credit_note_hosted_tokens': creditNoteHostedTokens,
   '0041_invoice_kinds': invoiceKinds,
+  '0042_usage_spans': usageSpans,
 };
 
 /** The names of every migration, in the order they apply. */
