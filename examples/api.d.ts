@@ -105,7 +105,7 @@ export interface paths {
     put?: never;
     /**
      * Create a link where the customer adds a payment method
-     * @description Asks the provider (`provider`, default `DEFAULT_PROVIDER`) for a page where the customer saves a method without paying an invoice (SPEC §10 "Adding a method"). Stripe: a Checkout Session in `setup` mode; nothing is charged, and the SetupIntent's `setup_intent.succeeded` saves the method. Paystack has no setup mode: a verification charge of `verification_amount` (NGN 50.00, GHS 0.10, ZAR 1.00 or USD 0.20) whose `charge.success` saves the card and which is refunded in full, exactly once; it settles no invoice and becomes no credit. The saved method becomes the default, as any new one. A provider without an API key, or one that refuses the key or the request: 422 `invalid_state`. No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error` (retry).
+     * @description Asks the provider (`provider`, default `DEFAULT_PROVIDER`) for a page where the customer saves a method without paying an invoice (SPEC §10 "Adding a method"). Stripe: a Checkout Session in `setup` mode; nothing is charged, and the SetupIntent's `setup_intent.succeeded` saves the method. Paystack has no setup mode: a verification charge of `verification_amount` (NGN 50.00, GHS 0.10, ZAR 1.00 or USD 2.00: the least Paystack charges in each currency) whose `charge.success` saves the card and which is refunded in full, exactly once; it settles no invoice and becomes no credit. The saved method becomes the default, as any new one. A provider without an API key, or one that refuses the key or the request: 422 `invalid_state`. No usable answer within `PROVIDER_TIMEOUT`: 503 `internal_error` (retry).
      */
     post: operations['createPaymentMethodSetup'];
     delete?: never;
@@ -8900,7 +8900,7 @@ export interface operations {
       };
     };
     responses: {
-      /** @description The subscription in its new state */
+      /** @description The subscription in its new state, with its discount (as GET) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -8930,7 +8930,7 @@ export interface operations {
            *       "updated_at": "2026-01-15T10:00:00.000Z"
            *     }
            */
-          'application/json': components['schemas']['Subscription'];
+          'application/json': components['schemas']['SubscriptionDetail'];
         };
       };
       400: components['responses']['BadRequest'];

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from './config.ts';
+import { BUSINESS_LOGO_MAX_BYTES, ConfigError, loadConfig } from './config.ts';
+import { temporaryFile, TINY_PNG } from '../test/helpers/documents.ts';
 
 /** A valid DATA_ENCRYPTION_KEY (32 bytes as hex). */
 const DEK = '0f'.repeat(32);
@@ -338,6 +339,35 @@ test('PORTAL_PLANS: plan ids, comma-separated, duplicates once; empty offers non
       () => loadConfig({ PORTAL_PLANS: value }),
       (error: unknown) => error instanceof ConfigError && error.variable === 'PORTAL_PLANS',
       value,
+    );
+  }
+});
+
+test('BUSINESS_LOGO_PATH: a PNG or JPEG read once, by its bytes; missing, other or too large files stop start-up naming the path', (t) => {
+  assert.equal(loadConfig({}).businessLogo, null);
+  const png = temporaryFile(t, 'logo.png', TINY_PNG);
+  assert.deepEqual(loadConfig({ BUSINESS_LOGO_PATH: png }).businessLogo, { bytes: TINY_PNG, mediaType: 'image/png' });
+  const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46]);
+  // The name does not decide: a JPEG called .png is a JPEG.
+  const misnamed = temporaryFile(t, 'logo.png', jpeg);
+  assert.equal(loadConfig({ BUSINESS_LOGO_PATH: misnamed }).businessLogo?.mediaType, 'image/jpeg');
+  const refusals: [string, RegExp][] = [
+    ['/nonexistent/logo.png', /^BUSINESS_LOGO_PATH cannot be read \(ENOENT\): \/nonexistent\/logo\.png$/],
+    [
+      temporaryFile(t, 'logo.svg', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>')),
+      /must be a PNG or JPEG file: .*logo\.svg is neither/,
+    ],
+    [
+      temporaryFile(t, 'big.png', Buffer.concat([TINY_PNG, Buffer.alloc(BUSINESS_LOGO_MAX_BYTES)])),
+      /must be at most 256 KiB \(.*big\.png is 257 KiB\)/,
+    ],
+  ];
+  for (const [path, message] of refusals) {
+    assert.throws(
+      () => loadConfig({ BUSINESS_LOGO_PATH: path }),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === 'BUSINESS_LOGO_PATH' && message.test(error.message),
+      path,
     );
   }
 });

@@ -1,5 +1,6 @@
 // Environment → typed, frozen Config (SPEC §1). The only module that reads process.env;
 // every other module receives the Config it needs.
+import { readFileSync } from 'node:fs';
 import ipaddr from 'ipaddr.js';
 import { parseDuration, parseDurationList } from './shared/durations.ts';
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from './shared/provider-names.ts';
@@ -65,7 +66,8 @@ export interface Config {
   invoicePrefix: string;
   /**
    * DEFAULT_TAX_RATE_IDS: the tax rates (`txr_…`) of an invoice whose subscription, plan and
-   * customer name none (SPEC §14 precedence); [] by default.
+   * customer name none (SPEC §14 precedence); [] by default. Their format is checked here,
+   * their existence at start-up (server.ts: checkDefaultTaxRates), where the database is open.
    */
   defaultTaxRateIds: readonly string[];
   /** PUBLIC_URL without a trailing slash: the origin of hosted invoice pages (SPEC §9). */
@@ -79,6 +81,11 @@ export interface Config {
   businessAddress: string | null;
   /** BUSINESS_TAX_ID: the seller's tax id (VAT number) on invoice pages and PDFs (SPEC §14); null when unset. */
   businessTaxId: string | null;
+  /**
+   * BUSINESS_LOGO_PATH: the seller's logo (a PNG or JPEG file, read once here) printed on
+   * invoice and credit note pages and PDFs (SPEC §14 "Documents"); null when unset.
+   */
+  businessLogo: BusinessLogo | null;
   /** TEST_CLOCKS: the test-clock API and `test_clock` on customers (SPEC §11); off in production. */
   testClocks: boolean;
   /**
@@ -97,6 +104,46 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** A configuration value that cannot be used; `message` is the one line printed at start. */
+/** A logo to print on documents: the file's bytes and what they are. */
+export interface BusinessLogo {
+  bytes: Buffer;
+  mediaType: 'image/png' | 'image/jpeg';
+}
+
+/** The largest logo accepted: it is inlined (base64) in every hosted page. */
+export const BUSINESS_LOGO_MAX_BYTES = 256 * 1024;
+
+/**
+ * BUSINESS_LOGO_PATH read once at start-up: a local PNG or JPEG of at most
+ * BUSINESS_LOGO_MAX_BYTES, recognized by its signature bytes (not its name). A local file,
+ * not a URL: rendering never fetches (no network at render time, no request to an address
+ * an operator's typo or an attacker chose). Throws ConfigError naming the path otherwise.
+ */
+function readBusinessLogo(env: Env): BusinessLogo | null {
+  const path = env.BUSINESS_LOGO_PATH ?? '';
+  if (path === '') return null;
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new ConfigError('BUSINESS_LOGO_PATH', `cannot be read (${code}): ${path}`);
+  }
+  if (bytes.length > BUSINESS_LOGO_MAX_BYTES) {
+    throw new ConfigError(
+      'BUSINESS_LOGO_PATH',
+      `must be at most ${BUSINESS_LOGO_MAX_BYTES / 1024} KiB (${path} is ${Math.ceil(bytes.length / 1024)} KiB)`,
+    );
+  }
+  if (bytes.subarray(0, 8).equals(PNG_SIGNATURE)) return { bytes, mediaType: 'image/png' };
+  if (bytes.length > 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) {
+    return { bytes, mediaType: 'image/jpeg' };
+  }
+  throw new ConfigError('BUSINESS_LOGO_PATH', `must be a PNG or JPEG file: ${path} is neither`);
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
 export class ConfigError extends Error {
   readonly variable: string;
   constructor(variable: string, message: string) {
@@ -384,6 +431,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('PORTAL_PLANS', `must list plan ids (plan_…), comma-separated (got "${badPlan}")`);
   }
   const businessTaxId = printable(env, 'BUSINESS_TAX_ID', 64);
+  const businessLogo = readBusinessLogo(env);
 
   return Object.freeze({
     port,
@@ -415,6 +463,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     businessName,
     businessAddress,
     businessTaxId,
+    businessLogo,
     testClocks: testClocks === 'true',
     portalPlans: Object.freeze(portalPlans),
     consoleIdleTimeoutMs: duration(env, 'CONSOLE_IDLE_TIMEOUT', '30m', 60_000),

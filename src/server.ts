@@ -10,6 +10,7 @@ import { sendError, ServiceUnavailableError } from './http/errors.ts';
 import { loggerOptions } from './http/logger.ts';
 import { anyUsableApiKey } from './modules/api-keys/api-keys.service.ts';
 import { checkStoredSecrets, type SecretsLog } from './modules/payment-methods/payment-methods.keys.ts';
+import { checkDefaultTaxRates } from './modules/tax-rates/tax-rates.service.ts';
 import { DATABASE_GAUGES } from './gauges.ts';
 import { Metrics, type MetricsServer, startMetricsServer } from './observability/metrics.ts';
 import { JOBS, SERVICES } from './worker/jobs.ts';
@@ -167,9 +168,25 @@ async function sayWhereAndWhatNext(deps: Deps, app: FastifyInstance): Promise<vo
   }
 }
 
+/**
+ * The deps of a process that serves or works, once the configuration is checked against the
+ * database: DEFAULT_TAX_RATE_IDS must name existing tax rates (a ConfigError, the database
+ * closed, otherwise: a mistyped id would leave every invoice untaxed without a word).
+ */
+async function startingDeps(config: Readonly<Config>): Promise<Deps> {
+  const deps = await createDeps(config);
+  try {
+    await checkDefaultTaxRates(deps.db, config.defaultTaxRateIds);
+  } catch (error) {
+    await deps.close();
+    throw error;
+  }
+  return deps;
+}
+
 /** Starts the HTTP API on HOST:PORT after migrating. Resolves once listening. */
 export async function serve(config: Readonly<Config>, options: ServeOptions): Promise<void> {
-  const deps = await createDeps(config);
+  const deps = await startingDeps(config);
   const log = pino(loggerOptions(config.logLevel));
   const metrics = new Metrics(deps, log, { gauges: DATABASE_GAUGES, processMetrics: true });
   // Loaded here, not at the top: `billing worker` serves no HTTP and skips loading the app
@@ -211,7 +228,7 @@ export async function serve(config: Readonly<Config>, options: ServeOptions): Pr
 
 /** Runs the background worker alone (`billing worker`) until SIGTERM/SIGINT. */
 export async function runWorker(config: Readonly<Config>): Promise<void> {
-  const deps = await createDeps(config);
+  const deps = await startingDeps(config);
   const log = pino(loggerOptions(config.logLevel));
   const worker = new Worker(deps, JOBS, log, SERVICES);
   const metrics = new Metrics(deps, log, { gauges: DATABASE_GAUGES, processMetrics: true });

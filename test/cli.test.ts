@@ -395,6 +395,16 @@ function runUntilReady(
 }
 
 describe('billing worker and serve', () => {
+  test('serve and worker refuse to start when DEFAULT_TAX_RATE_IDS names no tax rate, naming the id', async (t) => {
+    const databaseUrl = tempDatabaseUrl(t);
+    const missing = 'txr_01JZZZZZZZZZZZZZZZZZZZZZZZ';
+    for (const args of [['serve', '--no-worker'], ['worker']]) {
+      const result = await billing(args, { DATABASE_URL: databaseUrl, DEFAULT_TAX_RATE_IDS: missing });
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, new RegExp(`^billing: DEFAULT_TAX_RATE_IDS names ${missing}: no such tax rate`));
+    }
+  });
+
   test('worker runs the background jobs alone and exits 0 on SIGTERM', async (t) => {
     const result = await runUntilReady(
       ['worker'],

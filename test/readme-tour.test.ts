@@ -1,4 +1,5 @@
-// The README's tour, run as written: its ```sh blocks in order, in one bash, against a real
+// The README's tour, run as written: its ```sh blocks in order, then the plan-change
+// walkthrough it links to (docs/api.md "Plan changes and proration"), in one bash, against a real
 // server started as `npm start` starts it (node src/main.ts, a new SQLite database through
 // DATABASE_URL, a free port substituted for the README's 3000, the README's own `export`s
 // in its environment). `npx billing …` runs the package's bin as a real process. Skipped
@@ -20,6 +21,14 @@ const BIN = join(ROOT, 'bin', 'billing.js');
 /** The README's ```sh blocks, in order. */
 function shellBlocks(markdown: string): string[] {
   return [...markdown.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!);
+}
+
+/** The ```sh blocks of `markdown`'s section `heading` (up to the next `## ` heading), in order. */
+function sectionBlocks(markdown: string, heading: string): string[] {
+  const start = markdown.indexOf(`\n${heading}\n`);
+  assert.ok(start >= 0, `no section ${heading}`);
+  const end = markdown.indexOf('\n## ', start + heading.length + 2);
+  return shellBlocks(markdown.slice(start, end === -1 ? undefined : end));
 }
 
 /** Lines a reader runs elsewhere: installing, starting the server, the test suite. */
@@ -55,12 +64,14 @@ curl() {
 }
 `;
 
-test("the README's tour runs as written: every command exits 0, every API answer is 2xx", async (t) => {
+test("the README's tour and the plan-change walkthrough it links run as written: every command exits 0, every API answer is 2xx", async (t) => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const api = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8');
+  assert.ok(readme.includes('(docs/api.md#plan-changes-and-proration)'), 'the README links the walkthrough');
   const dir = mkdtempSync(join(tmpdir(), 'billing-readme-tour-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const port = await freePort();
-  const script = shellBlocks(readme)
+  const script = [...shellBlocks(readme), ...sectionBlocks(api, '## Plan changes and proration')]
     .join('\n')
     .split('\n')
     .filter((line) => !SKIPPED.test(line))

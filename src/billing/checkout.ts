@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Deps } from '../deps.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
-import { AppError, ProviderUnavailableError, StateConflictError, ValidationError } from '../http/errors.ts';
+import { ProviderUnavailableError, StateConflictError, ValidationError } from '../http/errors.ts';
 import { hostedInvoiceUrl, lockInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { CheckoutInput, CheckoutLink } from './checkout.schemas.ts';
 import {
@@ -18,18 +18,9 @@ import {
   startAttempt,
 } from '../modules/payment-attempts/payment-attempts.ts';
 import { ProviderCallError, PROVIDER_DISPLAY_NAMES } from '../providers/provider-api.ts';
-import { API_KEY_VARIABLE } from '../providers/provider-apis.ts';
 import { clockFor } from '../modules/test-clocks/test-clocks.time.ts';
-
-/** True for an absolute http:// or https:// URL without credentials. */
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
-  } catch {
-    return false;
-  }
-}
+import { isHttpUrl } from '../shared/urls.ts';
+import { missingApiKeyError, providerCallAppError } from './provider-call-errors.ts';
 
 /**
  * A link the provider gave no expiry for (Paystack) is handed out again for this long after
@@ -115,12 +106,7 @@ export async function createCheckoutLink(
     if (invoice.status !== 'open' || remaining <= 0) {
       throw new StateConflictError(`invoice ${invoice.id} cannot be paid in its current state (${invoice.status})`);
     }
-    if (!deps.providers[provider]) {
-      throw new AppError(
-        'invalid_state',
-        `${PROVIDER_DISPLAY_NAMES[provider]} cannot collect payments: ${API_KEY_VARIABLE[provider]} is not set`,
-      );
-    }
+    if (!deps.providers[provider]) throw missingApiKeyError(provider, 'collect payments');
     if (options.reuseLiveLink) {
       const now = clock.now().getTime();
       const live = await findLiveCheckoutLink(trx, {
@@ -197,7 +183,7 @@ export async function createCheckoutLink(
       failureCode: error.providerCode ?? `provider_${error.failure}`,
       failureMessage: error.message,
     });
-    throw toAppError(error, attempt.reference);
+    throw providerCallAppError(error, attempt.reference);
   }
 }
 
@@ -280,21 +266,4 @@ async function callProvider(deps: Deps, request: CheckoutRequest): Promise<Provi
     providerObjectId: session.id,
     expiresAt: session.expires_at === null ? null : new Date(session.expires_at * 1000).toISOString(),
   };
-}
-
-/**
- * The client's error for a failed provider call (docs/SPEC.md §10): the key or the request
- * refused → 422 `invalid_state` (retrying the same request cannot help); no usable answer →
- * 503 `internal_error` (retry later). `details` names the provider, our reference and why.
- */
-function toAppError(error: ProviderCallError, reference: string): AppError {
-  const details = {
-    provider: error.provider,
-    reference,
-    reason: error.failure,
-    provider_status: error.providerStatus,
-    provider_code: error.providerCode,
-  };
-  if (error.outcomeUnknown) return new ProviderUnavailableError(`${error.message}; retry later`, details);
-  return new AppError('invalid_state', error.message, details);
 }

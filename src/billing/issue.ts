@@ -5,8 +5,9 @@
 // (billing/compose) with the customer's credit balance, and hands the result to the
 // invoices record (issueInvoice). composePreview composes the same way and stores nothing.
 // Credit applied to an invoice leaves the balance in the same transaction (applied_to_invoice);
-// a period's invoice takes its subscription's and customer's discounts (billing/coupons.ts),
-// and a `once` discount it took ends with it. A one-off invoice takes no discount.
+// a period's invoice and a plan change's invoice of prorations take its subscription's and
+// customer's discounts (billing/coupons.ts), and a `once` discount it took ends with it. A
+// one-off invoice (no subscription) takes no discount.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { isPostgres } from '../db/column-types.ts';
@@ -407,6 +408,7 @@ export async function nextUninvoicedPeriod(
     .selectFrom('invoices')
     .select((eb) => eb.fn.max('period_end').as('end'))
     .where('subscription_id', '=', subscription.id)
+    .where('kind', '=', 'period')
     .executeTakeFirst();
   const ends = [last?.end, subscription.current_period_end]
     .filter((end): end is string => typeof end === 'string')
@@ -452,8 +454,13 @@ export interface OneOffInvoiceInput {
   periodEnd: string;
   dueAt: string;
   metadata?: Record<string, string>;
-  /** Why it is issued: `one_off` (default) or `subscription_update` (SPEC §13 `always_invoice`). */
-  reason?: 'one_off' | 'subscription_update';
+  /**
+   * The subscription whose plan change these prorations are (SPEC §13 `always_invoice`, reason
+   * `subscription_update`): the invoice belongs to it (kind `proration`) — charged, made
+   * `past_due` and dunned as its renewal would be — and takes its and its customer's discounts
+   * (SPEC §14). Absent: a one-off invoice (reason `one_off`), no subscription, no discount.
+   */
+  subscriptionId?: string;
   /** When the worker charges the customer's saved method (SPEC §10); default null: it does not. */
   nextPaymentAttemptAt?: string | null;
   /**
@@ -465,7 +472,8 @@ export interface OneOffInvoiceInput {
 
 /**
  * Issues a one-off invoice (SPEC §12: reason `one_off`; no subscription fee, no subscription)
- * for `input.items`, composed with the customer's credit balance in `input.currency` and
+ * — or, given `input.subscriptionId`, a plan change's invoice of prorations (SPEC §13: reason
+ * `subscription_update`, kind `proration`, discounted as the subscription's invoices are) — for `input.items`, composed with the customer's credit balance in `input.currency` and
  * taking that credit (`applied_to_invoice`). Every call issues a new invoice: callers that
  * may retry make it idempotent themselves. A negative total owes 0 and becomes the customer's
  * credit (`credit_note`, SPEC §13), never a refund. The caller holds the customer's (or, for a
@@ -482,13 +490,16 @@ export async function issueOneOffInvoice(
   const balance = await spendableBalance(trx, input.customerId, input.currency);
   const party = { customerId: input.customerId, ...input.taxedBy };
   const taxes = await invoiceTaxes(trx, party, ctx.config.defaultTaxRateIds ?? []);
+  const subscriptionId = input.subscriptionId ?? null;
+  const discounts = subscriptionId === null ? null : await invoiceDiscounts(trx, subscriptionId, input.customerId);
   const content = composeInvoice(
     oneOffInvoiceInput({
-      reason: input.reason ?? 'one_off',
+      reason: subscriptionId === null ? 'one_off' : 'subscription_update',
       customerId: input.customerId,
       currency: input.currency,
       items: input.items,
       balance,
+      discounts: discounts?.compose,
       taxRates: taxes.tax_rates,
       taxExempt: taxes.tax_exempt,
     }),
@@ -497,7 +508,8 @@ export async function issueOneOffInvoice(
   const { invoice } = await issueInvoice(trx, ctx, {
     customerId: input.customerId,
     testClockId: input.testClockId,
-    subscriptionId: null,
+    subscriptionId,
+    prorations: subscriptionId !== null,
     currency: input.currency,
     periodStart: input.periodStart,
     periodEnd: input.periodEnd,
@@ -508,6 +520,8 @@ export async function issueOneOffInvoice(
   });
   await takeAppliedCredit(trx, ctx, invoice, input.testClockId);
   await creditNegativeTotal(trx, ctx, invoice, input.testClockId);
+  // A `once` discount it took ends at the period end: the renewal after it does not take it again.
+  if (discounts !== null) await endUsedOnceDiscounts(trx, discounts, content, input.periodEnd);
   return invoice;
 }
 
@@ -557,12 +571,15 @@ export async function composePreview(
   const balance = Math.max(await customerBalance(db, target.customerId, target.currency), 0);
   const taxes = await invoiceTaxes(db, target.taxedBy, ctx.config?.defaultTaxRateIds ?? []);
   const input = target.input(balance, taxes);
-  // A period's invoice takes the discounts issuing would give it, and the usage of the
-  // period before it so far (SPEC §15); a one-off takes neither.
-  const discounts =
-    input.subscription === null
-      ? []
-      : (await invoiceDiscounts(db, target.subscriptionId, target.customerId, target.subscriptionDiscount)).compose;
+  // Every preview is of a subscription's invoice: a period's or a plan change's prorations,
+  // which take the discounts issuing would give them (SPEC §14). Only a period's invoice takes
+  // the usage of the period before it so far (SPEC §15).
+  const { compose: discounts } = await invoiceDiscounts(
+    db,
+    target.subscriptionId,
+    target.customerId,
+    target.subscriptionDiscount,
+  );
   const plan =
     input.subscription === null ? undefined : await findPlan(db, target.usagePlanId ?? input.subscription.plan.id);
   const usage =

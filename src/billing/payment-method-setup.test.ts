@@ -169,6 +169,22 @@ test('Paystack: a verification charge saves the card, is refunded exactly once, 
   assert.ok(before.invoices.length > 0);
 });
 
+test("Paystack: the verification charge is Paystack's minimum per currency (USD 2.00, not 0.20)", async (t) => {
+  const app = await setupApp(t);
+  const customer = await createCustomer(app);
+  const charged: Record<string, number> = {};
+  for (const currency of ['NGN', 'GHS', 'ZAR', 'USD']) {
+    const res = await app.request('POST', `/api/customers/${customer.id}/payment-methods/setup`, {
+      body: { provider: 'paystack', currency },
+    });
+    assert.equal(res.status, 201, res.text);
+    const init = app.paystack.initializeCalls.at(-1)!.body as Record<string, unknown>;
+    assert.deepEqual([init.currency, init.amount], [currency, res.body.verification_amount]);
+    charged[currency] = res.body.verification_amount;
+  }
+  assert.deepEqual(charged, { NGN: 5000, GHS: 10, ZAR: 100, USD: 200 });
+});
+
 test('setup: bad input is a clear 4xx and calls no provider', async (t) => {
   const app = await setupApp(t);
   const customer = await createCustomer(app);

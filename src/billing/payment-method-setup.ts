@@ -7,12 +7,13 @@
 // whose money goes back in full through the API refund path (payment-reports.ts). The link
 // itself is stored nowhere: the provider's event, signed, carries our metadata back.
 import type { Deps } from '../deps.ts';
-import { AppError, NotFoundError, ProviderUnavailableError, ValidationError } from '../http/errors.ts';
+import { NotFoundError, ValidationError } from '../http/errors.ts';
 import { isIdOf, newId } from '../shared/ids.ts';
 import type { ProviderName } from '../shared/provider-names.ts';
-import { ProviderCallError, PROVIDER_DISPLAY_NAMES } from '../providers/provider-api.ts';
-import { API_KEY_VARIABLE } from '../providers/provider-apis.ts';
+import { ProviderCallError } from '../providers/provider-api.ts';
 import type { PaymentMethodSetup, PaymentMethodSetupInput } from './payment-method-setup.schemas.ts';
+import { isHttpUrl } from '../shared/urls.ts';
+import { missingApiKeyError, providerCallAppError } from './provider-call-errors.ts';
 
 /** `metadata.purpose` of a Paystack verification charge: saved, refunded, never settles anything. */
 export const CARD_VERIFICATION_PURPOSE = 'card_verification';
@@ -21,26 +22,19 @@ export const CARD_VERIFICATION_PURPOSE = 'card_verification';
 export const METHOD_SETUP_PURPOSE = 'payment_method_setup';
 
 /**
- * The verification charge per currency (minor units): the amounts Paystack charges to
- * authorize a card for a plan's free trial and refunds (NGN 50.00, GHS 0.10, ZAR 1.00,
- * USD 0.20; Paystack support, "Free trial on subscriptions"). Another currency is refused.
+ * The verification charge per currency (minor units): the least Paystack lets a transaction
+ * charge in that currency — its API reference, "Supported currencies" (minimum amount per
+ * currency, https://paystack.com/docs/api/#supported-currency): NGN 50.00, GHS 0.10,
+ * ZAR 1.00, USD 2.00 (USD 0.20, once taken from a third-party help page on Paystack free
+ * trials, is below Paystack's USD minimum, so the initialize call would be refused). Another
+ * currency is refused.
  */
 export const PAYSTACK_VERIFICATION_AMOUNTS: Readonly<Record<string, number>> = Object.freeze({
   NGN: 5000,
   GHS: 10,
   ZAR: 100,
-  USD: 20,
+  USD: 200,
 });
-
-/** True for an absolute http:// or https:// URL without credentials. */
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Asks `input.provider` (default DEFAULT_PROVIDER) for a page where live customer
@@ -83,12 +77,7 @@ export async function createPaymentMethodSetup(
     );
   }
   const api = deps.providers[provider];
-  if (!api) {
-    throw new AppError(
-      'invalid_state',
-      `${PROVIDER_DISPLAY_NAMES[provider]} cannot save payment methods: ${API_KEY_VARIABLE[provider]} is not set`,
-    );
-  }
+  if (!api) throw missingApiKeyError(provider, 'save payment methods');
   // Paystack allows no `_` in references.
   const reference = newId('paymentMethod').replace('pm_', 'pms-');
   const returnUrl = input.return_url ?? config.publicUrl;
@@ -123,17 +112,7 @@ export async function createPaymentMethodSetup(
     };
   } catch (error) {
     if (!(error instanceof ProviderCallError)) throw error;
-    const details = {
-      provider: error.provider,
-      reference,
-      reason: error.failure,
-      provider_status: error.providerStatus,
-      provider_code: error.providerCode,
-    };
-    if (error.outcomeUnknown) {
-      throw new ProviderUnavailableError(`${error.message}; retry later`, details);
-    }
-    throw new AppError('invalid_state', error.message, details);
+    throw providerCallAppError(error, reference);
   }
 }
 

@@ -55,6 +55,8 @@ import {
 } from './issue.ts';
 import { renewalTerms } from './renewal-terms.ts';
 import { closeUsageSpan } from './usage-billing.ts';
+import { withDiscount } from './subscriptions.ts';
+import type { SubscriptionDetail } from '../modules/subscriptions/subscriptions.schemas.ts';
 
 export type { ChangeRequest };
 
@@ -220,120 +222,129 @@ const CLEARED = { pending_plan_id: null, pending_quantity: null, pending_effecti
  * subscription's lock (taken without waiting on PostgreSQL: 409 `conflict` while another
  * request holds it). `ctx` is Deps (clock, invoice settings). Throws 404 (subscription, plan),
  * 409 (state: CANNOT_CHANGE; a concurrent change), 400 (decideChange's rules). Returns the
- * subscription after.
+ * subscription after with its discount, as GET /api/subscriptions/{id} shows it.
  */
 export async function changeSubscription(
   db: Kysely<Database>,
   apiCtx: IssueContext,
   id: string,
   request: SubscriptionUpdate,
-): Promise<Subscription> {
+): Promise<SubscriptionDetail> {
   checkTermsShape(request);
+  // The answer is GET's shape (its discount), read in the change's own transaction.
+  return transactionWithRetry(db, async (trx) =>
+    withDiscount(trx, apiCtx.clock, await changeLockedSubscription(trx, apiCtx, id, request)),
+  );
+}
+
+/** changeSubscription's work in `trx`: the locks, the rules, the writes; returns the subscription after. */
+async function changeLockedSubscription(
+  trx: Transaction<Database>,
+  apiCtx: IssueContext,
+  id: string,
+  request: SubscriptionUpdate,
+): Promise<Subscription> {
   const terms = namesTerms(request);
   const planChange = !terms || namesPlanChange(request);
-  return transactionWithRetry(db, async (trx) => {
-    // Lock order (db/locking.ts): the customer before the subscription when a discount is
-    // redeemed (customers → subscriptions, customers → promotion_codes → coupons → discounts).
-    const customer = redeemsDiscount(request)
-      ? await lockCustomer(trx, (await readSubscription(trx, id)).customer_id)
-      : null;
-    const locked = await lockSubscriptionForChange(trx, id);
-    const ctx = await withClockFor(trx, apiCtx, locked.test_clock_id);
-    const { clock } = ctx;
-    if (!planChange) {
-      // New terms alone: no plan change rule runs; any subscription not ended takes them.
-      if (!isLive(locked.status)) throw new StateConflictError(CANNOT_CHANGE);
-      const plan = (await findPlan(trx, locked.plan_id))!;
-      const applied = await applyTerms(trx, clock, locked, customer, request, { plan, quantity: locked.quantity });
-      return updateSubscription(trx, clock, locked, applied.changes, 'subscription.updated', applied.previous);
-    }
-    const { from, to, decision } = await prepareChange(trx, locked, request, clock.now());
-    // The discount is checked against what the subscription bills once the change is made
-    // (a scheduled change: what it bills until then), and is in place before any invoice below.
-    const applied = terms
-      ? await applyTerms(trx, clock, locked, customer, request, decision.kind === 'scheduled' ? from : to)
-      : { changes: {}, previous: {} };
-    const row: SubscriptionRow = { ...locked, ...applied.changes };
-    /** Writes `changes` and the terms' in one update, `previous_attributes` the plan change's `keys` and the terms'. */
-    const update = (changes: SubscriptionChanges, keys: readonly PlanChangeKey[]) =>
-      updateSubscription(trx, clock, locked, { ...changes, ...applied.changes }, 'subscription.updated', {
-        ...previousOf(locked, keys),
-        ...applied.previous,
-      });
-    if (decision.kind === 'scheduled') {
-      // The terms apply now (`subscription.updated`); the plan change waits for the period end.
-      const current = terms ? { ...row, updated_at: clock.now().toISOString() } : row;
-      if (terms)
-        await updateSubscription(trx, clock, locked, applied.changes, 'subscription.updated', applied.previous);
-      return updateSubscription(
-        trx,
-        clock,
-        current,
-        { pending_plan_id: to.plan.id, pending_quantity: to.quantity, pending_effective_at: decision.effective_at },
-        'subscription.update_scheduled',
-        previousOf(locked, ['pending_update']),
+  // Lock order (db/locking.ts): the customer before the subscription when a discount is
+  // redeemed (customers → subscriptions, customers → promotion_codes → coupons → discounts).
+  const customer = redeemsDiscount(request)
+    ? await lockCustomer(trx, (await readSubscription(trx, id)).customer_id)
+    : null;
+  const locked = await lockSubscriptionForChange(trx, id);
+  const ctx = await withClockFor(trx, apiCtx, locked.test_clock_id);
+  const { clock } = ctx;
+  if (!planChange) {
+    // New terms alone: no plan change rule runs; any subscription not ended takes them.
+    if (!isLive(locked.status)) throw new StateConflictError(CANNOT_CHANGE);
+    const plan = (await findPlan(trx, locked.plan_id))!;
+    const applied = await applyTerms(trx, clock, locked, customer, request, { plan, quantity: locked.quantity });
+    return updateSubscription(trx, clock, locked, applied.changes, 'subscription.updated', applied.previous);
+  }
+  const { from, to, decision } = await prepareChange(trx, locked, request, clock.now());
+  // The discount is checked against what the subscription bills once the change is made
+  // (a scheduled change: what it bills until then), and is in place before any invoice below.
+  const applied = terms
+    ? await applyTerms(trx, clock, locked, customer, request, decision.kind === 'scheduled' ? from : to)
+    : { changes: {}, previous: {} };
+  const row: SubscriptionRow = { ...locked, ...applied.changes };
+  /** Writes `changes` and the terms' in one update, `previous_attributes` the plan change's `keys` and the terms'. */
+  const update = (changes: SubscriptionChanges, keys: readonly PlanChangeKey[]) =>
+    updateSubscription(trx, clock, locked, { ...changes, ...applied.changes }, 'subscription.updated', {
+      ...previousOf(locked, keys),
+      ...applied.previous,
+    });
+  if (decision.kind === 'scheduled') {
+    // The terms apply now (`subscription.updated`); the plan change waits for the period end.
+    const current = terms ? { ...row, updated_at: clock.now().toISOString() } : row;
+    if (terms) await updateSubscription(trx, clock, locked, applied.changes, 'subscription.updated', applied.previous);
+    return updateSubscription(
+      trx,
+      clock,
+      current,
+      { pending_plan_id: to.plan.id, pending_quantity: to.quantity, pending_effective_at: decision.effective_at },
+      'subscription.update_scheduled',
+      previousOf(locked, ['pending_update']),
+    );
+  }
+  const swapped = { plan_id: to.plan.id, quantity: to.quantity, ...CLEARED };
+  if (decision.kind === 'trial_swap') {
+    return update(swapped, ['plan_id', 'quantity', 'pending_update']);
+  }
+  const charge = (await hasDefaultPaymentMethod(trx, row.customer_id)) ? clock.now().toISOString() : null;
+  // The usage recorded so far is the old plan's (SPEC §15 "Plan changes"): its stretch of the
+  // period closes here and bills at the old plan's charges — on the new period's invoice, or
+  // on the renewal that ends this period.
+  if (decision.kind === 'new_period' || from.plan.id !== to.plan.id) {
+    await closeUsageSpan(trx, clock, locked, from.plan.id, decision.proration_date);
+  }
+  if (decision.kind === 'new_period') {
+    const changes = {
+      ...swapped,
+      billing_cycle_anchor: decision.proration_date,
+      current_period_start: decision.period.start.toISOString(),
+      current_period_end: decision.period.end.toISOString(),
+    };
+    const subscription = await update(changes, [
+      'plan_id',
+      'quantity',
+      'pending_update',
+      'billing_cycle_anchor',
+      'current_period_start',
+      'current_period_end',
+    ]);
+    const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
+    const plan = await findPlan(trx, to.plan.id);
+    const issued = await issueChangePeriodInvoice(trx, ctx, { ...row, ...changes }, plan!, decision.period, charge, [
+      ...waiting.lines,
+      ...decision.lines,
+    ]);
+    if (!issued.created) {
+      throw new ValidationError(
+        'that new period has an invoice already: pass a later proration_date',
+        'proration_date',
       );
     }
-    const swapped = { plan_id: to.plan.id, quantity: to.quantity, ...CLEARED };
-    if (decision.kind === 'trial_swap') {
-      return update(swapped, ['plan_id', 'quantity', 'pending_update']);
-    }
-    const charge = (await hasDefaultPaymentMethod(trx, row.customer_id)) ? clock.now().toISOString() : null;
-    // The usage recorded so far is the old plan's (SPEC §15 "Plan changes"): its stretch of the
-    // period closes here and bills at the old plan's charges — on the new period's invoice, or
-    // on the renewal that ends this period.
-    if (decision.kind === 'new_period' || from.plan.id !== to.plan.id) {
-      await closeUsageSpan(trx, clock, locked, from.plan.id, decision.proration_date);
-    }
-    if (decision.kind === 'new_period') {
-      const changes = {
-        ...swapped,
-        billing_cycle_anchor: decision.proration_date,
-        current_period_start: decision.period.start.toISOString(),
-        current_period_end: decision.period.end.toISOString(),
-      };
-      const subscription = await update(changes, [
-        'plan_id',
-        'quantity',
-        'pending_update',
-        'billing_cycle_anchor',
-        'current_period_start',
-        'current_period_end',
-      ]);
-      const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
-      const plan = await findPlan(trx, to.plan.id);
-      const issued = await issueChangePeriodInvoice(trx, ctx, { ...row, ...changes }, plan!, decision.period, charge, [
-        ...waiting.lines,
-        ...decision.lines,
-      ]);
-      if (!issued.created) {
-        throw new ValidationError(
-          'that new period has an invoice already: pass a later proration_date',
-          'proration_date',
-        );
-      }
-      await markPendingItemsInvoiced(trx, waiting.ids, issued.invoice.id);
-      return subscription;
-    }
-    const subscription = await update(swapped, ['plan_id', 'quantity', 'pending_update']);
-    if (decision.behavior === 'create_prorations') await addPendingItems(trx, clock, row, decision.lines);
-    if (decision.behavior === 'always_invoice') {
-      const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
-      const invoice = await issueOneOffInvoice(trx, ctx, {
-        ...prorationInvoiceShape(row, decision.proration_date),
-        reason: 'subscription_update',
-        taxedBy: taxedBy(row, (await findPlan(trx, to.plan.id))!),
-        currency: to.plan.currency,
-        testClockId: row.test_clock_id,
-        items: [...waiting.lines, ...decision.lines],
-        dueAt: clock.now().toISOString(),
-        nextPaymentAttemptAt: charge,
-        metadata: { subscription_id: row.id },
-      });
-      await markPendingItemsInvoiced(trx, waiting.ids, invoice.id);
-    }
+    await markPendingItemsInvoiced(trx, waiting.ids, issued.invoice.id);
     return subscription;
-  });
+  }
+  const subscription = await update(swapped, ['plan_id', 'quantity', 'pending_update']);
+  if (decision.behavior === 'create_prorations') await addPendingItems(trx, clock, row, decision.lines);
+  if (decision.behavior === 'always_invoice') {
+    const waiting = await waitingPendingItems<InvoiceLineDraft>(trx, row.id);
+    const invoice = await issueOneOffInvoice(trx, ctx, {
+      ...prorationInvoiceShape(row, decision.proration_date),
+      subscriptionId: row.id,
+      taxedBy: taxedBy(row, (await findPlan(trx, to.plan.id))!),
+      currency: to.plan.currency,
+      testClockId: row.test_clock_id,
+      items: [...waiting.lines, ...decision.lines],
+      dueAt: clock.now().toISOString(),
+      nextPaymentAttemptAt: charge,
+    });
+    await markPendingItemsInvoiced(trx, waiting.ids, invoice.id);
+  }
+  return subscription;
 }
 
 /** The customer, currency and span of a proration invoice issued at `prorationDate`. */

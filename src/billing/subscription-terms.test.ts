@@ -113,6 +113,7 @@ test('a coupon alone: the discount is redeemed, no plan change runs, nothing is 
   const shown = (await app.request('GET', `/api/subscriptions/${sub.id}`)).body;
   assert.equal(shown.discount.coupon.id, coupon.id);
   assert.equal(shown.discount.coupon.times_redeemed, 1);
+  assert.deepEqual(patched.body, shown, 'the PATCH answers what GET shows, its discount included');
   const updated = (await eventsOf(app, 'subscription.updated')).at(-1)!;
   assert.deepEqual(updated.previous_attributes, { discount: null });
 
@@ -156,7 +157,8 @@ test('a promotion code replaces the coupon (never two discounts); coupon "" and 
     }
     const removed = await app.request('PATCH', `/api/subscriptions/${sub.id}`, { body: { coupon: removal } });
     assert.equal(removed.status, 200, removed.text);
-    assert.equal((await app.request('GET', `/api/subscriptions/${sub.id}`)).body.discount, undefined);
+    assert.deepEqual(removed.body, (await app.request('GET', `/api/subscriptions/${sub.id}`)).body);
+    assert.equal(removed.body.discount, undefined);
     assert.ok((await eventsOf(app, 'subscription.updated')).at(-1)!.previous_attributes.discount.id);
   }
   // Removing what is not there changes nothing but says so.

@@ -262,7 +262,18 @@ export async function getSubscriptionWithDiscount(
   clock: Clock,
   id: string,
 ): Promise<SubscriptionDetail> {
-  const subscription = await getSubscription(db, id);
+  return withDiscount(db, clock, await getSubscription(db, id));
+}
+
+/**
+ * `subscription` with its own discount when it has one (absent otherwise), the coupon's `valid`
+ * as of `clock`: the SubscriptionDetail GET and PATCH /api/subscriptions/{id} answer (SPEC §14).
+ */
+export async function withDiscount(
+  db: Kysely<Database> | Transaction<Database>,
+  clock: Clock,
+  subscription: Subscription,
+): Promise<SubscriptionDetail> {
   const found = await findDiscount(db, subscription.customer_id, subscription.id);
   return found ? { ...subscription, discount: toDiscount(found.discount, found.coupon, clock.now()) } : subscription;
 }

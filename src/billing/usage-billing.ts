@@ -111,6 +111,8 @@ export async function invoiceUsage(
     .select('period_start')
     .where('subscription_id', '=', subscription.id)
     .where('period_end', '=', periodStart)
+    // A plan change's invoice of prorations ends there too, but bills no period of usage.
+    .where('kind', '=', 'period')
     .orderBy('period_start', 'desc')
     .executeTakeFirst();
   const spans = await db

@@ -43,6 +43,7 @@ import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_to
 import * as workerRowFailures from './migrations/0038_worker_row_failures.ts';
 import * as usageCoarseRollups from './migrations/0039_usage_coarse_rollups.ts';
 import * as consoleIndexes from './migrations/0040_console_indexes.ts';
+import * as invoiceKinds from './migrations/0041_invoice_kinds.ts';
 import * as usageSpans from './migrations/0042_usage_spans.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
@@ -85,6 +86,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0038_worker_row_failures': workerRowFailures,
   '0039_usage_coarse_rollups': usageCoarseRollups,
   '0040_console_indexes': consoleIndexes,
+  '0041_invoice_kinds': invoiceKinds,
   '0042_usage_spans': usageSpans,
 };
 

@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { buildTestApp, type TestApp, type TestResponse } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../test/helpers/factories.ts';
 import { PAYSTACK_SECRET } from '../../test/helpers/provider-events.ts';
+import { temporaryFile, TINY_PNG } from '../../test/helpers/documents.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { lockSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { HOSTED_PAGE_CSP } from '../modules/documents/documents.hosted-page.ts';
@@ -264,4 +265,17 @@ test('/openapi.json leaves the page out: it is not part of the JSON API', async 
     Object.keys(res.body.paths).filter((p) => !p.startsWith('/api/')),
     [],
   );
+});
+
+test('BUSINESS_LOGO_PATH: the page shows the logo inline (nothing fetched) and the PDF embeds it', async (t) => {
+  const app = await buildTestApp(t, { env: { ...ENV, BUSINESS_LOGO_PATH: temporaryFile(t, 'logo.png', TINY_PNG) } });
+  const { path } = await issue(app);
+  const page = await app.request('GET', path, { key: null });
+  assert.equal(page.status, 200);
+  assertPageHeaders(page);
+  assert.ok(page.text.includes(`<img class="logo" src="data:image/png;base64,${TINY_PNG.toString('base64')}" alt="">`));
+  assert.doesNotMatch(page.text, /<img[^>]+src="(?!data:)/, 'no image from elsewhere');
+  const pdf = await fetch(`${app.baseUrl}${path}.pdf`);
+  assert.equal(pdf.status, 200);
+  assert.match(Buffer.from(await pdf.arrayBuffer()).toString('latin1'), /\/Subtype \/Image/);
 });

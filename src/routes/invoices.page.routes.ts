@@ -14,14 +14,13 @@
 // live link of the same amount, and answers 303 to the provider's page.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { AppError, errorResponse, ProviderUnavailableError, StateConflictError } from '../http/errors.ts';
+import { AppError, ProviderUnavailableError, StateConflictError } from '../http/errors.ts';
 import { routeBudget } from '../http/rate-limit.ts';
 import { createCheckoutLink } from '../billing/checkout.ts';
 import { PROVIDER_DISPLAY_NAMES } from '../providers/provider-api.ts';
 import { getBilledCustomer } from '../modules/customers/customers.service.ts';
 import {
   CHECKOUT_ORIGINS,
-  HOSTED_PAGE_CSP,
   type HostedPageProblem,
   renderContinuePage,
   renderInvoicePage,
@@ -31,30 +30,19 @@ import { documentLocale } from '../shared/locales.ts';
 import { findInvoiceRowByToken, toInvoice } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { invoicePdfOf, loadInvoiceDocument } from '../modules/documents/documents.service.ts';
-import { PDF_HEADERS } from './pdf-response.ts';
+import {
+  answerWithProblemPages,
+  HOSTED_PAGE_HEADERS,
+  registerTokenDocumentRoutes,
+  sendPage,
+} from './hosted-documents.ts';
 
 /** The prefix of hosted invoice URLs: `<PUBLIC_URL>/i/<token>` (hostedInvoiceUrl). */
 export const HOSTED_PAGE_PREFIX = '/i';
 
-/**
- * The headers of every hosted page response. They replace the API's CSP (set earlier by
- * http/security-headers.ts, whose other helmet headers stay: nosniff, frame DENY, …).
- */
-export const HOSTED_PAGE_HEADERS = {
-  'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': HOSTED_PAGE_CSP,
-  'x-robots-tag': 'noindex, nofollow',
-  'referrer-policy': 'no-referrer',
-  'cache-control': 'no-store',
-} as const;
-
 /** Pay button presses per invoice token (POST /i/{token}/pay) in PAY_BUDGET_WINDOW_MS, on top of the per-IP budget. */
 export const PAY_BUDGET = 10;
 export const PAY_BUDGET_WINDOW_MS = 60_000;
-
-function sendPage(reply: FastifyReply, status: number, html: string): FastifyReply {
-  return reply.code(status).headers(HOSTED_PAGE_HEADERS).send(html);
-}
 
 /** `303 See Other` to `location`, with the page headers (no body). */
 function seeOther(reply: FastifyReply, location: string): FastifyReply {
@@ -93,22 +81,11 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
   const { businessName, publicUrl, defaultProvider } = deps.config;
   // The Pay button collects through DEFAULT_PROVIDER, when it has an API key.
   const payProvider = deps.providers[defaultProvider] ? PROVIDER_DISPLAY_NAMES[defaultProvider] : undefined;
-  const problems = new Map<HostedPageProblem, string>();
-  const problemPage = (problem: HostedPageProblem) => {
-    let html = problems.get(problem);
-    if (html === undefined) problems.set(problem, (html = renderProblemPage(problem, businessName)));
-    return html;
-  };
-  const notFound = (reply: FastifyReply) => sendPage(reply, 404, problemPage(404));
-
-  app.setNotFoundHandler((_request, reply) => notFound(reply));
-  app.setErrorHandler((error, request, reply) => {
-    const { status } = errorResponse(error);
-    if (status === 429) return sendPage(reply, 429, problemPage(429));
-    if (status < 500) return notFound(reply);
-    request.log.error({ err: error }, 'hosted invoice page failed');
-    return sendPage(reply, 500, problemPage(500));
-  });
+  const { notFound } = answerWithProblemPages<HostedPageProblem>(
+    app,
+    (problem) => renderProblemPage(problem, businessName),
+    'hosted invoice page',
+  );
 
   /** The invoice page of `row` with `status`: the Pay button when a provider can collect. */
   const invoicePage = async (reply: FastifyReply, status: number, row: InvoiceRow) => {
@@ -124,37 +101,13 @@ export async function registerHostedInvoicePages(app: FastifyInstance, deps: Dep
   const languageOf = async (row: InvoiceRow) =>
     documentLocale((await getBilledCustomer(deps.db, row.customer_id))?.preferred_locale).language;
 
-  // The PDF of the page's invoice: the same content (SPEC §14 "Documents"). A draft has no
-  // token in use, so no PDF here either (its PDF is GET /api/invoices/{id}/pdf).
-  app.get<{ Params: { token: string } }>(
-    '/:token.pdf',
-    { config: { scope: 'public' }, schema: { hide: true } },
-    async (request, reply) => {
-      const row = await findInvoiceRowByToken(deps.db, request.params.token);
-      if (!row) return notFound(reply);
-      const { filename, pdf } = await invoicePdfOf(deps.db, deps.config, row);
-      return reply
-        .code(200)
-        .headers({
-          ...PDF_HEADERS,
-          'content-disposition': `inline; filename="${filename}"`,
-          'cache-control': 'no-store',
-          'x-robots-tag': 'noindex, nofollow',
-          'referrer-policy': 'no-referrer',
-        })
-        .send(pdf);
-    },
-  );
-
-  app.get<{ Params: { token: string } }>(
-    '/:token',
-    { config: { scope: 'public' }, schema: { hide: true } },
-    async (request, reply) => {
-      const row = await findInvoiceRowByToken(deps.db, request.params.token);
-      if (!row) return notFound(reply);
-      return invoicePage(reply, 200, row);
-    },
-  );
+  // The page, and its PDF: the same content (SPEC §14 "Documents"). A draft has no token in
+  // use, so no PDF here either (its PDF is GET /api/invoices/{id}/pdf).
+  registerTokenDocumentRoutes(app, notFound, {
+    find: (token) => findInvoiceRowByToken(deps.db, token),
+    pdf: (row) => invoicePdfOf(deps.db, deps.config, row),
+    page: (reply, row) => invoicePage(reply, 200, row),
+  });
 
   // The Pay button's form posts `application/x-www-form-urlencoded` with no fields: the body
   // is read (at most 1 KiB) and ignored. It is the only body type here: the app's JSON parser,

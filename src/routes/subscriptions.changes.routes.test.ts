@@ -31,7 +31,7 @@ async function activeSubscription(app: TestApp, planId: string, quantity = 1) {
   return (await app.request('GET', `/api/subscriptions/${res.body.id}`)).body;
 }
 
-/** Invoices of the customer, oldest first (a proration invoice belongs to no period: customer_id finds it). */
+/** Invoices of the customer, oldest first. */
 async function customerInvoices(app: TestApp, customerId: string) {
   const res = await app.request(
     'GET',
@@ -123,7 +123,7 @@ test('an upgrade at mid-period: the preview shows −unused +remaining, the chan
       invoice.next_payment_attempt_at,
       invoice.metadata,
     ],
-    [null, 'open', 484, 484, '2026-01-31T10:00:05.000Z', '2026-01-31T10:00:05.000Z', { subscription_id: sub.id }],
+    [sub.id, 'open', 484, 484, '2026-01-31T10:00:05.000Z', '2026-01-31T10:00:05.000Z', {}],
   );
   const [updated] = await eventsOf(app, 'subscription.updated');
   assert.deepEqual(updated!.data.previous_attributes, { plan_id: basic.id, quantity: 1, pending_update: null });

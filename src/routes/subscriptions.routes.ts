@@ -90,7 +90,10 @@ export function subscriptionRoutes(deps: Deps): Route[] {
         description: `From \`trialing\` or \`active\` (else 409 \`validation_error\` "${CANNOT_CHANGE}"; 409 \`conflict\` while another request is changing it). The new plan must be active and in the same currency (400). Upgrades apply now with an invoice of the prorated difference (\`always_invoice\`); downgrades are scheduled for the period end (\`pending_update\`, \`subscription.update_scheduled\`); an interval change starts a new period now and credits the unused time; in a trial the plan is swapped with no proration. Prorations follow Stripe's formula to the second. Emits \`subscription.updated\` with \`previous_attributes\`. Preview it first with POST /api/invoices/preview. \`coupon\` / \`promotion_code\` replace the subscription's discount (redeemed under the same limits as on create: an unknown, expired or exhausted one is 400 and nothing changes; \`coupon: null\` or \`""\` removes it) and \`tax_rate_ids\` replaces its tax rates (\`[]\` clears them), SPEC §14: alone they change nothing else (any subscription not ended; no plan change rule runs), with a plan change both apply in one transaction and one \`subscription.updated\` whose \`previous_attributes\` carries the old \`discount\` and \`tax_rate_ids\` too. The next invoice takes them.`,
         params: idParams,
         body: changeSubscriptionBody,
-        response: stateChangeResponses,
+        response: {
+          ...stateChangeResponses,
+          200: responseOf(subscriptionDetailSchema, 'The subscription in its new state, with its discount (as GET)'),
+        },
       },
       handler: async (request) => changeSubscription(db, deps, request.params.id, request.body),
     }),

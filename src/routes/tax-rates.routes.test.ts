@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp, type TestResponse } from '../../test/helpers/app.ts';
 import { createCustomer, createPlan } from '../../test/helpers/factories.ts';
+import { ConfigError } from '../config.ts';
+import { checkDefaultTaxRates } from '../modules/tax-rates/tax-rates.service.ts';
 
 const UNKNOWN_RATE = 'txr_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
 
@@ -202,4 +204,24 @@ test('archived rates cannot be attached anew but keep applying where attached; u
     { tax_rate_id: rate.id, display_name: 'VAT', percentage: 19, inclusive: true, amount: 782 },
   ]);
   assert.equal(invoice.lines[1].inclusive, true);
+});
+
+test('DEFAULT_TAX_RATE_IDS is checked at startup: every id must be a tax rate (archived ones too), else a ConfigError names the missing', async (t) => {
+  const app = await buildTestApp(t);
+  const created = await app.request('POST', '/api/tax-rates', {
+    body: { display_name: 'VAT', percentage: 20, inclusive: false },
+  });
+  assert.equal(created.status, 201, created.text);
+  const archived = await app.request('PATCH', `/api/tax-rates/${created.body.id}`, { body: { active: false } });
+  assert.equal(archived.status, 200, archived.text);
+  await checkDefaultTaxRates(app.deps.db, []);
+  await checkDefaultTaxRates(app.deps.db, [created.body.id]);
+  const typo = 'txr_01JZZZZZZZZZZZZZZZZZZZZZZZ';
+  await assert.rejects(
+    checkDefaultTaxRates(app.deps.db, [created.body.id, typo]),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      error.variable === 'DEFAULT_TAX_RATE_IDS' &&
+      error.message.startsWith(`DEFAULT_TAX_RATE_IDS names ${typo}: no such tax rate in this database`),
+  );
 });

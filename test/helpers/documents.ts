@@ -1,6 +1,9 @@
 // A document with everything an invoice document can show, for the renderers' tests: seller
 // and buyer addresses and tax ids, a plan and an extra line, a 10 % discount, VAT at two
 // rates, customer credit applied (EUR; every amount in minor units and consistent).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Invoice } from '../../src/modules/invoices/invoices.schemas.ts';
 import type { BusinessDetails, DocumentCustomer, TaxSummary } from '../../src/modules/documents/documents.model.ts';
 
@@ -123,3 +126,18 @@ export const FULL_BUSINESS: BusinessDetails = {
   businessAddress: '1 Main Street\\nDublin D02 X285\\nIreland',
   businessTaxId: 'IE1234567T',
 };
+
+/** A 1 × 1 PNG (a valid file: pdfkit and browsers decode it), for BUSINESS_LOGO_PATH. */
+export const TINY_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+/** Writes `bytes` to a new temporary file named `name`, removed after the test; returns its path. */
+export function temporaryFile(t: { after: (fn: () => void) => void }, name: string, bytes: Buffer): string {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-logo-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}

@@ -72,6 +72,8 @@ export interface OneOffInvoiceFacts {
   items: readonly InvoiceLineDraft[];
   /** The customer's credit balance in `currency` (minor units, ≥ 0). */
   balance: number;
+  /** A plan change's prorations: its subscription's and customer's discounts (SPEC §14); default none. */
+  discounts?: readonly ComposeDiscount[];
   /** The tax rates that apply (billing/taxation.ts); default none. */
   taxRates?: readonly ComposeTaxRate[];
   /** Whether the customer is taxed (SPEC §14); default `none`: taxed. */
@@ -87,7 +89,7 @@ export function oneOffInvoiceInput(facts: OneOffInvoiceFacts): ComposeInput {
     subscription: null,
     pending_items: facts.items,
     usage: [],
-    discounts: [],
+    discounts: facts.discounts ?? [],
     tax_rates: facts.taxRates ?? [],
   };
 }

@@ -6,6 +6,14 @@ import type { Selectable } from 'kysely';
 export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
+/**
+ * What an invoice bills (SPEC §9, §13): `period` — a subscription's period (one per
+ * (subscription, period_start): a partial unique index) —, `proration` — a plan change's
+ * `always_invoice` prorations, of a subscription but no period of its own —, `one_off`.
+ */
+export const INVOICE_KINDS = ['period', 'proration', 'one_off'] as const;
+export type InvoiceKind = (typeof INVOICE_KINDS)[number];
+
 export interface InvoicesTable {
   id: string;
   /**
@@ -14,8 +22,9 @@ export interface InvoicesTable {
    */
   number: string | null;
   customer_id: string;
-  /** Null is reserved for one-off invoices (none are issued yet). */
+  /** Null for a one-off invoice: a `period` or `proration` invoice belongs to its subscription. */
   subscription_id: string | null;
+  kind: InvoiceKind;
   status: InvoiceStatus;
   /** ISO 4217, upper case. */
   currency: string;

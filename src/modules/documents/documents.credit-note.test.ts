@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { DOCUMENT_LANGUAGES } from '../../shared/locales.ts';
 import type { CreditNote } from '../credit-notes/credit-notes.records.ts';
+import { CREDIT_NOTE_STATUSES } from '../../db/tables/credit-notes.table.ts';
 import { FULL_BUSINESS, FULL_CUSTOMER } from '../../../test/helpers/documents.ts';
 import { renderCreditNotePage } from './documents.hosted-page.ts';
 import { creditNoteDocument } from './documents.model.ts';
@@ -122,5 +123,20 @@ test('every language: the hosted page of a credit note with lines, a split and a
     const snapshot = new URL(`./snapshots/credit-note.${language}.html`, import.meta.url);
     if (process.env.UPDATE_SNAPSHOTS === '1') writeFileSync(snapshot, html);
     assert.equal(html, readFileSync(snapshot, 'utf8'), language);
+  }
+});
+
+test('every credit note status has a coloured badge on the hosted page', () => {
+  for (const status of CREDIT_NOTE_STATUSES) {
+    const html = renderCreditNotePage(
+      creditNoteDocument({ ...NOTE, status }, 'INV-000042', FULL_CUSTOMER, FULL_BUSINESS),
+    );
+    assert.ok(html.includes(`<main class="sheet status-${status}">`), status);
+    const css = /<style>([\s\S]*?)<\/style>/.exec(html)![1]!;
+    assert.match(
+      css,
+      new RegExp(`\\.status-${status} \\.badge\\{background:#[0-9a-f]{6};color:#[0-9a-f]{6}\\}`),
+      status,
+    );
   }
 });

@@ -17,7 +17,7 @@ import {
   renderProblemPage,
 } from './documents.hosted-page.ts';
 import { type BusinessDetails, type DocumentCustomer, invoiceDocument, type PayButton } from './documents.model.ts';
-import { fullInvoice, FULL_BUSINESS, FULL_CUSTOMER, FULL_TAXES } from '../../../test/helpers/documents.ts';
+import { fullInvoice, FULL_BUSINESS, FULL_CUSTOMER, FULL_TAXES, TINY_PNG } from '../../../test/helpers/documents.ts';
 
 /** A fixed invoice: two lines, NGN, open, partly paid. */
 function invoice(overrides: Partial<Invoice> = {}): Invoice {
@@ -106,14 +106,14 @@ test('escapeHtml escapes & < > " \' and replaces control characters', () => {
   assert.equal(escapeHtml('a\u0000b\u001bc\u0085d\te\nf'), 'a\ufffdb\ufffdc\ufffdd\te\nf');
 });
 
-test('the CSP allows exactly the page’s one inline stylesheet, by its SHA-256, and forms to itself and the checkout pages', () => {
+test('the CSP allows exactly the page’s one inline stylesheet, by its SHA-256, data: images (the logo), and forms to itself and the checkout pages', () => {
   for (const html of [page(), renderProblemPage(404, 'Acme')]) {
     const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)];
     assert.equal(styles.length, 1);
     const hash = createHash('sha256').update(styles[0]![1]!).digest('base64');
     assert.equal(
       HOSTED_PAGE_CSP,
-      `default-src 'none'; style-src 'sha256-${hash}'; base-uri 'none'; ` +
+      `default-src 'none'; style-src 'sha256-${hash}'; img-src data:; base-uri 'none'; ` +
         "form-action 'self' https://checkout.paystack.com https://checkout.stripe.com; frame-ancestors 'none'",
     );
     assert.doesNotMatch(html, /<script|<img|<link|<iframe|<form|\sstyle=|\son[a-z]+=/i);
@@ -342,4 +342,21 @@ test('reverse charge: no tax rows but "Reverse charge" and its note, in the cust
   assert.match(en, /<p class="note">Reverse charge: VAT is to be accounted for by the customer\.<\/p>/);
   assert.doesNotMatch(en, /VAT 19/);
   assert.match(reverse('fr'), /Autoliquidation/);
+});
+
+test('the seller’s logo is inlined as a data: image before the name (the CSP allows data: images only); without one, no <img>', () => {
+  const page = (logo: boolean) =>
+    renderInvoicePage(
+      invoiceDocument(fullInvoice(), FULL_CUSTOMER, {
+        ...FULL_BUSINESS,
+        ...(logo ? { businessLogo: { bytes: TINY_PNG, mediaType: 'image/png' as const } } : {}),
+      }),
+    );
+  assert.ok(!page(false).includes('<img'));
+  assert.ok(
+    page(true).includes(
+      `<p class="business"><img class="logo" src="data:image/png;base64,${TINY_PNG.toString('base64')}" alt=""><bdi>Acme Cloud Ltd</bdi></p>`,
+    ),
+  );
+  assert.match(HOSTED_PAGE_CSP, /(^|; )img-src data:(;|$)/);
 });

@@ -5,8 +5,9 @@
 // view (documents.view.ts) in the customer's locale. Pure but for reading the templates and
 // the stylesheet once: the same document always renders to the same bytes (snapshots hold them).
 //
-// The page runs nothing: no script, no external resource, no image; its one inline
-// stylesheet (templates/hosted-page.css) is allowed by hash (HOSTED_PAGE_CSP). Its one form,
+// The page runs nothing: no script, no external resource; its one image, the seller's logo
+// (BUSINESS_LOGO_PATH), is inlined as a `data:` URI, and its one inline stylesheet
+// (templates/hosted-page.css) is allowed by hash (HOSTED_PAGE_CSP). Its one form,
 // the Pay button, is a plain POST to the page's own path + `/pay` (invoices.page.routes.ts),
 // which answers 303 to the provider's checkout page.
 import { createHash } from 'node:crypto';
@@ -33,12 +34,14 @@ export const CHECKOUT_ORIGINS = ['https://checkout.paystack.com', 'https://check
 
 /**
  * The Content-Security-Policy of every hosted page: nothing loads or runs but the page's own
- * stylesheet (by hash); no script, image, font, frame or base URL; forms may post to the
+ * stylesheet (by hash) and `data:` images (the inlined logo: nothing is fetched); no script,
+ * font, frame or base URL; forms may post to the
  * page's own origin and be redirected to the providers' checkout pages (CHECKOUT_ORIGINS).
  */
 export const HOSTED_PAGE_CSP = [
   "default-src 'none'",
   `style-src ${STYLE_HASH}`,
+  'img-src data:',
   "base-uri 'none'",
   `form-action 'self' ${CHECKOUT_ORIGINS.join(' ')}`,
   "frame-ancestors 'none'",

@@ -3,6 +3,7 @@
 // from it (documents.view.ts), so they cannot disagree. Fields another record owns (the
 // buyer's address and tax ids, reverse charge, taxes by rate) are optional: whoever adds
 // them to their record passes them here, one line each (invoiceDocument's callers).
+import type { BusinessLogo } from '../../config.ts';
 import { type DocumentLocale, documentLocale } from '../../shared/locales.ts';
 import type { CreditNote } from '../credit-notes/credit-notes.records.ts';
 import type { Invoice } from '../invoices/invoices.schemas.ts';
@@ -29,6 +30,8 @@ export interface Seller {
   name: string;
   addressLines: readonly string[];
   taxId: string | null;
+  /** BUSINESS_LOGO_PATH's image, read at start-up; absent or null: none. */
+  logo?: BusinessLogo | null;
 }
 
 /** Who the invoice is billed to (name may be absent); address and tax ids when the record has them. */
@@ -87,11 +90,12 @@ export interface DocumentCustomer extends Buyer {
   preferred_locale: string | null;
 }
 
-/** The business details from config (BUSINESS_NAME, BUSINESS_ADDRESS, BUSINESS_TAX_ID). */
+/** The business details from config (BUSINESS_NAME, BUSINESS_ADDRESS, BUSINESS_TAX_ID, BUSINESS_LOGO_PATH). */
 export interface BusinessDetails {
   businessName: string;
   businessAddress: string | null;
   businessTaxId: string | null;
+  businessLogo?: BusinessLogo | null;
 }
 
 /**
@@ -135,6 +139,7 @@ function partiesOf(
       name: business.businessName,
       addressLines: addressLines(business.businessAddress),
       taxId: business.businessTaxId,
+      ...(business.businessLogo ? { logo: business.businessLogo } : {}),
     },
     buyer: customer && {
       name: customer.name,

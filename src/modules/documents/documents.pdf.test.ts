@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { extractText, getDocumentProxy, getMeta } from 'unpdf';
-import { fullInvoice, FULL_BUSINESS, FULL_CUSTOMER, FULL_TAXES } from '../../../test/helpers/documents.ts';
+import { fullInvoice, FULL_BUSINESS, FULL_CUSTOMER, FULL_TAXES, TINY_PNG } from '../../../test/helpers/documents.ts';
 import type { DocumentCustomer } from './documents.model.ts';
 import { invoiceDocument } from './documents.model.ts';
 import type { Invoice } from '../invoices/invoices.schemas.ts';
@@ -160,4 +160,20 @@ test('property: any text in names, descriptions and addresses renders to a reada
     ),
     { numRuns: 15 },
   );
+});
+
+test('the seller’s logo (BUSINESS_LOGO_PATH) is embedded as an image above the seller’s name; without one, no image', async () => {
+  const images = (pdf: Buffer) => pdf.toString('latin1').match(/\/Subtype \/Image/g)?.length ?? 0;
+  const document = (logo: boolean) =>
+    invoiceDocument(fullInvoice(), FULL_CUSTOMER, {
+      ...FULL_BUSINESS,
+      ...(logo ? { businessLogo: { bytes: TINY_PNG, mediaType: 'image/png' as const } } : {}),
+    });
+  const plain = await renderInvoicePdf(document(false));
+  const withLogo = await renderInvoicePdf(document(true));
+  assert.equal(images(plain), 0);
+  assert.ok(images(withLogo) >= 1, 'an image XObject (and its alpha mask)');
+  const text = (await extractText(await getDocumentProxy(new Uint8Array(withLogo)), { mergePages: true })).text;
+  assert.match(text, /Acme Cloud Ltd/, 'the name is still printed');
+  assert.deepEqual(await renderInvoicePdf(document(true)), withLogo, 'still the same bytes each time');
 });

@@ -7,7 +7,8 @@
 // dejavu-fonts-ttf; Latin, Greek, Cyrillic and more) is embedded, subset to the glyphs used.
 // A character the font has no glyph for (CJK, emoji) prints as U+FFFD instead of an empty
 // box, and direction controls are dropped (pdfkit lays text out left to right): a hostile
-// or unusual name never breaks the document. No logo: rendering fetches nothing.
+// or unusual name never breaks the document. The seller's logo (BUSINESS_LOGO_PATH, PNG or
+// JPEG) comes as bytes read at start-up: rendering fetches nothing.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as fontkit from 'fontkit';
@@ -73,6 +74,8 @@ const STAMP: Record<string, string> = {
   draft: '#b45309',
 };
 const MARGIN = 50;
+/** The box (pt) a logo is scaled to fit. */
+const LOGO_BOX = { width: 160, height: 48 };
 const FOOTER_SPACE = 40;
 
 /**
@@ -151,9 +154,15 @@ function layOut(pdf: Pdf, view: DocumentView): void {
   const width = right - left;
   const bottom = () => pdf.page.height - MARGIN - FOOTER_SPACE;
 
-  // Header: seller name on the left; "INVOICE", number and status on the right.
+  // Header: the logo and the seller name on the left; "INVOICE", number and status on the right.
   const titleWidth = 200;
-  const sellerBottom = write(pdf, view.seller.name ?? '', left, MARGIN, {
+  let sellerTop = MARGIN;
+  if (view.seller.logo) {
+    // Scaled to fit a 160 × 48 pt box, its aspect kept; the name goes below it.
+    pdf.image(view.seller.logo.bytes, left, MARGIN, { fit: [LOGO_BOX.width, LOGO_BOX.height] });
+    sellerTop += LOGO_BOX.height + 8;
+  }
+  const sellerBottom = write(pdf, view.seller.name ?? '', left, sellerTop, {
     font: 'bold',
     size: 18,
     color: INK,

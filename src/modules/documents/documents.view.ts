@@ -14,6 +14,8 @@ export interface PartyView {
   heading: string;
   name: string | null;
   lines: string[];
+  /** The seller's logo: its bytes (the PDF embeds them) and a `data:` URI of them (the page inlines it). */
+  logo?: { bytes: Buffer; src: string };
 }
 
 /** One row of the totals: label and formatted amount; `emphasis` for the total and what remains. */
@@ -77,6 +79,14 @@ function sellerView(seller: Seller, m: Messages): PartyView {
     heading: m.from,
     name: seller.name,
     lines: [...seller.addressLines, ...(seller.taxId ? [m.labelled(m.taxId, seller.taxId)] : [])],
+    ...(seller.logo
+      ? {
+          logo: {
+            bytes: seller.logo.bytes,
+            src: `data:${seller.logo.mediaType};base64,${seller.logo.bytes.toString('base64')}`,
+          },
+        }
+      : {}),
   };
 }
 

@@ -22,7 +22,7 @@ import {
   invoiceSchema,
   type InvoiceTaxAmount,
 } from './invoices.schemas.ts';
-import type { InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
+import type { InvoiceKind, InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Invoice, InvoiceLine };
@@ -171,6 +171,11 @@ export interface InvoiceDraft {
   testClockId?: string | null;
   /** Null for a one-off invoice (SPEC §12): no subscription, no period of one. */
   subscriptionId: string | null;
+  /**
+   * True: the subscription's prorations issued at once (SPEC §13 `always_invoice`), a `proration`
+   * invoice, always new; default false: its period's invoice (`period`; `one_off` without a subscription).
+   */
+  prorations?: boolean;
   /** ISO 4217, upper case: every line must be in it. */
   currency: string;
   periodStart: string;
@@ -191,12 +196,12 @@ export interface InvoiceDraft {
 /**
  * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
  * when one exists already it is returned with `created: false` and nothing is written (a
- * one-off invoice, of no subscription, is always new). Called only by the billing core's
+ * one-off invoice, of no subscription, and a subscription's `prorations` invoice are always new). Called only by the billing core's
  * issue.ts, which composes `draft.content`.
  * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
  * owes 0) — or, given `draft.finalizesAt`, stores it `draft` with no number (finalizeInvoice numbers it later), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
  * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
- * hold between workers; the unique (subscription_id, period_start) index is the backstop,
+ * hold between workers; the unique (subscription_id, period_start) index of `period` invoices is the backstop,
  * and its violation rolls the whole transaction back (so no number is lost). Lines and
  * totals are stored as `draft.content` has them, each line given an `il_…` id. Throws when a
  * line is in another currency than `draft.currency` or the totals do not add up (total = the
@@ -207,14 +212,17 @@ export async function issueInvoice(
   ctx: InvoiceContext,
   draft: InvoiceDraft,
 ): Promise<{ invoice: Invoice; created: boolean }> {
+  const kind: InvoiceKind = draft.subscriptionId === null ? 'one_off' : draft.prorations ? 'proration' : 'period';
   const existing =
-    draft.subscriptionId === null
+    kind !== 'period'
       ? undefined
       : await trx
           .selectFrom('invoices')
           .selectAll()
-          .where('subscription_id', '=', draft.subscriptionId)
+          .where('subscription_id', '=', draft.subscriptionId!)
           .where('period_start', '=', draft.periodStart)
+          // A literal: the partial unique index's predicate.
+          .where('kind', '=', sql.lit('period'))
           .executeTakeFirst();
   if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
   const { content } = draft;
@@ -242,6 +250,7 @@ export async function issueInvoice(
     customer_id: draft.customerId,
     test_clock_id: draft.testClockId ?? null,
     subscription_id: draft.subscriptionId,
+    kind,
     status: finalizesAt === null ? 'open' : 'draft',
     currency: draft.currency,
     subtotal: content.subtotal,

@@ -13,6 +13,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { getCustomer } from '../customers/customers.service.ts';
 import type { PortalSession, PortalSessionInput } from './portal-sessions.schemas.ts';
+import { isHttpUrl } from '../../shared/urls.ts';
 
 /** How long a portal link, and every session it starts, is valid (ms): one hour (SPEC §16). */
 export const PORTAL_SESSION_TTL_MS = 60 * 60_000;
@@ -29,16 +30,6 @@ function newToken(): string {
 
 function hashOf(token: string): string {
   return createHash('sha256').update(token).digest('hex');
-}
-
-/** True for an absolute http:// or https:// URL without credentials. */
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
-  } catch {
-    return false;
-  }
 }
 
 /**

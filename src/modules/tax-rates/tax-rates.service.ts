@@ -3,6 +3,7 @@
 // others need: whether ids may be attached (active) and the rates an invoice applies (any).
 // The only writer of `tax_rates`.
 import type { Kysely, Transaction } from 'kysely';
+import { ConfigError } from '../../config.ts';
 import type { Database } from '../../db/database.ts';
 import type { TaxRateRow } from '../../db/tables/tax-rates.table.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
@@ -190,6 +191,22 @@ export async function findTaxRatesForInvoice(
   const rows = await db.selectFrom('tax_rates').selectAll().where('id', 'in', valid).execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
   return valid.flatMap((id) => byId.get(id) ?? []);
+}
+
+/**
+ * Checks DEFAULT_TAX_RATE_IDS (`ids`) against the database at startup (SPEC §14): a mistyped or
+ * never-created id would otherwise be left out of every invoice silently. Throws ConfigError
+ * naming every id with no tax rate. An archived rate passes: it keeps applying where it is
+ * named already, as on a plan or a customer.
+ */
+export async function checkDefaultTaxRates(db: Kysely<Database>, ids: readonly string[]): Promise<void> {
+  const found = new Set((await findTaxRatesForInvoice(db, ids)).map((row) => row.id));
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length === 0) return;
+  throw new ConfigError(
+    'DEFAULT_TAX_RATE_IDS',
+    `names ${missing.join(', ')}: no such tax rate in this database. Create the rate (POST /api/tax-rates) and list the id it answers, or leave the id out`,
+  );
 }
 
 /** A JSON array of ids (a `tax_rate_ids` column) as an array; '[]' without parsing. */
