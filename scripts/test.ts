@@ -33,6 +33,9 @@ const TIMINGS_REPORTER = fileURLToPath(new URL('./test-timings.ts', import.meta.
 const cpuReport = process.env.TEST_CPU_REPORT === '1';
 const CPU_MARKER = pathToFileURL(fileURLToPath(new URL('./test-cpu.ts', import.meta.url))).href;
 
+/** The tests that drive Chromium (test/helpers/browser.ts). */
+const BROWSER_TEST = /\.browser\.test\.ts$/;
+
 /** Milliseconds by test file path, as scripts/test-timings.ts reports them. */
 type Timings = Record<string, number>;
 
@@ -68,14 +71,26 @@ function splitIntoShards(paths: string[], count: number, timings: Timings): stri
   const measured = sized.filter((file) => file.ms !== undefined);
   const measuredBytes = measured.reduce((sum, file) => sum + file.bytes, 0);
   const msPerByte = measuredBytes > 0 ? measured.reduce((sum, file) => sum + file.ms!, 0) / measuredBytes : 1;
-  const weighed = sized.map((file) => ({ path: file.path, weight: file.ms ?? file.bytes * msPerByte }));
+  const weighed = sized.map((file) => ({ paths: [file.path], weight: file.ms ?? file.bytes * msPerByte }));
+  // The browser tests go to one shard together: one Chromium at a time, never two competing
+  // for the cores with each other as well as with the other shards.
+  const browser = weighed.filter((file) => BROWSER_TEST.test(file.paths[0]!));
+  const units = [
+    ...weighed.filter((file) => !BROWSER_TEST.test(file.paths[0]!)),
+    ...(browser.length > 0
+      ? [{ paths: browser.flatMap((file) => file.paths), weight: browser.reduce((sum, file) => sum + file.weight, 0) }]
+      : []),
+  ];
   const shards = Array.from({ length: count }, () => ({ weight: 0, files: [] as string[] }));
-  for (const file of weighed.sort((a, b) => b.weight - a.weight)) {
+  for (const unit of units.sort((a, b) => b.weight - a.weight)) {
     const lightest = shards.reduce((min, shard) => (shard.weight < min.weight ? shard : min));
-    lightest.weight += file.weight;
-    lightest.files.push(file.path);
+    lightest.weight += unit.weight;
+    lightest.files.push(...unit.paths);
   }
-  return shards.sort((a, b) => b.weight - a.weight).map((shard) => shard.files.sort());
+  return shards
+    .filter((shard) => shard.files.length > 0)
+    .sort((a, b) => b.weight - a.weight)
+    .map((shard) => shard.files.sort());
 }
 
 /**
