@@ -124,7 +124,7 @@ function runnerFiles(dir: string, timings: Timings): string[] {
  * the total and the ten most expensive files.
  */
 function reportCpu(jsonl: string, out: string): void {
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(jsonl, 'utf8');
   } catch {
