@@ -5,7 +5,8 @@
 // provider-event intake (notify.ts), webhook fan-out and delivery (deliveries.ts), and the read
 // and notify scenarios on PostgreSQL with one and two instances (postgres.ts), and ONE summary
 // table of the speed ratios with their targets (summary.ts, docs/performance.md). Servers and
-// the load generator are pinned to different CPUs where taskset exists. Measures, never fails
+// the load generator are pinned to different CPUs where taskset exists. Then the operator
+// console's list pages at 1 M customers (console.ts). Measures, never fails
 // on speed.
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -20,6 +21,7 @@ import { seedCustomers } from './seed.ts';
 import { allowedCpus, pinApart, type RunningServer, startServer, stopAllServers } from './servers.ts';
 import { summaryTable } from './summary.ts';
 import { benchUsage, usageBenchSettings } from './usage.ts';
+import { benchConsole, consoleBenchSettings } from './console.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -263,6 +265,8 @@ async function main(workDir: string): Promise<void> {
   }
   // Usage (SPEC §15): ingestion beside raw writes, the period read, a renewal (BENCH_USAGE_*).
   if (!listsOnly) await benchUsage(workDir, usageBenchSettings(smoke), log);
+  // The operator console's list pages at 1 M customers, p95 beside a floor (BENCH_CONSOLE_*).
+  if (!listsOnly) await benchConsole(workDir, consoleBenchSettings(smoke), log);
   log(
     `\nsummary: the ratios against the bare route and the floors, measured in this run (targets measured, not enforced); ${loadNote()}`,
   );

@@ -32,7 +32,7 @@ import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposeDiscount, ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
 import type { Config } from '../config.ts';
 import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
-import { invoiceUsage, recordBilledUsage } from './usage-billing.ts';
+import { invoiceUsage, recordBilledUsage, type UsageBill } from './usage-billing.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 
 /**
@@ -87,6 +87,10 @@ interface PeriodIssue {
   mayDraft?: boolean;
   /** Proration items waiting for this invoice (SPEC §13); default none. */
   pendingItems?: readonly InvoiceLineDraft[];
+  /** It bills usage in arrears (SPEC §15): a renewal, or a plan change's new period (the stretch the change closed). */
+  billsUsage?: boolean;
+  /** The plan in force at the end of the period just ended, whose charges price its usage; default `plan`. */
+  usagePlan?: PlanRow;
 }
 
 /**
@@ -123,9 +127,11 @@ async function issuePeriodInvoice(
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
   const discounts = await invoiceDiscounts(trx, subscription.id, subscription.customer_id);
   const taxes = await invoiceTaxes(trx, taxedBy(subscription, plan), ctx.config.defaultTaxRateIds ?? []);
-  // Usage is billed in arrears by the renewal that ends its period (SPEC §15), not by an
-  // invoice paid in advance or a plan change's new period.
-  const usage = issue.mayDraft ? await invoiceUsage(trx, subscription, plan, start) : [];
+  // Usage is billed in arrears by the renewal that ends its period (SPEC §15), and the
+  // stretch a plan change closed by the change's new period; never by an invoice paid in advance.
+  const usage = issue.billsUsage
+    ? await invoiceUsage(trx, subscription, issue.usagePlan ?? plan, start)
+    : { items: [], spans: [] };
   const content = composeInvoice(
     periodInvoiceInput({
       reason: issue.reason,
@@ -140,7 +146,7 @@ async function issuePeriodInvoice(
       discounts: discounts.compose,
       taxRates: taxes.tax_rates,
       taxExempt: taxes.tax_exempt,
-      usage,
+      usage: usage.items,
     }),
     ctx.pipeline ?? PIPELINE,
   );
@@ -171,8 +177,12 @@ async function issuePeriodInvoice(
       created: true,
     };
   }
-  // The period was invoiced already (paid in advance, wholly or in part): nothing was written.
+  // The period was invoiced already (paid in advance, wholly or in part): nothing was written
+  // to it, but the period just ended is closed: its usage is billed once, on its own invoice.
   const { invoice } = issued;
+  if (issue.billsUsage) {
+    await issueUsageInvoice(trx, ctx, subscription, plan, issue, usage, invoice.id);
+  }
   if (issue.nextPaymentAttemptAt === null || invoice.status !== 'open' || invoice.next_payment_attempt_at !== null) {
     return issued;
   }
@@ -182,6 +192,74 @@ async function issuePeriodInvoice(
     invoice: await updateInvoice(trx, ctx, row, { next_payment_attempt_at: issue.nextPaymentAttemptAt }),
     created: false,
   };
+}
+
+/**
+ * Bills `usage` — what the renewal for `issue.period` found to bill of the period just ended,
+ * when that period's successor was invoiced already by a payment in advance (SPEC §15 "Paid in
+ * advance") — on an invoice of its own: usage lines and late adjustments only, the
+ * subscription's and customer's discounts but `once` ones (their invoice is the period's), its
+ * taxes, the customer's credit; `subscription_id` null and `metadata.subscription_id` naming
+ * the subscription (invoices keep one per subscription period), the span of the usage it
+ * bills, a draft until INVOICE_FINALIZE_DELAY as a renewal with usage, charged once final.
+ * When the usage bills no line (none, or all under free units) no invoice is issued and the
+ * record names `periodInvoiceId`, the invoice the renewal found: late events still bill
+ * against it. Usage is recorded billed in the same transaction, so it is billed exactly once.
+ */
+async function issueUsageInvoice(
+  trx: Transaction<Database>,
+  ctx: IssueContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  issue: PeriodIssue,
+  usage: UsageBill,
+  periodInvoiceId: string,
+): Promise<void> {
+  if (usage.items.length === 0 && usage.spans.length === 0) return;
+  const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
+  const discounts = await invoiceDiscounts(trx, subscription.id, subscription.customer_id);
+  const onceIds = new Set(discounts.once.map(({ discount }) => discount.id));
+  const taxes = await invoiceTaxes(trx, taxedBy(subscription, plan), ctx.config.defaultTaxRateIds ?? []);
+  const content = composeInvoice(
+    {
+      reason: 'renewal',
+      currency: plan.currency,
+      customer: { id: subscription.customer_id, balance, tax_exempt: taxes.tax_exempt },
+      subscription: null,
+      pending_items: [],
+      usage: usage.items,
+      discounts: discounts.compose.filter((discount) => !onceIds.has(discount.id)),
+      tax_rates: taxes.tax_rates,
+    },
+    ctx.pipeline ?? PIPELINE,
+  );
+  if (content.lines.length === 0) {
+    await recordBilledUsage(trx, ctx.clock, subscription.id, periodInvoiceId, usage);
+    return;
+  }
+  const spanStart = Math.min(...usage.items.map((item) => Date.parse(item.period_start)));
+  const finalizesAt = finalizationTime(ctx, content, issue.period.start);
+  const { invoice } = await issueInvoice(trx, ctx, {
+    customerId: subscription.customer_id,
+    testClockId: subscription.test_clock_id,
+    subscriptionId: null,
+    currency: plan.currency,
+    periodStart: new Date(spanStart).toISOString(),
+    periodEnd: issue.period.start.toISOString(),
+    nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
+    dueAt: finalizesAt ?? issue.dueAt,
+    finalizesAt,
+    content,
+    metadata: { subscription_id: subscription.id },
+  });
+  await recordBilledUsage(trx, ctx.clock, subscription.id, invoice.id, usage);
+  await takeAppliedCredit(trx, ctx, invoice, subscription.test_clock_id);
+  await creditNegativeTotal(trx, ctx, invoice, subscription.test_clock_id);
+  if (finalizesAt !== null && Date.parse(finalizesAt) <= ctx.clock.now().getTime()) {
+    await finalizeInvoice(trx, ctx, await lockInvoice(trx, invoice.id), {
+      next_payment_attempt_at: issue.nextPaymentAttemptAt,
+    });
+  }
 }
 
 /** Whose tax rates a period's invoice applies (SPEC §14): its subscription's, its plan's, its customer's. */
@@ -274,6 +352,7 @@ export async function issueRenewalInvoice(
   period: Period,
   nextPaymentAttemptAt: string | null,
   pendingItems: readonly InvoiceLineDraft[] = [],
+  usagePlan: PlanRow = plan,
 ): Promise<IssuedInvoice> {
   return issuePeriodInvoice(trx, ctx, subscription, plan, {
     reason: 'renewal',
@@ -282,6 +361,8 @@ export async function issueRenewalInvoice(
     nextPaymentAttemptAt,
     mayDraft: true,
     pendingItems,
+    billsUsage: true,
+    usagePlan,
   });
 }
 
@@ -308,6 +389,7 @@ export async function issueChangePeriodInvoice(
     dueAt: period.start.toISOString(),
     nextPaymentAttemptAt,
     pendingItems,
+    billsUsage: true,
   });
 }
 
@@ -456,6 +538,8 @@ export interface PreviewTarget {
   input: (balance: number, taxes: InvoiceTaxes) => ComposeInput;
   /** The subscription's own discount instead of the stored one (a preview of new terms); null: none. */
   subscriptionDiscount?: ComposeDiscount | null;
+  /** The plan whose charges price the usage of the period ending at `periodStart` (SPEC §15); default the input's plan. */
+  usagePlanId?: string;
 }
 
 /**
@@ -479,11 +563,19 @@ export async function composePreview(
     input.subscription === null
       ? []
       : (await invoiceDiscounts(db, target.subscriptionId, target.customerId, target.subscriptionDiscount)).compose;
-  const plan = input.subscription === null ? undefined : await findPlan(db, input.subscription.plan.id);
+  const plan =
+    input.subscription === null ? undefined : await findPlan(db, target.usagePlanId ?? input.subscription.plan.id);
   const usage =
     plan === undefined
       ? []
-      : await invoiceUsage(db, { id: target.subscriptionId, customer_id: target.customerId }, plan, target.periodStart);
+      : (
+          await invoiceUsage(
+            db,
+            { id: target.subscriptionId, customer_id: target.customerId },
+            plan,
+            target.periodStart,
+          )
+        ).items;
   const composed = composeInvoice({ ...input, discounts, usage }, ctx.pipeline ?? PIPELINE);
   return {
     ...composed,

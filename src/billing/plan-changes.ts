@@ -54,6 +54,7 @@ import {
   taxedBy,
 } from './issue.ts';
 import { renewalTerms } from './renewal-terms.ts';
+import { closeUsageSpan } from './usage-billing.ts';
 
 export type { ChangeRequest };
 
@@ -278,6 +279,12 @@ export async function changeSubscription(
       return update(swapped, ['plan_id', 'quantity', 'pending_update']);
     }
     const charge = (await hasDefaultPaymentMethod(trx, row.customer_id)) ? clock.now().toISOString() : null;
+    // The usage recorded so far is the old plan's (SPEC §15 "Plan changes"): its stretch of the
+    // period closes here and bills at the old plan's charges — on the new period's invoice, or
+    // on the renewal that ends this period.
+    if (decision.kind === 'new_period' || from.plan.id !== to.plan.id) {
+      await closeUsageSpan(trx, clock, locked, from.plan.id, decision.proration_date);
+    }
     if (decision.kind === 'new_period') {
       const changes = {
         ...swapped,
@@ -555,6 +562,8 @@ export async function previewUpcomingInvoice(
   return composePreview(db, ctx, {
     ...periodTarget(row, terms.plan, terms.quantity, period, waiting.lines, null),
     subscriptionDiscount,
+    // The period ending bills its usage at its own plan's charges, a scheduled change's or not.
+    usagePlanId: row.plan_id,
   });
 }
 

@@ -12,6 +12,8 @@ import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscr
 /** The plan, quantity, anchor and period of a subscription's next renewal. */
 export interface RenewalTerms {
   plan: PlanRow;
+  /** The plan of the period ending (before a scheduled change): its usage is priced by its charges (SPEC §15). */
+  usagePlan: PlanRow;
   quantity: number;
   /** ISO 8601. */
   anchor: string;
@@ -58,5 +60,5 @@ export async function renewalTerms(
     interval: plan.interval,
     intervalCount: plan.interval_count,
   });
-  return { plan, quantity, anchor, period, appliesPendingUpdate };
+  return { plan, usagePlan: current, quantity, anchor, period, appliesPendingUpdate };
 }

@@ -70,6 +70,8 @@ export async function renewSubscription(
     period,
     charge ? now : null,
     waiting.lines,
+    // The period ending was on the plan before the scheduled change: its usage bills at that plan's charges.
+    terms.usagePlan,
   );
   // A period paid in advance was invoiced without them: the items wait for the next invoice.
   if (created) await markPendingItemsInvoiced(trx, waiting.ids, invoice.id);

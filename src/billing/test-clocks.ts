@@ -26,11 +26,13 @@ import {
   deleteSubscriptions,
 } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import { deleteTestClockRow, lockTestClock } from '../modules/test-clocks/test-clocks.service.ts';
+import { deleteUsageBillingOfSubscriptions } from './usage-billing.ts';
 
 /**
  * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
  * (and payment attempts, and the clock's invoice number sequence), dunning cases (and steps),
- * payment methods, credit balance transactions and provider subscription references;
+ * payment methods, credit balance transactions, provider subscription references and what
+ * their usage billed (billed_usage, usage_spans);
  * payments recorded for them stay, detached (customer, subscription and invoice null), and
  * so do the events already emitted. Locks parents before children (db/locking.ts) so a
  * worker step in flight finishes first and the next one finds nothing. Throws 404 for
@@ -81,6 +83,8 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
     // The clock's customers' credit ledger goes with them (it names their invoices).
     await deleteTestClockBalanceTransactions(trx, id);
     await deleteTestClockCreditNotes(trx, id);
+    // What their usage billed names their invoices and subscriptions.
+    await deleteUsageBillingOfSubscriptions(trx, subscriptions);
     await detachPaymentsOfInvoices(trx, invoices);
     await deleteAttemptsOfInvoices(trx, invoices);
     await deleteInvoices(trx, invoices);

@@ -226,6 +226,10 @@ test("a clock customer's usage over three advanced months bills three renewals: 
   // The dropped late user stays out: March is billed as 3 users.
   const usersRows = billed.filter((row) => row.meter_id !== callsMeter.id).map((row) => row.quantity);
   assert.deepEqual(usersRows, ['3', '0', '2']);
+
+  // Deleting the clock takes what its subscription's usage billed with it.
+  assert.equal((await app.request('DELETE', `/api/test-clocks/${clock.id}`)).status, 204);
+  assert.equal((await app.deps.db.selectFrom('billed_usage').select('meter_id').execute()).length, 0);
 });
 
 test('plans refuse charges that cannot bill, naming the charge; charges are immutable', async (t) => {

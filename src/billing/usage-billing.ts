@@ -1,12 +1,16 @@
-// Usage billed in arrears (SPEC §15): what a period's invoice bills of its subscription's
-// metered charges — the usage of the period just ended, and the late usage of periods billed
-// before when their meter's policy is `bill_next_invoice` — read from the meters' aggregates,
-// and the record of what was billed (`billed_usage`), written with the invoice.
+// Usage billed in arrears (SPEC §15): what an invoice bills of its subscription's metered
+// charges — the usage of the period just ended, the stretches a plan change closed before it
+// (each at the charges of the plan it was recorded under), and the late usage of periods
+// billed before when their meter's policy is `bill_next_invoice` — read from the meters'
+// aggregates, and the record of what was billed (`billed_usage`, `usage_spans`), written
+// with the invoice.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
+import type { MeterRow } from '../db/tables/usage.table.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
 import { findMeter } from '../modules/meters/meters.service.ts';
-import { parseCharges } from '../modules/plans/plans.charges.ts';
+import { parseCharges, type StoredCharge } from '../modules/plans/plans.charges.ts';
+import { findPlan } from '../modules/plans/plans.service.ts';
 import { aggregateUsage } from '../modules/usage/usage.aggregate.ts';
 import type { Clock } from '../shared/clock.ts';
 import { parseQuantity, piecesTotal, priceUsage } from './compose/pricing.ts';
@@ -20,32 +24,88 @@ type Db = Kysely<Database> | Transaction<Database>;
  */
 export const LATE_USAGE_WINDOW_MS = 36 * 24 * 60 * 60 * 1000;
 
+/**
+ * How far back billed periods are read (ms): the longest period (three years) plus the late
+ * window, so a period billed at one renewal is still re-read at the next one, however long.
+ */
+const BILLED_LOOKBACK_MS = (3 * 366 + 36) * 24 * 60 * 60 * 1000;
+
+/**
+ * A plan charges a meter that no longer exists (SPEC §15: meters are never deleted). Billing
+ * refuses rather than billing nothing: the renewal fails, is logged and retried, and no
+ * revenue is lost silently.
+ */
+export class MeterMissingError extends Error {
+  readonly meterId: string;
+  constructor(meterId: string, planId: string) {
+    super(`plan ${planId} charges meter ${meterId}, which does not exist: its usage cannot be billed`);
+    this.name = 'MeterMissingError';
+    this.meterId = meterId;
+  }
+}
+
 /** The subscription whose usage is billed: its id and customer. */
 export interface UsageSubscription {
   id: string;
   customer_id: string;
 }
 
+/** What an invoice bills of usage: the items (pipeline input) and the plan-change spans they close (span starts, ISO 8601). */
+export interface UsageBill {
+  items: ComposeUsage[];
+  spans: string[];
+}
+
+/** A stretch of time whose usage is billed fresh, priced by one plan. */
+interface FreshSpan {
+  planId: string;
+  start: string;
+  end: string;
+}
+
 /**
- * The usage the invoice of `subscription`'s period starting at `periodStart` (ISO 8601) bills
- * (SPEC §15), priced by `plan`'s charges, in charge order:
- * - the period just ended — the subscription's invoiced period ending at `periodStart` — per
- *   charge, its meter's aggregate over `[its start, periodStart)`, unless billed already;
- * - for each period billed before that ended within LATE_USAGE_WINDOW_MS of `periodStart`
- *   and whose meter is still charged with policy `bill_next_invoice`: its aggregate now, when
- *   it differs from the quantity billed (late events), with what was billed (the adjustment
- *   bills the difference). A `drop` meter's late events are never billed.
- * None when the plan has no charges or the subscription had no period before. Lines are
- * named by the meter's display_name. Reads only; recordBilledUsage writes.
+ * The usage the invoice of `subscription` whose period starts at `periodStart` (ISO 8601)
+ * bills (SPEC §15), in this order:
+ * - late usage: for each period billed before whose late events could still arrive after it
+ *   was last billed (it ended within LATE_USAGE_WINDOW_MS of that), whose meter's policy is
+ *   `bill_next_invoice`, its aggregate now when it
+ *   differs from the quantity billed, priced by the plan that priced it (`billed_usage.plan_id`)
+ *   whatever the subscription's plan is now; a `drop` meter's late events are never billed;
+ * - the stretches a plan change closed (`usage_spans`, ending by `periodStart`, not billed
+ *   yet), each by the charges of the plan it was spent on;
+ * - the period just ended — the subscription's invoiced period ending at `periodStart` — from
+ *   its start, or from the end of the last plan-change stretch inside it, by `endedPlan`'s
+ *   charges (the plan in force at its end, before a change scheduled for it applies).
+ * A (meter, period) recorded already is never billed fresh again. Items name their plan and
+ * the meter's display_name. Reads only; recordBilledUsage writes. Throws MeterMissingError
+ * when a charge's meter is gone.
  */
 export async function invoiceUsage(
   db: Db,
   subscription: UsageSubscription,
-  plan: Pick<PlanRow, 'charges'>,
+  endedPlan: Pick<PlanRow, 'id' | 'charges'>,
   periodStart: string,
-): Promise<ComposeUsage[]> {
-  const charges = parseCharges(plan.charges);
-  if (charges.length === 0) return [];
+): Promise<UsageBill> {
+  const plans = new Map<string, StoredCharge[]>([[endedPlan.id, parseCharges(endedPlan.charges)]]);
+  const chargesOf = async (planId: string): Promise<StoredCharge[]> => {
+    let charges = plans.get(planId);
+    if (charges === undefined) {
+      charges = parseCharges((await findPlan(db, planId))?.charges);
+      plans.set(planId, charges);
+    }
+    return charges;
+  };
+  const meters = new Map<string, MeterRow>();
+  const meterOf = async (meterId: string, planId: string): Promise<MeterRow> => {
+    let meter = meters.get(meterId);
+    if (meter === undefined) {
+      meter = await findMeter(db, meterId);
+      if (meter === undefined) throw new MeterMissingError(meterId, planId);
+      meters.set(meterId, meter);
+    }
+    return meter;
+  };
+
   const previous = await db
     .selectFrom('invoices')
     .select('period_start')
@@ -53,7 +113,33 @@ export async function invoiceUsage(
     .where('period_end', '=', periodStart)
     .orderBy('period_start', 'desc')
     .executeTakeFirst();
-  const since = new Date(new Date(periodStart).getTime() - LATE_USAGE_WINDOW_MS).toISOString();
+  const spans = await db
+    .selectFrom('usage_spans')
+    .selectAll()
+    .where('subscription_id', '=', subscription.id)
+    .where('span_end', '<=', periodStart)
+    .where('invoice_id', 'is', null)
+    .orderBy('span_start')
+    .execute();
+  const fresh: FreshSpan[] = spans.map((span) => ({
+    planId: span.plan_id,
+    start: iso(span.span_start),
+    end: iso(span.span_end),
+  }));
+  if (previous !== undefined) {
+    // The ended period's own plan bills it from the last plan change inside it, if any.
+    const changed = await db
+      .selectFrom('usage_spans')
+      .select((eb) => eb.fn.max('span_end').as('end'))
+      .where('subscription_id', '=', subscription.id)
+      .where('span_end', '>', previous.period_start)
+      .where('span_end', '<=', periodStart)
+      .executeTakeFirst();
+    const start = isTime(changed?.end) ? iso(changed.end) : iso(previous.period_start);
+    if (Date.parse(start) < Date.parse(periodStart)) fresh.push({ planId: endedPlan.id, start, end: periodStart });
+  }
+
+  const since = new Date(new Date(periodStart).getTime() - BILLED_LOOKBACK_MS).toISOString();
   const billedRows = await db
     .selectFrom('billed_usage')
     .selectAll()
@@ -63,61 +149,73 @@ export async function invoiceUsage(
     .orderBy('period_start')
     .execute();
   const items: ComposeUsage[] = [];
-  for (const price of charges) {
-    const meter = await findMeter(db, price.meter_id);
-    // A meter is never deleted while a plan charges it; a missing one bills nothing rather than failing a renewal.
-    if (meter === undefined) continue;
-    const charge = { meter_id: meter.id, name: meter.display_name, price };
-    const own = billedRows.filter((row) => row.meter_id === meter.id);
-    if (meter.late_events === 'bill_next_invoice') {
-      for (const row of own) {
-        if (previous !== undefined && sameInstant(row.period_start, previous.period_start)) continue;
-        const quantity = await aggregateUsage(db, {
-          customer_id: subscription.customer_id,
-          meter_id: meter.id,
-          from: iso(row.period_start),
-          to: iso(row.period_end),
-        });
-        if (parseQuantity(quantity) === parseQuantity(row.quantity)) continue;
-        items.push({
-          charge,
-          period_start: iso(row.period_start),
-          period_end: iso(row.period_end),
-          quantity,
-          billed: { quantity: row.quantity, amount: Number(row.amount) },
-        });
-      }
-    }
-    if (previous === undefined) continue;
-    const from = iso(previous.period_start);
-    if (own.some((row) => sameInstant(row.period_start, from))) continue;
-    const quantity = await aggregateUsage(db, {
+  for (const row of billedRows) {
+    // Late events of a period arrive until LATE_USAGE_WINDOW_MS after its end: a row billed
+    // (or adjusted) after that is settled; one billed before may have some still to bill.
+    if (Date.parse(iso(row.period_end)) + LATE_USAGE_WINDOW_MS <= Date.parse(iso(row.updated_at))) continue;
+    const planId = row.plan_id ?? endedPlan.id;
+    const price = (await chargesOf(planId)).find((charge) => charge.meter_id === row.meter_id);
+    // A row priced by a charge no plan records (billed before plans were recorded, on a plan since changed): nothing to price it by.
+    if (price === undefined) continue;
+    const meter = await meterOf(row.meter_id, planId);
+    if (meter.late_events !== 'bill_next_invoice') continue;
+    const quantity = await billableUsage(db, {
       customer_id: subscription.customer_id,
       meter_id: meter.id,
-      from,
-      to: periodStart,
+      from: iso(row.period_start),
+      to: iso(row.period_end),
     });
-    items.push({ charge, period_start: from, period_end: periodStart, quantity, billed: null });
+    if (parseQuantity(quantity) === parseQuantity(row.quantity)) continue;
+    items.push({
+      charge: { meter_id: meter.id, name: meter.display_name, price },
+      plan_id: planId,
+      period_start: iso(row.period_start),
+      period_end: iso(row.period_end),
+      quantity,
+      billed: { quantity: row.quantity, amount: Number(row.amount) },
+    });
   }
-  return items;
+  for (const span of fresh) {
+    for (const price of await chargesOf(span.planId)) {
+      const meter = await meterOf(price.meter_id, span.planId);
+      const recorded = billedRows.some((row) => row.meter_id === meter.id && sameInstant(row.period_start, span.start));
+      if (recorded) continue;
+      const quantity = await billableUsage(db, {
+        customer_id: subscription.customer_id,
+        meter_id: meter.id,
+        from: span.start,
+        to: span.end,
+      });
+      items.push({
+        charge: { meter_id: meter.id, name: meter.display_name, price },
+        plan_id: span.planId,
+        period_start: span.start,
+        period_end: span.end,
+        quantity,
+        billed: null,
+      });
+    }
+  }
+  return { items, spans: spans.map((span) => iso(span.span_start)) };
 }
 
 /**
- * Records what `invoiceId` billed of `items` (invoiceUsage's), in the caller's transaction —
- * the invoice's: a period billed the first time gets its `billed_usage` row (quantity and
- * amount, minor units, also when 0: late events then bill against it); a late adjustment
- * moves the row to the quantity and amount billed now. Throws the database's unique
- * violation when the period was recorded already (the caller holds the subscription's lock).
+ * Records what `invoiceId` billed of `bill` (invoiceUsage's), in the caller's transaction —
+ * the invoice's: a period billed the first time gets its `billed_usage` row (quantity, amount
+ * in minor units — also when 0: late events then bill against it — and the plan that priced
+ * it); a late adjustment moves the row to the quantity and amount billed now; the plan-change
+ * spans it closed name the invoice. Throws the database's unique violation when the period
+ * was recorded already (the caller holds the subscription's lock).
  */
 export async function recordBilledUsage(
   trx: Transaction<Database>,
   clock: Clock,
   subscriptionId: string,
   invoiceId: string,
-  items: readonly ComposeUsage[],
+  bill: UsageBill,
 ): Promise<void> {
   const now = clock.now().toISOString();
-  for (const item of items) {
+  for (const item of bill.items) {
     const amount = piecesTotal(priceUsage(item.charge.price, item.quantity));
     if (item.billed === null) {
       await trx
@@ -129,6 +227,7 @@ export async function recordBilledUsage(
           period_end: item.period_end,
           quantity: item.quantity,
           amount,
+          plan_id: item.plan_id ?? null,
           invoice_id: invoiceId,
           created_at: now,
           updated_at: now,
@@ -144,11 +243,85 @@ export async function recordBilledUsage(
         .execute();
     }
   }
+  if (bill.spans.length > 0) {
+    await trx
+      .updateTable('usage_spans')
+      .set({ invoice_id: invoiceId })
+      .where('subscription_id', '=', subscriptionId)
+      .where('span_start', 'in', bill.spans)
+      .where('invoice_id', 'is', null)
+      .execute();
+  }
+}
+
+/**
+ * Closes the stretch of `subscription`'s current period spent on `planId` at `at` (ISO
+ * 8601), a plan change's instant (SPEC §15 "Plan changes"): from the period's start, or the
+ * end of the last stretch closed inside it, to `at`. Its usage is billed by the next invoice
+ * with usage (invoiceUsage) at that plan's charges. Nothing when the stretch is empty (two
+ * changes in one second). The caller holds the subscription's lock, in the change's transaction.
+ */
+export async function closeUsageSpan(
+  trx: Transaction<Database>,
+  clock: Clock,
+  subscription: { id: string; current_period_start: string | null },
+  planId: string,
+  at: string,
+): Promise<void> {
+  if (subscription.current_period_start === null) return;
+  const last = await trx
+    .selectFrom('usage_spans')
+    .select((eb) => eb.fn.max('span_end').as('end'))
+    .where('subscription_id', '=', subscription.id)
+    .where('span_end', '>', subscription.current_period_start)
+    .executeTakeFirst();
+  const start = isTime(last?.end) ? iso(last.end) : iso(subscription.current_period_start);
+  if (Date.parse(start) >= Date.parse(at)) return;
+  await trx
+    .insertInto('usage_spans')
+    .values({
+      subscription_id: subscription.id,
+      plan_id: planId,
+      span_start: start,
+      span_end: iso(at),
+      invoice_id: null,
+      created_at: clock.now().toISOString(),
+    })
+    .execute();
+}
+
+/**
+ * Deletes what was billed of subscriptions `subscriptionIds`' usage (`billed_usage`,
+ * `usage_spans`): a test clock's delete (SPEC §11 "Deleting"), before their invoices and the
+ * subscriptions go. The caller holds their locks.
+ */
+export async function deleteUsageBillingOfSubscriptions(
+  trx: Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<void> {
+  if (subscriptionIds.length === 0) return;
+  await trx.deleteFrom('usage_spans').where('subscription_id', 'in', subscriptionIds).execute();
+  await trx.deleteFrom('billed_usage').where('subscription_id', 'in', subscriptionIds).execute();
+}
+
+/**
+ * A meter's aggregate over a range as a quantity to bill: a sum or a last value that is
+ * negative (events may carry negative values, e.g. corrections) bills nothing — "0" — rather
+ * than a credit: usage never pays the customer back.
+ */
+async function billableUsage(db: Db, query: Parameters<typeof aggregateUsage>[1]): Promise<string> {
+  const value = await aggregateUsage(db, query);
+  return value.startsWith('-') ? '0' : value;
 }
 
 /** A stored timestamp (ISO text on SQLite; normalized text or a Date from PostgreSQL) as ISO 8601. */
 function iso(value: string | Date): string {
   return new Date(value).toISOString();
+}
+
+/** A max() over no rows is null (undefined without a row). */
+function isTime(value: string | Date | null | undefined): value is string | Date {
+  return value !== null && value !== undefined;
 }
 
 function sameInstant(a: string | Date, b: string | Date): boolean {

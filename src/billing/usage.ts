@@ -108,7 +108,8 @@ export async function customerUsage(
       return {
         meter_id: meter.id,
         value,
-        amount: charge === undefined ? null : piecesTotal(priceUsage(charge, value)),
+        // A negative value (events may correct downwards) costs nothing, as the renewal bills it.
+        amount: charge === undefined ? null : value.startsWith('-') ? 0 : piecesTotal(priceUsage(charge, value)),
         period_start: periodStart,
         period_end: periodEnd,
       };

@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError, errorResponse, ValidationError } from '../http/errors.ts';
-import { parseListParams } from '../http/lists.ts';
+import { keysetParams, parseListParams } from '../http/lists.ts';
+import type { ApiKeyView } from '../modules/api-keys/api-keys.service.ts';
 import { withActor } from '../shared/actor.ts';
 import {
   type ConsoleSession,
@@ -46,11 +47,24 @@ import type { InboxStatus } from '../db/tables/provider-events.table.ts';
 import type { DunningCaseStatus } from '../db/tables/dunning.table.ts';
 import { PDF_HEADERS } from '../routes/pdf-response.ts';
 import { readOverview } from './console.overview.ts';
+import { invoiceCreditNotes, registerBillingPages } from './console.billing-pages.ts';
+import {
+  checkedId,
+  CONSOLE_PREFIX,
+  type ConsoleKit,
+  type Form,
+  type IdParams,
+  keysetPage,
+  linkTo,
+  optionalText,
+  PAGE_SIZE,
+  wholeNumber,
+} from './console.kit.ts';
+import { listCustomerEvents } from '../modules/events/events.service.ts';
 import { CONSOLE_CSP, type PageFrame, renderPage, STYLESHEET } from './console.render.ts';
-import { clearedSessionCookie, csrfMatches, sessionCookie, sessionTokenOf } from './console.session.ts';
 
-/** Where the console lives. */
-export const CONSOLE_PREFIX = '/console';
+export { CONSOLE_PREFIX };
+import { clearedSessionCookie, csrfMatches, sessionCookie, sessionTokenOf } from './console.session.ts';
 
 /** The headers of every console page: its CSP, no caching, no referrer, not indexed. */
 const PAGE_HEADERS = {
@@ -63,8 +77,10 @@ const PAGE_HEADERS = {
 
 /** Seconds between reloads of a page that shows work in progress (a test clock advancing). */
 const PROGRESS_REFRESH_SECONDS = 2;
-/** Rows per console list page. */
-const PAGE_SIZE = 25;
+/** How long a new API key waits, held in memory, for the one page that shows it. */
+const NEW_KEY_FLASH_MS = 5 * 60_000;
+/** How many of a customer's events its page shows. */
+const CUSTOMER_EVENTS = 20;
 
 /** What a finished action says on the page it returns to; the query names a key, never text. */
 const NOTICES: Readonly<Record<string, string>> = {
@@ -79,55 +95,12 @@ const NOTICES: Readonly<Record<string, string>> = {
   redelivered: 'Delivery due again.',
   tested: 'Test event queued.',
   revoked: 'API key revoked.',
+  credited: 'Credit note issued.',
+  credit_voided: 'Credit note voided.',
 };
 
 const INBOX_STATUSES: readonly InboxStatus[] = ['received', 'processed', 'ignored', 'held', 'failed'];
 const DUNNING_STATUSES: readonly (DunningCaseStatus | 'all')[] = ['open', 'recovered', 'exhausted', 'cancelled', 'all'];
-
-type Form = Record<string, string>;
-type IdParams = { Params: { id: string } };
-
-/** An id path parameter the pages accept: printable, ≤ 64 characters (the services answer 404 otherwise). */
-function checkedId(id: string): string {
-  // eslint-disable-next-line no-control-regex -- control characters are what is refused
-  if (id.length > 64 || /[\u0000-\u001f]/.test(id)) throw new AppError('not_found', 'no such page');
-  return id;
-}
-
-/** A form's whole-number field: undefined when empty; 400 unless digits only within 1 … max. */
-function wholeNumber(form: Form, field: string, max: number): number | undefined {
-  const text = (form[field] ?? '').trim();
-  if (text === '') return undefined;
-  const value = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value < 1 || value > max) {
-    throw new ValidationError(`${field} must be a whole number from 1 to ${max}`, field);
-  }
-  return value;
-}
-
-/** A form's optional text field: undefined when empty; 400 when longer than `max` or holding NUL. */
-function optionalText(form: Form, field: string, max: number): string | undefined {
-  const text = (form[field] ?? '').trim();
-  if (text === '') return undefined;
-  if ([...text].length > max || text.includes('\u0000')) {
-    throw new ValidationError(`${field} must be at most ${max} characters, without NUL`, field);
-  }
-  return text;
-}
-
-/** `path?query` with the defined, non-empty `params`. */
-function linkTo(path: string, params: Record<string, string | number | undefined>): string {
-  const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(params))
-    if (value !== undefined && value !== '') query.set(key, String(value));
-  const text = query.toString();
-  return text === '' ? path : `${path}?${text}`;
-}
-
-/** The next page's link of an offset page (`page` zero-based), or undefined on the last. */
-function nextOffsetPage(path: string, page: number, total: number, params: Record<string, string | undefined> = {}) {
-  return (page + 1) * PAGE_SIZE < total ? linkTo(path, { ...params, page: page + 1 }) : undefined;
-}
 
 /**
  * Registers the console on `app`, a plugin context with the prefix CONSOLE_PREFIX: its
@@ -191,6 +164,11 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
   // The console's headers replace the API's (set by http/security-headers.ts before this hook).
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(PAGE_HEADERS);
+  });
+  // The server's time for the answer (reads and rendering, before sending), for the operator's
+  // browser tools and bench/console.ts.
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('server-timing', `app;dur=${reply.elapsedTime.toFixed(2)}`);
   });
 
   const config_ = { scope: 'public' as const, idempotency: false as const };
@@ -283,7 +261,7 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
       action: string,
       targetId: string,
       then: string,
-      notice: keyof typeof NOTICES,
+      notice: string,
       run: (session: ConsoleSession) => Promise<unknown>,
     ) => {
       const session = sessions.get(request)!;
@@ -311,6 +289,14 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
       });
       return reply.code(303).header('location', linkTo(then, { notice })).send();
     };
+
+    const kit: ConsoleKit = {
+      sessionOf: (request) => sessions.get(request)!,
+      page,
+      message,
+      act,
+    };
+    await registerBillingPages(signedIn, kit, deps);
 
     signedIn.get('/', open, async (request, reply) => {
       const [overview, actions] = await Promise.all([readOverview(db, clock), listRecentConsoleActions(db, 10)]);
@@ -345,14 +331,16 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
 
     signedIn.get<IdParams>('/customers/:id', open, async (request, reply) => {
       const id = checkedId(request.params.id);
-      const recent = parseListParams({ limit: '20' });
+      // The newest 20 of each, as keyset first pages: no list counts its rows.
+      const recent = keysetParams(parseListParams({ limit: '20' }), undefined);
       const customer = await getCustomerWithBalances(db, clock, id);
-      const [subscriptions, invoiceList, payments, methods, balance] = await Promise.all([
+      const [subscriptions, invoiceList, payments, methods, balance, events] = await Promise.all([
         listSubscriptions(db, recent, { customer_id: id }),
         invoices.listInvoices(db, config.publicUrl, recent, { customer_id: id }),
         listPayments(db, recent, { customer_id: id }),
         listCustomerPaymentMethods(db, id, recent),
         listCustomerBalanceTransactions(db, id, recent),
+        listCustomerEvents(db, id, CUSTOMER_EVENTS),
       ]);
       return page(request, reply, 'customer', customer.name ?? customer.email, {
         customer,
@@ -361,13 +349,17 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
         payments: payments.data,
         methods: methods.data,
         balanceTransactions: balance.data,
+        events,
       });
     });
 
     // Invoices: detail, PDF, void, mark uncollectible, paid out of band (the API's functions).
     signedIn.get<IdParams>('/invoices/:id', open, async (request, reply) => {
       const invoice = await invoices.getInvoice(db, config.publicUrl, checkedId(request.params.id));
-      return page(request, reply, 'invoice', `Invoice ${invoice.number ?? invoice.id}`, { invoice });
+      return page(request, reply, 'invoice', `Invoice ${invoice.number ?? invoice.id}`, {
+        invoice,
+        ...(await invoiceCreditNotes(deps, invoice.id)),
+      });
     });
     signedIn.get<IdParams>('/invoices/:id/pdf', open, async (request, reply) => {
       const { filename, pdf } = await getInvoicePdf(db, config, checkedId(request.params.id));
@@ -424,14 +416,17 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
     });
 
     // Provider events: list, payload, retry (inbox/inbox.retry.ts, as the API's retry).
-    signedIn.get<{ Querystring: { status?: string; page?: string } }>(
+    signedIn.get<{ Querystring: { status?: string; after?: string } }>(
       '/provider-events',
       open,
       async (request, reply) => {
         const status = INBOX_STATUSES.find((value) => value === request.query.status);
-        const params = parseListParams({ page: request.query.page, limit: String(PAGE_SIZE) }, 'received_at');
-        const events = await listProviderEvents(db, params, { status });
-        const next = nextOffsetPage(`${CONSOLE_PREFIX}/provider-events`, params.page, events.meta.total, { status });
+        const events = await keysetPage(
+          (params) => listProviderEvents(db, params, { status }),
+          'received_at',
+          request.query.after,
+        );
+        const next = events.next && linkTo(`${CONSOLE_PREFIX}/provider-events`, { status, after: events.next });
         return page(request, reply, 'provider-events', 'Provider events', {
           events: events.data,
           statuses: INBOX_STATUSES,
@@ -453,11 +448,17 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
     });
 
     // Dunning cases (read-only list).
-    signedIn.get<{ Querystring: { status?: string; page?: string } }>('/dunning', open, async (request, reply) => {
+    signedIn.get<{ Querystring: { status?: string; after?: string } }>('/dunning', open, async (request, reply) => {
       const status = DUNNING_STATUSES.find((value) => value === request.query.status) ?? 'open';
-      const params = parseListParams({ page: request.query.page, limit: String(PAGE_SIZE) });
-      const cases = await listCases(db, params, status);
-      const next = nextOffsetPage(`${CONSOLE_PREFIX}/dunning`, params.page, cases.total, { status });
+      const cases = await keysetPage(
+        async (params) => {
+          const list = await listCases(db, params, status);
+          return { data: list.data, meta: { total: list.total, page: 0, limit: params.limit } };
+        },
+        'created_at',
+        request.query.after,
+      );
+      const next = cases.next && linkTo(`${CONSOLE_PREFIX}/dunning`, { status, after: cases.next });
       return page(request, reply, 'dunning', 'Dunning cases', {
         cases: cases.data,
         statuses: DUNNING_STATUSES,
@@ -467,17 +468,19 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
     });
 
     // Webhook endpoints and their deliveries: retry one, send a test event.
-    signedIn.get<{ Querystring: { page?: string } }>('/webhooks', open, async (request, reply) => {
-      const params = parseListParams({ page: request.query.page, limit: String(PAGE_SIZE) });
-      const endpoints = await listEndpoints(db, params, {});
-      const next = nextOffsetPage(`${CONSOLE_PREFIX}/webhooks`, params.page, endpoints.meta.total);
+    signedIn.get<{ Querystring: { after?: string } }>('/webhooks', open, async (request, reply) => {
+      const endpoints = await keysetPage((params) => listEndpoints(db, params, {}), 'created_at', request.query.after);
+      const next = endpoints.next && linkTo(`${CONSOLE_PREFIX}/webhooks`, { after: endpoints.next });
       return page(request, reply, 'webhooks', 'Webhook endpoints', { endpoints: endpoints.data, next });
     });
-    signedIn.get<IdParams & { Querystring: { page?: string } }>('/webhooks/:id', open, async (request, reply) => {
+    signedIn.get<IdParams & { Querystring: { after?: string } }>('/webhooks/:id', open, async (request, reply) => {
       const endpoint = await getEndpoint(db, checkedId(request.params.id));
-      const params = parseListParams({ page: request.query.page, limit: String(PAGE_SIZE) });
-      const deliveries = await listDeliveries(db, endpoint.id, params, {});
-      const next = nextOffsetPage(`${CONSOLE_PREFIX}/webhooks/${endpoint.id}`, params.page, deliveries.meta.total);
+      const deliveries = await keysetPage(
+        (params) => listDeliveries(db, endpoint.id, params, {}),
+        'created_at',
+        request.query.after,
+      );
+      const next = deliveries.next && linkTo(`${CONSOLE_PREFIX}/webhooks/${endpoint.id}`, { after: deliveries.next });
       return page(request, reply, 'webhook', `Webhook endpoint ${endpoint.id}`, {
         endpoint,
         deliveries: deliveries.data,
@@ -570,20 +573,26 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
       });
     });
 
-    // API keys: list, create (the secret shown in that one answer, never again), revoke.
-    const keysPage = async (request: FastifyRequest, reply: FastifyReply, page_: number, created?: object) => {
-      const params = parseListParams({ page: String(page_), limit: String(PAGE_SIZE) });
-      const keys = await listApiKeys(db, params);
-      const next = nextOffsetPage(`${CONSOLE_PREFIX}/api-keys`, params.page, keys.meta.total);
-      return page(request, reply, 'api-keys', 'API keys', { keys: keys.data, scopes: KEY_SCOPES, created, next });
+    // API keys: list, create, revoke. A new key's secret is held in memory for its session and
+    // shown by the next GET of the page, once (POST, redirect, GET): a reload shows no key and
+    // makes none.
+    const newKeys = new Map<string, { created: ApiKeyView & { key: string }; until: number }>();
+    const takeNewKey = (sessionId: string) => {
+      const held = newKeys.get(sessionId);
+      newKeys.delete(sessionId);
+      for (const [id, entry] of newKeys) if (entry.until <= Date.now()) newKeys.delete(id);
+      return held && held.until > Date.now() ? held.created : undefined;
     };
-    signedIn.get<{ Querystring: { page?: string } }>('/api-keys', open, async (request, reply) =>
-      keysPage(request, reply, Number(request.query.page) || 0),
-    );
+    signedIn.get<{ Querystring: { after?: string } }>('/api-keys', open, async (request, reply) => {
+      const keys = await keysetPage((params) => listApiKeys(db, params), 'created_at', request.query.after);
+      const next = keys.next && linkTo(`${CONSOLE_PREFIX}/api-keys`, { after: keys.next });
+      const created = takeNewKey(sessions.get(request)!.id);
+      return page(request, reply, 'api-keys', 'API keys', { keys: keys.data, scopes: KEY_SCOPES, created, next });
+    });
     signedIn.post('/api-keys', open, async (request, reply) => {
       const session = sessions.get(request)!;
       const form = request.body as Form;
-      let created;
+      let created: ApiKeyView & { key: string };
       try {
         const name = optionalText(form, 'name', 100);
         if (name === undefined) throw new ValidationError('name is required', 'name');
@@ -610,7 +619,8 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
         outcome: 'succeeded',
         detail: null,
       });
-      return keysPage(request, reply, 0, created);
+      newKeys.set(session.id, { created, until: Date.now() + NEW_KEY_FLASH_MS });
+      return reply.code(303).header('location', `${CONSOLE_PREFIX}/api-keys`).send();
     });
     signedIn.post<IdParams>('/api-keys/:id/revoke', open, async (request, reply) => {
       const id = checkedId(request.params.id);
@@ -621,10 +631,9 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
 
     // Test clocks (TEST_CLOCKS=true only): list, and advance with the page following progress.
     if (config.testClocks) {
-      signedIn.get<{ Querystring: { page?: string } }>('/test-clocks', open, async (request, reply) => {
-        const params = parseListParams({ page: request.query.page, limit: String(PAGE_SIZE) });
-        const clocks = await listTestClocks(db, params);
-        const next = nextOffsetPage(`${CONSOLE_PREFIX}/test-clocks`, params.page, clocks.meta.total);
+      signedIn.get<{ Querystring: { after?: string } }>('/test-clocks', open, async (request, reply) => {
+        const clocks = await keysetPage((params) => listTestClocks(db, params), 'created_at', request.query.after);
+        const next = clocks.next && linkTo(`${CONSOLE_PREFIX}/test-clocks`, { after: clocks.next });
         return page(request, reply, 'test-clocks', 'Test clocks', { clocks: clocks.data, next });
       });
       signedIn.get<IdParams>('/test-clocks/:id', open, async (request, reply) => {

@@ -13,7 +13,7 @@ import type { CustomersTable } from './tables/customers.table.ts';
 import type { DunningCasesTable, DunningStepsTable } from './tables/dunning.table.ts';
 import type { EventsTable } from './tables/events.table.ts';
 import type { IdempotencyKeysTable } from './tables/idempotency.table.ts';
-import type { BilledUsageTable } from './tables/billed-usage.table.ts';
+import type { BilledUsageTable, UsageSpansTable } from './tables/billed-usage.table.ts';
 import type { InvoiceNumbersTable, InvoicesTable } from './tables/invoices.table.ts';
 import type { PaymentMethodsTable } from './tables/payment-methods.table.ts';
 import type { PaymentReferencesTable, PaymentsTable, RefundsTable } from './tables/payments.table.ts';
@@ -30,6 +30,7 @@ import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
 export interface Database {
   api_keys: ApiKeysTable;
   billed_usage: BilledUsageTable;
+  usage_spans: UsageSpansTable;
   console_actions: ConsoleActionsTable;
   console_login_links: ConsoleLoginLinksTable;
   console_sessions: ConsoleSessionsTable;

@@ -40,6 +40,8 @@ import * as usagePricing from './migrations/0034_usage_pricing.ts';
 import * as consoleSessions from './migrations/0035_console_sessions.ts';
 import * as portalSessions from './migrations/0036_portal_sessions.ts';
 import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_tokens.ts';
+import * as consoleIndexes from './migrations/0040_console_indexes.ts';
+import * as usageSpans from './migrations/0042_usage_spans.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -78,6 +80,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0035_console_sessions': consoleSessions,
   '0036_portal_sessions': portalSessions,
   '0037_credit_note_hosted_tokens': creditNoteHostedTokens,
+  '0040_console_indexes': consoleIndexes,
+  '0042_usage_spans': usageSpans,
 };
 
 /** The names of every migration, in the order they apply. */

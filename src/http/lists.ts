@@ -18,6 +18,17 @@ export interface ListParams {
   offset: number;
   sortBy: string;
   sortOrder: 'asc' | 'desc';
+  /**
+   * A keyset page instead of an offset one (the operator console's lists, SPEC §16): the rows
+   * after `after` — the sort value and id of the previous page's last row — in the sort
+   * order, `offset` ignored, and no total read (`meta.total` is -1). Undefined: offset pages.
+   */
+  keyset?: { after: readonly [sortValue: string | number, id: string] | undefined };
+}
+
+/** `params` as a keyset page (ListParams.keyset) after `after`, or the first one. */
+export function keysetParams(params: ListParams, after: readonly [string | number, string] | undefined): ListParams {
+  return { ...params, page: 0, offset: 0, keyset: { after } };
 }
 
 export interface ListQueryInput {
@@ -184,6 +195,8 @@ interface ListShape {
   filters: [column: string, value: Exclude<FilterValue, undefined>][];
   /** The page statement also reads the kept total (`list_total`). */
   withKeptTotal: boolean;
+  /** A keyset page (ListParams.keyset): the first one, or one after a cursor. */
+  keyset: 'first' | 'after' | undefined;
 }
 
 const TOTAL_COLUMN = 'list_total';
@@ -192,7 +205,7 @@ function shapeKey(shape: ListShape): string {
   const filters = shape.filters.map(([column, value]) =>
     typeof value === 'object' ? `${column}${value.isNull ? ' is null' : ' is not null'}` : `${column}=`,
   );
-  return `${shape.sortBy} ${shape.sortOrder}|${filters.join(',')}|${shape.withKeptTotal ? 'kept' : ''}`;
+  return `${shape.sortBy} ${shape.sortOrder}|${filters.join(',')}|${shape.withKeptTotal ? 'kept' : ''}|${shape.keyset ?? ''}`;
 }
 
 /** `query` with the shape's filters: a scalar one compares with the parameter `filter:<column>`. */
@@ -211,7 +224,7 @@ function withFilters(query: BaseQuery, shape: ListShape, param: Param<Record<str
  * A list (SPEC §2 "Lists"): `page` applies the set filters (a scalar keeps rows whose column
  * equals it, `{ isNull }` tests for null), orders by `params.sortBy` (or `sortable[0]` when
  * not whitelisted) then by `id` the same way (the tie-break, so pages never overlap), cuts
- * `limit` rows at `offset`, and reads the total: the kept counter when one is named and no
+ * `limit` rows at `offset` (or, for a keyset page, after the cursor, with no total), and reads the total: the kept counter when one is named and no
  * filter is set, else a count of the filtered rows. Its statements are built and compiled
  * once per shape — sort field and direction, the set of filters present — and database,
  * then run with each request's values (db/compiled-queries.ts). Without a filter the page
@@ -230,11 +243,21 @@ export function defineList<P extends object, Q extends BaseQuery, R, T>(
     const from = definition.from(db, param as unknown as Param<P>);
     let query = definition.select(withFilters(from, shape, param) as Q) as unknown as BaseQuery;
     if (shape.withKeptTotal) query = query.select(keptTotalExpression(db, definition.keptTotal!).as(TOTAL_COLUMN));
-    return query
+    if (shape.keyset === 'after') {
+      // The rows past the cursor in the sort order: one range read of the (sort field, id) index.
+      query = query.where((eb) =>
+        eb(
+          eb.refTuple(column(shape.sortBy) as never, column('id') as never),
+          shape.sortOrder === 'desc' ? '<' : '>',
+          eb.tuple(param('after:key') as never, param('after:id') as never),
+        ),
+      );
+    }
+    const ordered = query
       .orderBy(column(shape.sortBy), shape.sortOrder)
       .orderBy(column('id'), shape.sortOrder)
-      .limit(param('limit') as number)
-      .offset(param('offset') as number);
+      .limit(param('limit') as number);
+    return shape.keyset === undefined ? ordered.offset(param('offset') as number) : ordered;
   });
   const totals = compiledQueries(shapeKey, (db, param: Param<Values>, shape: ListShape) =>
     shape.withKeptTotal
@@ -251,7 +274,9 @@ export function defineList<P extends object, Q extends BaseQuery, R, T>(
   return {
     async page(db, params, filters = {}, values) {
       const set: ListShape['filters'] = [];
+      const after = params.keyset?.after;
       const bound: Values = { ...values, limit: params.limit, offset: params.offset };
+      if (after !== undefined) Object.assign(bound, { 'after:key': after[0], 'after:id': after[1] });
       for (const name of Object.keys(filters).sort()) {
         const value = filters[name];
         if (value === undefined) continue;
@@ -263,9 +288,12 @@ export function defineList<P extends object, Q extends BaseQuery, R, T>(
         sortBy,
         sortOrder: params.sortOrder,
         filters: set,
-        withKeptTotal: definition.keptTotal !== undefined && set.length === 0,
+        withKeptTotal: params.keyset === undefined && definition.keptTotal !== undefined && set.length === 0,
+        keyset: params.keyset === undefined ? undefined : after === undefined ? 'first' : 'after',
       };
       const pageQuery = pages.get(shape);
+      // A keyset page reads no total: counting is what it exists to avoid at 1 M rows.
+      if (shape.keyset !== undefined) return assemble((await pageQuery.executeRead(db, bound)) as R[], -1, params);
       if (!shape.withKeptTotal) {
         const [rows, total] = await Promise.all([
           pageQuery.executeRead(db, bound) as Promise<R[]>,

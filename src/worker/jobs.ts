@@ -15,6 +15,7 @@ import {
   markUnpaidRenewalsPastDue,
 } from './subscriptions.jobs.ts';
 import { advanceTestClocks } from './test-clocks.jobs.ts';
+import { purgeUsageEventKeys } from './usage.jobs.ts';
 import { webhookDeliveryService } from './webhook-dispatcher.ts';
 
 /** Folds PostgreSQL's appended count deltas into the exact list totals (db/counts.ts). */
@@ -52,6 +53,7 @@ export const JOBS: readonly Job[] = [
   advanceTestClocks(CLOCK_AWARE_JOBS),
   retryProviderEvents,
   purgeIdempotencyKeys,
+  purgeUsageEventKeys,
   foldCountDeltasJob,
 ];
 

@@ -100,6 +100,8 @@ export interface ComposeCharge {
  */
 export interface ComposeUsage {
   charge: ComposeCharge;
+  /** The plan whose charge prices it (the lines' `plan_id`); default the subscription's plan. */
+  plan_id?: string;
   period_start: string;
   period_end: string;
   quantity: string;

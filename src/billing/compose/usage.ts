@@ -10,6 +10,7 @@ import {
   priceUsage,
   type PricedPiece,
 } from './pricing.ts';
+import { AmountOutOfRangeError } from './errors.ts';
 import { toSafeAmount } from './rounding.ts';
 import type { ComposeInput, ComposeUsage, InvoiceLineDraft } from './types.ts';
 
@@ -34,10 +35,11 @@ const DATE = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', 
  */
 export function usage(lines: readonly InvoiceLineDraft[], input: ComposeInput): readonly InvoiceLineDraft[] {
   if (input.usage.length === 0) return lines;
-  const planId = input.subscription?.plan.id ?? null;
+  const subscriptionPlanId = input.subscription?.plan.id ?? null;
   const out = [...lines];
   for (const item of input.usage) {
-    const pieces = priceUsage(item.charge.price, item.quantity);
+    const planId = item.plan_id ?? subscriptionPlanId;
+    const pieces = pricedPieces(item);
     if (item.billed === null) {
       for (const p of pieces) out.push(usageLine(item, p, input.currency, planId));
     } else {
@@ -46,6 +48,23 @@ export function usage(lines: readonly InvoiceLineDraft[], input: ComposeInput): 
     }
   }
   return out;
+}
+
+/**
+ * `item`'s priced pieces; an amount beyond 2⁵³ − 1 is refused as AmountOutOfRangeError naming
+ * the charge, its meter and period, and the quantity — what an operator needs to find it.
+ */
+function pricedPieces(item: ComposeUsage): PricedPiece[] {
+  try {
+    return priceUsage(item.charge.price, item.quantity);
+  } catch (error) {
+    if (!(error instanceof AmountOutOfRangeError)) throw error;
+    const period = `${DATE.format(new Date(item.period_start))} – ${DATE.format(new Date(item.period_end))}`;
+    throw new AmountOutOfRangeError(
+      `the usage of ${item.charge.name} (${item.charge.meter_id}, ${formatQuantity(parseQuantity(item.quantity))} units, ${period})`,
+      error.amount,
+    );
+  }
 }
 
 /** The currency's minor-unit exponent (USD 2, JPY 0, KWD 3), from Intl (ISO 4217 data). */

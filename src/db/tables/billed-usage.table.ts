@@ -14,6 +14,8 @@ export interface BilledUsageTable {
   quantity: string;
   /** Minor units billed for it so far (usage lines plus adjustments); PostgreSQL's bigint reads as text. */
   amount: number | string;
+  /** The plan whose charge priced it (late events are adjusted at that price); null: none recorded. */
+  plan_id: string | null;
   /** The invoice that billed it last. */
   invoice_id: string;
   created_at: string;
@@ -21,3 +23,19 @@ export interface BilledUsageTable {
 }
 
 export type BilledUsageRow = Selectable<BilledUsageTable>;
+
+/**
+ * Row shape of `usage_spans` (SPEC §15 "Plan changes"): the stretch `[span_start, span_end)`
+ * of a subscription's period spent on `plan_id` before a plan change, whose usage that plan's
+ * charges price; `invoice_id` is the invoice that billed it (null until then).
+ */
+export interface UsageSpansTable {
+  subscription_id: string;
+  plan_id: string;
+  span_start: string;
+  span_end: string;
+  invoice_id: string | null;
+  created_at: string;
+}
+
+export type UsageSpanRow = Selectable<UsageSpansTable>;

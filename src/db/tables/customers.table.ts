@@ -13,6 +13,11 @@ export interface CustomersTable {
    */
   email_normalized: string;
   name: string | null;
+  /**
+   * `normalizeName(name)` (modules/customers/customers.name.ts: NFKC, then full lower case),
+   * written with every name by the repository: what the console's name search compares by.
+   */
+  name_normalized: string | null;
   phone: string | null;
   /** JSON text of a string→string object. */
   metadata: string;

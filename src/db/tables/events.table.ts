@@ -19,6 +19,12 @@ export interface EventsTable {
    * event (SPEC §16); null for the API, providers and the worker.
    */
   actor: string | null;
+  /**
+   * The customer (`cus_…`) the event is about, from its payload when written
+   * (modules/events/events.customer.ts); null for events about no customer, and for events
+   * older than migration 0040's bounded backfill. Indexed with created_at for a customer's page.
+   */
+  customer_id: string | null;
   /** Set once every delivery the event fanned out to has succeeded (or none was due). */
   delivered_at: string | null;
   /** Set when webhook fan-out wrote this event's deliveries (once, in one transaction). */

@@ -6,6 +6,15 @@ import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import type { CustomerRow, CustomersTable } from '../../db/tables/customers.table.ts';
+import { normalizeName } from './customers.name.ts';
+
+/** A customers row as callers give it: `name_normalized` is derived here from `name`. */
+export type NewCustomerRow = Omit<CustomersTable, 'name_normalized'>;
+
+/** `row` with its `name_normalized` (customers.name.ts). */
+export function withNormalizedName(row: NewCustomerRow): CustomersTable {
+  return { ...row, name_normalized: row.name === null ? null : normalizeName(row.name) };
+}
 
 /** The columns the API shows (customerSchema's fields): what reads for responses select. */
 export const CUSTOMER_COLUMNS = [
@@ -29,8 +38,8 @@ export const CUSTOMER_COLUMNS = [
 export type CustomerColumns = Pick<CustomerRow, (typeof CUSTOMER_COLUMNS)[number]>;
 
 /** Inserts a live customer and counts it. */
-export async function insertCustomer(trx: Transaction<Database>, row: CustomersTable): Promise<void> {
-  await trx.insertInto('customers').values(row).execute();
+export async function insertCustomer(trx: Transaction<Database>, row: NewCustomerRow): Promise<void> {
+  await trx.insertInto('customers').values(withNormalizedName(row)).execute();
   await addToCount(trx, 'customers', 1);
 }
 
@@ -82,11 +91,11 @@ const customerByNormalizedEmail = compiledQuery((db, param: Param<{ normalized: 
  */
 export async function insertCustomerUnlessEmailTaken(
   trx: Transaction<Database>,
-  row: CustomersTable,
+  row: NewCustomerRow,
 ): Promise<boolean> {
   const inserted = await trx
     .insertInto('customers')
-    .values(row)
+    .values(withNormalizedName(row))
     .onConflict((oc) => oc.column('email_normalized').where('deleted_at', 'is', null).doNothing())
     .returning('id')
     .executeTakeFirst();
@@ -100,13 +109,17 @@ export function liveCustomers(db: Kysely<Database>) {
   return db.selectFrom('customers').where('deleted_at', 'is', null);
 }
 
-/** Changes a customer's fields; deleting is markCustomerDeleted (it moves the count). */
+/** Changes a customer's fields (a new `name` its `name_normalized` too); deleting is markCustomerDeleted (it moves the count). */
 export async function updateCustomer(
   trx: Transaction<Database>,
   id: string,
-  changes: Partial<Omit<CustomersTable, 'id' | 'created_at' | 'deleted_at'>>,
+  changes: Partial<Omit<CustomersTable, 'id' | 'created_at' | 'deleted_at' | 'name_normalized'>>,
 ): Promise<void> {
-  await trx.updateTable('customers').set(changes).where('id', '=', id).execute();
+  const set =
+    changes.name === undefined
+      ? changes
+      : { ...changes, name_normalized: changes.name === null ? null : normalizeName(changes.name) };
+  await trx.updateTable('customers').set(set).where('id', '=', id).execute();
 }
 
 /**

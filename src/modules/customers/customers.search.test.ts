@@ -33,18 +33,18 @@ test('an email prefix finds customers whatever the case; pages of 2 walk every m
   );
 });
 
-test('a name prefix; the newest first without a query; deleted customers never show', async (t) => {
+test('a name prefix without case; the newest first without a query; deleted customers never show', async (t) => {
   const app = await buildTestApp(t);
   const grace = await createCustomer(app, { name: 'Grace Hopper' });
   app.clock.advance(1000);
   const gone = await createCustomer(app, { name: 'Grace Gone' });
   app.clock.advance(1000);
-  await createCustomer(app, { name: 'grace lower' });
+  const lower = await createCustomer(app, { name: 'grace lower' });
   assert.equal((await app.request('DELETE', `/api/customers/${gone.id}`)).status, 204);
-  const byName = await searchCustomers(app.deps.db, { query: 'Grace', field: 'name', cursor: undefined, limit: 10 });
+  const byName = await searchCustomers(app.deps.db, { query: 'GRACE', field: 'name', cursor: undefined, limit: 10 });
   assert.deepEqual(
     byName.data.map((c) => c.id),
-    [grace.id],
+    [grace.id, lower.id],
   );
   const newest = await searchCustomers(app.deps.db, { query: '', field: 'email', cursor: undefined, limit: 1 });
   assert.equal(newest.data[0]!.name, 'grace lower');
@@ -62,7 +62,7 @@ test('odd queries and cursors are text: wildcards, quotes, the last code point, 
   for (const query of ['%', '_', "O'", '\u{10FFFF}', 'a'.repeat(254)]) {
     const page = await searchCustomers(app.deps.db, { query, field: 'name', cursor: 'not-a-cursor', limit: 5 });
     assert.ok(
-      page.data.every((c) => (c.name ?? '').startsWith(query)),
+      page.data.every((c) => (c.name ?? '').toLowerCase().startsWith(query.toLowerCase())),
       query,
     );
   }
@@ -82,14 +82,17 @@ test(
     const app = await buildTestApp(t);
     const { db } = app.deps;
     // Enough rows that the planner would rather not scan, and fresh statistics.
-    await sql`insert into customers (id, email, email_normalized, name, metadata, created_at, updated_at, tax_rate_ids, tax_exempt, tax_ids)
-    select 'cus_' || lpad(i::text, 26, '0'), 'u' || i || '@example.com', 'u' || i || '@example.com', 'Name ' || i, '{}',
+    await sql`insert into customers (id, email, email_normalized, name, name_normalized, metadata, created_at, updated_at, tax_rate_ids, tax_exempt, tax_ids)
+    select 'cus_' || lpad(i::text, 26, '0'), 'u' || i || '@example.com', 'u' || i || '@example.com', 'Name ' || i, 'name ' || i, '{}',
       now(), now(), '[]', 'none', '[]'
     from generate_series(1, 20000) as i`.execute(db);
     await sql`analyze customers`.execute(db);
     const plans: string[] = [];
-    for (const field of ['email', 'name'] as const) {
-      const query = field === 'email' ? 'u1234' : 'Name 1234';
+    for (const [field, query] of [
+      ['email', 'u1234'],
+      ['name', 'NAME 1234'],
+      ['email', ''],
+    ] as const) {
       const compiled = await captureSql(db, () => searchCustomers(db, { query, field, cursor: undefined, limit: 25 }));
       const explain = await sql
         .raw(`explain ${compiled.sql.replace(/\$(\d+)/g, (_m, n) => literal(compiled.parameters[Number(n) - 1]))}`)
@@ -126,3 +129,25 @@ function literal(value: unknown): string {
   if (typeof value === 'number') return String(value);
   return `'${String(value).replace(/'/g, "''")}'`;
 }
+
+test('a Unicode name prefix in any case and width finds the name; the page shows the name as written', async (t) => {
+  const app = await buildTestApp(t);
+  const elodie = await createCustomer(app, { name: 'Élodie Ｄｕｐｏｎｔ' });
+  const renamed = await createCustomer(app, { name: 'Before' });
+  assert.equal(
+    (await app.request('PATCH', `/api/customers/${renamed.id}`, { body: { name: 'ÖZGÜR Şahin' } })).status,
+    200,
+  );
+  const find = (query: string) =>
+    searchCustomers(app.deps.db, { query, field: 'name', cursor: undefined, limit: 5 }).then((page) =>
+      page.data.map((c) => c.id),
+    );
+  assert.deepEqual(await find('éLODIE dup'), [elodie.id]);
+  assert.deepEqual(await find('E\u0301lodie'), [elodie.id], 'a decomposed É is the same letter');
+  assert.deepEqual(await find('özgür ş'), [renamed.id], 'a renamed customer is found by its new name');
+  assert.deepEqual(await find('before'), []);
+  assert.equal(
+    (await searchCustomers(app.deps.db, { query: 'élodie', field: 'name', cursor: undefined, limit: 5 })).data[0]!.name,
+    'Élodie Ｄｕｐｏｎｔ',
+  );
+});

@@ -175,7 +175,7 @@ export async function createCustomer(
   await checkTaxIdentity(db, input);
   const clock = await clockFor(db, { clock: apiClock }, testClockId);
   const now = clock.now().toISOString();
-  const row: CustomerRow = {
+  const row: CustomerRow = repo.withNormalizedName({
     id: newId('customer'),
     email: input.email,
     email_normalized: normalizeEmail(input.email),
@@ -192,7 +192,7 @@ export async function createCustomer(
     created_at: now,
     updated_at: now,
     deleted_at: null,
-  };
+  });
   const customer = toCustomer(row);
   await withEmailGuard(
     db,
@@ -235,7 +235,7 @@ export async function findOrCreateCustomerByEmail(
   const found = known === null ? undefined : await repo.findCustomerByNormalizedEmail(trx, normalized);
   if (found) return found.id;
   const now = clock.now().toISOString();
-  const row: CustomerRow = {
+  const row: CustomerRow = repo.withNormalizedName({
     id: newId('customer'),
     email,
     email_normalized: normalized,
@@ -249,7 +249,7 @@ export async function findOrCreateCustomerByEmail(
     created_at: now,
     updated_at: now,
     deleted_at: null,
-  };
+  });
   if (!(await repo.insertCustomerUnlessEmailTaken(trx, row))) {
     // Lost a race: the winner committed first (PostgreSQL waited for it), so it is visible now.
     const winner = await repo.findCustomerByNormalizedEmail(trx, normalized);

@@ -14,6 +14,7 @@ import { isIdOf, newId } from '../../shared/ids.ts';
 import { type EventView, eventSchema } from './events.schemas.ts';
 import type { EventRow } from '../../db/tables/events.table.ts';
 import { ringOutbox } from './events.outbox-signal.ts';
+import { eventCustomerId } from './events.customer.ts';
 import type { Topic } from './events.topics.ts';
 
 export type { EventView };
@@ -40,6 +41,7 @@ const insertEventRow = compiledQuery(
       created_at: string;
       emitted_at: string;
       actor: string | null;
+      customer_id: string | null;
     }>,
   ) =>
     db.insertInto('events').values({
@@ -49,6 +51,7 @@ const insertEventRow = compiledQuery(
       created_at: param('created_at'),
       emitted_at: param('emitted_at'),
       actor: param('actor'),
+      customer_id: param('customer_id'),
       delivered_at: null,
     }),
 );
@@ -56,12 +59,13 @@ const insertEventRow = compiledQuery(
 /**
  * An event's stored columns for `clock`: `data` serialized once (with `test_clock` added on a
  * test clock's time, SPEC §11), `created_at` the clock's time, `emitted_at` the real time,
- * `actor` the console session acting (shared/actor.ts, SPEC §16) or null.
+ * `actor` the console session acting (shared/actor.ts, SPEC §16) or null, `customer_id` the
+ * customer the payload is about (events.customer.ts) or null.
  */
 function eventValues(
   clock: Clock,
   data: unknown,
-): { data: string; created_at: string; emitted_at: string; actor: string | null } {
+): { data: string; created_at: string; emitted_at: string; actor: string | null; customer_id: string | null } {
   // An event a test clock's customer causes names the clock (SPEC §11).
   const payload = clock.testClockId === undefined ? data : { ...(data as object), test_clock: clock.testClockId };
   return {
@@ -69,6 +73,7 @@ function eventValues(
     created_at: clock.now().toISOString(),
     emitted_at: realClockOf(clock).now().toISOString(),
     actor: actorText(),
+    customer_id: eventCustomerId(data),
   };
 }
 
@@ -111,12 +116,13 @@ type EventValues = {
   created_at: string;
   emitted_at: string;
   actor: string | null;
+  customer_id: string | null;
 };
 
 /** Events collected per transaction between deferEvents and flushEvents. */
 const deferredEvents = new WeakMap<Transaction<Database>, EventValues[]>();
 
-/** Rows per multi-row insert of flushEvents (5 bound values each: far below SQLite's limit). */
+/** Rows per multi-row insert of flushEvents (7 bound values each: far below SQLite's limit). */
 const EVENT_ROWS_PER_INSERT = 500;
 
 /**
@@ -194,8 +200,9 @@ export async function emitEventIfInserted(
   const values = eventValues(clock, data);
   await sql`with inserted as (${insert}),
       emitted as (
-        insert into events (id, topic, data, created_at, emitted_at, actor, delivered_at)
-        select ${id}, ${topic}, ${values.data}, ${values.created_at}, ${values.emitted_at}, ${values.actor}, null
+        insert into events (id, topic, data, created_at, emitted_at, actor, customer_id, delivered_at)
+        select ${id}, ${topic}, ${values.data}, ${values.created_at}, ${values.emitted_at}, ${values.actor},
+          ${values.customer_id}, null
         from inserted
         returning id
       )
@@ -230,6 +237,30 @@ export async function listEvents(
     topic: filters.topic,
     delivered_at: filters.delivered === undefined ? undefined : { isNull: !filters.delivered },
   });
+}
+
+/** How many of a customer's events its console page shows at most. */
+export const CUSTOMER_EVENTS_MAX = 100;
+
+/**
+ * The newest `limit` (1–CUSTOMER_EVENTS_MAX) events about customer `customerId`, newest first
+ * (created_at, then id): one read of `events_by_customer` (migration 0040), whatever the size
+ * of the outbox. Events older than that migration's bounded backfill are not found.
+ */
+export async function listCustomerEvents(
+  db: Kysely<Database>,
+  customerId: string,
+  limit: number,
+): Promise<EventView[]> {
+  const rows = await db
+    .selectFrom('events')
+    .selectAll()
+    .where('customer_id', '=', customerId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(Math.min(Math.max(Math.trunc(limit), 1), CUSTOMER_EVENTS_MAX))
+    .execute();
+  return rows.map(toEventView);
 }
 
 /** One event. Throws 404 `not_found` for unknown or malformed ids. */

@@ -34,12 +34,15 @@ export interface ChargePrice {
   free_units: number;
 }
 
+/** The largest unit or tier price (minor units), as a plan's amount and an integer `unit_amount`. */
+export const MAX_UNIT_PRICE = 1_000_000_000_000;
+
 /** A non-negative decimal without exponent, sign or leading zeros: "0", "12", "0.40". */
 export const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
 
 /**
  * Why `price` cannot bill (SPEC §15), or null when it can: a model's fields present and no
- * other's, prices non-negative decimals of ≤ 12 decimals, tiers with ascending integer `up_to`
+ * other's, prices non-negative decimals of ≤ 12 decimals and ≤ MAX_UNIT_PRICE, tiers with ascending integer `up_to`
  * and the last one null, a package size ≥ 1, free units ≥ 0. Plan creation answers its
  * message as a 400 `validation_error`.
  */
@@ -48,6 +51,12 @@ export function priceProblem(price: ChargePrice): string | null {
     const match = DECIMAL.exec(text);
     if (match === null) return `${what} "${text}" is not a non-negative decimal`;
     if ((match[2] ?? '.').length - 1 > DECIMALS) return `${what} "${text}" has more than ${DECIMALS} decimals`;
+    if (
+      BigInt(match[1]!) > BigInt(MAX_UNIT_PRICE) ||
+      (BigInt(match[1]!) === BigInt(MAX_UNIT_PRICE) && /[1-9]/.test(match[2] ?? ''))
+    ) {
+      return `${what} "${text}" exceeds ${MAX_UNIT_PRICE.toLocaleString('en-US')} minor units`;
+    }
     return null;
   };
   if (!Number.isSafeInteger(price.free_units) || price.free_units < 0) return 'free_units must be an integer ≥ 0';

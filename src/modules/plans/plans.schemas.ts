@@ -4,7 +4,7 @@ import Type, { type Static } from 'typebox';
 import { metadataOut, metadataSchema, Nullable, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
 import { PLAN_INTERVALS } from '../../db/tables/plans.table.ts';
 import { taxRateIdsInput, taxRateIdsOut } from '../tax-rates/tax-rates.schemas.ts';
-import { CHARGE_MODELS } from './plans.charges.ts';
+import { CHARGE_MODELS, MAX_UNIT_PRICE } from './plans.charges.ts';
 
 export const PLAN_SORT_FIELDS = ['created_at', 'amount', 'name'] as const;
 /**
@@ -27,7 +27,7 @@ export const IMMUTABLE_PLAN_FIELDS = [
 export const MAX_CHARGES = 20;
 export const MAX_TIERS = 50;
 /** The largest integer money field of a charge (minor units), as a plan's amount. */
-const MAX_PRICE = 1_000_000_000_000;
+const MAX_PRICE = MAX_UNIT_PRICE;
 
 const decimalPrice = Type.String({
   minLength: 1,

@@ -131,6 +131,26 @@ export async function listPlans(db: Kysely<Database>, params: ListParams): Promi
   return plansList.page(db, params);
 }
 
+/** At most this many plans are named as charging one meter. */
+export const PLANS_CHARGING_MAX = 100;
+
+/**
+ * The plans (archived ones included, newest first, at most PLANS_CHARGING_MAX) with a metered
+ * charge on meter `meterId` (SPEC §15), for the console's meter page. The JSON text is matched
+ * first (a superset: `_` is a LIKE wildcard), then each plan's parsed charges decide.
+ */
+export async function plansChargingMeter(db: Kysely<Database>, meterId: string): Promise<Plan[]> {
+  const rows = await db
+    .selectFrom('plans')
+    .selectAll()
+    .where('charges', 'like', `%"meter_id":"${meterId.replaceAll('%', '')}"%`)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(PLANS_CHARGING_MAX)
+    .execute();
+  return rows.filter((row) => parseCharges(row.charges).some((charge) => charge.meter_id === meterId)).map(toPlan);
+}
+
 /**
  * Changes name, active and/or metadata (metadata merges as for customers). Throws 404 for
  * unknown ids, 400 when merged metadata would exceed 50 keys.

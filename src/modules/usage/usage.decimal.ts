@@ -13,12 +13,13 @@ const DECIMAL = /^(-)?(\d+)(?:\.(\d+))?$/;
 /**
  * The canonical text of a decimal given as a JSON number or a string (`"12.50"` → `"12.5"`,
  * `-0` → `"0"`, `3` → `"3"`), or undefined when it is not one: exponents, NaN, Infinity, a
- * leading `+`, more than MAX_INTEGER_DIGITS before or MAX_FRACTION_DIGITS after the point.
+ * leading `+`, more than MAX_INTEGER_DIGITS before or MAX_FRACTION_DIGITS after the point, a
+ * JSON number whose digits parsing may have changed (isExactNumber).
  */
 export function parseDecimal(input: unknown): string | undefined {
   let text: string;
   if (typeof input === 'number') {
-    if (!Number.isFinite(input)) return undefined;
+    if (!Number.isFinite(input) || !isExactNumber(input)) return undefined;
     text = String(input);
   } else if (typeof input === 'string') {
     text = input;
@@ -35,6 +36,17 @@ export function parseDecimal(input: unknown): string | undefined {
   }
   const body = fraction === '' ? integer : `${integer}.${fraction}`;
   return m[1] === '-' && body !== '0' ? `-${body}` : body;
+}
+
+/**
+ * Whether a JSON number still says what its sender wrote: a binary double holds integers
+ * exactly up to 2⁵³ − 1 and any decimal of at most 15 significant digits; beyond, digits were
+ * lost in parsing (12345678901234567 arrives as …568), so such a value must come as a string.
+ */
+function isExactNumber(value: number): boolean {
+  if (Number.isInteger(value)) return Math.abs(value) <= Number.MAX_SAFE_INTEGER;
+  const digits = String(value).replace(/^-/, '').replace('.', '').replace(/^0+/, '');
+  return !/e/i.test(digits) && digits.length <= 15;
 }
 
 /** `text` (a canonical or PostgreSQL NUMERIC decimal) as a BigInt in units of 10^-12. */

@@ -113,7 +113,7 @@ function valueOf(meter: MeterRow, properties: Record<string, unknown>): string |
   if (value === undefined) {
     throw new EventRefused(
       'invalid_value',
-      `properties.${property} must be a decimal number (a JSON number or a string such as "12.5"; at most ${MAX_INTEGER_DIGITS} digits before the point and ${MAX_FRACTION_DIGITS} after) for meter ${meter.id}`,
+      `properties.${property} must be a decimal number (a JSON number or a string such as "12.5"; at most ${MAX_INTEGER_DIGITS} digits before the point and ${MAX_FRACTION_DIGITS} after, no exponent; a JSON number beyond 2^53 − 1 or with more than 15 significant digits as a string) for meter ${meter.id}`,
     );
   }
   return value;
