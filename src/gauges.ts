@@ -5,6 +5,7 @@ import { dunningActionsDue, dunningCasesByStatus } from './modules/dunning/dunni
 import { dueProviderEvents } from './inbox/inbox.gauges.ts';
 import { dueDeliveries, pendingDeliveries } from './modules/webhooks/webhooks.gauges.ts';
 import { readAllCounts } from './db/counts.ts';
+import { countRowFailures } from './db/row-failures.ts';
 import type { DatabaseGauge } from './observability/metrics.ts';
 
 /** Exact totals the service keeps beside its big lists (customers, events, subscriptions…). */
@@ -32,6 +33,20 @@ const expiredIdempotencyKeys: DatabaseGauge = {
   },
 };
 
+/**
+ * Rows of worker batches whose last run failed alone (db/row-failures.ts): a renewal, a charge
+ * claim, a dunning step… waiting for its retry. Should stay 0; the log says which and why.
+ */
+const workerRowFailures: DatabaseGauge = {
+  name: 'billing_worker_row_failures',
+  help: 'Rows a worker job failed on (rolled back alone, retried after a backoff), by job.',
+  labelNames: ['job'],
+  collect: async ({ db }) => {
+    const counts = await countRowFailures(db);
+    return [...counts].map(([job, value]) => ({ labels: { job }, value }));
+  },
+};
+
 export const DATABASE_GAUGES: readonly DatabaseGauge[] = [
   rowTotals,
   expiredIdempotencyKeys,
@@ -40,4 +55,5 @@ export const DATABASE_GAUGES: readonly DatabaseGauge[] = [
   dueProviderEvents,
   dunningCasesByStatus,
   dunningActionsDue,
+  workerRowFailures,
 ];

@@ -23,6 +23,7 @@ import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
 import { deferCounts, flushCounts } from '../db/counts.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
+import { type RowFailureLog, runIsolatedBatch, whereNotWaitingRetry } from '../db/row-failures.ts';
 import type { Deps } from '../deps.ts';
 import { type FailedRetry, finishRetryStep } from './dunning-steps.ts';
 import { deferEvents, emitEvent, flushEvents } from '../modules/events/events.service.ts';
@@ -53,6 +54,9 @@ import { ProviderCallError } from '../providers/provider-api.ts';
 import { resolveDelayMs } from './resolve-schedule.ts';
 import type { PaymentIntentCharge } from '../providers/stripe/api.ts';
 
+/** The charge job's name: the key of its invoices' failure records (db/row-failures.ts). */
+export const CHARGE_JOB = 'charge_invoices';
+
 /** Invoices one run claims, and so the most provider calls one worker has in flight at once. */
 export const CHARGE_CONCURRENCY = 100;
 
@@ -80,10 +84,11 @@ export const OWNER = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 /**
  * Open invoices of `scope` (real-time customers, or one test clock's: SPEC §11) due for a
  * charge at `now` (ISO 8601), the longest waiting first. THE claim query of automatic
- * collection: anything that narrows what a worker charges goes here.
+ * collection: anything that narrows what a worker charges goes here. An invoice whose claim
+ * failed waits for its retry (db/row-failures.ts).
  */
 export function dueChargesQuery(trx: Kysely<Database>, now: string, scope: JobScope = REAL_TIME) {
-  return whereInScope(
+  const due = whereInScope(
     trx
       .selectFrom('invoices')
       .selectAll()
@@ -96,6 +101,7 @@ export function dueChargesQuery(trx: Kysely<Database>, now: string, scope: JobSc
     'invoices.test_clock_id',
     scope,
   );
+  return whereNotWaitingRetry(due, CHARGE_JOB, 'invoices.id', now);
 }
 
 /**
@@ -128,27 +134,30 @@ export interface ClaimedCharge {
  * Invoices that cannot be charged (nothing remains, no saved method, the method's provider
  * has no API key, or automatic charges stopped: `charges_stopped_at`) lose their
  * `next_payment_attempt_at`, and a dunning step waiting for the charge sends its reminder.
- * Returns the claimed charges and how many invoices were looked at.
+ * An invoice whose claim throws is rolled back alone and retried after a backoff
+ * (db/row-failures.ts; reported on `log`). Returns the claimed charges and how many invoices
+ * were looked at.
  */
 export async function claimCharges(
   deps: Deps,
   owner: string,
   limit: number,
   scope: JobScope = REAL_TIME,
+  log?: RowFailureLog,
 ): Promise<{ claimed: ClaimedCharge[]; seen: number }> {
   const { db, clock, config } = deps;
-  return transactionWithRetry(db, async (trx) => {
-    const now = clock.now();
-    const nowIso = now.toISOString();
-    const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
-    const invoices = await claimRows(dueChargesQuery(trx, nowIso, scope).limit(limit), trx).execute();
-    const claimed: ClaimedCharge[] = [];
-    for (const invoice of invoices) {
+  const now = clock.now();
+  const nowIso = now.toISOString();
+  const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
+  const batch = {
+    job: CHARGE_JOB,
+    claim: (trx: Transaction<Database>) => claimRows(dueChargesQuery(trx, nowIso, scope).limit(limit), trx).execute(),
+    each: async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
       const unresolved = await findUnresolvedCharge(trx, invoice.id);
       if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
         // Another worker is calling the provider for it: due again when its lease ends.
         await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
-        continue;
+        return undefined;
       }
       let attempt: PaymentAttemptRow;
       let method: ChargeableMethod | undefined;
@@ -165,7 +174,7 @@ export async function claimCharges(
           await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
           // A dunning step waiting for this charge sends its reminder now (nothing charged).
           await finishRetryStep(trx, deps, invoice, null);
-          continue;
+          return undefined;
         }
         attempt = await startAttempt(trx, clock, {
           invoiceId: invoice.id,
@@ -183,16 +192,17 @@ export async function claimCharges(
         .select('email')
         .where('id', '=', invoice.customer_id)
         .executeTakeFirst();
-      claimed.push({
+      return {
         attempt,
         invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
         method,
         email: method?.email ?? customer?.email ?? '',
         resolving: unresolved !== undefined,
-      });
-    }
-    return { claimed, seen: invoices.length };
-  });
+      };
+    },
+  };
+  const { rows, results } = await runIsolatedBatch(db, clock, batch, log);
+  return { claimed: results.filter((charge) => charge !== undefined), seen: rows.length };
 }
 
 /** What the provider said about a charge, in our words. */
@@ -646,8 +656,9 @@ export async function chargeDueInvoices(
   owner = OWNER,
   limit = CHARGE_CONCURRENCY,
   scope: JobScope = REAL_TIME,
+  log?: RowFailureLog,
 ): Promise<number> {
-  const { claimed, seen } = await claimCharges(deps, owner, limit, scope);
+  const { claimed, seen } = await claimCharges(deps, owner, limit, scope, log);
   const calls = await Promise.allSettled(
     claimed.map(async (charge) => ({ charge, result: await callProviderForCharge(deps, charge) })),
   );

@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { forUpdate } from '../db/locking.ts';
+import { deleteRowFailuresOfTestClock } from '../db/row-failures.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { AppError } from '../http/errors.ts';
 import { deleteTestClockBalanceTransactions } from '../modules/balances/balances.ledger.ts';
@@ -31,8 +32,8 @@ import { deleteUsageBillingOfSubscriptions } from './usage-billing.ts';
 /**
  * Deletes clock `id` and every customer attached to it, with their subscriptions, invoices
  * (and payment attempts, and the clock's invoice number sequence), dunning cases (and steps),
- * payment methods, credit balance transactions, provider subscription references and what
- * their usage billed (billed_usage, usage_spans);
+ * payment methods, credit balance transactions, provider subscription references, what
+ * their usage billed (billed_usage, usage_spans) and the worker's failure records of its rows;
  * payments recorded for them stay, detached (customer, subscription and invoice null), and
  * so do the events already emitted. Locks parents before children (db/locking.ts) so a
  * worker step in flight finishes first and the next one finds nothing. Throws 404 for
@@ -93,6 +94,7 @@ export async function deleteTestClock(db: Kysely<Database>, id: string): Promise
     await deleteSubscriptions(trx, subscriptions);
     await deletePaymentMethodsOfCustomers(trx, customers);
     await deleteCustomers(trx, customers, Number(liveCustomers.n));
+    await deleteRowFailuresOfTestClock(trx, id);
     await deleteTestClockRow(trx, id);
   });
 }

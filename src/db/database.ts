@@ -23,9 +23,16 @@ import type { ProviderEventsTable, ProviderSubscriptionReferencesTable } from '.
 import type { SubscriptionPendingItemsTable, SubscriptionsTable } from './tables/subscriptions.table.ts';
 import type { TaxRatesTable } from './tables/tax-rates.table.ts';
 import type { TestClocksTable } from './tables/test-clocks.table.ts';
-import type { MetersTable, UsageEventKeysTable, UsageEventsTable, UsageRollupsTable } from './tables/usage.table.ts';
+import type {
+  MetersTable,
+  UsageDistinctTable,
+  UsageEventKeysTable,
+  UsageEventsTable,
+  UsageRollupsTable,
+} from './tables/usage.table.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.table.ts';
 import type { RowCountDeltasTable, RowCountsTable } from './counts.table.ts';
+import type { WorkerRowFailuresTable } from './row-failures.table.ts';
 
 export interface Database {
   api_keys: ApiKeysTable;
@@ -65,9 +72,14 @@ export interface Database {
   usage_events: UsageEventsTable;
   usage_event_keys: UsageEventKeysTable;
   usage_rollups: UsageRollupsTable;
+  usage_rollups_hourly: UsageRollupsTable;
+  usage_rollups_daily: UsageRollupsTable;
+  usage_distinct_hourly: UsageDistinctTable;
+  usage_distinct_daily: UsageDistinctTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_endpoints: WebhookEndpointsTable;
   row_counts: RowCountsTable;
   row_count_deltas: RowCountDeltasTable;
+  worker_row_failures: WorkerRowFailuresTable;
 }

@@ -40,6 +40,8 @@ import * as usagePricing from './migrations/0034_usage_pricing.ts';
 import * as consoleSessions from './migrations/0035_console_sessions.ts';
 import * as portalSessions from './migrations/0036_portal_sessions.ts';
 import * as creditNoteHostedTokens from './migrations/0037_credit_note_hosted_tokens.ts';
+import * as workerRowFailures from './migrations/0038_worker_row_failures.ts';
+import * as usageCoarseRollups from './migrations/0039_usage_coarse_rollups.ts';
 import * as consoleIndexes from './migrations/0040_console_indexes.ts';
 import * as usageSpans from './migrations/0042_usage_spans.ts';
 
@@ -80,6 +82,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0035_console_sessions': consoleSessions,
   '0036_portal_sessions': portalSessions,
   '0037_credit_note_hosted_tokens': creditNoteHostedTokens,
+  '0038_worker_row_failures': workerRowFailures,
+  '0039_usage_coarse_rollups': usageCoarseRollups,
   '0040_console_indexes': consoleIndexes,
   '0042_usage_spans': usageSpans,
 };

@@ -8,10 +8,12 @@
 // BEGIN IMMEDIATE serializes writers) and each case's step, its event and the case's new
 // `next_action_at` commit in that one transaction. A crash mid-step rolls all of it back,
 // and the step is taken again by whichever worker claims the case next. The
-// `dunning_steps` primary key (case, step) refuses a second copy of any step.
-import type { Kysely, Transaction } from 'kysely';
+// `dunning_steps` primary key (case, step) refuses a second copy of any step. A case whose
+// step throws is rolled back alone and retried after a backoff (db/row-failures.ts).
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
+import { runIsolatedBatch, whereNotWaitingRetry, withRowRetries } from '../db/row-failures.ts';
 import { type Job } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
@@ -25,6 +27,8 @@ import { takeStep } from '../billing/dunning-steps.ts';
 import type { DunningCaseRow } from '../db/tables/dunning.table.ts';
 
 const BATCH_SIZE = 50;
+
+const JOB = 'run_dunning_schedule';
 
 /**
  * The final action (SPEC §4, §9): the case becomes `exhausted` (`dunning.exhausted`) and a
@@ -55,39 +59,54 @@ async function applyFinalAction(trx: Transaction<Database>, ctx: DunningContext 
   }
 }
 
-/** `scope`'s open cases whose next action is due at `now` (ISO 8601), earliest first: the claim. */
-function casesDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
-  return whereInScope(db.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
-    .where('status', '=', 'open')
-    .where('next_action_at', '<=', now)
-    .orderBy('next_action_at')
-    .orderBy('id');
+/**
+ * `scope`'s open cases whose next action is due at `now` (ISO 8601), earliest first: the claim.
+ * Reads the scope's prefix of `dunning_cases_due` (migration 0038; the status a literal, so
+ * SQLite uses the partial index).
+ */
+export function casesDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
+  return whereNotWaitingRetry(
+    whereInScope(db.selectFrom('dunning_cases').selectAll(), 'dunning_cases.test_clock_id', scope)
+      .where('status', '=', sql.lit('open'))
+      .where('next_action_at', '<=', now)
+      .orderBy('next_action_at')
+      .orderBy('id'),
+    JOB,
+    'dunning_cases.id',
+    now,
+  );
 }
 
 /** Open cases whose next step or final action is due: one action per case per claim. */
 export const runDunningSchedule: Job = {
-  name: 'run_dunning_schedule',
+  name: JOB,
   batchSize: BATCH_SIZE,
-  run: (deps, scope = REAL_TIME) =>
-    deps.db.transaction().execute(async (trx) => {
-      const now = deps.clock.now().toISOString();
-      const rows = await claimRows(casesDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute();
-      for (const row of rows) {
+  run: async (deps, scope = REAL_TIME, log) => {
+    const now = deps.clock.now().toISOString();
+    const batch = {
+      job: JOB,
+      claim: (trx: Transaction<Database>) => claimRows(casesDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute(),
+      each: async (trx: Transaction<Database>, row: DunningCaseRow) => {
         if (isFinalActionNext(row.step, deps.config.dunningScheduleMs)) await applyFinalAction(trx, deps, row);
         else await takeStep(trx, deps, row);
-      }
-      return rows.length;
-    }),
-  dueNow: (deps) => casesDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString()),
-  nextDueAt: async ({ db }, scope, after) => {
-    const row = await whereInScope(
-      db.selectFrom('dunning_cases').select((eb) => eb.fn.min('next_action_at').as('due')),
-      'dunning_cases.test_clock_id',
-      scope,
-    )
-      .where('status', '=', 'open')
-      .where('next_action_at', '>', after.toISOString())
-      .executeTakeFirst();
-    return earliest([row?.due]);
+      },
+    };
+    const { rows } = await runIsolatedBatch(deps.db, deps.clock, batch, log);
+    return rows.length;
   },
+  dueNow: (deps) => casesDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString()),
+  nextDueAt: ({ db }, scope, after) => withRowRetries(db, JOB, scope, after, nextAction(db, scope, after)),
 };
+
+/** The earliest `next_action_at` of `scope`'s open cases after `after`. */
+async function nextAction(db: Kysely<Database>, scope: JobScope, after: Date): Promise<Date | null> {
+  const row = await whereInScope(
+    db.selectFrom('dunning_cases').select((eb) => eb.fn.min('next_action_at').as('due')),
+    'dunning_cases.test_clock_id',
+    scope,
+  )
+    .where('status', '=', sql.lit('open'))
+    .where('next_action_at', '>', after.toISOString())
+    .executeTakeFirst();
+  return earliest([row?.due]);
+}

@@ -1,20 +1,28 @@
 // Finalizing draft invoices (SPEC §12 "Drafts"): drafts whose `finalizes_at` has come are
 // claimed in small batches (SKIP LOCKED on PostgreSQL) and finalized in that same transaction
 // (billing/finalize.ts), so two workers never finalize one draft and a crash rolls the batch
-// back for a retry: each draft takes exactly one number. Clock-aware (SPEC §11): a test clock
+// back for a retry: each draft takes exactly one number. A draft whose finalization throws is
+// rolled back alone and retried after a backoff (db/row-failures.ts). Clock-aware (SPEC §11): a test clock
 // customer's drafts are finalized by its clock's advance, at its time.
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { finalizeDraft } from '../billing/finalize.ts';
 import { claimRows } from '../db/locking.ts';
+import { runIsolatedBatch, whereNotWaitingRetry, withRowRetries } from '../db/row-failures.ts';
+import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import type { Job } from './job.ts';
 
 const BATCH_SIZE = 50;
 
-/** `scope`'s drafts whose `finalizes_at` ≤ `now` (ISO 8601), the longest waiting first: the claim. */
+const JOB = 'finalize_invoices';
+
+/**
+ * `scope`'s drafts whose `finalizes_at` ≤ `now` (ISO 8601), the longest waiting first: the
+ * claim. Reads `invoices_due_for_finalization` (both scopes: drafts are short-lived and few).
+ */
 function draftsDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
-  return whereInScope(
+  const due = whereInScope(
     db
       .selectFrom('invoices')
       .selectAll()
@@ -26,6 +34,7 @@ function draftsDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
     'invoices.test_clock_id',
     scope,
   );
+  return whereNotWaitingRetry(due, JOB, 'invoices.id', now);
 }
 
 /**
@@ -34,26 +43,33 @@ function draftsDueQuery(db: Kysely<Database>, scope: JobScope, now: string) {
  * saved method — the charge job runs after this one in each tick.
  */
 export const finalizeInvoices: Job = {
-  name: 'finalize_invoices',
+  name: JOB,
   batchSize: BATCH_SIZE,
-  run: (deps, scope = REAL_TIME) =>
-    deps.db.transaction().execute(async (trx) => {
-      const now = deps.clock.now().toISOString();
-      const rows = await claimRows(draftsDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute();
-      for (const row of rows) await finalizeDraft(trx, deps, row);
-      return rows.length;
-    }),
-  dueNow: (deps) => draftsDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString()),
-  nextDueAt: async (deps, scope, after) => {
-    const row = await whereInScope(
-      deps.db
-        .selectFrom('invoices')
-        .select((eb) => eb.fn.min('finalizes_at').as('due'))
-        .where('status', '=', sql.lit('draft'))
-        .where('finalizes_at', '>', after.toISOString()),
-      'invoices.test_clock_id',
-      scope,
-    ).executeTakeFirst();
-    return earliest([row?.due]);
+  run: async (deps, scope = REAL_TIME, log) => {
+    const now = deps.clock.now().toISOString();
+    const batch = {
+      job: JOB,
+      claim: (trx: Transaction<Database>) =>
+        claimRows(draftsDueQuery(trx, scope, now).limit(BATCH_SIZE), trx).execute(),
+      each: (trx: Transaction<Database>, row: InvoiceRow) => finalizeDraft(trx, deps, row),
+    };
+    const { rows } = await runIsolatedBatch(deps.db, deps.clock, batch, log);
+    return rows.length;
   },
+  dueNow: (deps) => draftsDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString()),
+  nextDueAt: (deps, scope, after) => withRowRetries(deps.db, JOB, scope, after, nextDraftDue(deps.db, scope, after)),
 };
+
+/** The earliest `finalizes_at` of `scope`'s drafts after `after`. */
+async function nextDraftDue(db: Kysely<Database>, scope: JobScope, after: Date): Promise<Date | null> {
+  const row = await whereInScope(
+    db
+      .selectFrom('invoices')
+      .select((eb) => eb.fn.min('finalizes_at').as('due'))
+      .where('status', '=', sql.lit('draft'))
+      .where('finalizes_at', '>', after.toISOString()),
+    'invoices.test_clock_id',
+    scope,
+  ).executeTakeFirst();
+  return earliest([row?.due]);
+}

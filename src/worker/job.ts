@@ -23,7 +23,11 @@ export type DueProbe = SelectQueryBuilder<Database, any, any>;
 export interface Job {
   name: string;
   batchSize: number;
-  run(deps: Deps, scope?: JobScope): Promise<number>;
+  /**
+   * `log`: where a row that fails alone is reported (db/row-failures.ts): the worker's log;
+   * none in tests that call a job directly.
+   */
+  run(deps: Deps, scope?: JobScope, log?: WorkerLogger): Promise<number>;
   /**
    * The earliest instant strictly after `after` at which a row of `scope` becomes due for
    * this job (the instant `run` at that time would first claim it), or null when none will

@@ -22,7 +22,7 @@ const BATCH_SIZE = 10;
 export const resolveUnknownRefunds: Job = {
   name: 'resolve_unknown_refunds',
   batchSize: BATCH_SIZE,
-  async run(deps, scope = REAL_TIME) {
+  async run(deps, scope = REAL_TIME, log) {
     const refunds = await claimDueRefundRequests(deps.db, deps.clock, BATCH_SIZE, refundLeaseMs(deps), scope);
     for (const refund of refunds) {
       const payment = await deps.db
@@ -43,7 +43,10 @@ export const resolveUnknownRefunds: Job = {
         await resolveRefund(deps, call);
       } catch (error) {
         // Refused (now `failed`) or still no answer (due again): recorded on the refund.
-        if (!(error instanceof AppError)) throw error;
+        if (error instanceof AppError) continue;
+        // Anything else is this refund's alone: the others of the batch go on, and it is
+        // taken again when its lease ends.
+        log?.error({ err: error, job: 'resolve_unknown_refunds', refundId: refund.id }, 'refund resume failed');
       }
     }
     return refunds.length;

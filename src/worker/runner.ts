@@ -70,7 +70,7 @@ export class Worker {
       for (let batch = 0; batch < MAX_BATCHES_PER_TICK; batch++) {
         let count: number;
         try {
-          count = await job.run(this.#deps);
+          count = await job.run(this.#deps, undefined, this.#log);
         } catch (error) {
           this.#log.error({ err: error, job: job.name }, 'worker job failed');
           break;

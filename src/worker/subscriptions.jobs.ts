@@ -1,14 +1,16 @@
 // The subscription lifecycle's time-based work (SPEC §4, §7, §9): expire `incomplete`, renew
 // periods (their invoices), mark unpaid renewals `past_due`, apply period-end cancellations. Each job claims a small
 // batch of due rows (SKIP LOCKED on PostgreSQL) and moves them in that same transaction,
-// so no row is handled twice at once and a crash rolls the whole batch back for a retry.
+// so no row is handled twice at once and a crash rolls the whole batch back for a retry. A
+// row whose work throws is rolled back alone and retried after a backoff (db/row-failures.ts).
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { claimRows } from '../db/locking.ts';
+import { runIsolatedBatch, whereNotWaitingRetry, withRowRetries } from '../db/row-failures.ts';
 import { deferCounts, flushCounts } from '../db/counts.ts';
 import { deferEvents, flushEvents } from '../modules/events/events.service.ts';
-import { type Job } from './job.ts';
+import { type Job, type WorkerLogger } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
 import { voidUnpaidInvoices } from '../billing/settle.ts';
@@ -18,6 +20,27 @@ import { transitionSubscription } from '../modules/subscriptions/subscriptions.l
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 
 const BATCH_SIZE = 50;
+
+/** The jobs' names: also the keys of their rows' failure records (db/row-failures.ts). */
+const EXPIRE = 'expire_incomplete_subscriptions';
+const RENEW = 'issue_renewal_invoices';
+const PAST_DUE = 'mark_unpaid_renewals_past_due';
+const CANCEL = 'apply_period_end_cancellations';
+
+/**
+ * `run`'s claim, row work and count for a job over `scope`'s subscriptions: the batch runs
+ * with a failing row isolated (runIsolatedBatch); returns how many rows were claimed.
+ */
+async function runBatch(
+  deps: Deps,
+  log: WorkerLogger | undefined,
+  job: string,
+  claim: (trx: Transaction<Database>) => Promise<SubscriptionRow[]>,
+  each: (trx: Transaction<Database>, row: SubscriptionRow) => Promise<unknown>,
+): Promise<number> {
+  const { rows } = await runIsolatedBatch(deps.db, deps.clock, { job, claim, each }, log);
+  return rows.length;
+}
 
 async function claimDue(
   trx: Transaction<Database>,
@@ -64,15 +87,21 @@ const RENEWING = sql<boolean>`subscriptions.status in ('active', 'trialing')`;
  * `scope`'s `active`/`trialing` subscriptions whose `current_period_end` ≤ `now` (ISO 8601)
  * and whose `cancel_at_period_end` is `cancelling`, earliest first: the renewal and
  * period-end claims. Reads the scope's own partial index in due order, so it touches only
- * due rows of that scope (real time reads no clock row).
+ * due rows of that scope (real time reads no clock row). A row that failed waits for its
+ * retry (db/row-failures.ts).
  */
 export function periodEndDueQuery(trx: Kysely<Database>, scope: JobScope, now: string, cancelling: boolean) {
-  return base(trx, scope)
-    .where(RENEWING)
-    .where('cancel_at_period_end', '=', cancelling)
-    .where('current_period_end', '<=', now)
-    .orderBy('current_period_end')
-    .orderBy('id');
+  return whereNotWaitingRetry(
+    base(trx, scope)
+      .where(RENEWING)
+      .where('cancel_at_period_end', '=', cancelling)
+      .where('current_period_end', '<=', now)
+      .orderBy('current_period_end')
+      .orderBy('id'),
+    cancelling ? CANCEL : RENEW,
+    'subscriptions.id',
+    now,
+  );
 }
 
 /** The earliest `current_period_end` after `after` of `scope`'s renewing subscriptions with that flag. */
@@ -97,9 +126,10 @@ async function nextPeriodEnd(deps: Deps, scope: JobScope, after: Date, cancellin
  * `scope`'s `active`/`trialing` subscriptions (not flagged to cancel) with an open invoice
  * due at or before `cutoff` (ISO 8601): the past-due claim. Driven by the open invoices of
  * the scope by `due_at` (partial indexes `invoices_open_by_due_at` / `…_by_clock_due_at`),
- * so it reads only overdue invoices and their subscriptions, never every active one.
+ * so it reads only overdue invoices and their subscriptions, never every active one. A row
+ * that failed waits for its retry at `now` (ISO 8601, db/row-failures.ts).
  */
-export function pastDueQuery(trx: Kysely<Database>, scope: JobScope, cutoff: string) {
+export function pastDueQuery(trx: Kysely<Database>, scope: JobScope, cutoff: string, now: string) {
   const overdue = whereInScope(
     trx
       .selectFrom('invoices')
@@ -112,13 +142,18 @@ export function pastDueQuery(trx: Kysely<Database>, scope: JobScope, cutoff: str
   // No scope filter here: an invoice's test clock is its subscription's (the customer's). The
   // status is tested as an expression no index serves (`|| ''`), so the planner looks the
   // overdue few up by id instead of walking a status index that holds every scope's rows.
-  return trx
-    .selectFrom('subscriptions')
-    .selectAll()
-    .where(sql<boolean>`subscriptions.status || '' in ('active', 'trialing')`)
-    .where('cancel_at_period_end', '=', false)
-    .where('subscriptions.id', 'in', overdue)
-    .orderBy('subscriptions.id');
+  return whereNotWaitingRetry(
+    trx
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where(sql<boolean>`subscriptions.status || '' in ('active', 'trialing')`)
+      .where('cancel_at_period_end', '=', false)
+      .where('subscriptions.id', 'in', overdue)
+      .orderBy('subscriptions.id'),
+    PAST_DUE,
+    'subscriptions.id',
+    now,
+  );
 }
 
 /** ISO 8601: `incomplete` subscriptions created at or before it have expired (SUBSCRIPTION_INCOMPLETE_TTL). */
@@ -126,8 +161,27 @@ function incompleteCutoff({ config }: Deps, now: Date): string {
   return new Date(now.getTime() - config.subscriptionIncompleteTtlMs).toISOString();
 }
 
-function incompleteDue(query: ReturnType<typeof base>, cutoff: string) {
-  return query.where('status', '=', 'incomplete').where('created_at', '<=', cutoff).orderBy('created_at');
+/**
+ * `query` narrowed to `incomplete` subscriptions created at or before `cutoff`, oldest first:
+ * the expiry claim. Reads the scope's prefix of `subscriptions_incomplete_due` (migration 0038;
+ * the status a literal, so SQLite uses the partial index).
+ */
+function incompleteDue(query: ReturnType<typeof base>, cutoff: string, now: string) {
+  return whereNotWaitingRetry(
+    query
+      .where('status', '=', sql.lit('incomplete'))
+      .where('created_at', '<=', cutoff)
+      .orderBy('created_at')
+      .orderBy('id'),
+    EXPIRE,
+    'subscriptions.id',
+    now,
+  );
+}
+
+/** `scope`'s expired `incomplete` subscriptions (created at or before `cutoff`): the expiry claim (incompleteDue). */
+export function incompleteDueQuery(trx: Kysely<Database>, scope: JobScope, cutoff: string, now: string) {
+  return incompleteDue(base(trx, scope), cutoff, now);
 }
 
 /** The renewal-grace cutoff (ISO 8601): an open invoice due at or before it is overdue (SPEC §9). */
@@ -140,29 +194,40 @@ function pastDueCutoff({ clock, config }: Deps): string {
  * first invoice, if nothing was paid on it, becomes `void` first (`invoice.voided`, SPEC §9).
  */
 export const expireIncompleteSubscriptions: Job = {
-  name: 'expire_incomplete_subscriptions',
+  name: EXPIRE,
   batchSize: BATCH_SIZE,
-  run: (deps, scope = REAL_TIME) =>
-    deps.db.transaction().execute(async (trx) => {
-      const { clock } = deps;
-      const now = clock.now();
-      const rows = await claimDue(trx, scope, (q) => incompleteDue(q, incompleteCutoff(deps, now)));
-      for (const row of rows) {
+  run: (deps, scope = REAL_TIME, log) => {
+    const { clock } = deps;
+    const now = clock.now();
+    const cutoff = incompleteCutoff(deps, now);
+    return runBatch(
+      deps,
+      log,
+      EXPIRE,
+      (trx) => claimDue(trx, scope, (q) => incompleteDue(q, cutoff, now.toISOString())),
+      async (trx, row) => {
         await voidUnpaidInvoices(trx, deps, row.id);
         await transitionSubscription(trx, clock, row, 'incomplete_expired', {
           ended_at: now.toISOString(),
           cancellation_reason: 'incomplete_expired',
         });
-      }
-      return rows.length;
-    }),
-  dueNow: (deps) => incompleteDue(base(deps.db, REAL_TIME), incompleteCutoff(deps, deps.clock.now())),
-  nextDueAt: async (deps, scope, after) => {
-    const ttl = deps.config.subscriptionIncompleteTtlMs;
-    const created = await earliestAfter(deps, scope, 'created_at', new Date(after.getTime() - ttl).toISOString(), (q) =>
-      q.where('status', '=', 'incomplete'),
+      },
     );
-    return created && new Date(created.getTime() + ttl);
+  },
+  dueNow: (deps) => {
+    const now = deps.clock.now();
+    return incompleteDue(base(deps.db, REAL_TIME), incompleteCutoff(deps, now), now.toISOString());
+  },
+  nextDueAt: (deps, scope, after) => {
+    const ttl = deps.config.subscriptionIncompleteTtlMs;
+    const expiry = async () => {
+      const from = new Date(after.getTime() - ttl).toISOString();
+      const created = await earliestAfter(deps, scope, 'created_at', from, (q) =>
+        q.where('status', '=', sql.lit('incomplete')),
+      );
+      return created && new Date(created.getTime() + ttl);
+    };
+    return withRowRetries(deps.db, EXPIRE, scope, after, expiry());
   },
 };
 
@@ -177,27 +242,36 @@ export const expireIncompleteSubscriptions: Job = {
  * period_start) index is the backstop. A crash rolls the batch back; the next run renews it.
  */
 export const issueRenewalInvoices: Job = {
-  name: 'issue_renewal_invoices',
+  name: RENEW,
   batchSize: BATCH_SIZE,
-  run: (deps, scope = REAL_TIME) =>
-    deps.db.transaction().execute(async (trx) => {
-      const now = deps.clock.now().toISOString();
-      const rows = await claimRows(periodEndDueQuery(trx, scope, now, false).limit(BATCH_SIZE), trx).execute();
-      // Every balance the batch may spend, in one order, before any invoice takes a number.
-      await lockCustomerBalances(
-        trx,
-        rows.map((row) => row.customer_id),
-      );
-      // The batch's events and count changes are written once, before the commit.
-      deferEvents(trx);
-      deferCounts(trx);
-      for (const row of rows) await renewSubscription(trx, deps, row);
-      await flushEvents(trx);
-      await flushCounts(trx);
-      return rows.length;
-    }),
+  run: async (deps, scope = REAL_TIME, log) => {
+    const now = deps.clock.now().toISOString();
+    const batch = {
+      job: RENEW,
+      claim: (trx: Transaction<Database>) =>
+        claimRows(periodEndDueQuery(trx, scope, now, false).limit(BATCH_SIZE), trx).execute(),
+      begin: async (trx: Transaction<Database>, rows: readonly SubscriptionRow[]) => {
+        // Every balance the batch may spend, in one order, before any invoice takes a number.
+        await lockCustomerBalances(
+          trx,
+          rows.map((row) => row.customer_id),
+        );
+        // The batch's events and count changes are written once, before the commit.
+        deferEvents(trx);
+        deferCounts(trx);
+      },
+      each: (trx: Transaction<Database>, row: SubscriptionRow) => renewSubscription(trx, deps, row),
+      end: async (trx: Transaction<Database>) => {
+        await flushEvents(trx);
+        await flushCounts(trx);
+      },
+    };
+    const { rows } = await runIsolatedBatch(deps.db, deps.clock, batch, log);
+    return rows.length;
+  },
   dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), false),
-  nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, false),
+  nextDueAt: (deps, scope, after) =>
+    withRowRetries(deps.db, RENEW, scope, after, nextPeriodEnd(deps, scope, after, false)),
 };
 
 /**
@@ -207,14 +281,18 @@ export const issueRenewalInvoices: Job = {
  * open. Subscriptions flagged to cancel at period end are left to that job.
  */
 export const markUnpaidRenewalsPastDue: Job = {
-  name: 'mark_unpaid_renewals_past_due',
+  name: PAST_DUE,
   batchSize: BATCH_SIZE,
-  run: (deps, scope = REAL_TIME) =>
-    deps.db.transaction().execute(async (trx) => {
-      const { clock } = deps;
-      const cutoff = pastDueCutoff(deps);
-      const rows = await claimRows(pastDueQuery(trx, scope, cutoff).limit(BATCH_SIZE), trx).execute();
-      for (const row of rows) {
+  run: (deps, scope = REAL_TIME, log) => {
+    const { clock } = deps;
+    const cutoff = pastDueCutoff(deps);
+    const now = clock.now().toISOString();
+    return runBatch(
+      deps,
+      log,
+      PAST_DUE,
+      (trx) => claimRows(pastDueQuery(trx, scope, cutoff, now).limit(BATCH_SIZE), trx).execute(),
+      async (trx, row) => {
         const invoice = await trx
           .selectFrom('invoices')
           .select(['id', 'amount_due', 'amount_paid', 'currency'])
@@ -232,46 +310,53 @@ export const markUnpaidRenewalsPastDue: Job = {
           currency: invoice.currency,
           invoiceId: invoice.id,
         });
-      }
-      return rows.length;
-    }),
-  dueNow: (deps) => pastDueQuery(deps.db, REAL_TIME, pastDueCutoff(deps)),
-  nextDueAt: async (deps, scope, after) => {
-    const grace = deps.config.renewalGraceMs;
-    const row = await whereInScope(
-      deps.db
-        .selectFrom('invoices')
-        .innerJoin('subscriptions', 'subscriptions.id', 'invoices.subscription_id')
-        .select((eb) => eb.fn.min('invoices.due_at').as('due')),
-      'invoices.test_clock_id',
-      scope,
-    )
-      .where('invoices.status', '=', 'open')
-      .where('invoices.due_at', '>', new Date(after.getTime() - grace).toISOString())
-      .where('subscriptions.status', 'in', ['active', 'trialing'])
-      .where('subscriptions.cancel_at_period_end', '=', false)
-      .executeTakeFirst();
-    const due = earliest([row?.due]);
-    return due && new Date(due.getTime() + grace);
+      },
+    );
   },
+  dueNow: (deps) => pastDueQuery(deps.db, REAL_TIME, pastDueCutoff(deps), deps.clock.now().toISOString()),
+  nextDueAt: (deps, scope, after) => withRowRetries(deps.db, PAST_DUE, scope, after, nextPastDue(deps, scope, after)),
 };
+
+/** The earliest instant after `after` at which an open renewal invoice of `scope` passes its grace. */
+async function nextPastDue(deps: Deps, scope: JobScope, after: Date): Promise<Date | null> {
+  const grace = deps.config.renewalGraceMs;
+  const row = await whereInScope(
+    deps.db
+      .selectFrom('invoices')
+      .innerJoin('subscriptions', 'subscriptions.id', 'invoices.subscription_id')
+      .select((eb) => eb.fn.min('invoices.due_at').as('due')),
+    'invoices.test_clock_id',
+    scope,
+  )
+    .where('invoices.status', '=', 'open')
+    .where('invoices.due_at', '>', new Date(after.getTime() - grace).toISOString())
+    .where('subscriptions.status', 'in', ['active', 'trialing'])
+    .where('subscriptions.cancel_at_period_end', '=', false)
+    .executeTakeFirst();
+  const due = earliest([row?.due]);
+  return due && new Date(due.getTime() + grace);
+}
 
 /** Flagged `active`/`trialing` subscriptions reaching `current_period_end` → `cancelled`. */
 export const applyPeriodEndCancellations: Job = {
-  name: 'apply_period_end_cancellations',
+  name: CANCEL,
   batchSize: BATCH_SIZE,
-  run: ({ db, clock }, scope = REAL_TIME) =>
-    db.transaction().execute(async (trx) => {
-      const now = clock.now().toISOString();
-      const rows = await claimRows(periodEndDueQuery(trx, scope, now, true).limit(BATCH_SIZE), trx).execute();
-      for (const row of rows) {
-        await transitionSubscription(trx, clock, row, 'period_end_cancel', {
+  run: (deps, scope = REAL_TIME, log) => {
+    const { clock } = deps;
+    const now = clock.now().toISOString();
+    return runBatch(
+      deps,
+      log,
+      CANCEL,
+      (trx) => claimRows(periodEndDueQuery(trx, scope, now, true).limit(BATCH_SIZE), trx).execute(),
+      (trx, row) =>
+        transitionSubscription(trx, clock, row, 'period_end_cancel', {
           cancel_at_period_end: false,
           ended_at: row.current_period_end,
-        });
-      }
-      return rows.length;
-    }),
+        }),
+    );
+  },
   dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), true),
-  nextDueAt: (deps, scope, after) => nextPeriodEnd(deps, scope, after, true),
+  nextDueAt: (deps, scope, after) =>
+    withRowRetries(deps.db, CANCEL, scope, after, nextPeriodEnd(deps, scope, after, true)),
 };

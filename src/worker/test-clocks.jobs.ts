@@ -13,7 +13,7 @@ import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
 import type { Deps } from '../deps.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
-import type { Job } from './job.ts';
+import type { Job, WorkerLogger } from './job.ts';
 import type { JobScope } from '../db/scope.ts';
 import { testClockTime } from '../modules/test-clocks/test-clocks.time.ts';
 import { toTestClock } from '../modules/test-clocks/test-clocks.service.ts';
@@ -112,13 +112,14 @@ async function runUntilQuiet(
   jobs: readonly Job[],
   scope: JobScope,
   keepLease: () => Promise<boolean>,
+  log: WorkerLogger | undefined,
 ): Promise<boolean> {
   for (let pass = 0; pass < MAX_PASSES_PER_INSTANT; pass++) {
     let handled = 0;
     for (const job of jobs) {
       for (;;) {
         if (!(await keepLease())) return false;
-        const count = await job.run(deps, scope);
+        const count = await job.run(deps, scope, log);
         handled += count;
         if (count < job.batchSize) break;
       }
@@ -141,14 +142,20 @@ async function nextDue(deps: Deps, jobs: readonly Job[], scope: JobScope, after:
  * `frozen_time` (see the header). Returns false when the lease was lost midway (another
  * worker carries on) or the clock was deleted.
  */
-async function runAdvance(deps: Deps, jobs: readonly Job[], row: TestClockRow, lease: Lease): Promise<boolean> {
+async function runAdvance(
+  deps: Deps,
+  jobs: readonly Job[],
+  row: TestClockRow,
+  lease: Lease,
+  log: WorkerLogger | undefined,
+): Promise<boolean> {
   const scope: JobScope = { testClockId: row.id };
   const target = new Date(row.frozen_time);
   let reached = new Date(row.reached_time);
   const keepLease = leaseKeeper(deps.db, deps.clock, lease);
   for (;;) {
     const clockDeps = { ...deps, clock: testClockTime(row.id, reached, deps.clock) };
-    if (!(await runUntilQuiet(clockDeps, jobs, scope, keepLease))) return false;
+    if (!(await runUntilQuiet(clockDeps, jobs, scope, keepLease, log))) return false;
     const next = await nextDue(deps, jobs, scope, reached);
     if (next === null || next.getTime() > target.getTime()) break;
     reached = next;
@@ -186,11 +193,11 @@ export function advanceTestClocks(jobs: readonly Job[]): Job {
   return {
     name: 'advance_test_clocks',
     batchSize: 1,
-    run: async (deps, scope) => {
+    run: async (deps, scope, log) => {
       if (!deps.config.testClocks || (scope !== undefined && scope.testClockId !== null)) return 0;
       const taken = await takeAdvance(deps);
       if (!taken) return 0;
-      await runAdvance(deps, clockAware, taken.row, taken.lease);
+      await runAdvance(deps, clockAware, taken.row, taken.lease, log);
       return 1;
     },
     dueNow: (deps) => (deps.config.testClocks ? advancesToTakeQuery(deps.db, deps.clock.now()) : null),

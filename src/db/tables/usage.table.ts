@@ -1,4 +1,5 @@
-// Row shapes of `meters`, `usage_events`, `usage_event_keys` and `usage_rollups` (SPEC §15),
+// Row shapes of `meters`, `usage_events`, `usage_event_keys`, the rollups (per minute, hour
+// and day) and the distinct values of unique_count meters (per hour and day) (SPEC §15),
 // owned by src/modules/usage. Decimal columns are exact: NUMERIC on PostgreSQL (read as
 // text), canonical decimal text on SQLite.
 import type { Selectable } from 'kysely';
@@ -48,10 +49,11 @@ export interface UsageEventKeysTable {
   received_at: string;
 }
 
+/** `usage_rollups` (per minute), `usage_rollups_hourly` and `usage_rollups_daily`. */
 export interface UsageRollupsTable {
   customer_id: string;
   meter_id: string;
-  /** The UTC minute (ISO 8601, seconds zero). */
+  /** The UTC minute, hour or day (ISO 8601), by table. */
   bucket: string;
   /** PostgreSQL's bigint reads as text. */
   event_count: number | string;
@@ -61,6 +63,15 @@ export interface UsageRollupsTable {
   last_timestamp: string;
   last_transaction_id: string;
   last_value: string | null;
+}
+
+/** `usage_distinct_hourly` and `usage_distinct_daily`: the values a unique_count meter saw per bucket. */
+export interface UsageDistinctTable {
+  customer_id: string;
+  meter_id: string;
+  /** The UTC hour or day (ISO 8601), by table. */
+  bucket: string;
+  value: string;
 }
 
 export type MeterRow = Selectable<MetersTable>;

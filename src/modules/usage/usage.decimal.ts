@@ -39,6 +39,7 @@ export function parseDecimal(input: unknown): string | undefined {
 }
 
 /**
+/**
  * Whether a JSON number still says what its sender wrote: a binary double holds integers
  * exactly up to 2⁵³ − 1 and any decimal of at most 15 significant digits; beyond, digits were
  * lost in parsing (12345678901234567 arrives as …568), so such a value must come as a string.
@@ -49,8 +50,11 @@ function isExactNumber(value: number): boolean {
   return !/e/i.test(digits) && digits.length <= 15;
 }
 
-/** `text` (a canonical or PostgreSQL NUMERIC decimal) as a BigInt in units of 10^-12. */
-function scaled(text: string): bigint {
+/**
+ * `text` (a canonical or PostgreSQL NUMERIC decimal) as a BigInt in units of 10^-12. Throws
+ * on text that is not a decimal.
+ */
+export function scaled(text: string): bigint {
   const m = DECIMAL.exec(text);
   if (!m) throw new Error(`not a decimal: ${text}`);
   const fraction = (m[3] ?? '').padEnd(MAX_FRACTION_DIGITS, '0').slice(0, MAX_FRACTION_DIGITS);

@@ -62,6 +62,8 @@ interface Shaped {
   event_name: string;
   timestampMs: number;
   properties: Record<string, unknown>;
+  /** `properties` as JSON text, made once: sized here, stored as is. */
+  propertiesJson: string;
 }
 
 function key(value: unknown, field: string): string {
@@ -89,10 +91,18 @@ function shapeOf(raw: unknown): Shaped {
   if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) {
     throw new EventRefused('invalid_event', 'properties must be a JSON object');
   }
-  if (JSON.stringify(properties).length > MAX_PROPERTIES_LENGTH) {
+  const propertiesJson = JSON.stringify(properties);
+  if (propertiesJson.length > MAX_PROPERTIES_LENGTH) {
     throw new EventRefused('invalid_event', `properties must be at most ${MAX_PROPERTIES_LENGTH} characters of JSON`);
   }
-  return { transaction_id, customer, event_name, timestampMs, properties: properties as Record<string, unknown> };
+  return {
+    transaction_id,
+    customer,
+    event_name,
+    timestampMs,
+    properties: properties as Record<string, unknown>,
+    propertiesJson,
+  };
 }
 
 /** The meter's reading of `properties`: a canonical decimal, a distinct key, or null (count). */
@@ -122,6 +132,8 @@ function valueOf(meter: MeterRow, properties: Record<string, unknown>): string |
 interface CustomerRef {
   id: string;
   now: number;
+  /** `now` as ISO 8601: the received_at of its events. */
+  nowIso: string;
 }
 
 /**
@@ -151,8 +163,9 @@ async function resolveCustomers(db: Kysely<Database>, clock: Clock, refs: string
     const now = row.test_clock_id === null ? realNow : reached.get(row.test_clock_id);
     // A clock deleted meanwhile takes its customers with it: treated as not found.
     if (now === undefined) continue;
-    byId.set(row.id, { id: row.id, now });
-    if (row.external_id !== null) byExternal.set(row.external_id, { id: row.id, now });
+    const ref = { id: row.id, now, nowIso: new Date(now).toISOString() };
+    byId.set(row.id, ref);
+    if (row.external_id !== null) byExternal.set(row.external_id, ref);
   }
   for (const ref of unique) {
     const found = byId.get(ref) ?? byExternal.get(ref);
@@ -220,9 +233,9 @@ export async function ingestUsageEvents(
         event_name: s.event_name,
         transaction_id: s.transaction_id,
         timestamp: new Date(s.timestampMs).toISOString(),
-        received_at: new Date(customer.now).toISOString(),
+        received_at: customer.nowIso,
         value: valueOf(meter, s.properties),
-        properties: JSON.stringify(s.properties),
+        properties: s.propertiesJson,
       });
       batchIndex.push(index);
     } catch (error) {

@@ -1,13 +1,16 @@
 // The usage store (SPEC §15) below HTTP, on both databases: every aggregation over rollups
-// and partial minutes, exact decimals, duplicates within and across batches.
+// (per minute, hour and day) and partial minutes, boundaries and late events, exact
+// decimals, duplicates within and across batches.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import fc from 'fast-check';
 import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
 import { createCustomer } from '../../../test/helpers/factories.ts';
 import type { MeterAggregation } from '../../db/tables/usage.table.ts';
 import { createMeter } from '../meters/meters.service.ts';
 import { aggregateUsage } from './usage.aggregate.ts';
 import { ingestUsageEvents } from './usage.ingest.ts';
+import { coverRange } from './usage.store.ts';
 
 let meterSequence = 0;
 
@@ -163,4 +166,143 @@ test('duplicates within a batch and across batches are acknowledged and counted 
     to: at(120),
   });
   assert.equal(total, '7');
+});
+
+test('coverRange: every instant of [from, to) in exactly one range, each level in whole buckets, the coarsest that fit', () => {
+  const sizes = [60_000, 3_600_000, 86_400_000];
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 4 * 86_400_000 }),
+      fc.integer({ min: 1, max: 40 * 86_400_000 }),
+      (offset, length) => {
+        const from = Date.parse('2026-01-30T00:00:00.000Z') + offset;
+        const to = from + length;
+        const { events, buckets } = coverRange(from, to, sizes);
+        const all = [...events, ...buckets.flat()].sort((a, b) => a[0] - b[0]);
+        assert.equal(all[0]![0], from);
+        assert.equal(all.at(-1)![1], to);
+        for (let i = 1; i < all.length; i++) assert.equal(all[i]![0], all[i - 1]![1]);
+        for (const [level, ranges] of buckets.entries()) {
+          for (const [a, b] of ranges) {
+            assert.ok(a < b && a % sizes[level]! === 0 && b % sizes[level]! === 0);
+            // Never a whole bucket of the next size left at this level.
+            const next = sizes[level + 1];
+            if (next) assert.ok(Math.ceil(a / next) * next + next > b);
+          }
+        }
+        for (const [a, b] of events) assert.ok(b - a < sizes[0]!);
+        assert.ok(events.length <= 2 && buckets.every((ranges, level) => level === 2 || ranges.length <= 2));
+      },
+    ),
+  );
+});
+
+test('hourly and daily rollups: events straddling minute, hour, day and month boundaries, late events after a read', async (t) => {
+  const app = await buildTestApp(t);
+  app.clock.set(new Date('2026-02-02T00:00:00.000Z'));
+  const customer = await createCustomer(app);
+  const meters = {
+    count: await meter(app, 'count'),
+    sum: await meter(app, 'sum'),
+    max: await meter(app, 'max'),
+    last: await meter(app, 'last'),
+    unique_count: await meter(app, 'unique_count'),
+  };
+  const send = async (rows: { tx: string; ts: string; amount: string; user: string }[]) => {
+    for (const [name, m] of Object.entries(meters)) {
+      const results = await ingestUsageEvents(
+        app.deps.db,
+        app.clock,
+        rows.map((r) => ({
+          transaction_id: `${name}-${r.tx}`,
+          customer_id: customer.id,
+          event_name: m.event_name,
+          timestamp: r.ts,
+          properties: name === 'count' ? {} : { amount: r.amount, user: r.user },
+        })),
+      );
+      assert.ok(
+        results.every((r) => r.status === 'accepted'),
+        JSON.stringify(results),
+      );
+    }
+  };
+  // January's last instant, February's first, and a day and an hour later.
+  await send([
+    { tx: 'a', ts: '2026-01-30T12:00:00.000Z', amount: '0.1', user: 'u1' },
+    { tx: 'b', ts: '2026-01-31T23:59:59.999Z', amount: '0.2', user: 'u2' },
+    { tx: 'c', ts: '2026-02-01T00:00:00.000Z', amount: '-0.05', user: 'u1' },
+    { tx: 'd', ts: '2026-02-01T01:00:00.000Z', amount: '7', user: 'u3' },
+  ]);
+  const values = async (from: string, to: string) => {
+    const out: Record<string, string> = {};
+    for (const [name, m] of Object.entries(meters)) {
+      out[name] = await aggregateUsage(app.deps.db, { customer_id: customer.id, meter_id: m.id, from, to });
+    }
+    return out;
+  };
+  // Whole days (daily rollups), a month's edge (hours and minutes), a period not on any boundary.
+  assert.deepEqual(await values('2026-01-30T00:00:00.000Z', '2026-02-02T00:00:00.000Z'), {
+    count: '4',
+    sum: '7.25',
+    max: '7',
+    last: '7',
+    unique_count: '3',
+  });
+  assert.deepEqual(await values('2026-01-31T00:00:00.000Z', '2026-02-01T00:00:00.000Z'), {
+    count: '1',
+    sum: '0.2',
+    max: '0.2',
+    last: '0.2',
+    unique_count: '1',
+  });
+  assert.deepEqual(await values('2026-01-30T11:59:59.999Z', '2026-02-01T00:00:00.001Z'), {
+    count: '3',
+    sum: '0.25',
+    max: '0.2',
+    last: '-0.05',
+    unique_count: '2',
+  });
+  assert.deepEqual(await values('2026-02-01T00:00:00.001Z', '2026-02-01T01:00:00.000Z'), {
+    count: '0',
+    sum: '0',
+    max: '0',
+    last: '0',
+    unique_count: '0',
+  });
+  // Late events into buckets already read: the same day, hour and minute as stored ones, and a
+  // tie on the instant of `c` that wins `last` by its transaction id.
+  await send([
+    { tx: 'e', ts: '2026-01-30T12:00:30.000Z', amount: '100', user: 'u4' },
+    { tx: 'z', ts: '2026-02-01T00:00:00.000Z', amount: '0.5', user: 'u2' },
+  ]);
+  assert.deepEqual(await values('2026-01-30T00:00:00.000Z', '2026-02-02T00:00:00.000Z'), {
+    count: '6',
+    sum: '107.75',
+    max: '100',
+    last: '7',
+    unique_count: '4',
+  });
+  assert.deepEqual(await values('2026-01-31T00:00:00.000Z', '2026-02-01T01:00:00.000Z'), {
+    count: '3',
+    sum: '0.65',
+    max: '0.5',
+    last: '0.5',
+    unique_count: '2',
+  });
+  // The three levels agree with each other: a day's count is its hours' and its minutes'.
+  const total = async (table: 'usage_rollups' | 'usage_rollups_hourly' | 'usage_rollups_daily') =>
+    Number(
+      (
+        await app.deps.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.sum<number | string>('event_count').as('n'))
+          .where('meter_id', '=', meters.count.id)
+          .executeTakeFirst()
+      )?.n,
+    );
+  assert.deepEqual(
+    [await total('usage_rollups'), await total('usage_rollups_hourly'), await total('usage_rollups_daily')],
+    [6, 6, 6],
+  );
 });

@@ -3,22 +3,27 @@
 // is SQL on the app's own database (PostgreSQL partitioned by month, or SQLite); another
 // store (Citus, ClickHouse) would implement the same two functions (docs/scaling.md).
 //
-// appendBatch: the batch's (customer_id, transaction_id) keys go into usage_event_keys in
-// ONE multi-row INSERT … ON CONFLICT DO NOTHING RETURNING: the rows returned are the new
-// events, the others duplicates (of an earlier batch, a retry, another instance: the key's
-// primary key decides, and a concurrent insert of the same key waits for the first to
-// commit). The new events then go into usage_events in one INSERT, and their per-minute
-// rollups into usage_rollups in one upsert, all in the caller's transaction.
+// appendBatch: the batch's (customer_id, transaction_id) keys go into usage_event_keys with
+// ON CONFLICT DO NOTHING RETURNING: the rows returned are the new events, the others
+// duplicates (of an earlier batch, a retry, another instance: the key's primary key decides,
+// and a concurrent insert of the same key waits for the first to commit). Only the new events
+// are then stored, with their rollups per UTC minute, hour and day (count, exact sum, max,
+// latest) and, for unique_count meters, their distinct values per hour and day — all in the
+// caller's transaction. PostgreSQL does it all in ONE statement (arrays bound as parameters,
+// unnest, data-modifying CTEs): one round trip a batch. SQLite, in-process, runs a few
+// statements and adds decimals in JavaScript (its own arithmetic is binary floating point).
 //
-// aggregate: the minutes wholly inside [from, to) are read from usage_rollups; the partial
-// minutes at either end from the events themselves (an index range). unique_count reads
-// the events' distinct values over the range (the index on customer, meter, timestamp):
-// distinct values do not add up across minutes.
-import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+// aggregate: [from, to) is covered by the coarsest buckets that fit — whole days from the
+// daily rollups, the whole hours at either end from the hourly ones, the whole minutes left
+// from the minute ones, and the partial minutes at the very ends from the events themselves —
+// so a month reads ≈ 31 + 46 + 118 small rows whatever its number of events. unique_count,
+// whose counts do not add up, counts the distinct values of the union of the daily and hourly
+// distinct-value rows and of the events of the partial hours at the ends.
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import type { MeterAggregation, UsageEventsTable, UsageRollupsTable } from '../../db/tables/usage.table.ts';
-import { addDecimals, canonicalDecimal, MAX_FRACTION_DIGITS, maxDecimal, unscaled } from './usage.decimal.ts';
+import { addDecimals, canonicalDecimal, maxDecimal, scaled, unscaled } from './usage.decimal.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -49,10 +54,32 @@ export interface UsageStore {
 }
 
 const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+
+type RollupTable = 'usage_rollups' | 'usage_rollups_hourly' | 'usage_rollups_daily';
+type DistinctTable = 'usage_distinct_hourly' | 'usage_distinct_daily';
+
+/** The rollup tables, finest first: each bucket size divides the next (UTC, from the epoch). */
+const ROLLUP_LEVELS: readonly { table: RollupTable; ms: number; interval: string }[] = [
+  { table: 'usage_rollups', ms: MINUTE_MS, interval: '1 minute' },
+  { table: 'usage_rollups_hourly', ms: HOUR_MS, interval: '1 hour' },
+  { table: 'usage_rollups_daily', ms: DAY_MS, interval: '1 day' },
+];
+/** The distinct-value tables of unique_count meters, finest first. */
+const DISTINCT_LEVELS: readonly { table: DistinctTable; ms: number; interval: string }[] = [
+  { table: 'usage_distinct_hourly', ms: HOUR_MS, interval: '1 hour' },
+  { table: 'usage_distinct_daily', ms: DAY_MS, interval: '1 day' },
+];
+
+/** The UTC bucket of `size` ms (a minute, an hour, a day) that `iso` falls in, as ISO 8601. */
+function bucketOf(iso: string, size: number): string {
+  return new Date(Math.floor(Date.parse(iso) / size) * size).toISOString();
+}
 
 /** The UTC minute `iso` falls in, as ISO 8601 (`…T10:07:00.000Z`). */
 export function minuteOf(iso: string): string {
-  return new Date(Math.floor(Date.parse(iso) / MINUTE_MS) * MINUTE_MS).toISOString();
+  return bucketOf(iso, MINUTE_MS);
 }
 
 /**
@@ -69,51 +96,179 @@ function later(t1: string, x1: string, t2: string, x2: string): boolean {
   return dt !== 0 ? dt > 0 : compareBytes(x1, x2) > 0;
 }
 
+/**
+ * [from, to) (epoch ms) covered by the coarsest buckets of `sizes` (ascending, each dividing
+ * the next) that fit: one list of [start, end) ranges per size, plus the `events` ranges left
+ * at the ends, finer than the smallest size. Every instant of [from, to) is in exactly one
+ * range; a size's ranges are whole buckets of that size.
+ */
+export function coverRange(
+  from: number,
+  to: number,
+  sizes: readonly number[],
+): { events: [number, number][]; buckets: [number, number][][] } {
+  const events: [number, number][] = [];
+  const buckets: [number, number][][] = sizes.map(() => []);
+  let lo = from;
+  let hi = to;
+  let finer = events;
+  for (const [i, size] of sizes.entries()) {
+    const start = Math.ceil(lo / size) * size;
+    const end = Math.floor(hi / size) * size;
+    if (start >= end) break;
+    if (lo < start) finer.push([lo, start]);
+    if (end < hi) finer.push([end, hi]);
+    lo = start;
+    hi = end;
+    finer = buckets[i]!;
+  }
+  if (lo < hi) finer.push([lo, hi]);
+  return { events, buckets };
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing: PostgreSQL
+
+const EPOCH = sql`timestamptz '1970-01-01T00:00:00Z'`;
+/** The latest first: timestamp, then transaction_id in byte order (`last` meters). */
+const LATEST_FIRST = sql`order by "timestamp" desc, transaction_id collate "C" desc`;
+
+/** The upsert of one rollup level from the `fresh` CTE (the batch's new events, `num` their decimal). */
+function rollupCte(level: (typeof ROLLUP_LEVELS)[number]) {
+  const t = sql.table(level.table);
+  const col = (name: string) => sql.ref(`${level.table}.${name}`);
+  const newer = sql`(excluded.last_timestamp, excluded.last_transaction_id collate "C") > (${col('last_timestamp')}, ${col('last_transaction_id')} collate "C")`;
+  // Bucket sizes are this module's constants, never client text.
+  return sql`insert into ${t} (customer_id, meter_id, bucket, event_count, value_sum, value_max, last_timestamp, last_transaction_id, last_value)
+    select customer_id, meter_id, date_bin(${sql.lit(level.interval)}::interval, "timestamp", ${EPOCH}) as bucket,
+      count(*), coalesce(sum(num), 0), max(num),
+      (array_agg("timestamp" ${LATEST_FIRST}))[1], (array_agg(transaction_id ${LATEST_FIRST}))[1], (array_agg(num ${LATEST_FIRST}))[1]
+    from fresh group by customer_id, meter_id, bucket
+    -- One order for every writer: concurrent upserts of the same rows queue, not deadlock.
+    order by customer_id collate "C", meter_id collate "C", bucket
+    on conflict (customer_id, meter_id, bucket) do update set
+      event_count = ${col('event_count')} + excluded.event_count,
+      value_sum = ${col('value_sum')} + excluded.value_sum,
+      value_max = greatest(${col('value_max')}, excluded.value_max),
+      last_value = case when ${newer} then excluded.last_value else ${col('last_value')} end,
+      last_transaction_id = case when ${newer} then excluded.last_transaction_id else ${col('last_transaction_id')} end,
+      last_timestamp = case when ${newer} then excluded.last_timestamp else ${col('last_timestamp')} end`;
+}
+
+/** The distinct values of the batch's new unique_count events, per bucket of one level. */
+function distinctCte(level: (typeof DISTINCT_LEVELS)[number]) {
+  const bucket = sql`date_bin(${sql.lit(level.interval)}::interval, f."timestamp", ${EPOCH})`;
+  return sql`insert into ${sql.table(level.table)} (customer_id, meter_id, bucket, value)
+    select f.customer_id, f.meter_id, ${bucket}, f.value
+    from fresh f join meters m on m.id = f.meter_id
+    where m.aggregation = 'unique_count' and f.value is not null
+    group by f.customer_id, f.meter_id, ${bucket}, f.value
+    order by f.customer_id collate "C", f.meter_id collate "C", ${bucket}, f.value collate "C"
+    on conflict do nothing`;
+}
+
+/**
+ * PostgreSQL: the whole batch in one statement — keys, events, rollups and distinct values —
+ * with each column bound as one array (a fixed number of parameters whatever the batch size).
+ * Returns the keys that were new, as `customer_id \0 transaction_id`.
+ */
+async function appendPostgres(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
+  const column = <K extends keyof NewUsageEvent>(name: K) => events.map((e) => e[name]);
+  const { rows } = await sql<{ customer_id: string; transaction_id: string }>`
+    with input as (
+      select * from unnest(${column('id')}::text[], ${column('customer_id')}::text[], ${column('meter_id')}::text[],
+        ${column('event_name')}::text[], ${column('transaction_id')}::text[], ${column('timestamp')}::timestamptz[],
+        ${column('received_at')}::timestamptz[], ${column('value')}::text[], ${column('properties')}::text[])
+        with ordinality as u(id, customer_id, meter_id, event_name, transaction_id, "timestamp", received_at, value, properties, ord)
+    ), keys as (
+      insert into usage_event_keys (customer_id, transaction_id, received_at)
+      select customer_id, transaction_id, received_at from input order by ord
+      on conflict do nothing
+      returning customer_id, transaction_id
+    ), fresh as (
+      -- A unique_count meter's value may be any text: only decimals add up.
+      select i.*, case when i.value ~ '^-?[0-9]+(\\.[0-9]+)?$' then i.value::numeric end as num
+      from input i join keys k on k.customer_id = i.customer_id and k.transaction_id = i.transaction_id
+    ), stored as (
+      insert into usage_events (id, customer_id, meter_id, event_name, transaction_id, "timestamp", received_at, value, properties)
+      select id, customer_id, meter_id, event_name, transaction_id, "timestamp", received_at, value, properties from fresh order by ord
+    ),
+    ${sql.join(
+      [
+        ...ROLLUP_LEVELS.map((level, i) => sql`r${sql.raw(String(i))} as (${rollupCte(level)})`),
+        ...DISTINCT_LEVELS.map((level, i) => sql`d${sql.raw(String(i))} as (${distinctCte(level)})`),
+      ],
+      sql`, `,
+    )}
+    select customer_id, transaction_id from keys`.execute(trx);
+  return new Set(rows.map((row) => `${row.customer_id}\u0000${row.transaction_id}`));
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing: SQLite
+
 type Rollup = UsageRollupsTable & { event_count: number };
 
-/** The rollups of `events` (all new), one per customer, meter and minute, sorted by key. */
-function rollupsOf(events: readonly NewUsageEvent[]): Rollup[] {
-  const byKey = new Map<string, Rollup>();
-  for (const event of events) {
-    const bucket = minuteOf(event.timestamp);
-    const key = `${event.customer_id}\u0000${event.meter_id}\u0000${bucket}`;
-    const value = event.value;
+/** An event read once for the rollups: its instant in ms and its decimal value scaled (or null). */
+interface Parsed {
+  event: NewUsageEvent;
+  ms: number;
+  value: bigint | null;
+}
+
+function parsedOf(events: readonly NewUsageEvent[]): Parsed[] {
+  return events.map((event) => ({
+    event,
+    ms: Date.parse(event.timestamp),
     // A unique_count meter's value may be any text: only decimals add up (and only sum, max
     // and last meters read them).
-    const numeric = value !== null && /^-?\d+(\.\d+)?$/.test(value) ? value : null;
+    value: event.value !== null && /^-?\d+(\.\d+)?$/.test(event.value) ? scaled(event.value) : null,
+  }));
+}
+
+/**
+ * The rollups of `events` (all new, parsed once) at bucket size `size`, one per customer,
+ * meter and bucket: exact sums as BigInt, turned into decimal text once per bucket.
+ */
+function rollupsOf(events: readonly Parsed[], size: number): Rollup[] {
+  interface Acc {
+    first: Parsed;
+    bucket: number;
+    count: number;
+    sum: bigint;
+    max: bigint | null;
+    last: Parsed;
+  }
+  const byKey = new Map<string, Acc>();
+  for (const p of events) {
+    const bucket = Math.floor(p.ms / size) * size;
+    const key = `${p.event.customer_id}\u0000${p.event.meter_id}\u0000${bucket}`;
     const current = byKey.get(key);
     if (!current) {
-      byKey.set(key, {
-        customer_id: event.customer_id,
-        meter_id: event.meter_id,
-        bucket,
-        event_count: 1,
-        value_sum: numeric ?? '0',
-        value_max: numeric,
-        last_timestamp: event.timestamp,
-        last_transaction_id: event.transaction_id,
-        last_value: numeric,
-      });
+      byKey.set(key, { first: p, bucket, count: 1, sum: p.value ?? 0n, max: p.value, last: p });
       continue;
     }
-    current.event_count += 1;
-    if (numeric !== null) {
-      current.value_sum = addDecimals([current.value_sum, numeric]);
-      current.value_max = maxDecimal(current.value_max, numeric);
+    current.count += 1;
+    if (p.value !== null) {
+      current.sum += p.value;
+      if (current.max === null || p.value > current.max) current.max = p.value;
     }
-    if (later(event.timestamp, event.transaction_id, current.last_timestamp, current.last_transaction_id)) {
-      current.last_timestamp = event.timestamp;
-      current.last_transaction_id = event.transaction_id;
-      current.last_value = numeric;
+    const last = current.last;
+    if (p.ms > last.ms || (p.ms === last.ms && compareBytes(p.event.transaction_id, last.event.transaction_id) > 0)) {
+      current.last = p;
     }
   }
-  // One order for every writer: concurrent upserts of the same rows then queue, not deadlock.
-  return [...byKey.values()].sort(
-    (a, b) =>
-      compareBytes(a.customer_id, b.customer_id) ||
-      compareBytes(a.meter_id, b.meter_id) ||
-      a.bucket.localeCompare(b.bucket),
-  );
+  return [...byKey.values()].map((acc) => ({
+    customer_id: acc.first.event.customer_id,
+    meter_id: acc.first.event.meter_id,
+    bucket: new Date(acc.bucket).toISOString(),
+    event_count: acc.count,
+    value_sum: unscaled(acc.sum),
+    value_max: acc.max === null ? null : unscaled(acc.max),
+    last_timestamp: acc.last.event.timestamp,
+    last_transaction_id: acc.last.event.transaction_id,
+    last_value: acc.last.value === null ? null : unscaled(acc.last.value),
+  }));
 }
 
 /** `rollup` merged into `stored` (the row already there), as SQLite writes it back. */
@@ -135,35 +290,14 @@ function merged(stored: UsageRollupsTable, rollup: Rollup): Rollup {
   };
 }
 
-/** PostgreSQL: the rollups added to the stored ones by the database itself (NUMERIC, exact). */
-async function upsertRollupsPostgres(trx: Transaction<Database>, rollups: Rollup[]): Promise<void> {
-  const newer = sql`(excluded.last_timestamp, excluded.last_transaction_id collate "C") > (usage_rollups.last_timestamp, usage_rollups.last_transaction_id collate "C")`;
-  await trx
-    .insertInto('usage_rollups')
-    .values(rollups)
-    .onConflict((oc) =>
-      oc.columns(['customer_id', 'meter_id', 'bucket']).doUpdateSet({
-        event_count: sql`usage_rollups.event_count + excluded.event_count`,
-        value_sum: sql`usage_rollups.value_sum + excluded.value_sum`,
-        // greatest() skips nulls.
-        value_max: sql`greatest(usage_rollups.value_max, excluded.value_max)`,
-        last_value: sql`case when ${newer} then excluded.last_value else usage_rollups.last_value end`,
-        last_transaction_id: sql`case when ${newer} then excluded.last_transaction_id else usage_rollups.last_transaction_id end`,
-        last_timestamp: sql`case when ${newer} then excluded.last_timestamp else usage_rollups.last_timestamp end`,
-      }),
-    )
-    .execute();
-}
-
 /**
  * SQLite: the stored rollups of the batch's keys read, merged in JavaScript (exact decimal
- * text: SQLite's own arithmetic is binary floating point) and written back. Safe: SQLite runs
- * one write transaction at a time.
+ * text) and written back. Safe: SQLite runs one write transaction at a time.
  */
-async function upsertRollupsSqlite(trx: Transaction<Database>, rollups: Rollup[]): Promise<void> {
+async function upsertRollupsSqlite(trx: Transaction<Database>, table: RollupTable, rollups: Rollup[]): Promise<void> {
   const unique = <T>(values: T[]) => [...new Set(values)];
   const stored = await trx
-    .selectFrom('usage_rollups')
+    .selectFrom(table)
     .selectAll()
     .where('customer_id', 'in', unique(rollups.map((r) => r.customer_id)))
     .where('meter_id', 'in', unique(rollups.map((r) => r.meter_id)))
@@ -175,7 +309,7 @@ async function upsertRollupsSqlite(trx: Transaction<Database>, rollups: Rollup[]
     return row ? merged(row, rollup) : rollup;
   });
   await trx
-    .insertInto('usage_rollups')
+    .insertInto(table)
     .values(rows)
     .onConflict((oc) =>
       oc.columns(['customer_id', 'meter_id', 'bucket']).doUpdateSet({
@@ -190,7 +324,7 @@ async function upsertRollupsSqlite(trx: Transaction<Database>, rollups: Rollup[]
     .execute();
 }
 
-// Rows per statement: SQLite binds at most 32,766 values, PostgreSQL 65,535.
+// Rows per statement: SQLite binds at most 32,766 values.
 const ROWS_PER_STATEMENT = 2_000;
 
 function chunks<T>(rows: readonly T[]): T[][] {
@@ -199,18 +333,8 @@ function chunks<T>(rows: readonly T[]): T[][] {
   return out;
 }
 
-async function appendBatch(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]> {
-  const outcomes: AppendOutcome[] = events.map(() => 'duplicate');
-  // The first of the batch's events with a key stands for it; later ones are duplicates.
-  const firstOf = new Map<string, number>();
-  events.forEach((event, i) => {
-    const key = `${event.customer_id}\u0000${event.transaction_id}`;
-    if (!firstOf.has(key)) firstOf.set(key, i);
-  });
-  if (firstOf.size === 0) return outcomes;
-  const candidates = [...firstOf.values()]
-    .map((i) => events[i]!)
-    .sort((a, b) => compareBytes(a.customer_id, b.customer_id) || compareBytes(a.transaction_id, b.transaction_id));
+/** SQLite: keys, events, rollups per level, distinct values; returns the new keys. */
+async function appendSqlite(trx: Transaction<Database>, candidates: readonly NewUsageEvent[]): Promise<Set<string>> {
   const fresh = new Set<string>();
   for (const part of chunks(candidates)) {
     const inserted = await trx
@@ -223,142 +347,180 @@ async function appendBatch(trx: Transaction<Database>, events: readonly NewUsage
       .execute();
     for (const row of inserted) fresh.add(`${row.customer_id}\u0000${row.transaction_id}`);
   }
-  const stored: NewUsageEvent[] = [];
-  for (const [key, i] of firstOf) {
-    if (!fresh.has(key)) continue;
-    outcomes[i] = 'accepted';
-    stored.push(events[i]!);
-  }
-  if (stored.length === 0) return outcomes;
+  const stored = candidates.filter((e) => fresh.has(`${e.customer_id}\u0000${e.transaction_id}`));
+  if (stored.length === 0) return fresh;
   for (const part of chunks(stored)) await trx.insertInto('usage_events').values(part).execute();
-  const rollups = rollupsOf(stored);
-  for (const part of chunks(rollups)) {
-    await (isPostgres(trx) ? upsertRollupsPostgres(trx, part) : upsertRollupsSqlite(trx, part));
+  const parsed = parsedOf(stored);
+  for (const level of ROLLUP_LEVELS) {
+    for (const part of chunks(rollupsOf(parsed, level.ms))) await upsertRollupsSqlite(trx, level.table, part);
   }
+  const meterIds = [...new Set(stored.map((e) => e.meter_id))];
+  const uniqueMeters = new Set(
+    (
+      await trx
+        .selectFrom('meters')
+        .select('id')
+        .where('id', 'in', meterIds)
+        .where('aggregation', '=', 'unique_count')
+        .execute()
+    ).map((row) => row.id),
+  );
+  const counted = stored.filter((e) => uniqueMeters.has(e.meter_id) && e.value !== null);
+  for (const level of DISTINCT_LEVELS) {
+    const rows = new Map<string, { customer_id: string; meter_id: string; bucket: string; value: string }>();
+    for (const e of counted) {
+      const bucket = bucketOf(e.timestamp, level.ms);
+      rows.set(`${e.customer_id}\u0000${e.meter_id}\u0000${bucket}\u0000${e.value}`, {
+        customer_id: e.customer_id,
+        meter_id: e.meter_id,
+        bucket,
+        value: e.value!,
+      });
+    }
+    for (const part of chunks([...rows.values()])) {
+      await trx
+        .insertInto(level.table)
+        .values(part)
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    }
+  }
+  return fresh;
+}
+
+async function appendBatch(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]> {
+  const outcomes: AppendOutcome[] = events.map(() => 'duplicate');
+  // The first of the batch's events with a key stands for it; later ones are duplicates.
+  const firstOf = new Map<string, number>();
+  events.forEach((event, i) => {
+    const key = `${event.customer_id}\u0000${event.transaction_id}`;
+    if (!firstOf.has(key)) firstOf.set(key, i);
+  });
+  if (firstOf.size === 0) return outcomes;
+  // One order for every writer: concurrent inserts of the same keys queue, not deadlock.
+  // Keys hold no NUL (ingestion refuses it), so `customer \0 transaction` in bytes orders as the pair.
+  const candidates = [...firstOf]
+    .map(([key, i]) => ({ event: events[i]!, bytes: Buffer.from(key, 'utf8') }))
+    .sort((a, b) => Buffer.compare(a.bytes, b.bytes))
+    .map((c) => c.event);
+  const fresh = await (isPostgres(trx) ? appendPostgres(trx, candidates) : appendSqlite(trx, candidates));
+  for (const [key, i] of firstOf) if (fresh.has(key)) outcomes[i] = 'accepted';
   return outcomes;
 }
 
-type RollupQuery = SelectQueryBuilder<Database, 'usage_rollups', object>;
+// ---------------------------------------------------------------------------------------
+// Reading
 
-/**
- * SQLite: the exact sum of the rollups' value_sum texts, added by SQLite as two 64-bit integer
- * sums — the whole parts and the fractions in units of 10^-12 — so a period's thousands of
- * minutes never cross into JavaScript row by row. SQLite's sum() of integers fails rather
- * than round on overflow: then the rows are added here, exactly, as before.
- */
-async function sqliteRollupSum(rollups: RollupQuery): Promise<string[]> {
-  const point = sql`instr(value_sum, '.')`;
-  const sign = sql`(case when substr(value_sum, 1, 1) = '-' then -1 else 1 end)`;
-  const zeros = '0'.repeat(MAX_FRACTION_DIGITS);
-  try {
-    const row = await rollups
-      .select([
-        sql<
-          string | null
-        >`cast(sum(cast(case when ${point} > 0 then substr(value_sum, 1, ${point} - 1) else value_sum end as integer)) as text)`.as(
-          'whole',
-        ),
-        sql<
-          string | null
-        >`cast(sum(${sign} * cast(case when ${point} > 0 then substr(substr(value_sum, ${point} + 1) || ${zeros}, 1, ${MAX_FRACTION_DIGITS}) else '0' end as integer)) as text)`.as(
-          'fraction',
-        ),
-      ])
-      .executeTakeFirst();
-    if (row?.whole === null || row?.whole === undefined) return [];
-    return [row.whole, unscaled(BigInt(row.fraction ?? '0'))];
-  } catch (error) {
-    if (!(error instanceof Error && /integer overflow/i.test(error.message))) throw error;
-    return (await rollups.select('value_sum').execute()).map((r) => r.value_sum);
-  }
+type Ranges = [number, number][];
+
+/** `column` in one of `ranges` (epoch ms, [start, end)), bound as ISO 8601 parameters. */
+function inRanges(column: string, ranges: Ranges) {
+  return sql<boolean>`(${sql.join(
+    ranges.map(
+      ([a, b]) =>
+        sql`(${sql.ref(column)} >= ${new Date(a).toISOString()} and ${sql.ref(column)} < ${new Date(b).toISOString()})`,
+    ),
+    sql` or `,
+  )})`;
 }
 
-/** [from, to) split into the whole minutes inside it and the partial ones at its ends. */
-function splitRange(from: string, to: string): { inner: [string, string] | null; edges: [string, string][] } {
-  const fromMs = Date.parse(from);
-  const toMs = Date.parse(to);
-  const innerStart = Math.ceil(fromMs / MINUTE_MS) * MINUTE_MS;
-  const innerEnd = Math.floor(toMs / MINUTE_MS) * MINUTE_MS;
-  if (innerStart >= innerEnd) return { inner: null, edges: [[from, to]] };
-  const iso = (ms: number) => new Date(ms).toISOString();
-  const edges: [string, string][] = [];
-  if (fromMs < innerStart) edges.push([from, iso(innerStart)]);
-  if (innerEnd < toMs) edges.push([iso(innerEnd), to]);
-  return { inner: [iso(innerStart), iso(innerEnd)], edges };
+interface Folded {
+  count: bigint;
+  sums: string[];
+  max: string | null;
+  last: { timestamp: string; transaction_id: string; value: string | null } | undefined;
 }
 
 async function aggregate(db: Db, query: AggregateQuery): Promise<string> {
-  const { customer_id, meter, from, to } = query;
-  if (!(Date.parse(from) < Date.parse(to))) return '0';
-  const events = db.selectFrom('usage_events').where('customer_id', '=', customer_id).where('meter_id', '=', meter.id);
+  const { customer_id, meter } = query;
+  const from = Date.parse(query.from);
+  const to = Date.parse(query.to);
+  if (!(from < to)) return '0';
   if (meter.aggregation === 'unique_count') {
-    const row = await events
-      .where('timestamp', '>=', from)
-      .where('timestamp', '<', to)
-      .select((eb) => eb.fn.count<number | string>('value').distinct().as('n'))
-      .executeTakeFirst();
-    return String(Number(row?.n ?? 0));
+    const cover = coverRange(
+      from,
+      to,
+      DISTINCT_LEVELS.map((level) => level.ms),
+    );
+    const parts = [
+      ...(cover.events.length === 0
+        ? []
+        : [
+            sql`select value from usage_events where customer_id = ${customer_id} and meter_id = ${meter.id} and ${inRanges('timestamp', cover.events)}`,
+          ]),
+      ...DISTINCT_LEVELS.flatMap((level, i) =>
+        cover.buckets[i]!.length === 0
+          ? []
+          : [
+              sql`select value from ${sql.table(level.table)} where customer_id = ${customer_id} and meter_id = ${meter.id} and ${inRanges('bucket', cover.buckets[i]!)}`,
+            ],
+      ),
+    ];
+    const { rows } = await sql<{
+      n: number | string;
+    }>`select count(distinct value) as n from (${sql.join(parts, sql` union all `)}) as v`.execute(db);
+    return String(Number(rows[0]?.n ?? 0));
   }
-  const { inner, edges } = splitRange(from, to);
-  const edgeRows =
-    edges.length === 0
+  const cover = coverRange(
+    from,
+    to,
+    ROLLUP_LEVELS.map((level) => level.ms),
+  );
+  const folded: Folded = { count: 0n, sums: [], max: null, last: undefined };
+  const take = (timestamp: string, transaction_id: string, value: string | null) => {
+    const last = folded.last;
+    if (!last || later(timestamp, transaction_id, last.timestamp, last.transaction_id)) {
+      folded.last = { timestamp, transaction_id, value };
+    }
+  };
+  // One query, one round trip: the partial minutes' events, shaped as rollups of one event,
+  // and the rollups of each level. A month is at most ≈ 31 days + 46 hours + 118 minutes of
+  // rows plus its two partial minutes' events, added here exactly on both databases (NUMERIC
+  // reads as text on PostgreSQL).
+  const where = sql`customer_id = ${customer_id} and meter_id = ${meter.id}`;
+  // A meter's value is a canonical decimal (sum, max, last) or null (count).
+  const value = isPostgres(db) ? sql`value::numeric` : sql`value`;
+  const parts = [
+    ...(cover.events.length === 0
       ? []
-      : await events
-          .where((eb) => eb.or(edges.map(([a, b]) => eb.and([eb('timestamp', '>=', a), eb('timestamp', '<', b)]))))
-          .select(['timestamp', 'transaction_id', 'value'])
-          .execute();
-  const rollups = db
-    .selectFrom('usage_rollups')
-    .where('customer_id', '=', customer_id)
-    .where('meter_id', '=', meter.id)
-    .where('bucket', '>=', inner?.[0] ?? from)
-    .where('bucket', '<', inner?.[1] ?? from);
-  const pg = isPostgres(db);
+      : [
+          sql`select 1 as event_count, ${value} as value_sum, ${value} as value_max, "timestamp" as last_timestamp, transaction_id as last_transaction_id, ${value} as last_value from usage_events where ${where} and ${inRanges('timestamp', cover.events)}`,
+        ]),
+    ...ROLLUP_LEVELS.flatMap((level, i) =>
+      cover.buckets[i]!.length === 0
+        ? []
+        : [
+            sql`select event_count, value_sum, value_max, last_timestamp, last_transaction_id, last_value from ${sql.table(level.table)} where ${where} and ${inRanges('bucket', cover.buckets[i]!)}`,
+          ],
+    ),
+  ];
+  const { rows } = await sql<{
+    event_count: number | string;
+    value_sum: string | null;
+    value_max: string | null;
+    last_timestamp: string;
+    last_transaction_id: string;
+    last_value: string | null;
+  }>`${sql.join(parts, sql` union all `)}`.execute(db);
+  const text = (v: unknown) => (v === null ? null : String(v));
+  for (const r of rows) {
+    folded.count += BigInt(r.event_count);
+    if (r.value_sum !== null) folded.sums.push(String(r.value_sum));
+    folded.max = maxDecimal(folded.max, text(r.value_max));
+    // PostgreSQL's timestamptz reads as ISO 8601 text here, as everywhere in the app.
+    take(r.last_timestamp, r.last_transaction_id, text(r.last_value));
+  }
   switch (meter.aggregation) {
-    case 'count': {
-      const row = inner
-        ? await rollups.select((eb) => eb.fn.sum<string | number>('event_count').as('n')).executeTakeFirst()
-        : undefined;
-      return String(Number(row?.n ?? 0) + edgeRows.length);
-    }
-    case 'sum': {
-      let fromRollups: string[] = [];
-      if (inner && pg) {
-        const row = await rollups.select((eb) => eb.fn.sum<string | null>('value_sum').as('s')).executeTakeFirst();
-        fromRollups = row?.s === null || row?.s === undefined ? [] : [String(row.s)];
-      } else if (inner) {
-        fromRollups = await sqliteRollupSum(rollups);
-      }
-      return addDecimals([...fromRollups, ...edgeRows.flatMap((r) => (r.value === null ? [] : [r.value]))]);
-    }
-    case 'max': {
-      let best: string | null = null;
-      if (inner && pg) {
-        const row = await rollups.select((eb) => eb.fn.max('value_max').as('m')).executeTakeFirst();
-        best = row?.m === null || row?.m === undefined ? null : String(row.m);
-      } else if (inner) {
-        for (const r of await rollups.select('value_max').execute()) best = maxDecimal(best, r.value_max);
-      }
-      for (const r of edgeRows) best = maxDecimal(best, r.value);
-      return best === null ? '0' : canonicalDecimal(best);
-    }
-    case 'last': {
-      let last: { timestamp: string; transaction_id: string; value: string | null } | undefined;
-      if (inner) {
-        const row = await rollups
-          .select(['last_timestamp', 'last_transaction_id', 'last_value'])
-          .orderBy('last_timestamp', 'desc')
-          .orderBy(pg ? sql`last_transaction_id collate "C"` : sql`last_transaction_id`, 'desc')
-          .limit(1)
-          .executeTakeFirst();
-        if (row)
-          last = { timestamp: row.last_timestamp, transaction_id: row.last_transaction_id, value: row.last_value };
-      }
-      for (const r of edgeRows) {
-        if (!last || later(r.timestamp, r.transaction_id, last.timestamp, last.transaction_id)) last = r;
-      }
-      return last?.value === null || last?.value === undefined ? '0' : canonicalDecimal(last.value);
-    }
+    case 'count':
+      return folded.count.toString();
+    case 'sum':
+      return addDecimals(folded.sums);
+    case 'max':
+      return folded.max === null ? '0' : canonicalDecimal(folded.max);
+    case 'last':
+      return folded.last?.value === null || folded.last?.value === undefined
+        ? '0'
+        : canonicalDecimal(folded.last.value);
   }
 }
 
