@@ -28,6 +28,13 @@ const shardCount = Math.min(files.length, Number(process.env.TEST_SHARDS ?? conc
 // stale cache is never used.
 const compileCache = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), 'billing-test-compile-cache');
 const TIMINGS_REPORTER = fileURLToPath(new URL('./test-timings.ts', import.meta.url));
+// TEST_CPU_REPORT=1: each shard also measures the CPU seconds of each of its files
+// (scripts/test-cpu.ts); the run prints the most expensive and keeps them all beside the timings.
+const cpuReport = process.env.TEST_CPU_REPORT === '1';
+const CPU_MARKER = pathToFileURL(fileURLToPath(new URL('./test-cpu.ts', import.meta.url))).href;
+
+/** The tests that drive Chromium (test/helpers/browser.ts). */
+const BROWSER_TEST = /\.browser\.test\.ts$/;
 
 /** Milliseconds by test file path, as scripts/test-timings.ts reports them. */
 type Timings = Record<string, number>;
@@ -64,14 +71,26 @@ function splitIntoShards(paths: string[], count: number, timings: Timings): stri
   const measured = sized.filter((file) => file.ms !== undefined);
   const measuredBytes = measured.reduce((sum, file) => sum + file.bytes, 0);
   const msPerByte = measuredBytes > 0 ? measured.reduce((sum, file) => sum + file.ms!, 0) / measuredBytes : 1;
-  const weighed = sized.map((file) => ({ path: file.path, weight: file.ms ?? file.bytes * msPerByte }));
+  const weighed = sized.map((file) => ({ paths: [file.path], weight: file.ms ?? file.bytes * msPerByte }));
+  // The browser tests go to one shard together: one Chromium at a time, never two competing
+  // for the cores with each other as well as with the other shards.
+  const browser = weighed.filter((file) => BROWSER_TEST.test(file.paths[0]!));
+  const units = [
+    ...weighed.filter((file) => !BROWSER_TEST.test(file.paths[0]!)),
+    ...(browser.length > 0
+      ? [{ paths: browser.flatMap((file) => file.paths), weight: browser.reduce((sum, file) => sum + file.weight, 0) }]
+      : []),
+  ];
   const shards = Array.from({ length: count }, () => ({ weight: 0, files: [] as string[] }));
-  for (const file of weighed.sort((a, b) => b.weight - a.weight)) {
+  for (const unit of units.sort((a, b) => b.weight - a.weight)) {
     const lightest = shards.reduce((min, shard) => (shard.weight < min.weight ? shard : min));
-    lightest.weight += file.weight;
-    lightest.files.push(file.path);
+    lightest.weight += unit.weight;
+    lightest.files.push(...unit.paths);
   }
-  return shards.sort((a, b) => b.weight - a.weight).map((shard) => shard.files.sort());
+  return shards
+    .filter((shard) => shard.files.length > 0)
+    .sort((a, b) => b.weight - a.weight)
+    .map((shard) => shard.files.sort());
 }
 
 /**
@@ -83,16 +102,46 @@ function splitIntoShards(paths: string[], count: number, timings: Timings): stri
  */
 function runnerFiles(dir: string, timings: Timings): string[] {
   if (shardCount <= 0) return files;
+  const cpuOut = JSON.stringify(join(dir, 'cpu.jsonl'));
   return splitIntoShards(files, shardCount, timings).map((shard, index) => {
     const path = join(dir, `shard-${index + 1}-of-${shardCount}.mjs`);
     const lines = shard.map((file) => {
       const url = JSON.stringify(pathToFileURL(resolve(file)).href);
       const name = JSON.stringify(`${file} loads`);
-      return `try { await import(${url}); } catch (error) { test(${name}, () => { throw error; }); }`;
+      const mark = cpuReport ? `\nmarkCpu(${JSON.stringify(file)}, ${cpuOut});` : '';
+      return `try { await import(${url}); } catch (error) { test(${name}, () => { throw error; }); }${mark}`;
     });
-    writeFileSync(path, `import { test } from 'node:test';\n${lines.join('\n')}\n`);
+    const head = cpuReport
+      ? `import { markCpu } from ${JSON.stringify(CPU_MARKER)};\nmarkCpu('(start-up)', ${cpuOut});\n`
+      : '';
+    writeFileSync(path, `import { test } from 'node:test';\n${head}${lines.join('\n')}\n`);
     return path;
   });
+}
+
+/**
+ * Sums the CPU marks of `jsonl` (scripts/test-cpu.ts) by file, writes them to `out` and prints
+ * the total and the ten most expensive files.
+ */
+function reportCpu(jsonl: string, out: string): void {
+  let text: string;
+  try {
+    text = readFileSync(jsonl, 'utf8');
+  } catch {
+    return; // no shard got as far as a mark
+  }
+  const byFile: Record<string, number> = {};
+  for (const line of text.split('\n').filter(Boolean)) {
+    const mark = JSON.parse(line) as { file: string; self: number; children: number };
+    byFile[mark.file] = Math.round(((byFile[mark.file] ?? 0) + mark.self + mark.children) * 100) / 100;
+  }
+  writeFileSync(out, JSON.stringify(byFile, null, 2));
+  const total = Object.values(byFile).reduce((sum, seconds) => sum + seconds, 0);
+  const top = Object.entries(byFile)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10)
+    .map(([file, seconds]) => `  ${seconds.toFixed(1).padStart(6)} s  ${file}`);
+  process.stdout.write(`\nCPU seconds in test processes: ${total.toFixed(1)} (all files: ${out})\n${top.join('\n')}\n`);
 }
 
 function run(label: string, databaseUrl: string | undefined): boolean {
@@ -124,6 +173,7 @@ function run(label: string, databaseUrl: string | undefined): boolean {
     // Written whole, then renamed: a run starting meanwhile never reads half of it.
     writeFileSync(`${timingsFile}.${process.pid}`, JSON.stringify({ ...timings, ...readTimings(measured) }));
     renameSync(`${timingsFile}.${process.pid}`, timingsFile);
+    if (cpuReport) reportCpu(join(dir, 'cpu.jsonl'), timingsFile.replace('-timings-', '-cpu-'));
     return result.status === 0;
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -224,6 +224,18 @@ export async function serve(config: Readonly<Config>, options: ServeOptions): Pr
   await sayWhereAndWhatNext(deps, app);
   checkStoredSecretsInBackground(deps, app.log);
   worker?.start();
+  tellParentReady();
+}
+
+/**
+ * Sends `'ready'` to the parent process when it started this one with an IPC channel (Node's
+ * child_process with `'ipc'`, PM2's `wait_ready`): it learns the API answers without polling.
+ * The channel then no longer keeps the process alive.
+ */
+function tellParentReady(): void {
+  if (!process.send) return;
+  process.send('ready');
+  process.channel?.unref();
 }
 
 /** Runs the background worker alone (`billing worker`) until SIGTERM/SIGINT. */

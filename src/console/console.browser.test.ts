@@ -1,8 +1,11 @@
 // The operator console in a real browser (SPEC §16): headless Chromium (test/helpers/browser.ts)
 // against the real app on a real port, on SQLite or PostgreSQL like every test. One browser
-// for the file; each subtest its own browser context (cookies).
+// for the file and one signed-in session (a browser context) shared by the subtests that only
+// act through it; the sign-in, expiry and read-only subtests make their own contexts, closed
+// when they end.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { TestContext } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser, newContext } from '../../test/helpers/browser.ts';
 import { appWithFakeProviders, type FakeProviders } from '../../test/helpers/provider-apps.ts';
@@ -22,9 +25,9 @@ async function loginLink(app: App, readOnly = false): Promise<string> {
   return `${app.baseUrl}/console/login/${link.token}`;
 }
 
-/** A new browser context signed in through a one-time link, on the overview. */
-async function signedIn(browser: Browser, app: App, readOnly = false): Promise<Page> {
-  const context = await newContext(browser);
+/** A new browser context signed in through a one-time link, on the overview; closed when `t` ends if given. */
+async function signedIn(browser: Browser, app: App, readOnly = false, t?: TestContext): Promise<Page> {
+  const context = await newContext(browser, t);
   const page = await context.newPage();
   await page.goto(await loginLink(app, readOnly));
   await page.waitForURL(`${app.baseUrl}/console`);
@@ -63,14 +66,23 @@ async function csrfOf(page: Page): Promise<string> {
 test('the operator console in a browser', async (t) => {
   const browser = await launchBrowser(t);
   const app = await appWithFakeProviders(t, { TEST_CLOCKS: 'true' });
+  // The operator's session for the subtests that do not sign in, out or time out themselves:
+  // signed in once (after the expiry subtest moves the clock), back on the overview each time.
+  let operator: Page | undefined;
+  const operatorPage = async () => {
+    operator ??= await signedIn(browser, app);
+    await operator.goto(`${app.baseUrl}/console`);
+    await operator.getByRole('heading', { name: 'Overview' }).waitFor();
+    return operator;
+  };
 
   await t.test(
     'a one-time link signs in once: the cookie is HttpOnly and SameSite=Strict; opened again it is refused',
-    async () => {
+    async (t) => {
       const link = await loginLink(app);
       // A HEAD (a link preview) does not use the link up.
       assert.notEqual((await fetch(link, { method: 'HEAD' })).status, 200);
-      const context = await newContext(browser);
+      const context = await newContext(browser, t);
       const page = await context.newPage();
       await page.goto(link);
       await page.waitForURL(`${app.baseUrl}/console`);
@@ -78,7 +90,7 @@ test('the operator console in a browser', async (t) => {
       assert.equal(cookie?.httpOnly, true);
       assert.equal(cookie?.sameSite, 'Strict');
       assert.equal(cookie?.path, '/console');
-      const other = await (await newContext(browser)).newPage();
+      const other = await (await newContext(browser, t)).newPage();
       const again = await other.goto(link);
       assert.equal(again?.status(), 401);
       assert.match((await other.textContent('h1')) ?? '', /does not work/);
@@ -88,23 +100,25 @@ test('the operator console in a browser', async (t) => {
     },
   );
 
-  await t.test('an expired link (15 minutes) is refused', async () => {
+  await t.test('an expired link (15 minutes) is refused', async (t) => {
     const link = await loginLink(app);
     app.clock.advance(LOGIN_LINK_TTL_MS);
-    const page = await (await newContext(browser)).newPage();
+    const page = await (await newContext(browser, t)).newPage();
     assert.equal((await page.goto(link))?.status(), 401);
   });
 
-  await t.test('find a customer by email; a hostile name renders as text', async () => {
+  await t.test('find a customer by email; a hostile name renders as text', async (t) => {
     const hostile = '<img src=x onerror=alert(1)> "Zoë" \u202e';
     const customer = await createCustomer(app, {
       email: `Find.Me.${Date.now()}@Example.com`,
       name: hostile,
       metadata: { note: '<script>alert(1)</script>' },
     });
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     let dialogs = 0;
-    page.on('dialog', () => (dialogs += 1));
+    const onDialog = () => (dialogs += 1);
+    page.on('dialog', onDialog);
+    t.after(() => page.off('dialog', onDialog));
     await page.getByRole('link', { name: 'Customers' }).click();
     await page.getByRole('searchbox', { name: 'Search' }).fill('find.me.');
     await page.getByRole('button', { name: 'Search' }).click();
@@ -125,7 +139,7 @@ test('the operator console in a browser', async (t) => {
 
   await t.test('refund part of a payment and see the pending refund', async () => {
     const payment = await paystackPayment(app, 5000);
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     await page.goto(`${app.baseUrl}/console/payments/${payment.id}`);
     await page.getByRole('textbox', { name: 'Refund amount' }).fill('1200');
     await page.getByRole('button', { name: 'Refund' }).click();
@@ -152,7 +166,7 @@ test('the operator console in a browser', async (t) => {
     const invoices = await app.request('GET', `/api/invoices?subscription_id=${subscription.id}`);
     const invoice = invoices.body.data[0];
     assert.equal(invoice.status, 'open');
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     await page.goto(`${app.baseUrl}/console/invoices/${invoice.id}`);
     await page.getByRole('button', { name: 'Void invoice' }).click();
     await page.getByText('Invoice voided.').waitFor();
@@ -180,7 +194,7 @@ test('the operator console in a browser', async (t) => {
       failed.body.data.find((row: { event_key: string }) => row.event_key.includes(charge.data.reference)) ??
       failed.body.data[0];
     assert.ok(event, 'a failed provider event');
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     await page.goto(`${app.baseUrl}/console/provider-events?status=failed`);
     await page.getByRole('link', { name: event.id }).click();
     assert.equal(await page.getByTestId('provider-event-status').textContent(), 'failed');
@@ -194,28 +208,34 @@ test('the operator console in a browser', async (t) => {
       body: { frozen_time: '2026-03-01T00:00:00.000Z', name: 'browser' },
     });
     assert.equal(created.status, 201, created.text);
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     await page.getByRole('link', { name: 'Test clocks' }).click();
     await page.getByRole('link', { name: created.body.id }).click();
     await page.getByRole('textbox', { name: 'Target time' }).fill('2026-04-01T00:00:00Z');
     await page.getByRole('button', { name: 'Advance' }).click();
     await page.getByText('Test clock advancing.').waitFor();
     assert.equal(await page.getByTestId('clock-status').textContent(), 'advancing');
-    // The worker runs the advance; the page, reloading itself, shows it finished.
+    // While advancing, the page reloads itself (a meta refresh every 2 s, which the browser
+    // follows by itself; reloaded here rather than waited for). The worker runs the advance; the
+    // page, reloaded, shows it finished and reloads no more.
+    const refresh = page.locator('meta[http-equiv="refresh"]');
+    assert.equal(await refresh.getAttribute('content'), '2');
     const worker = new Worker(app.deps, [advanceTestClocks(CLOCK_AWARE_JOBS)], { error: () => {} });
     while ((await app.request('GET', `/api/test-clocks/${created.body.id}`)).body.status !== 'ready') {
       await worker.runOnce();
     }
-    await page.getByTestId('clock-status').filter({ hasText: 'ready' }).waitFor({ timeout: 10_000 });
+    await page.reload();
+    assert.equal(await page.getByTestId('clock-status').textContent(), 'ready');
     assert.match((await page.getByTestId('clock-time').textContent())!, /2026-04-01 00:00:00/);
+    assert.equal(await refresh.count(), 0);
   });
 
   await t.test(
     'a read-only session sees no buttons and is refused every change, in the page and by a direct POST',
-    async () => {
+    async (t) => {
       const subscription = await createSubscription(app);
       const invoice = (await app.request('GET', `/api/invoices?subscription_id=${subscription.id}`)).body.data[0];
-      const page = await signedIn(browser, app, true);
+      const page = await signedIn(browser, app, true, t);
       assert.ok(await page.getByText('read-only').isVisible());
       await page.goto(`${app.baseUrl}/console/invoices/${invoice.id}`);
       assert.equal(await page.getByRole('button', { name: 'Void invoice' }).count(), 0);
@@ -241,7 +261,7 @@ test('the operator console in a browser', async (t) => {
   await t.test('a POST without the CSRF token, or with a wrong one, is refused 403 and changes nothing', async () => {
     const subscription = await createSubscription(app);
     const invoice = (await app.request('GET', `/api/invoices?subscription_id=${subscription.id}`)).body.data[0];
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     assert.equal((await postAs(page, app, `/console/invoices/${invoice.id}/void`, {})).status, 403);
     const wrong = (await csrfOf(page)).replace(/^./, (c) => (c === 'A' ? 'B' : 'A'));
     assert.equal((await postAs(page, app, `/console/invoices/${invoice.id}/void`, { _csrf: wrong })).status, 403);
@@ -253,7 +273,7 @@ test('the operator console in a browser', async (t) => {
   });
 
   await t.test('an API key created in the console is shown once, works, and stops working when revoked', async () => {
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('textbox', { name: 'Key name' }).fill('made in the console');
     await page.getByRole('combobox', { name: 'Scope' }).selectOption('read');
@@ -269,7 +289,7 @@ test('the operator console in a browser', async (t) => {
   });
 
   await t.test('a session idle for CONSOLE_IDLE_TIMEOUT is over', async () => {
-    const page = await signedIn(browser, app);
+    const page = await operatorPage();
     app.clock.advance(app.deps.config.consoleIdleTimeoutMs);
     assert.equal((await page.goto(`${app.baseUrl}/console`))?.status(), 401);
   });

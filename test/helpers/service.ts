@@ -22,14 +22,17 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `billing serve` (API + worker) with `env` on a free port and waits until
- * `/api/health` answers 200 (at most `timeoutMs`). Killed with SIGKILL after the test if
- * still running. Throws with the process output when it exits or never gets healthy.
+ * Starts `billing serve` (API + worker) with `env` on a free port and waits until it says it
+ * is ready (its `'ready'` message over an IPC channel, sent once it listens), then checks that
+ * `/api/health` answers 200. No polling and no deadline of its own beyond `timeoutMs` (a bound
+ * for a process that hangs, far above a start-up on a loaded machine; the test's own timeout
+ * is usually shorter). Killed with SIGKILL after the test if still running. Throws with the
+ * process output when it exits or hangs before it is ready.
  */
 export async function startService(
   t: TestContext,
   env: Record<string, string>,
-  timeoutMs = 20_000,
+  timeoutMs = 300_000,
 ): Promise<ServiceProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, [BIN, 'serve'], {
@@ -42,7 +45,7 @@ export async function startService(
       PORT: String(port),
       HOST: '127.0.0.1',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let output = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -58,22 +61,23 @@ export async function startService(
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     return exited;
   });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`service exited before it was healthy:\n${output}`);
-    }
-    try {
-      const res = await fetch(`${url}/api/health`);
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`service not healthy after ${timeoutMs} ms:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  let hung: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.on('message', (message) => {
+        if (message === 'ready') resolve();
+      });
+      void exited.then(() => reject(new Error(`service exited before it was ready:\n${output}`)));
+      hung = setTimeout(() => reject(new Error(`service not ready after ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    });
+  } finally {
+    clearTimeout(hung);
   }
+  child.disconnect(); // the channel served its purpose; the test talks HTTP
+  const url = `http://127.0.0.1:${port}`;
+  const health = await fetch(`${url}/api/health`);
+  const body = await health.text();
+  if (health.status !== 200) throw new Error(`service ready but /api/health answered ${health.status}: ${body}`);
   return { url, child, output: () => output, exited };
 }
 
