@@ -200,9 +200,8 @@ async function issuePeriodInvoice(
  * when that period's successor was invoiced already by a payment in advance (SPEC §15 "Paid in
  * advance") — on an invoice of its own: usage lines and late adjustments only, the
  * subscription's and customer's discounts but `once` ones (their invoice is the period's), its
- * taxes, the customer's credit; `subscription_id` null and `metadata.subscription_id` naming
- * the subscription (invoices keep one per subscription period), the span of the usage it
- * bills, a draft until INVOICE_FINALIZE_DELAY as a renewal with usage, charged once final.
+ * taxes, the customer's credit; a `usage` invoice of the subscription (collected and dunned as
+ * a renewal; not its period's invoice, which exists), the span of the usage it bills, a draft until INVOICE_FINALIZE_DELAY as a renewal with usage, charged once final.
  * When the usage bills no line (none, or all under free units) no invoice is issued and the
  * record names `periodInvoiceId`, the invoice the renewal found: late events still bill
  * against it. Usage is recorded billed in the same transaction, so it is billed exactly once.
@@ -243,7 +242,8 @@ async function issueUsageInvoice(
   const { invoice } = await issueInvoice(trx, ctx, {
     customerId: subscription.customer_id,
     testClockId: subscription.test_clock_id,
-    subscriptionId: null,
+    subscriptionId: subscription.id,
+    kind: 'usage',
     currency: plan.currency,
     periodStart: new Date(spanStart).toISOString(),
     periodEnd: issue.period.start.toISOString(),
@@ -251,7 +251,6 @@ async function issueUsageInvoice(
     dueAt: finalizesAt ?? issue.dueAt,
     finalizesAt,
     content,
-    metadata: { subscription_id: subscription.id },
   });
   await recordBilledUsage(trx, ctx.clock, subscription.id, invoice.id, usage);
   await takeAppliedCredit(trx, ctx, invoice, subscription.test_clock_id);
@@ -509,7 +508,7 @@ export async function issueOneOffInvoice(
     customerId: input.customerId,
     testClockId: input.testClockId,
     subscriptionId,
-    prorations: subscriptionId !== null,
+    kind: 'proration',
     currency: input.currency,
     periodStart: input.periodStart,
     periodEnd: input.periodEnd,

@@ -9,9 +9,11 @@ export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 /**
  * What an invoice bills (SPEC §9, §13): `period` — a subscription's period (one per
  * (subscription, period_start): a partial unique index) —, `proration` — a plan change's
- * `always_invoice` prorations, of a subscription but no period of its own —, `one_off`.
+ * `always_invoice` prorations, of a subscription but no period of its own —, `usage` — a closed
+ * period's usage billed on its own when the next period was invoiced in advance (SPEC §15) —,
+ * `one_off`.
  */
-export const INVOICE_KINDS = ['period', 'proration', 'one_off'] as const;
+export const INVOICE_KINDS = ['period', 'proration', 'usage', 'one_off'] as const;
 export type InvoiceKind = (typeof INVOICE_KINDS)[number];
 
 export interface InvoicesTable {
@@ -22,7 +24,7 @@ export interface InvoicesTable {
    */
   number: string | null;
   customer_id: string;
-  /** Null for a one-off invoice: a `period` or `proration` invoice belongs to its subscription. */
+  /** Null for a one-off invoice: `period`, `proration` and `usage` invoices belong to their subscription. */
   subscription_id: string | null;
   kind: InvoiceKind;
   status: InvoiceStatus;

@@ -172,10 +172,12 @@ export interface InvoiceDraft {
   /** Null for a one-off invoice (SPEC §12): no subscription, no period of one. */
   subscriptionId: string | null;
   /**
-   * True: the subscription's prorations issued at once (SPEC §13 `always_invoice`), a `proration`
-   * invoice, always new; default false: its period's invoice (`period`; `one_off` without a subscription).
+   * What a subscription's invoice bills: `period` (default) its period's invoice, one per
+   * (subscription, period); `proration` the prorations of a plan change issued at once (SPEC
+   * §13 `always_invoice`) or `usage` a closed period's usage billed apart (SPEC §15 "Paid in
+   * advance"), each always new. Ignored without a subscription (`one_off`).
    */
-  prorations?: boolean;
+  kind?: Exclude<InvoiceKind, 'one_off'>;
   /** ISO 4217, upper case: every line must be in it. */
   currency: string;
   periodStart: string;
@@ -196,7 +198,7 @@ export interface InvoiceDraft {
 /**
  * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
  * when one exists already it is returned with `created: false` and nothing is written (a
- * one-off invoice, of no subscription, and a subscription's `prorations` invoice are always new). Called only by the billing core's
+ * one-off invoice, of no subscription, and a subscription's `proration` or `usage` invoice are always new). Called only by the billing core's
  * issue.ts, which composes `draft.content`.
  * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
  * owes 0) — or, given `draft.finalizesAt`, stores it `draft` with no number (finalizeInvoice numbers it later), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
@@ -212,7 +214,7 @@ export async function issueInvoice(
   ctx: InvoiceContext,
   draft: InvoiceDraft,
 ): Promise<{ invoice: Invoice; created: boolean }> {
-  const kind: InvoiceKind = draft.subscriptionId === null ? 'one_off' : draft.prorations ? 'proration' : 'period';
+  const kind: InvoiceKind = draft.subscriptionId === null ? 'one_off' : (draft.kind ?? 'period');
   const existing =
     kind !== 'period'
       ? undefined
