@@ -8,7 +8,7 @@
 //     node:sqlite / pg, one transaction per batch. Target ≥ 20,000 events/s per instance.
 //   - read: p50/p99 and the API's CPU ms of GET /api/customers/{id}/usage of one customer with
 //     BENCH_USAGE_EVENTS (SQLite) / BENCH_USAGE_PG_EVENTS (PostgreSQL) events in its current
-//     period (default 10,000,000 each), sequential requests; the floor is GET /api/health (one
+//     period (default 1,000,000 each), sequential requests; the floor is GET /api/health (one
 //     database round trip) in the same run. Target p99 ≤ 20 ms.
 //   - renewal: the renewal invoice of that customer (its metered charge graduated), issued by
 //     the worker's job in this process with the clock moved to the period end; the floor is
