@@ -25,7 +25,7 @@ import { normalizeName } from '../src/modules/customers/customers.name.ts';
 import { createPlan } from '../src/modules/plans/plans.service.ts';
 import { isPostgres } from '../src/db/column-types.ts';
 import { adminQuery } from './postgres.ts';
-import { type RunningServer, startServer } from './servers.ts';
+import { type RunningServer, startServer, wholeNumberSetting } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -390,12 +390,7 @@ export async function benchConsole(
 
 /** The settings from the environment; `smoke` gives the tiny sizes CI runs. */
 export function consoleBenchSettings(smoke: boolean): ConsoleBenchSettings {
-  const number = (name: string, fallback: number) => {
-    const text = process.env[name];
-    const value = text === undefined || text.trim() === '' ? fallback : Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number ≥ 1 (got "${text}")`);
-    return value;
-  };
+  const number = wholeNumberSetting;
   return {
     customers: number('BENCH_CONSOLE_CUSTOMERS', smoke ? 200 : 1_000_000),
     subscriptions: number('BENCH_CONSOLE_SUBSCRIPTIONS', smoke ? 60 : 100_000),

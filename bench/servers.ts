@@ -192,3 +192,14 @@ async function startOnce(
 export async function stopAllServers(): Promise<void> {
   await Promise.all([...running].map(stopChild));
 }
+
+/**
+ * A bench setting from the environment: `name`'s value as a whole number ≥ 1, or `fallback`
+ * when unset or blank. Throws naming the variable when it is anything else.
+ */
+export function wholeNumberSetting(name: string, fallback: number): number {
+  const text = process.env[name];
+  const value = text === undefined || text.trim() === '' ? fallback : Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number ≥ 1 (got "${text}")`);
+  return value;
+}

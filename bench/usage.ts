@@ -37,7 +37,7 @@ import { ManualClock } from '../src/shared/clock.ts';
 import { newId } from '../src/shared/ids.ts';
 import { issueRenewalInvoices } from '../src/worker/subscriptions.jobs.ts';
 import { adminQuery } from './postgres.ts';
-import { type RunningServer, startServer } from './servers.ts';
+import { type RunningServer, startServer, wholeNumberSetting } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const API_KEY = 'bench_bootstrap_key_0123456789';
@@ -627,12 +627,7 @@ export async function benchUsage(
 
 /** The settings from the environment; `smoke` gives the tiny sizes CI runs. */
 export function usageBenchSettings(smoke: boolean): UsageBenchSettings {
-  const number = (name: string, fallback: number) => {
-    const text = process.env[name];
-    const value = text === undefined || text.trim() === '' ? fallback : Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number ≥ 1 (got "${text}")`);
-    return value;
-  };
+  const number = wholeNumberSetting;
   return {
     batches: number('BENCH_USAGE_BATCHES', smoke ? 10 : 500),
     concurrency: number('BENCH_USAGE_CONCURRENCY', smoke ? 2 : 8),
