@@ -463,6 +463,7 @@ export async function benchBillingRun(
           process.env.BENCH_CPU_PROF ? `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` : '',
         ].join(' '),
         BENCH_STATEMENT_COUNT_FILE: statementFile,
+        BENCH_STATEMENT_BREAKDOWN: process.env.BENCH_STATEMENT_BREAKDOWN ?? '',
       },
       '/api/health',
     );
@@ -525,6 +526,15 @@ export async function benchBillingRun(
           : await metricsValue(metricsUrl, 'billing_db_statements_total');
       const tripsAfter = dialect === 'postgres' ? await metricsValue(metricsUrl, 'billing_db_round_trips_total') : 0;
       log('done');
+      if (dialect === 'sqlite' && process.env.BENCH_STATEMENT_BREAKDOWN) {
+        // The run's statements by text, per renewal: where a renewal's statements go.
+        await sleep(200);
+        const lines = readFileSync(`${statementFile}.breakdown`, 'utf8').split('\n').slice(0, 40);
+        for (const line of lines) {
+          const [times, text] = line.split('\t');
+          log(`  ${(Number(times) / n).toFixed(2)}  ${text!.slice(0, 200)}`);
+        }
+      }
 
       // Exactly once: every renewal invoice paid, one payment and one attempt each, one charge each at the fake.
       const [paid] = await check.rows<{ n: number | string }>(
