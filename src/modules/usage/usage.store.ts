@@ -8,10 +8,12 @@
 // duplicates (of an earlier batch, a retry, another instance: the key's primary key decides,
 // and a concurrent insert of the same key waits for the first to commit). Only the new events
 // are then stored, with their rollups per UTC minute, hour and day (count, exact sum, max,
-// latest) and, for unique_count meters, their distinct values per hour and day — all in the
-// caller's transaction. PostgreSQL does it all in ONE statement (arrays bound as parameters,
-// unnest, data-modifying CTEs): one round trip a batch. SQLite, in-process, runs a few
-// statements and adds decimals in JavaScript (its own arithmetic is binary floating point).
+// latest) and, for unique_count meters, their distinct values per hour and day — all in one
+// transaction, committed before appendBatch resolves. PostgreSQL does it all in ONE statement
+// (arrays bound as parameters, unnest, data-modifying CTEs), sent without BEGIN and COMMIT:
+// a single statement is its own transaction, so a batch costs one round trip. SQLite,
+// in-process, runs a few statements in one transaction and adds decimals in JavaScript (its
+// own arithmetic is binary floating point).
 //
 // aggregate: [from, to) is covered by the coarsest buckets that fit — whole days from the
 // daily rollups, the whole hours at either end from the hourly ones, the whole minutes left
@@ -22,7 +24,9 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { isRetryableConflict } from '../../db/errors.ts';
 import type { MeterAggregation, UsageEventsTable, UsageRollupsTable } from '../../db/tables/usage.table.ts';
+import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import { addDecimals, canonicalDecimal, maxDecimal, scaled, unscaled } from './usage.decimal.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -44,11 +48,12 @@ export interface AggregateQuery {
 /** Where usage events are kept and how a period's value is read (SPEC §15). */
 export interface UsageStore {
   /**
-   * Stores `events` in `trx` (the caller commits): one outcome per event, in order.
-   * `duplicate` for an event whose (customer_id, transaction_id) is stored already or appears
-   * earlier in the batch: it is not stored again nor counted.
+   * Stores `events` and commits them — keys, events and rollups all or nothing, durable when
+   * the promise resolves: one outcome per event, in order. `duplicate` for an event whose
+   * (customer_id, transaction_id) is stored already or appears earlier in the batch: it is
+   * not stored again nor counted. Throws what the database throws (nothing is then stored).
    */
-  appendBatch(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]>;
+  appendBatch(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]>;
   /** The meter's value over the range as canonical decimal text; "0" when there are no events. */
   aggregate(db: Db, query: AggregateQuery): Promise<string>;
 }
@@ -172,7 +177,7 @@ function distinctCte(level: (typeof DISTINCT_LEVELS)[number]) {
  * with each column bound as one array (a fixed number of parameters whatever the batch size).
  * Returns the keys that were new, as `customer_id \0 transaction_id`.
  */
-async function appendPostgres(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
+async function appendPostgres(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
   const column = <K extends keyof NewUsageEvent>(name: K) => events.map((e) => e[name]);
   const { rows } = await sql<{ customer_id: string; transaction_id: string }>`
     with input as (
@@ -200,7 +205,7 @@ async function appendPostgres(trx: Transaction<Database>, events: readonly NewUs
       ],
       sql`, `,
     )}
-    select customer_id, transaction_id from keys`.execute(trx);
+    select customer_id, transaction_id from keys`.execute(db);
   return new Set(rows.map((row) => `${row.customer_id}\u0000${row.transaction_id}`));
 }
 
@@ -388,7 +393,22 @@ async function appendSqlite(trx: Transaction<Database>, candidates: readonly New
   return fresh;
 }
 
-async function appendBatch(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]> {
+/**
+ * PostgreSQL: appendPostgres as its own transaction (autocommit), run again when PostgreSQL
+ * aborts it as a deadlock loser or serialization failure (see db/transaction.ts).
+ */
+async function appendPostgresCommitted(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
+  for (let run = 1; ; run++) {
+    try {
+      return await appendPostgres(db, events);
+    } catch (error) {
+      if (run >= TRANSACTION_ATTEMPTS || !isRetryableConflict(error)) throw error;
+      await waitBeforeRerun(run);
+    }
+  }
+}
+
+async function appendBatch(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]> {
   const outcomes: AppendOutcome[] = events.map(() => 'duplicate');
   // The first of the batch's events with a key stands for it; later ones are duplicates.
   const firstOf = new Map<string, number>();
@@ -403,7 +423,9 @@ async function appendBatch(trx: Transaction<Database>, events: readonly NewUsage
     .map(([key, i]) => ({ event: events[i]!, bytes: Buffer.from(key, 'utf8') }))
     .sort((a, b) => Buffer.compare(a.bytes, b.bytes))
     .map((c) => c.event);
-  const fresh = await (isPostgres(trx) ? appendPostgres(trx, candidates) : appendSqlite(trx, candidates));
+  const fresh = await (isPostgres(db)
+    ? appendPostgresCommitted(db, candidates)
+    : db.transaction().execute((trx) => appendSqlite(trx, candidates)));
   for (const [key, i] of firstOf) if (fresh.has(key)) outcomes[i] = 'accepted';
   return outcomes;
 }
