@@ -21,7 +21,7 @@
 // so a month reads ≈ 31 + 46 + 118 small rows whatever its number of events. unique_count,
 // whose counts do not add up, counts the distinct values of the union of the daily and hourly
 // distinct-value rows and of the events of the partial hours at the ends.
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
@@ -338,23 +338,87 @@ function chunks<T>(rows: readonly T[]): T[][] {
   return out;
 }
 
+/**
+ * Rows per multi-row statement of the keys and events on SQLite, largest first: a batch of any
+ * size is sent as a few statements of these fixed shapes, so each shape's text is built and
+ * prepared once (a group's size varies; a statement per size would be prepared again and again).
+ */
+const SQLITE_ROW_SHAPES = [64, 16, 4, 1] as const;
+
+const KEY_INSERT = {
+  head: 'insert into "usage_event_keys" ("customer_id", "transaction_id", "received_at") values ',
+  width: 3,
+  tail: ' on conflict ("customer_id", "transaction_id") do nothing returning "customer_id", "transaction_id"',
+};
+const EVENT_INSERT = {
+  head: 'insert into "usage_events" ("id", "customer_id", "meter_id", "event_name", "transaction_id", "timestamp", "received_at", "value", "properties") values ',
+  width: 9,
+  tail: '',
+};
+const multiRowTexts = new Map<string, string>();
+
+/** `head (?, …), (?, …) tail` for `rows` rows of `width` placeholders, built once per shape. */
+function multiRowText(statement: { head: string; width: number; tail: string }, rows: number): string {
+  const key = `${statement.head}${rows}`;
+  let text = multiRowTexts.get(key);
+  if (text === undefined) {
+    const row = `(${Array.from({ length: statement.width }, () => '?').join(', ')})`;
+    text = `${statement.head}${Array.from({ length: rows }, () => row).join(', ')}${statement.tail}`;
+    multiRowTexts.set(key, text);
+  }
+  return text;
+}
+
+/**
+ * SQLite: runs `statement` over `rows` (each `width` values, bound as parameters) in the
+ * fixed shapes of SQLITE_ROW_SHAPES, without Kysely's builder (its per-value parsing and
+ * compiling cost more than the insert); returns the rows the statements return.
+ */
+async function insertRowsSqlite<R>(
+  trx: Transaction<Database>,
+  statement: { head: string; width: number; tail: string },
+  rows: readonly (readonly unknown[])[],
+): Promise<R[]> {
+  const out: R[] = [];
+  let at = 0;
+  for (const size of SQLITE_ROW_SHAPES) {
+    while (rows.length - at >= size) {
+      const parameters: unknown[] = [];
+      for (let i = at; i < at + size; i++) for (const value of rows[i]!) parameters.push(value);
+      const result = await trx.executeQuery<R>(CompiledQuery.raw(multiRowText(statement, size), parameters));
+      for (const row of result.rows) out.push(row);
+      at += size;
+    }
+  }
+  return out;
+}
+
 /** SQLite: keys, events, rollups per level, distinct values; returns the new keys. */
 async function appendSqlite(trx: Transaction<Database>, candidates: readonly NewUsageEvent[]): Promise<Set<string>> {
   const fresh = new Set<string>();
-  for (const part of chunks(candidates)) {
-    const inserted = await trx
-      .insertInto('usage_event_keys')
-      .values(
-        part.map((e) => ({ customer_id: e.customer_id, transaction_id: e.transaction_id, received_at: e.received_at })),
-      )
-      .onConflict((oc) => oc.columns(['customer_id', 'transaction_id']).doNothing())
-      .returning(['customer_id', 'transaction_id'])
-      .execute();
-    for (const row of inserted) fresh.add(`${row.customer_id}\u0000${row.transaction_id}`);
-  }
+  const inserted = await insertRowsSqlite<{ customer_id: string; transaction_id: string }>(
+    trx,
+    KEY_INSERT,
+    candidates.map((e) => [e.customer_id, e.transaction_id, e.received_at]),
+  );
+  for (const row of inserted) fresh.add(`${row.customer_id}\u0000${row.transaction_id}`);
   const stored = candidates.filter((e) => fresh.has(`${e.customer_id}\u0000${e.transaction_id}`));
   if (stored.length === 0) return fresh;
-  for (const part of chunks(stored)) await trx.insertInto('usage_events').values(part).execute();
+  await insertRowsSqlite(
+    trx,
+    EVENT_INSERT,
+    stored.map((e) => [
+      e.id,
+      e.customer_id,
+      e.meter_id,
+      e.event_name,
+      e.transaction_id,
+      e.timestamp,
+      e.received_at,
+      e.value,
+      e.properties,
+    ]),
+  );
   const parsed = parsedOf(stored);
   for (const level of ROLLUP_LEVELS) {
     for (const part of chunks(rollupsOf(parsed, level.ms))) await upsertRollupsSqlite(trx, level.table, part);
