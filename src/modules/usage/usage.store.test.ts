@@ -181,7 +181,7 @@ test('requests in flight are written as one group: a key shared across them is a
   });
   const before = ingestionGroupStats(app.deps.db);
   // Request k sends keys k and k + 1 (amount = key): keys 0…6 are each sent once or twice.
-  const requests = [0, 1, 2, 3, 4, 5].map((k) => [event(`k${k}`, k), event(`k${k + 1}`, k + 1)]);
+  const requests: unknown[][] = [0, 1, 2, 3, 4, 5].map((k) => [event(`k${k}`, k), event(`k${k + 1}`, k + 1)]);
   requests[2]!.push({ ...event('bad', 1), properties: { amount: 'NaN' } });
   const results = await Promise.all(requests.map((events) => ingestUsageEvents(app.deps.db, app.clock, events)));
   const after = ingestionGroupStats(app.deps.db);

@@ -231,41 +231,67 @@ function parsedOf(events: readonly NewUsageEvent[]): Parsed[] {
   }));
 }
 
+/** One rollup being added up: a bucket's count, exact sum and max (scaled), and latest event. */
+interface Acc {
+  customer_id: string;
+  meter_id: string;
+  /** The bucket's start (epoch ms). */
+  bucket: number;
+  count: number;
+  sum: bigint;
+  max: bigint | null;
+  last: Parsed;
+}
+
+/** `last` is the later of the two: by timestamp, then transaction id in byte order. */
+function laterParsed(a: Parsed, b: Parsed): Parsed {
+  if (a.ms !== b.ms) return a.ms > b.ms ? a : b;
+  return compareBytes(a.event.transaction_id, b.event.transaction_id) > 0 ? a : b;
+}
+
 /**
- * The rollups of `events` (all new, parsed once) at bucket size `size`, one per customer,
- * meter and bucket: exact sums as BigInt, turned into decimal text once per bucket.
+ * `parts` (events as one-event rollups, or rollups of a finer level) added up per customer,
+ * meter and bucket of `size` ms. Each level is made from the one below it, so the events are
+ * walked once, whatever the number of levels.
  */
-function rollupsOf(events: readonly Parsed[], size: number): Rollup[] {
-  interface Acc {
-    first: Parsed;
-    bucket: number;
-    count: number;
-    sum: bigint;
-    max: bigint | null;
-    last: Parsed;
-  }
+function rollUp(parts: Iterable<Acc>, size: number): Acc[] {
   const byKey = new Map<string, Acc>();
-  for (const p of events) {
-    const bucket = Math.floor(p.ms / size) * size;
-    const key = `${p.event.customer_id}\u0000${p.event.meter_id}\u0000${bucket}`;
+  for (const part of parts) {
+    const bucket = Math.floor(part.bucket / size) * size;
+    const key = `${part.customer_id}\u0000${part.meter_id}\u0000${bucket}`;
     const current = byKey.get(key);
     if (!current) {
-      byKey.set(key, { first: p, bucket, count: 1, sum: p.value ?? 0n, max: p.value, last: p });
+      byKey.set(key, { ...part, bucket });
       continue;
     }
-    current.count += 1;
-    if (p.value !== null) {
-      current.sum += p.value;
-      if (current.max === null || p.value > current.max) current.max = p.value;
-    }
-    const last = current.last;
-    if (p.ms > last.ms || (p.ms === last.ms && compareBytes(p.event.transaction_id, last.event.transaction_id) > 0)) {
-      current.last = p;
-    }
+    current.count += part.count;
+    current.sum += part.sum;
+    if (part.max !== null && (current.max === null || part.max > current.max)) current.max = part.max;
+    current.last = laterParsed(current.last, part.last);
   }
-  return [...byKey.values()].map((acc) => ({
-    customer_id: acc.first.event.customer_id,
-    meter_id: acc.first.event.meter_id,
+  return [...byKey.values()];
+}
+
+/** The events (all new, parsed once) as one-event rollups at their own instant. */
+function* eventParts(events: readonly Parsed[]): Generator<Acc> {
+  for (const p of events) {
+    yield {
+      customer_id: p.event.customer_id,
+      meter_id: p.event.meter_id,
+      bucket: p.ms,
+      count: 1,
+      sum: p.value ?? 0n,
+      max: p.value,
+      last: p,
+    };
+  }
+}
+
+/** A rollup as its row: exact sums turned into decimal text once per bucket. */
+function rollupRow(acc: Acc): Rollup {
+  return {
+    customer_id: acc.customer_id,
+    meter_id: acc.meter_id,
     bucket: new Date(acc.bucket).toISOString(),
     event_count: acc.count,
     value_sum: unscaled(acc.sum),
@@ -273,7 +299,7 @@ function rollupsOf(events: readonly Parsed[], size: number): Rollup[] {
     last_timestamp: acc.last.event.timestamp,
     last_transaction_id: acc.last.event.transaction_id,
     last_value: acc.last.value === null ? null : unscaled(acc.last.value),
-  }));
+  };
 }
 
 /** `rollup` merged into `stored` (the row already there), as SQLite writes it back. */
@@ -419,9 +445,11 @@ async function appendSqlite(trx: Transaction<Database>, candidates: readonly New
       e.properties,
     ]),
   );
-  const parsed = parsedOf(stored);
+  let parts: Iterable<Acc> = eventParts(parsedOf(stored));
   for (const level of ROLLUP_LEVELS) {
-    for (const part of chunks(rollupsOf(parsed, level.ms))) await upsertRollupsSqlite(trx, level.table, part);
+    const rollups = rollUp(parts, level.ms);
+    for (const part of chunks(rollups.map(rollupRow))) await upsertRollupsSqlite(trx, level.table, part);
+    parts = rollups;
   }
   const meterIds = [...new Set(stored.map((e) => e.meter_id))];
   const uniqueMeters = new Set(
