@@ -236,9 +236,19 @@ export async function recordBilledUsage(
         })
         .execute();
     } else {
+      // What was billed before is kept: a draft voided by a cancel or pause gives it back (releaseBilledUsage).
       await trx
         .updateTable('billed_usage')
-        .set({ quantity: item.quantity, amount, invoice_id: invoiceId, updated_at: now })
+        .set((eb) => ({
+          previous_quantity: eb.ref('quantity'),
+          previous_amount: eb.ref('amount'),
+          previous_invoice_id: eb.ref('invoice_id'),
+          previous_updated_at: eb.ref('updated_at'),
+          quantity: item.quantity,
+          amount,
+          invoice_id: invoiceId,
+          updated_at: now,
+        }))
         .where('subscription_id', '=', subscriptionId)
         .where('meter_id', '=', item.charge.meter_id)
         .where('period_start', '=', item.period_start)
@@ -290,6 +300,89 @@ export async function closeUsageSpan(
       created_at: clock.now().toISOString(),
     })
     .execute();
+}
+
+/**
+ * Gives back what the drafts `invoiceIds` of subscription `subscription` billed of its usage,
+ * as they are voided by a cancel or a pause (SPEC §15 "Cancelling"): they bill a period that
+ * is not served, but the usage they bill was used. A period billed the first time by one of
+ * them is forgotten and becomes a stretch to bill (`usage_spans`, at the plan that priced it);
+ * a late adjustment goes back to what was billed before it; a plan change's stretch it billed
+ * waits for the next invoice with usage again. The next invoice that bills usage — the final
+ * one of a cancel (issueFinalUsageInvoice), or the renewal after a resume — bills them. The
+ * caller holds the subscription's lock, in the void's transaction.
+ */
+export async function releaseBilledUsage(
+  trx: Transaction<Database>,
+  clock: Clock,
+  subscription: { id: string; plan_id: string },
+  invoiceIds: readonly string[],
+): Promise<void> {
+  if (invoiceIds.length === 0) return;
+  await trx
+    .updateTable('usage_spans')
+    .set({ invoice_id: null })
+    .where('subscription_id', '=', subscription.id)
+    .where('invoice_id', 'in', invoiceIds)
+    .execute();
+  const rows = await trx
+    .selectFrom('billed_usage')
+    .selectAll()
+    .where('subscription_id', '=', subscription.id)
+    .where('invoice_id', 'in', invoiceIds)
+    .execute();
+  const spans = new Map<number, { plan_id: string; start: string; end: string }>();
+  for (const row of rows) {
+    if (row.previous_invoice_id !== null && row.previous_quantity !== null && row.previous_amount !== null) {
+      await trx
+        .updateTable('billed_usage')
+        .set({
+          quantity: row.previous_quantity,
+          amount: row.previous_amount,
+          invoice_id: row.previous_invoice_id,
+          updated_at: row.previous_updated_at ?? row.updated_at,
+          previous_quantity: null,
+          previous_amount: null,
+          previous_invoice_id: null,
+          previous_updated_at: null,
+        })
+        .where('subscription_id', '=', subscription.id)
+        .where('meter_id', '=', row.meter_id)
+        .where('period_start', '=', row.period_start)
+        .execute();
+      continue;
+    }
+    await trx
+      .deleteFrom('billed_usage')
+      .where('subscription_id', '=', subscription.id)
+      .where('meter_id', '=', row.meter_id)
+      .where('period_start', '=', row.period_start)
+      .execute();
+    const start = iso(row.period_start);
+    spans.set(Date.parse(start), { plan_id: row.plan_id ?? subscription.plan_id, start, end: iso(row.period_end) });
+  }
+  const now = clock.now().toISOString();
+  for (const span of spans.values()) {
+    // A plan change's stretch starts there already (released above): it bills the same time.
+    const exists = await trx
+      .selectFrom('usage_spans')
+      .select('span_start')
+      .where('subscription_id', '=', subscription.id)
+      .where('span_start', '=', span.start)
+      .executeTakeFirst();
+    if (exists !== undefined) continue;
+    await trx
+      .insertInto('usage_spans')
+      .values({
+        subscription_id: subscription.id,
+        plan_id: span.plan_id,
+        span_start: span.start,
+        span_end: span.end,
+        invoice_id: null,
+        created_at: now,
+      })
+      .execute();
+  }
 }
 
 /**
