@@ -33,7 +33,7 @@ import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposeDiscount, ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
 import type { Config } from '../config.ts';
 import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
-import { closeUsageSpan, invoiceUsage, recordBilledUsage, type UsageBill } from './usage-billing.ts';
+import { closeUsageSpan, type FreshSpan, invoiceUsage, recordBilledUsage, type UsageBill } from './usage-billing.ts';
 import { parseCharges } from '../modules/plans/plans.charges.ts';
 import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
@@ -628,6 +628,8 @@ export interface PreviewTarget {
   subscriptionDiscount?: ComposeDiscount | null;
   /** The plan whose charges price the usage of the period ending at `periodStart` (SPEC §15); default the input's plan. */
   usagePlanId?: string;
+  /** The stretch a previewed change would close at its instant (openUsageSpan), billed at its plan's charges. */
+  closingSpan?: FreshSpan | null;
 }
 
 /**
@@ -665,6 +667,7 @@ export async function composePreview(
             { id: target.subscriptionId, customer_id: target.customerId },
             plan,
             target.periodStart,
+            target.closingSpan ? [target.closingSpan] : [],
           )
         ).items;
   const composed = composeInvoice({ ...input, discounts, usage }, ctx.pipeline ?? PIPELINE);

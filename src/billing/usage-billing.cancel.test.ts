@@ -2,7 +2,8 @@
 // databases: cancelled now, its usage up to now is billed on a final invoice; a draft renewal
 // the cancel voids gives its usage lines back (a late adjustment too) to that final invoice;
 // cancelled at its period end, the last period's usage is billed by the worker as it ends;
-// a plan without charges issues no final invoice.
+// a plan without charges issues no final invoice. A change's preview bills the usage so far
+// as the change will.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
@@ -190,4 +191,58 @@ test('cancelled at its period end: the worker bills the last period’s usage as
   flat.clock.set(new Date(plain.end + MINUTE));
   assert.equal(await applyPeriodEndCancellations.run(flat.deps), 1);
   assert.equal((await invoicesOf(flat, plain.sub.id)).length, 1, 'the first invoice only');
+});
+
+test("a change's preview bills the usage so far as the change will: at the old plan's price up to the change", async (t) => {
+  const app = await buildTestApp(t);
+  const { plan: cheap, sub, start, end } = await metered(app, 10);
+  const meterId = JSON.parse(
+    String(
+      (await app.deps.db.selectFrom('plans').select('charges').where('id', '=', cheap.id).executeTakeFirstOrThrow())
+        .charges,
+    ),
+  )[0].meter_id;
+  const dear = await createPlan(app, {
+    name: 'Dear',
+    amount: 9000,
+    currency: 'NGN',
+    charges: [{ meter_id: meterId, model: 'standard', unit_amount: 25 }],
+  });
+  const yearly = await createPlan(app, {
+    name: 'Yearly',
+    amount: 90000,
+    currency: 'NGN',
+    interval: 'year',
+    charges: [{ meter_id: meterId, model: 'standard', unit_amount: 25 }],
+  });
+  app.clock.set(new Date(start + 5 * DAY));
+  await calls(app, sub.customer_id, start + 5 * DAY, 4);
+  const change = start + 10 * DAY;
+  app.clock.set(new Date(change));
+  const usageOf = (lines: Invoice['lines']) =>
+    lines
+      .filter((line) => line.kind === 'usage')
+      .map((line) => [line.amount, line.period_start, line.period_end, line.plan_id]);
+
+  // An interval change: its new period's invoice bills the cut-short period's usage at once.
+  const yearPreview = await app.request('POST', '/api/invoices/preview', {
+    body: { subscription_id: sub.id, plan_id: yearly.id, proration_behavior: 'none' },
+  });
+  assert.equal(yearPreview.status, 200, yearPreview.text);
+  assert.deepEqual(usageOf(yearPreview.body.lines), [[40, iso(start), iso(change), cheap.id]]);
+
+  // A same-interval change: the renewal after it bills the usage before it at the old price.
+  const preview = await app.request('POST', '/api/invoices/preview', {
+    body: { subscription_id: sub.id, plan_id: dear.id, proration_behavior: 'none' },
+  });
+  assert.equal(preview.status, 200, preview.text);
+  assert.deepEqual(usageOf(preview.body.lines), [[40, iso(start), iso(change), cheap.id]]);
+  const patched = await app.request('PATCH', `/api/subscriptions/${sub.id}`, {
+    body: { plan_id: dear.id, proration_behavior: 'none', proration_date: preview.body.proration_date },
+  });
+  assert.equal(patched.status, 200, patched.text);
+  app.clock.set(new Date(end));
+  assert.equal(await issueRenewalInvoices.run(app.deps), 1);
+  const renewal = (await invoicesOf(app, sub.id)).at(-1)!;
+  assert.deepEqual(usageOf(renewal.lines), usageOf(preview.body.lines));
 });

@@ -56,8 +56,8 @@ export interface UsageBill {
   spans: string[];
 }
 
-/** A stretch of time whose usage is billed fresh, priced by one plan. */
-interface FreshSpan {
+/** A stretch of time whose usage is billed fresh, priced by one plan (ISO 8601 bounds, `[start, end)`). */
+export interface FreshSpan {
   planId: string;
   start: string;
   end: string;
@@ -77,14 +77,16 @@ interface FreshSpan {
  *   its start, or from the end of the last plan-change stretch inside it, by `endedPlan`'s
  *   charges (the plan in force at its end, before a change scheduled for it applies).
  * A (meter, period) recorded already is never billed fresh again. Items name their plan and
- * the meter's display_name. Reads only; recordBilledUsage writes. Throws MeterMissingError
- * when a charge's meter is gone.
+ * the meter's display_name. `closing`: stretches a change would close now (openUsageSpan), as
+ * if stored — a preview's (SPEC §15 "Preview"); nothing is written for them. Reads only;
+ * recordBilledUsage writes. Throws MeterMissingError when a charge's meter is gone.
  */
 export async function invoiceUsage(
   db: Db,
   subscription: UsageSubscription,
   endedPlan: Pick<PlanRow, 'id' | 'charges'>,
   periodStart: string,
+  closing: readonly FreshSpan[] = [],
 ): Promise<UsageBill> {
   const plans = new Map<string, StoredCharge[]>([[endedPlan.id, parseCharges(endedPlan.charges)]]);
   const chargesOf = async (planId: string): Promise<StoredCharge[]> => {
@@ -128,6 +130,8 @@ export async function invoiceUsage(
     start: iso(span.span_start),
     end: iso(span.span_end),
   }));
+  const closed = closing.filter((span) => Date.parse(span.end) <= Date.parse(periodStart));
+  fresh.push(...closed);
   if (previous !== undefined) {
     // The ended period's own plan bills it from the last plan change inside it, if any.
     const changed = await db
@@ -137,7 +141,11 @@ export async function invoiceUsage(
       .where('span_end', '>', previous.period_start)
       .where('span_end', '<=', periodStart)
       .executeTakeFirst();
-    const start = isTime(changed?.end) ? iso(changed.end) : iso(previous.period_start);
+    const ends = [
+      ...(isTime(changed?.end) ? [Date.parse(iso(changed.end))] : []),
+      ...closed.map((span) => Date.parse(span.end)).filter((end) => end > Date.parse(iso(previous.period_start))),
+    ];
+    const start = ends.length > 0 ? new Date(Math.max(...ends)).toISOString() : iso(previous.period_start);
     if (Date.parse(start) < Date.parse(periodStart)) fresh.push({ planId: endedPlan.id, start, end: periodStart });
   }
 
@@ -280,26 +288,43 @@ export async function closeUsageSpan(
   planId: string,
   at: string,
 ): Promise<void> {
-  if (subscription.current_period_start === null) return;
-  const last = await trx
+  const span = await openUsageSpan(trx, subscription, planId, at);
+  if (span === null) return;
+  await trx
+    .insertInto('usage_spans')
+    .values({
+      subscription_id: subscription.id,
+      plan_id: span.planId,
+      span_start: span.start,
+      span_end: span.end,
+      invoice_id: null,
+      created_at: clock.now().toISOString(),
+    })
+    .execute();
+}
+
+/**
+ * The stretch of `subscription`'s current period a change at `at` (ISO 8601) would close on
+ * `planId` (closeUsageSpan writes it; a preview passes it to invoiceUsage): from the period's
+ * start, or the end of the last stretch closed inside it, to `at`. Null when empty or the
+ * subscription has no period.
+ */
+export async function openUsageSpan(
+  db: Db,
+  subscription: { id: string; current_period_start: string | null },
+  planId: string,
+  at: string,
+): Promise<FreshSpan | null> {
+  if (subscription.current_period_start === null) return null;
+  const last = await db
     .selectFrom('usage_spans')
     .select((eb) => eb.fn.max('span_end').as('end'))
     .where('subscription_id', '=', subscription.id)
     .where('span_end', '>', subscription.current_period_start)
     .executeTakeFirst();
   const start = isTime(last?.end) ? iso(last.end) : iso(subscription.current_period_start);
-  if (Date.parse(start) >= Date.parse(at)) return;
-  await trx
-    .insertInto('usage_spans')
-    .values({
-      subscription_id: subscription.id,
-      plan_id: planId,
-      span_start: start,
-      span_end: iso(at),
-      invoice_id: null,
-      created_at: clock.now().toISOString(),
-    })
-    .execute();
+  if (Date.parse(start) >= Date.parse(at)) return null;
+  return { planId, start, end: iso(at) };
 }
 
 /**
