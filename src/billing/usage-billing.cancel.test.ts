@@ -7,34 +7,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { ingestCalls } from '../../test/helpers/usage.ts';
 import { createPlan, createSubscription } from '../../test/helpers/factories.ts';
 import { invoicesOf } from '../../test/helpers/invoice-payments.ts';
 import { createMeter } from '../modules/meters/meters.service.ts';
 import type { Invoice } from '../modules/invoices/invoices.lifecycle.ts';
-import { ingestUsageEvents } from '../modules/usage/usage.ingest.ts';
 import { applyPeriodEndCancellations, issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from './subscription-payments.ts';
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;
-
-let transaction = 0;
-
-/** Ingests `count` calls of `customerId` at `at` (the app's clock within 5 minutes after it). */
-async function calls(app: TestApp, customerId: string, at: number, count: number) {
-  const events = Array.from({ length: count }, () => ({
-    transaction_id: `cancel-${(transaction += 1)}`,
-    customer_id: customerId,
-    event_name: 'api_call',
-    timestamp: new Date(at).toISOString(),
-    properties: {},
-  }));
-  const results = await ingestUsageEvents(app.deps.db, app.deps.clock, events);
-  assert.ok(
-    results.every((r) => r.status === 'accepted'),
-    JSON.stringify(results),
-  );
-}
 
 /** An active subscription on a plan of 5,000 a month charging `unit` minor units a call (none when 0). */
 async function metered(app: TestApp, unit = 10) {
@@ -79,7 +61,7 @@ test('cancelled now: the usage up to now is billed once, on a final invoice that
   const app = await buildTestApp(t);
   const { sub, start } = await metered(app);
   app.clock.set(new Date(start + 3 * DAY));
-  await calls(app, sub.customer_id, start + 3 * DAY, 7);
+  await ingestCalls(app, sub.customer_id, start + 3 * DAY, 7);
   const cancelAt = start + 10 * DAY;
   app.clock.set(new Date(cancelAt));
   await cancelNow(app, sub.id);
@@ -92,7 +74,7 @@ test('cancelled now: the usage up to now is billed once, on a final invoice that
     ['open', 70, 70, iso(start), iso(cancelAt), iso(cancelAt)],
   );
   // Cancelling again is refused and bills nothing more; later usage is not billed.
-  await calls(app, sub.customer_id, cancelAt + MINUTE, 3);
+  await ingestCalls(app, sub.customer_id, cancelAt + MINUTE, 3);
   assert.equal((await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: {} })).status, 409);
   assert.equal((await finalInvoices(app, sub.id)).length, 1);
   // The cancel and the final invoice's events commit together, at the cancel's time.
@@ -113,15 +95,15 @@ test('cancelled while its renewal is a draft: the draft is voided, its usage and
   const { sub, start, end } = await metered(app);
   // Period 1: 7 calls, billed by the renewal at its end (final once INVOICE_FINALIZE_DELAY passed).
   app.clock.set(new Date(start + 3 * DAY));
-  await calls(app, sub.customer_id, start + 3 * DAY, 7);
+  await ingestCalls(app, sub.customer_id, start + 3 * DAY, 7);
   app.clock.set(new Date(end));
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   const second = (await invoicesOf(app, sub.id))[1]!;
   const next = Date.parse(second.period_end);
   // Period 2: two late calls of period 1 and 4 of its own; the renewal at its end is a draft.
   app.clock.set(new Date(end + 2 * DAY));
-  await calls(app, sub.customer_id, start + 20 * DAY, 2);
-  await calls(app, sub.customer_id, end + 2 * DAY, 4);
+  await ingestCalls(app, sub.customer_id, start + 20 * DAY, 2);
+  await ingestCalls(app, sub.customer_id, end + 2 * DAY, 4);
   app.clock.set(new Date(next));
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   const draft = (await invoicesOf(app, sub.id))[2]!;
@@ -134,7 +116,7 @@ test('cancelled while its renewal is a draft: the draft is voided, its usage and
 
   // Period 3 has begun: one call, then a cancel before the draft is finalized.
   app.clock.set(new Date(next + 10 * MINUTE));
-  await calls(app, sub.customer_id, next + 5 * MINUTE, 1);
+  await ingestCalls(app, sub.customer_id, next + 5 * MINUTE, 1);
   const cancelAt = next + 20 * MINUTE;
   app.clock.set(new Date(cancelAt));
   await cancelNow(app, sub.id);
@@ -168,7 +150,7 @@ test('cancelled at its period end: the worker bills the last period’s usage as
   const app = await buildTestApp(t);
   const { sub, start, end } = await metered(app);
   app.clock.set(new Date(start + 3 * DAY));
-  await calls(app, sub.customer_id, start + 3 * DAY, 5);
+  await ingestCalls(app, sub.customer_id, start + 3 * DAY, 5);
   const scheduled = await app.request('PUT', `/api/subscriptions/${sub.id}/cancel`, { body: { at_period_end: true } });
   assert.equal(scheduled.status, 200, scheduled.text);
   assert.equal((await finalInvoices(app, sub.id)).length, 0, 'nothing billed before the end');
@@ -216,7 +198,7 @@ test("a change's preview bills the usage so far as the change will: at the old p
     charges: [{ meter_id: meterId, model: 'standard', unit_amount: 25 }],
   });
   app.clock.set(new Date(start + 5 * DAY));
-  await calls(app, sub.customer_id, start + 5 * DAY, 4);
+  await ingestCalls(app, sub.customer_id, start + 5 * DAY, 4);
   const change = start + 10 * DAY;
   app.clock.set(new Date(change));
   const usageOf = (lines: Invoice['lines']) =>
