@@ -42,6 +42,14 @@ export interface Job {
    * one index read per tick instead of a transaction per job. A job without it runs every tick.
    */
   dueNow?(deps: Deps): DueProbe | null;
+  /**
+   * Real time only, for a job with `dueNow` and without `nextDueAt`: the earliest instant
+   * strictly after `after` at which its probe could first find a row without another write
+   * (a lease lapsing, a retry or an expiry coming due), or null when none will. An idle
+   * worker sleeps until the earliest of these and the clock-aware jobs' `nextDueAt` (runner.ts);
+   * a job with a probe and neither keeps the worker polling every WORKER_POLL_INTERVAL.
+   */
+  wakeAt?(deps: Deps, after: Date): Promise<Date | null>;
 }
 
 export interface WorkerLogger {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Deps } from '../deps.ts';
 import type { StopOptions, WorkerService } from './job.ts';
-import { onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
+import { notifyOutboxActivity, onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
 import { type AttemptResponse, WebhookClient } from '../modules/webhooks/webhooks.delivery-client.ts';
 import {
   type ClaimedDelivery,
@@ -165,7 +165,8 @@ export class WebhookDispatcher {
       this.#listener = new OutboxListener({
         url: config.database.url,
         schema: database.schema,
-        onRing: () => this.#ring(),
+        // Through the in-process wire: this dispatcher hears it, and so does the worker's idle sleep (runner.ts).
+        onRing: () => notifyOutboxActivity(),
         retryMs: config.workerPollIntervalMs,
         log: this.#log,
       });
