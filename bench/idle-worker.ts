@@ -8,7 +8,7 @@
 // turn, IDLE_ROUNDS times, so a change and the code before it are measured side by side.
 // `node bench/idle-worker.ts` (IDLE_N, default 100000; IDLE_DIALECTS, default sqlite,postgres;
 // IDLE_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres). Measures; never fails on speed.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -22,6 +22,17 @@ import { startServer, stopAllServers } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const number = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+/** CPU seconds of `pid`'s main thread (the event loop; the rest is V8's and libuv's threads), NaN without /proc. */
+function mainThreadCpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
 
 /** Waits until every event is fanned out (the seeding's backlog), at most 10 minutes. */
 async function fannedOut(databaseUrl: string): Promise<void> {
@@ -84,12 +95,15 @@ async function main() {
               await fannedOut(databaseUrl);
               await sleep(settle * 1000);
               const before = app.cpuSeconds();
+              const mainBefore = mainThreadCpuSeconds(app.pid);
               await sleep(measure * 1000);
               const after = app.cpuSeconds();
+              const mainPerSecond = ((mainThreadCpuSeconds(app.pid) - mainBefore) * 1000) / measure;
               const perSecond = before === undefined || after === undefined ? NaN : ((after - before) * 1000) / measure;
               console.log(
                 `idle worker (${dialect}, ${n.toLocaleString('en-US')} clock subscriptions, ${root}): ` +
-                  `${perSecond.toFixed(1)} ms CPU per second over ${measure} s after ${settle} s settling ` +
+                  `${perSecond.toFixed(1)} ms CPU per second (main thread ${mainPerSecond.toFixed(1)}) ` +
+                  `over ${measure} s after ${settle} s settling ` +
                   `(load ${loadavg()[0]!.toFixed(2)})`,
               );
             } finally {
