@@ -31,7 +31,10 @@ const RUN_TIMEOUT_MS = 20 * 60_000;
 
 test(
   `SIGKILL mid-run at ${N.toLocaleString('en-US')} renewals: every renewal paid exactly once after the restart`,
-  { skip: process.env.SCALE_TESTS !== '1' && 'SCALE_TESTS=1 runs it (slow; .ci/run does)', timeout: 2 * RUN_TIMEOUT_MS },
+  {
+    skip: process.env.SCALE_TESTS !== '1' && 'SCALE_TESTS=1 runs it (slow; .ci/run does)',
+    timeout: 2 * RUN_TIMEOUT_MS,
+  },
   async (t) => {
     const databaseUrl = await ownDatabaseUrl(t);
     const paystack = await FakePaystack.start(t);
@@ -45,7 +48,12 @@ test(
     );
     t.after(() => deps.close());
     const clock = await createTestClock(deps.db, deps.clock, { frozen_time: START, name: 'kill run' });
-    const plan = await createPlan(deps.db, deps.clock, { name: 'Monthly', amount: 5000, currency: 'NGN', interval: 'month' });
+    const plan = await createPlan(deps.db, deps.clock, {
+      name: 'Monthly',
+      amount: 5000,
+      currency: 'NGN',
+      interval: 'month',
+    });
     const customer = await createCustomer(
       deps.db,
       deps.clock,
@@ -110,7 +118,11 @@ test(
     const ready = (message: string) =>
       eventually(
         async () => {
-          const row = await deps.db.selectFrom('test_clocks').select('status').where('id', '=', clock.id).executeTakeFirst();
+          const row = await deps.db
+            .selectFrom('test_clocks')
+            .select('status')
+            .where('id', '=', clock.id)
+            .executeTakeFirst();
           return row?.status === 'ready';
         },
         RUN_TIMEOUT_MS,
@@ -201,7 +213,9 @@ test(
       else assert.deepEqual([...counts], [1], `${topic}: once per object`);
     }
     assert.equal(perObject.get(`invoice.paid ${invoices[0]!.id}`), 1);
-    t.diagnostic(`killed with ${paidAtKill} of ${N} renewals paid, ${unresolved} still unpaid at ready; topics: ${[...perTopic.keys()].join(', ')}`);
+    t.diagnostic(
+      `killed with ${paidAtKill} of ${N} renewals paid, ${unresolved} still unpaid at ready; topics: ${[...perTopic.keys()].join(', ')}`,
+    );
 
     async function paidRenewals(): Promise<number> {
       const row = await deps.db
@@ -213,6 +227,5 @@ test(
         .executeTakeFirstOrThrow();
       return Number(row.n);
     }
-
   },
 );

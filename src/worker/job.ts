@@ -52,6 +52,14 @@ export interface Job {
   wakeAt?(deps: Deps, after: Date): Promise<Date | null>;
 }
 
+/**
+ * Longest idle sleep of the worker and of the webhook dispatcher, in WORKER_POLL_INTERVALs
+ * (SPEC §7): work written without a doorbell this process hears (another process on SQLite;
+ * a lost LISTEN connection on PostgreSQL) waits at most this long plus one pass. Rows due by
+ * time never wait for it (Job.wakeAt, nextDeliveryDueAt).
+ */
+export const IDLE_SLEEP_POLLS = 10;
+
 export interface WorkerLogger {
   error(object: object, message: string): void;
 }

@@ -7,8 +7,8 @@ import { sql } from 'kysely';
 import { buildTestApp } from '../../test/helpers/app.ts';
 import type { Deps } from '../deps.ts';
 import { notifyOutboxActivity } from '../modules/events/events.outbox-signal.ts';
-import type { DueProbe, Job } from './job.ts';
-import { IDLE_SLEEP_POLLS, Worker } from './runner.ts';
+import { type DueProbe, IDLE_SLEEP_POLLS, type Job } from './job.ts';
+import { Worker } from './runner.ts';
 
 /** A job that counts its runs and reports `handled` items; its probe finds a row iff `due()`. */
 function countingJob(name: string, due: (() => boolean) | undefined, handled = 0) {

@@ -13,17 +13,18 @@ import { countAsWorker } from '../db/pg-traffic.ts';
 import { REAL_TIME } from '../db/scope.ts';
 import type { Deps } from '../deps.ts';
 import { onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
-import type { DueProbe, Job, RunningService, StopOptions, WorkerLogger, WorkerService } from './job.ts';
+import {
+  type DueProbe,
+  IDLE_SLEEP_POLLS,
+  type Job,
+  type RunningService,
+  type StopOptions,
+  type WorkerLogger,
+  type WorkerService,
+} from './job.ts';
 
 /** Most batches one job may run back to back in one tick, so others get their turn. */
 const MAX_BATCHES_PER_TICK = 20;
-
-/**
- * Longest idle sleep, in polls (SPEC §7): work written without a doorbell this process hears
- * (another process on SQLite; a lost LISTEN connection on PostgreSQL) waits at most this many
- * WORKER_POLL_INTERVALs plus one tick. Rows due by time never wait for it (Job.wakeAt).
- */
-export const IDLE_SLEEP_POLLS = 10;
 
 /**
  * The one statement that asks which of `jobs` have work (Job.dueNow): a row with a column
@@ -162,7 +163,8 @@ export class Worker {
       .then((delay) => {
         this.#running = undefined;
         this.#lastTickEnd = Date.now();
-        if (!this.#stopped) this.#schedule(this.#rang ? Math.min(delay, this.#deps.config.workerPollIntervalMs) : delay);
+        if (!this.#stopped)
+          this.#schedule(this.#rang ? Math.min(delay, this.#deps.config.workerPollIntervalMs) : delay);
       });
   }
 

@@ -87,10 +87,12 @@ export async function multiplyClockCustomers(databaseUrl: string, clockId: strin
       }
     }
     for (const name of ['customers', 'subscriptions']) {
-      await rows(postgres ? 'update row_counts set count = count + $1 where name = $2' : 'update row_counts set count = count + ? where name = ?', [
-        originals * copies,
-        name,
-      ]);
+      await rows(
+        postgres
+          ? 'update row_counts set count = count + $1 where name = $2'
+          : 'update row_counts set count = count + ? where name = ?',
+        [originals * copies, name],
+      );
     }
     await rows('commit');
     return originals * (copies + 1);
