@@ -27,7 +27,13 @@ import { type RowFailureLog, runIsolatedBatch, whereNotWaitingRetry } from '../d
 import type { Deps } from '../deps.ts';
 import { type FailedRetry, finishRetryStep } from './dunning-steps.ts';
 import { deferEvents, emitEvent, flushEvents } from '../modules/events/events.service.ts';
-import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../modules/invoices/invoices.lifecycle.ts';
+import {
+  type Invoice,
+  lockInvoice,
+  setNextPaymentAttempts,
+  toInvoice,
+  updateInvoice,
+} from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { idTime } from '../shared/ids.ts';
 import { type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
@@ -35,6 +41,7 @@ import { lockReference } from '../modules/payments/payments.references.ts';
 import {
   type ChargeableMethod,
   findDefaultPaymentMethod,
+  findDefaultPaymentMethods,
   findPaymentMethodToCharge,
 } from '../modules/payment-methods/payment-methods.ts';
 import { type PaymentEvent, type ProcessingContext, recordPaymentEvent } from './payment-reports.ts';
@@ -43,10 +50,13 @@ import { toPaymentAttempt } from '../modules/payment-attempts/payment-attempts.s
 import {
   type ChargeAttemptOutcome,
   findUnresolvedCharge,
+  findUnresolvedCharges,
+  insertAttempts,
   INVOICE_PAID_ELSEWHERE,
   leaseAttempt,
   lockAttempt,
   type PaymentAttemptRow,
+  pendingAttemptRow,
   recordChargeOutcome,
   startAttempt,
 } from '../modules/payment-attempts/payment-attempts.ts';
@@ -129,6 +139,22 @@ export interface ClaimedCharge {
   resolving: boolean;
 }
 
+/** What a batched claim read for all its invoices, and the writes it leaves for its end. */
+interface ClaimBatch {
+  /** The batch's own transaction (not a savepoint of the per-row fallback). */
+  trx: Transaction<Database>;
+  /** Each invoice's unresolved charge, by invoice id. */
+  unresolved: Map<string, PaymentAttemptRow>;
+  /** Each customer's default method, by customer id. */
+  methods: Map<string, ChargeableMethod>;
+  /** Each customer's email, by customer id. */
+  emails: Map<string, string>;
+  /** New attempts, inserted together at the end. */
+  attempts: PaymentAttemptRow[];
+  /** Invoices whose next attempt moves to the lease's end, together at the end. */
+  leased: string[];
+}
+
 /**
  * Claims up to `limit` due invoices (step 1 of the header) for `owner`, in one transaction.
  * Invoices that cannot be charged (nothing remains, no saved method, the method's provider
@@ -149,56 +175,124 @@ export async function claimCharges(
   const now = clock.now();
   const nowIso = now.toISOString();
   const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
+  // One row's claim, each statement its own: the per-row fallback (a savepoint per row), and
+  // the rare cases of the batched claim (a lease held elsewhere, nothing to charge, a resume).
+  const claimOne = async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
+    const unresolved = await findUnresolvedCharge(trx, invoice.id);
+    return claimWith(trx, invoice, unresolved, undefined, undefined);
+  };
+  // The batch's reads and writes (see ClaimBatch): set by `begin` for the batch's own
+  // transaction only, so a savepoint (the fallback's rows) claims alone.
+  let shared: ClaimBatch | undefined;
+  const claimWith = async (
+    trx: Transaction<Database>,
+    invoice: InvoiceRow,
+    unresolved: PaymentAttemptRow | undefined,
+    preread: { method: ChargeableMethod | undefined; email: string | undefined } | undefined,
+    writes: ClaimBatch | undefined,
+  ): Promise<ClaimedCharge | undefined> => {
+    if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
+      // Another worker is calling the provider for it: due again when its lease ends.
+      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
+      return undefined;
+    }
+    let attempt: PaymentAttemptRow;
+    let method: ChargeableMethod | undefined;
+    if (unresolved) {
+      attempt = await leaseAttempt(trx, clock, unresolved, { owner, until });
+      method =
+        unresolved.payment_method_id === null
+          ? undefined
+          : await findPaymentMethodToCharge(trx, deps, unresolved.payment_method_id);
+    } else {
+      const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
+      method = preread ? preread.method : await findDefaultPaymentMethod(trx, deps, invoice.customer_id);
+      if (remaining <= 0 || !method || !deps.providers[method.provider] || invoice.charges_stopped_at !== null) {
+        await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
+        // A dunning step waiting for this charge sends its reminder now (nothing charged).
+        await finishRetryStep(trx, deps, invoice, null);
+        return undefined;
+      }
+      const start = {
+        invoiceId: invoice.id,
+        provider: method.provider,
+        kind: 'charge' as const,
+        amount: remaining,
+        currency: invoice.currency,
+        paymentMethodId: method.id,
+        lease: { owner, until },
+      };
+      if (writes) {
+        attempt = pendingAttemptRow(clock, start);
+        writes.attempts.push(attempt);
+      } else {
+        attempt = await startAttempt(trx, clock, start);
+      }
+    }
+    if (writes) writes.leased.push(invoice.id);
+    else await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: until });
+    const email =
+      preread?.email ??
+      (
+        await trx
+          .selectFrom('customers')
+          .select('email')
+          .where('id', '=', invoice.customer_id)
+          .executeTakeFirst()
+      )?.email;
+    return {
+      attempt,
+      invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
+      method,
+      email: method?.email ?? email ?? '',
+      resolving: unresolved !== undefined,
+    };
+  };
   const batch = {
     job: CHARGE_JOB,
     claim: (trx: Transaction<Database>) => claimRows(dueChargesQuery(trx, nowIso, scope).limit(limit), trx).execute(),
-    each: async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
-      const unresolved = await findUnresolvedCharge(trx, invoice.id);
-      if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
-        // Another worker is calling the provider for it: due again when its lease ends.
-        await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
-        return undefined;
-      }
-      let attempt: PaymentAttemptRow;
-      let method: ChargeableMethod | undefined;
-      if (unresolved) {
-        attempt = await leaseAttempt(trx, clock, unresolved, { owner, until });
-        method =
-          unresolved.payment_method_id === null
-            ? undefined
-            : await findPaymentMethodToCharge(trx, deps, unresolved.payment_method_id);
-      } else {
-        const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
-        method = await findDefaultPaymentMethod(trx, deps, invoice.customer_id);
-        if (remaining <= 0 || !method || !deps.providers[method.provider] || invoice.charges_stopped_at !== null) {
-          await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
-          // A dunning step waiting for this charge sends its reminder now (nothing charged).
-          await finishRetryStep(trx, deps, invoice, null);
-          return undefined;
-        }
-        attempt = await startAttempt(trx, clock, {
-          invoiceId: invoice.id,
-          provider: method.provider,
-          kind: 'charge',
-          amount: remaining,
-          currency: invoice.currency,
-          paymentMethodId: method.id,
-          lease: { owner, until },
-        });
-      }
-      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: until });
-      const customer = await trx
-        .selectFrom('customers')
-        .select('email')
-        .where('id', '=', invoice.customer_id)
-        .executeTakeFirst();
-      return {
-        attempt,
-        invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
-        method,
-        email: method?.email ?? customer?.email ?? '',
-        resolving: unresolved !== undefined,
+    // The batch's reads, in three statements for all its invoices (unresolved attempts,
+    // default methods, customers' emails) instead of three per invoice.
+    begin: async (trx: Transaction<Database>, rows: readonly InvoiceRow[]) => {
+      const customerIds = [...new Set(rows.map((row) => row.customer_id))];
+      const [unresolved, methods, customers] = [
+        await findUnresolvedCharges(
+          trx,
+          rows.map((row) => row.id),
+        ),
+        await findDefaultPaymentMethods(trx, deps, customerIds),
+        customerIds.length === 0
+          ? []
+          : await trx.selectFrom('customers').select(['id', 'email']).where('id', 'in', customerIds).execute(),
+      ];
+      shared = {
+        trx,
+        unresolved,
+        methods,
+        emails: new Map(customers.map((row) => [row.id, row.email])),
+        attempts: [],
+        leased: [],
       };
+    },
+    each: async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
+      if (shared?.trx !== trx) return claimOne(trx, invoice);
+      return claimWith(
+        trx,
+        invoice,
+        shared.unresolved.get(invoice.id),
+        { method: shared.methods.get(invoice.customer_id), email: shared.emails.get(invoice.customer_id) },
+        shared,
+      );
+    },
+    // The new attempts in one insert, the leased invoices' next attempt in one update.
+    end: async (trx: Transaction<Database>) => {
+      if (shared?.trx !== trx) return;
+      const { attempts, leased } = shared;
+      shared = undefined;
+      await insertAttempts(trx, attempts);
+      if (leased.length > 0) {
+        await setNextPaymentAttempts(trx, deps, leased, until);
+      }
     },
   };
   const { rows, results } = await runIsolatedBatch(db, clock, batch, log);

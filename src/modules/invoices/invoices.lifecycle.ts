@@ -412,6 +412,24 @@ export async function updateInvoice(
   return invoice;
 }
 
+/**
+ * Sets `next_payment_attempt_at` of invoices `ids` to `at` (ISO 8601; null: none) in ONE
+ * statement, as updateInvoice would each (no event): a charge batch leasing its invoices.
+ */
+export async function setNextPaymentAttempts(
+  trx: Transaction<Database>,
+  ctx: Pick<InvoiceContext, 'clock'>,
+  ids: readonly string[],
+  at: string | null,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .updateTable('invoices')
+    .set({ next_payment_attempt_at: at, updated_at: ctx.clock.now().toISOString() })
+    .where('id', 'in', [...ids])
+    .execute();
+}
+
 /** What a credit note (or its void) moves on an invoice, minor units, signed: + when issued, − when voided. */
 export interface InvoiceCreditChange {
   /** Taken off `amount_due` (pre-payment), or given back to it (a void). */

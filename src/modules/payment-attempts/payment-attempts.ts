@@ -44,6 +44,16 @@ export async function startAttempt(
     lease?: { owner: string; until: string };
   },
 ): Promise<PaymentAttemptRow> {
+  const row = pendingAttemptRow(clock, attempt);
+  await trx.insertInto('invoice_payment_attempts').values(row).execute();
+  return row;
+}
+
+/** What startAttempt takes: the attempt to start. */
+export type AttemptStart = Parameters<typeof startAttempt>[2];
+
+/** The row startAttempt inserts for `attempt` (a new id, `pending`), not written. */
+export function pendingAttemptRow(clock: Clock, attempt: AttemptStart): PaymentAttemptRow {
   const id = newId('paymentAttempt');
   const now = clock.now().toISOString();
   const row: InvoicePaymentAttemptsTable = {
@@ -66,8 +76,41 @@ export async function startAttempt(
     created_at: now,
     updated_at: now,
   };
-  await trx.insertInto('invoice_payment_attempts').values(row).execute();
   return row;
+}
+
+/**
+ * Inserts `rows` (made by pendingAttemptRow) in ONE statement: a charge batch's new attempts
+ * (billing/charges.ts claimCharges). The caller commits them before calling the provider.
+ */
+export async function insertAttempts(trx: Transaction<Database>, rows: readonly PaymentAttemptRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await trx.insertInto('invoice_payment_attempts').values([...rows]).execute();
+}
+
+/**
+ * The unresolved charge (findUnresolvedCharge) of each of invoices `invoiceIds`, in ONE
+ * statement, locked on PostgreSQL; keyed by invoice id (an invoice without one is absent).
+ */
+export async function findUnresolvedCharges(
+  trx: Transaction<Database>,
+  invoiceIds: readonly string[],
+): Promise<Map<string, PaymentAttemptRow>> {
+  const found = new Map<string, PaymentAttemptRow>();
+  if (invoiceIds.length === 0) return found;
+  const rows = await forUpdate(
+    trx
+      .selectFrom('invoice_payment_attempts')
+      .selectAll()
+      .where('invoice_id', 'in', [...new Set(invoiceIds)])
+      .where('kind', '=', 'charge')
+      .where('status', 'in', ['pending', 'unknown'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc'),
+    trx,
+  ).execute();
+  for (const row of rows) if (!found.has(row.invoice_id)) found.set(row.invoice_id, row);
+  return found;
 }
 
 /** What a provider call came to, for recordAttemptOutcome. Times are ISO 8601. */
