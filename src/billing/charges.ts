@@ -37,7 +37,8 @@ import {
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { idTime } from '../shared/ids.ts';
 import { type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
-import { lockReference } from '../modules/payments/payments.references.ts';
+import { lockReference, lockReferences } from '../modules/payments/payments.references.ts';
+import { recordSucceededCharges, type SucceededCharge } from './charges.batch.ts';
 import {
   type ChargeableMethod,
   findDefaultPaymentMethod,
@@ -682,13 +683,47 @@ export async function recordChargeResults(
       // The batch's events and count changes are written once, before the commit.
       deferEvents(trx);
       deferCounts(trx);
-      for (const { charge, result } of ordered) await recordInTransaction(trx, deps, charge, result);
+      // Every reference first, in one order (the one-by-one path locks its own first too).
+      await lockReferences(
+        trx,
+        ordered.flatMap(({ charge, result }) => {
+          const reference = result.kind === 'succeeded' || result.kind === 'declined' ? result.reference : null;
+          return reference === null ? [] : [{ provider: charge.attempt.provider, reference }];
+        }),
+      );
+      const recorded = await recordSucceededCharges(
+        trx,
+        deps,
+        commonCases(ordered),
+        deps.clock.now().toISOString(),
+      );
+      for (const { charge, result } of ordered) {
+        if (!recorded.has(charge.attempt.id)) await recordInTransaction(trx, deps, charge, result);
+      }
       await flushEvents(trx);
       await flushCounts(trx);
     });
   } catch {
     for (const { charge, result } of ordered) await recordChargeResult(deps, charge, result);
   }
+}
+
+/**
+ * The succeeded charges of subscriptions' invoices among `results`, each the only charge of
+ * its subscription in the batch: what recordSucceededCharges may record together (it checks
+ * the rest under its locks).
+ */
+function commonCases(results: readonly { charge: ClaimedCharge; result: ChargeResult }[]): SucceededCharge[] {
+  const perSubscription = new Map<string, number>();
+  for (const { charge } of results) {
+    const id = charge.invoice.subscription_id;
+    if (id !== null) perSubscription.set(id, (perSubscription.get(id) ?? 0) + 1);
+  }
+  return results.flatMap(({ charge, result }) => {
+    const subscriptionId = charge.invoice.subscription_id;
+    if (result.kind !== 'succeeded' || subscriptionId === null || perSubscription.get(subscriptionId) !== 1) return [];
+    return [{ attempt: charge.attempt, invoice: { ...charge.invoice, subscription_id: subscriptionId }, result }];
+  });
 }
 
 async function recordInTransaction(

@@ -1,7 +1,7 @@
 // The only writer of `invoice_payment_attempts` (SPEC §10). An attempt is inserted, and
 // committed, before its provider call (startAttempt), then given the call's outcome
 // (recordAttemptOutcome). Nothing here calls a provider.
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { ProviderName } from '../../shared/provider-names.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -226,6 +226,61 @@ export async function recordChargeOutcome(
   };
   await trx.updateTable('invoice_payment_attempts').set(set).where('id', '=', attempt.id).execute();
   return { ...attempt, ...set };
+}
+
+/**
+ * recordChargeOutcome({status: 'succeeded', providerObjectId}) for several locked attempts:
+ * one statement per distinct time (one for a batch in one clock), the provider object ids
+ * that change given per row. Returns the rows after, in entry order.
+ */
+export async function recordChargesSucceeded(
+  trx: Transaction<Database>,
+  entries: readonly { clock: Clock; attempt: PaymentAttemptRow; providerObjectId: string | null }[],
+): Promise<PaymentAttemptRow[]> {
+  const after: PaymentAttemptRow[] = [];
+  const byTime = new Map<string, { ids: string[]; objects: [string, string | null][] }>();
+  for (const { clock, attempt, providerObjectId } of entries) {
+    const set = {
+      status: 'succeeded' as const,
+      provider_object_id: providerObjectId ?? attempt.provider_object_id,
+      url: attempt.url,
+      failure_code: null,
+      failure_message: null,
+      locked_until: null,
+      locked_by: null,
+      updated_at: clock.now().toISOString(),
+    };
+    after.push({ ...attempt, ...set });
+    const group = byTime.get(set.updated_at) ?? { ids: [], objects: [] };
+    group.ids.push(attempt.id);
+    if (set.provider_object_id !== attempt.provider_object_id) group.objects.push([attempt.id, set.provider_object_id]);
+    byTime.set(set.updated_at, group);
+  }
+  for (const [now, { ids, objects }] of byTime) {
+    const objectIds =
+      objects.length === 0
+        ? {}
+        : {
+            provider_object_id: sql<string | null>`case id ${sql.join(
+              objects.map(([id, object]) => sql`when ${id} then ${object}`),
+              sql` `,
+            )} else provider_object_id end`,
+          };
+    await trx
+      .updateTable('invoice_payment_attempts')
+      .set({
+        status: 'succeeded',
+        ...objectIds,
+        failure_code: null,
+        failure_message: null,
+        locked_until: null,
+        locked_by: null,
+        updated_at: now,
+      })
+      .where('id', 'in', ids)
+      .execute();
+  }
+  return after;
 }
 
 /**
