@@ -73,7 +73,10 @@ export async function recordSucceededCharges(
   const subscriptionIds = ids((charge) => charge.invoice.subscription_id);
   const invoiceIds = ids((charge) => charge.invoice.id);
   const customerIds = ids((charge) => charge.invoice.customer_id);
-  const references = charges.map(({ attempt, result }) => ({ provider: attempt.provider, reference: result.reference }));
+  const references = charges.map(({ attempt, result }) => ({
+    provider: attempt.provider,
+    reference: result.reference,
+  }));
 
   // Lock order as the one-by-one path: subscriptions, invoices, attempts (references first: the caller).
   const subscriptions = byId(
@@ -117,9 +120,9 @@ export async function recordSucceededCharges(
   const testClocks = new Map(
     clockIds.length === 0
       ? []
-      : (
-          await trx.selectFrom('test_clocks').select(['id', 'reached_time']).where('id', 'in', clockIds).execute()
-        ).map((row) => [row.id, testClockTime(row.id, new Date(row.reached_time), ctx.clock)]),
+      : (await trx.selectFrom('test_clocks').select(['id', 'reached_time']).where('id', 'in', clockIds).execute()).map(
+          (row) => [row.id, testClockTime(row.id, new Date(row.reached_time), ctx.clock)],
+        ),
   );
   const openCases = await findOpenCases(trx, subscriptionIds);
   const held = ctx.heldReferences ? await ctx.heldReferences(trx, references) : new Set<string>();
@@ -151,7 +154,8 @@ export async function recordSucceededCharges(
     // The subscription moves (applySuccessfulPayment), keeps its period, and the success is not stale.
     if (!nextStatus(subscription.status, 'payment_succeeded') || subscription.current_period_end === null) continue;
     if (failureStands(subscription, occurredAt)) continue;
-    const clock = customer.test_clock_id === null || !ctx.config.testClocks ? ctx.clock : testClocks.get(customer.test_clock_id);
+    const clock =
+      customer.test_clock_id === null || !ctx.config.testClocks ? ctx.clock : testClocks.get(customer.test_clock_id);
     if (!clock) continue;
     const openCase = openCases.get(subscription.id);
     const recovers = openCase && (openCase.invoice_id === null || openCase.invoice_id === invoice.id);

@@ -234,13 +234,8 @@ export async function claimCharges(
     else await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: until });
     const email =
       preread?.email ??
-      (
-        await trx
-          .selectFrom('customers')
-          .select('email')
-          .where('id', '=', invoice.customer_id)
-          .executeTakeFirst()
-      )?.email;
+      (await trx.selectFrom('customers').select('email').where('id', '=', invoice.customer_id).executeTakeFirst())
+        ?.email;
     return {
       attempt,
       invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
@@ -691,12 +686,7 @@ export async function recordChargeResults(
           return reference === null ? [] : [{ provider: charge.attempt.provider, reference }];
         }),
       );
-      const recorded = await recordSucceededCharges(
-        trx,
-        deps,
-        commonCases(ordered),
-        deps.clock.now().toISOString(),
-      );
+      const recorded = await recordSucceededCharges(trx, deps, commonCases(ordered), deps.clock.now().toISOString());
       for (const { charge, result } of ordered) {
         if (!recorded.has(charge.attempt.id)) await recordInTransaction(trx, deps, charge, result);
       }

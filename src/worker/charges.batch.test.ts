@@ -218,7 +218,12 @@ async function ledgerOf(db: Db, customerId: string) {
       .where('customer_id', '=', customerId)
       .orderBy('id')
       .execute(),
-    cases: await db.selectFrom('dunning_cases').selectAll().where('customer_id', '=', customerId).orderBy('id').execute(),
+    cases: await db
+      .selectFrom('dunning_cases')
+      .selectAll()
+      .where('customer_id', '=', customerId)
+      .orderBy('id')
+      .execute(),
     balance: await db
       .selectFrom('customer_balance_transactions')
       .selectAll()

@@ -85,7 +85,10 @@ export function pendingAttemptRow(clock: Clock, attempt: AttemptStart): PaymentA
  */
 export async function insertAttempts(trx: Transaction<Database>, rows: readonly PaymentAttemptRow[]): Promise<void> {
   if (rows.length === 0) return;
-  await trx.insertInto('invoice_payment_attempts').values([...rows]).execute();
+  await trx
+    .insertInto('invoice_payment_attempts')
+    .values([...rows])
+    .execute();
 }
 
 /**
