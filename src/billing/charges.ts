@@ -10,7 +10,8 @@
 //      by our own reference only (Paystack GET /transaction/verify/:reference; Stripe: the
 //      customer's PaymentIntents listed for metadata.payment_attempt_id) — the request is
 //      re-sent, same reference, only when the look-up proves the provider never saw it;
-//   3. record the outcome (one transaction): the payment through the same path as the
+//   3. record the outcomes (one transaction per batch; the common success recorded for the
+//      whole batch at once, charges.batch.ts, with the same result): the payment through the same path as the
 //      provider's webhook (recordPaymentEvent, keyed by the provider's reference), the
 //      attempt's status, `invoice.payment_attempted`. An attempt recorded already (the lease
 //      passed to another worker that got the same answer, or the invoice was paid meanwhile
@@ -161,9 +162,11 @@ interface ClaimBatch {
  * Invoices that cannot be charged (nothing remains, no saved method, the method's provider
  * has no API key, or automatic charges stopped: `charges_stopped_at`) lose their
  * `next_payment_attempt_at`, and a dunning step waiting for the charge sends its reminder.
- * An invoice whose claim throws is rolled back alone and retried after a backoff
- * (db/row-failures.ts; reported on `log`). Returns the claimed charges and how many invoices
- * were looked at.
+ * The batch's unresolved attempts, default methods and customers' emails are read in one
+ * statement each, its new attempts inserted in one and its invoices' next attempt moved in
+ * one. An invoice whose claim throws is rolled back alone and retried after a backoff
+ * (db/row-failures.ts: the rerun claims each invoice with statements of its own; reported on
+ * `log`). Returns the claimed charges and how many invoices were looked at.
  */
 export async function claimCharges(
   deps: Deps,
@@ -662,9 +665,12 @@ export async function recordChargeResult(deps: ChargeDeps, charge: ClaimedCharge
 
 /**
  * Records several charges' results in ONE transaction (one commit for the batch: SQLite's
- * synchronous commit is most of a record's cost), in payment-reference order; when that
- * transaction fails, each is recorded in its own (recordChargeResult), so one bad record
- * does not hold back the others.
+ * synchronous commit is most of a record's cost): every payment reference locked first (one
+ * statement on PostgreSQL), then the common successes together (charges.batch.ts: the same
+ * rows and events as one by one, a few statements for the batch), then every other result
+ * one by one (recordInTransaction), in (subscription, invoice) order. When that transaction
+ * fails, each is recorded in its own (recordChargeResult), so one bad record does not hold
+ * back the others.
  */
 export async function recordChargeResults(
   deps: ChargeDeps,
