@@ -57,13 +57,19 @@ interface Recordable {
  * statement each; writes the payments, invoices, attempts, subscriptions and recovered cases
  * in one statement each (per distinct time). `occurredAt` (ISO 8601) is the payments'
  * provider time, as the one-by-one path gives it. Returns the attempt ids recorded; the
- * caller records the others one by one. Errors: the database's (the caller's fallback).
+ * caller records the others one by one. `alsoLock`: the batch's other subscriptions and
+ * invoices, locked with these (PostgreSQL) so the batch takes every subscription lock before
+ * any invoice lock. Errors: the database's (the caller's fallback).
  */
 export async function recordSucceededCharges(
   trx: Transaction<Database>,
   ctx: ProcessingContext,
   charges: readonly SucceededCharge[],
   occurredAt: string,
+  alsoLock: { subscriptionIds: readonly string[]; invoiceIds: readonly string[] } = {
+    subscriptionIds: [],
+    invoiceIds: [],
+  },
 ): Promise<Set<string>> {
   const recorded = new Set<string>();
   if (charges.length === 0) return recorded;
@@ -78,15 +84,28 @@ export async function recordSucceededCharges(
     reference: result.reference,
   }));
 
-  // Lock order as the one-by-one path: subscriptions, invoices, attempts (references first: the caller).
+  // Lock order as the one-by-one path: subscriptions, invoices, attempts (references first:
+  // the caller); the batch's other charges' rows too, so every subscription is locked before
+  // any invoice, each kind in id order.
   const subscriptions = byId(
     await forUpdate(
-      trx.selectFrom('subscriptions').selectAll().where('id', 'in', subscriptionIds).orderBy('id'),
+      trx
+        .selectFrom('subscriptions')
+        .selectAll()
+        .where('id', 'in', [...new Set([...subscriptionIds, ...alsoLock.subscriptionIds])])
+        .orderBy('id'),
       trx,
     ).execute(),
   );
   const invoices = byId(
-    await forUpdate(trx.selectFrom('invoices').selectAll().where('id', 'in', invoiceIds).orderBy('id'), trx).execute(),
+    await forUpdate(
+      trx
+        .selectFrom('invoices')
+        .selectAll()
+        .where('id', 'in', [...new Set([...invoiceIds, ...alsoLock.invoiceIds])])
+        .orderBy('id'),
+      trx,
+    ).execute(),
   );
   const unresolved = new Map<string, PaymentAttemptRow[]>();
   const attemptRows = await forUpdate(

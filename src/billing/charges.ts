@@ -692,7 +692,10 @@ export async function recordChargeResults(
           return reference === null ? [] : [{ provider: charge.attempt.provider, reference }];
         }),
       );
-      const recorded = await recordSucceededCharges(trx, deps, commonCases(ordered), deps.clock.now().toISOString());
+      const recorded = await recordSucceededCharges(trx, deps, commonCases(ordered), deps.clock.now().toISOString(), {
+        subscriptionIds: ordered.flatMap(({ charge }) => charge.invoice.subscription_id ?? []),
+        invoiceIds: ordered.map(({ charge }) => charge.invoice.id),
+      });
       for (const { charge, result } of ordered) {
         if (!recorded.has(charge.attempt.id)) await recordInTransaction(trx, deps, charge, result);
       }
