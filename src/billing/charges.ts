@@ -10,7 +10,8 @@
 //      by our own reference only (Paystack GET /transaction/verify/:reference; Stripe: the
 //      customer's PaymentIntents listed for metadata.payment_attempt_id) — the request is
 //      re-sent, same reference, only when the look-up proves the provider never saw it;
-//   3. record the outcome (one transaction): the payment through the same path as the
+//   3. record the outcomes (one transaction per batch; the common success recorded for the
+//      whole batch at once, charges.batch.ts, with the same result): the payment through the same path as the
 //      provider's webhook (recordPaymentEvent, keyed by the provider's reference), the
 //      attempt's status, `invoice.payment_attempted`. An attempt recorded already (the lease
 //      passed to another worker that got the same answer, or the invoice was paid meanwhile
@@ -27,14 +28,22 @@ import { type RowFailureLog, runIsolatedBatch, whereNotWaitingRetry } from '../d
 import type { Deps } from '../deps.ts';
 import { type FailedRetry, finishRetryStep } from './dunning-steps.ts';
 import { deferEvents, emitEvent, flushEvents } from '../modules/events/events.service.ts';
-import { type Invoice, lockInvoice, toInvoice, updateInvoice } from '../modules/invoices/invoices.lifecycle.ts';
+import {
+  type Invoice,
+  lockInvoice,
+  setNextPaymentAttempts,
+  toInvoice,
+  updateInvoice,
+} from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { idTime } from '../shared/ids.ts';
 import { type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
-import { lockReference } from '../modules/payments/payments.references.ts';
+import { lockReference, lockReferences } from '../modules/payments/payments.references.ts';
+import { recordSucceededCharges, type SucceededCharge } from './charges.batch.ts';
 import {
   type ChargeableMethod,
   findDefaultPaymentMethod,
+  findDefaultPaymentMethods,
   findPaymentMethodToCharge,
 } from '../modules/payment-methods/payment-methods.ts';
 import { type PaymentEvent, type ProcessingContext, recordPaymentEvent } from './payment-reports.ts';
@@ -43,10 +52,13 @@ import { toPaymentAttempt } from '../modules/payment-attempts/payment-attempts.s
 import {
   type ChargeAttemptOutcome,
   findUnresolvedCharge,
+  findUnresolvedCharges,
+  insertAttempts,
   INVOICE_PAID_ELSEWHERE,
   leaseAttempt,
   lockAttempt,
   type PaymentAttemptRow,
+  pendingAttemptRow,
   recordChargeOutcome,
   startAttempt,
 } from '../modules/payment-attempts/payment-attempts.ts';
@@ -129,14 +141,32 @@ export interface ClaimedCharge {
   resolving: boolean;
 }
 
+/** What a batched claim read for all its invoices, and the writes it leaves for its end. */
+interface ClaimBatch {
+  /** The batch's own transaction (not a savepoint of the per-row fallback). */
+  trx: Transaction<Database>;
+  /** Each invoice's unresolved charge, by invoice id. */
+  unresolved: Map<string, PaymentAttemptRow>;
+  /** Each customer's default method, by customer id. */
+  methods: Map<string, ChargeableMethod>;
+  /** Each customer's email, by customer id. */
+  emails: Map<string, string>;
+  /** New attempts, inserted together at the end. */
+  attempts: PaymentAttemptRow[];
+  /** Invoices whose next attempt moves to the lease's end, together at the end. */
+  leased: string[];
+}
+
 /**
  * Claims up to `limit` due invoices (step 1 of the header) for `owner`, in one transaction.
  * Invoices that cannot be charged (nothing remains, no saved method, the method's provider
  * has no API key, or automatic charges stopped: `charges_stopped_at`) lose their
  * `next_payment_attempt_at`, and a dunning step waiting for the charge sends its reminder.
- * An invoice whose claim throws is rolled back alone and retried after a backoff
- * (db/row-failures.ts; reported on `log`). Returns the claimed charges and how many invoices
- * were looked at.
+ * The batch's unresolved attempts, default methods and customers' emails are read in one
+ * statement each, its new attempts inserted in one and its invoices' next attempt moved in
+ * one. An invoice whose claim throws is rolled back alone and retried after a backoff
+ * (db/row-failures.ts: the rerun claims each invoice with statements of its own; reported on
+ * `log`). Returns the claimed charges and how many invoices were looked at.
  */
 export async function claimCharges(
   deps: Deps,
@@ -149,56 +179,119 @@ export async function claimCharges(
   const now = clock.now();
   const nowIso = now.toISOString();
   const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
+  // One row's claim, each statement its own: the per-row fallback (a savepoint per row), and
+  // the rare cases of the batched claim (a lease held elsewhere, nothing to charge, a resume).
+  const claimOne = async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
+    const unresolved = await findUnresolvedCharge(trx, invoice.id);
+    return claimWith(trx, invoice, unresolved, undefined, undefined);
+  };
+  // The batch's reads and writes (see ClaimBatch): set by `begin` for the batch's own
+  // transaction only, so a savepoint (the fallback's rows) claims alone.
+  let shared: ClaimBatch | undefined;
+  const claimWith = async (
+    trx: Transaction<Database>,
+    invoice: InvoiceRow,
+    unresolved: PaymentAttemptRow | undefined,
+    preread: { method: ChargeableMethod | undefined; email: string | undefined } | undefined,
+    writes: ClaimBatch | undefined,
+  ): Promise<ClaimedCharge | undefined> => {
+    if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
+      // Another worker is calling the provider for it: due again when its lease ends.
+      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
+      return undefined;
+    }
+    let attempt: PaymentAttemptRow;
+    let method: ChargeableMethod | undefined;
+    if (unresolved) {
+      attempt = await leaseAttempt(trx, clock, unresolved, { owner, until });
+      method =
+        unresolved.payment_method_id === null
+          ? undefined
+          : await findPaymentMethodToCharge(trx, deps, unresolved.payment_method_id);
+    } else {
+      const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
+      method = preread ? preread.method : await findDefaultPaymentMethod(trx, deps, invoice.customer_id);
+      if (remaining <= 0 || !method || !deps.providers[method.provider] || invoice.charges_stopped_at !== null) {
+        await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
+        // A dunning step waiting for this charge sends its reminder now (nothing charged).
+        await finishRetryStep(trx, deps, invoice, null);
+        return undefined;
+      }
+      const start = {
+        invoiceId: invoice.id,
+        provider: method.provider,
+        kind: 'charge' as const,
+        amount: remaining,
+        currency: invoice.currency,
+        paymentMethodId: method.id,
+        lease: { owner, until },
+      };
+      if (writes) {
+        attempt = pendingAttemptRow(clock, start);
+        writes.attempts.push(attempt);
+      } else {
+        attempt = await startAttempt(trx, clock, start);
+      }
+    }
+    if (writes) writes.leased.push(invoice.id);
+    else await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: until });
+    const email =
+      preread?.email ??
+      (await trx.selectFrom('customers').select('email').where('id', '=', invoice.customer_id).executeTakeFirst())
+        ?.email;
+    return {
+      attempt,
+      invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
+      method,
+      email: method?.email ?? email ?? '',
+      resolving: unresolved !== undefined,
+    };
+  };
   const batch = {
     job: CHARGE_JOB,
     claim: (trx: Transaction<Database>) => claimRows(dueChargesQuery(trx, nowIso, scope).limit(limit), trx).execute(),
-    each: async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
-      const unresolved = await findUnresolvedCharge(trx, invoice.id);
-      if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
-        // Another worker is calling the provider for it: due again when its lease ends.
-        await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
-        return undefined;
-      }
-      let attempt: PaymentAttemptRow;
-      let method: ChargeableMethod | undefined;
-      if (unresolved) {
-        attempt = await leaseAttempt(trx, clock, unresolved, { owner, until });
-        method =
-          unresolved.payment_method_id === null
-            ? undefined
-            : await findPaymentMethodToCharge(trx, deps, unresolved.payment_method_id);
-      } else {
-        const remaining = Number(invoice.amount_due) - Number(invoice.amount_paid);
-        method = await findDefaultPaymentMethod(trx, deps, invoice.customer_id);
-        if (remaining <= 0 || !method || !deps.providers[method.provider] || invoice.charges_stopped_at !== null) {
-          await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: null });
-          // A dunning step waiting for this charge sends its reminder now (nothing charged).
-          await finishRetryStep(trx, deps, invoice, null);
-          return undefined;
-        }
-        attempt = await startAttempt(trx, clock, {
-          invoiceId: invoice.id,
-          provider: method.provider,
-          kind: 'charge',
-          amount: remaining,
-          currency: invoice.currency,
-          paymentMethodId: method.id,
-          lease: { owner, until },
-        });
-      }
-      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: until });
-      const customer = await trx
-        .selectFrom('customers')
-        .select('email')
-        .where('id', '=', invoice.customer_id)
-        .executeTakeFirst();
-      return {
-        attempt,
-        invoice: { id: invoice.id, customer_id: invoice.customer_id, subscription_id: invoice.subscription_id },
-        method,
-        email: method?.email ?? customer?.email ?? '',
-        resolving: unresolved !== undefined,
+    // The batch's reads, in three statements for all its invoices (unresolved attempts,
+    // default methods, customers' emails) instead of three per invoice.
+    begin: async (trx: Transaction<Database>, rows: readonly InvoiceRow[]) => {
+      const customerIds = [...new Set(rows.map((row) => row.customer_id))];
+      const [unresolved, methods, customers] = [
+        await findUnresolvedCharges(
+          trx,
+          rows.map((row) => row.id),
+        ),
+        await findDefaultPaymentMethods(trx, deps, customerIds),
+        customerIds.length === 0
+          ? []
+          : await trx.selectFrom('customers').select(['id', 'email']).where('id', 'in', customerIds).execute(),
+      ];
+      shared = {
+        trx,
+        unresolved,
+        methods,
+        emails: new Map(customers.map((row) => [row.id, row.email])),
+        attempts: [],
+        leased: [],
       };
+    },
+    each: async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
+      if (shared?.trx !== trx) return claimOne(trx, invoice);
+      return claimWith(
+        trx,
+        invoice,
+        shared.unresolved.get(invoice.id),
+        { method: shared.methods.get(invoice.customer_id), email: shared.emails.get(invoice.customer_id) },
+        shared,
+      );
+    },
+    // The new attempts in one insert, the leased invoices' next attempt in one update.
+    end: async (trx: Transaction<Database>) => {
+      if (shared?.trx !== trx) return;
+      const { attempts, leased } = shared;
+      shared = undefined;
+      await insertAttempts(trx, attempts);
+      if (leased.length > 0) {
+        await setNextPaymentAttempts(trx, deps, leased, until);
+      }
     },
   };
   const { rows, results } = await runIsolatedBatch(db, clock, batch, log);
@@ -572,9 +665,12 @@ export async function recordChargeResult(deps: ChargeDeps, charge: ClaimedCharge
 
 /**
  * Records several charges' results in ONE transaction (one commit for the batch: SQLite's
- * synchronous commit is most of a record's cost), in payment-reference order; when that
- * transaction fails, each is recorded in its own (recordChargeResult), so one bad record
- * does not hold back the others.
+ * synchronous commit is most of a record's cost): every payment reference locked first (one
+ * statement on PostgreSQL), then the common successes together (charges.batch.ts: the same
+ * rows and events as one by one, a few statements for the batch), then every other result
+ * one by one (recordInTransaction), in (subscription, invoice) order. When that transaction
+ * fails, each is recorded in its own (recordChargeResult), so one bad record does not hold
+ * back the others.
  */
 export async function recordChargeResults(
   deps: ChargeDeps,
@@ -588,13 +684,45 @@ export async function recordChargeResults(
       // The batch's events and count changes are written once, before the commit.
       deferEvents(trx);
       deferCounts(trx);
-      for (const { charge, result } of ordered) await recordInTransaction(trx, deps, charge, result);
+      // Every reference first, in one order (the one-by-one path locks its own first too).
+      await lockReferences(
+        trx,
+        ordered.flatMap(({ charge, result }) => {
+          const reference = result.kind === 'succeeded' || result.kind === 'declined' ? result.reference : null;
+          return reference === null ? [] : [{ provider: charge.attempt.provider, reference }];
+        }),
+      );
+      const recorded = await recordSucceededCharges(trx, deps, commonCases(ordered), deps.clock.now().toISOString(), {
+        subscriptionIds: ordered.flatMap(({ charge }) => charge.invoice.subscription_id ?? []),
+        invoiceIds: ordered.map(({ charge }) => charge.invoice.id),
+      });
+      for (const { charge, result } of ordered) {
+        if (!recorded.has(charge.attempt.id)) await recordInTransaction(trx, deps, charge, result);
+      }
       await flushEvents(trx);
       await flushCounts(trx);
     });
   } catch {
     for (const { charge, result } of ordered) await recordChargeResult(deps, charge, result);
   }
+}
+
+/**
+ * The succeeded charges of subscriptions' invoices among `results`, each the only charge of
+ * its subscription in the batch: what recordSucceededCharges may record together (it checks
+ * the rest under its locks).
+ */
+function commonCases(results: readonly { charge: ClaimedCharge; result: ChargeResult }[]): SucceededCharge[] {
+  const perSubscription = new Map<string, number>();
+  for (const { charge } of results) {
+    const id = charge.invoice.subscription_id;
+    if (id !== null) perSubscription.set(id, (perSubscription.get(id) ?? 0) + 1);
+  }
+  return results.flatMap(({ charge, result }) => {
+    const subscriptionId = charge.invoice.subscription_id;
+    if (result.kind !== 'succeeded' || subscriptionId === null || perSubscription.get(subscriptionId) !== 1) return [];
+    return [{ attempt: charge.attempt, invoice: { ...charge.invoice, subscription_id: subscriptionId }, result }];
+  });
 }
 
 async function recordInTransaction(

@@ -38,6 +38,15 @@ export interface ProcessingContext {
    */
   releaseHeld?: (trx: Transaction<Database>, provider: string, reference: string) => Promise<void>;
   /**
+   * Which of `references` have reports held for them (keys `provider` + U+0000 + reference),
+   * read in one statement under the references' locks: a batch of our own charges records
+   * those whose payment releases nothing together (charges.batch.ts). Given with releaseHeld.
+   */
+  heldReferences?: (
+    trx: Transaction<Database>,
+    references: readonly { provider: string; reference: string }[],
+  ) => Promise<Set<string>>;
+  /**
    * What the batch this report is processed in read for all its events beforehand
    * (payment-batch.ts loadPaymentBatch): answers used instead of a read of the report's own.
    */

@@ -51,9 +51,10 @@ function isNotAfter(a: Time, b: Time): boolean {
 
 /**
  * True when the latest failure applied to `row` is newer than a success that happened at
- * `at` and than every success applied: the status is the failure's, and stays so.
+ * `at` (ISO 8601) and than every success applied: the status is the failure's, and stays so
+ * (SPEC §5 stale reports).
  */
-function failureStands(row: SubscriptionRow, at: Time): boolean {
+export function failureStands(row: SubscriptionRow, at: Time): boolean {
   const failedAt = row.last_payment_failed_at;
   return isBefore(at, failedAt) && !isNotAfter(failedAt, row.last_payment_succeeded_at);
 }

@@ -181,7 +181,14 @@ export async function prepareBatch(
 
 /** `ctx` with the inbox's held reports released by the core when their payment is paid. */
 export function withHeldReports<C extends InboxContext>(ctx: C): C {
-  return { ...ctx, releaseHeld: (trx, provider, reference) => releaseHeldRefunds(trx, ctx, provider, reference) };
+  return {
+    ...ctx,
+    releaseHeld: (trx, provider, reference) => releaseHeldRefunds(trx, ctx, provider, reference),
+    heldReferences: async (trx, references) => {
+      const held = await lockHeldRowsOf(trx, references);
+      return new Set([...held].filter(([, rows]) => rows.length > 0).map(([key]) => key));
+    },
+  };
 }
 
 /**

@@ -179,6 +179,54 @@ export async function closeInvoiceCase(
   return closeCase(trx, clock, open, status);
 }
 
+/**
+ * The open cases of subscriptions `subscriptionIds` in ONE statement, locked on PostgreSQL,
+ * keyed by subscription id (findOpenCase for each).
+ */
+export async function findOpenCases(
+  trx: Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<Map<string, DunningCaseRow>> {
+  const found = new Map<string, DunningCaseRow>();
+  if (subscriptionIds.length === 0) return found;
+  const rows = await forUpdate(
+    trx
+      .selectFrom('dunning_cases')
+      .selectAll()
+      .where('subscription_id', 'in', [...new Set(subscriptionIds)])
+      .where('status', '=', 'open')
+      .orderBy('id'),
+    trx,
+  ).execute();
+  for (const row of rows) found.set(row.subscription_id, row);
+  return found;
+}
+
+/**
+ * closeOpenCase(…, 'recovered') for several locked open cases (their invoice paid): each
+ * closed at its entry's clock with `dunning.recovered`, one statement per distinct time.
+ */
+export async function recoverCases(
+  trx: Transaction<Database>,
+  entries: readonly { clock: Clock; row: DunningCaseRow }[],
+): Promise<void> {
+  const byTime = new Map<string, string[]>();
+  for (const { clock, row } of entries) {
+    const now = clock.now().toISOString();
+    const closed: DunningCaseRow = { ...row, ...closedSet('recovered', now) };
+    await emitEvent(trx, clock, 'dunning.recovered', toDunningCase(closed));
+    byTime.set(now, [...(byTime.get(now) ?? []), row.id]);
+  }
+  for (const [now, ids] of byTime) {
+    await trx.updateTable('dunning_cases').set(closedSet('recovered', now)).where('id', 'in', ids).execute();
+  }
+}
+
+/** The columns a case closed as `status` at `now` (ISO 8601) takes. */
+function closedSet(status: Exclude<DunningCaseStatus, 'open'>, now: string) {
+  return { status, closed_at: now, next_action_at: null, retry_requested_at: null, updated_at: now };
+}
+
 /** Writes `row` as closed with `status` now (no retry awaited any more); no event. */
 export async function closeCase(
   trx: Transaction<Database>,
@@ -186,8 +234,7 @@ export async function closeCase(
   row: DunningCaseRow,
   status: Exclude<DunningCaseStatus, 'open'>,
 ): Promise<DunningCase> {
-  const now = clock.now().toISOString();
-  const set = { status, closed_at: now, next_action_at: null, retry_requested_at: null, updated_at: now };
+  const set = closedSet(status, clock.now().toISOString());
   const closed: DunningCaseRow = { ...row, ...set };
   await trx.updateTable('dunning_cases').set(set).where('id', '=', row.id).execute();
   return toDunningCase(closed);

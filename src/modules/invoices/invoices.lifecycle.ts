@@ -518,6 +518,72 @@ export async function updateInvoice(
   return invoice;
 }
 
+/**
+ * transitionInvoice(row, 'paid', {amount_paid: amount_due}) for several locked invoices, one
+ * statement per distinct time (one for a batch in one clock): each invoice paid in full at its
+ * entry's clock, `invoice.paid` each, in entry order. For a charge batch (billing/charges.batch.ts).
+ * Throws ForbiddenInvoiceTransitionError (nothing written) when one of them cannot become paid.
+ */
+export async function markInvoicesPaidInFull(
+  trx: Transaction<Database>,
+  config: InvoiceContext['config'],
+  entries: readonly { clock: Clock; row: InvoiceRow }[],
+): Promise<Invoice[]> {
+  const invoices: Invoice[] = [];
+  const byTime = new Map<string, string[]>();
+  for (const { row } of entries) {
+    if (!nextInvoiceStatus(row.status, 'paid')) throw new ForbiddenInvoiceTransitionError(row.status, 'paid');
+  }
+  for (const { clock, row } of entries) {
+    const now = clock.now().toISOString();
+    const set = {
+      next_payment_attempt_at: null,
+      finalizes_at: null,
+      amount_paid: row.amount_due,
+      status: 'paid' as const,
+      paid_at: now,
+      updated_at: now,
+    };
+    const invoice = toInvoice({ ...row, ...set }, config.publicUrl);
+    await emitEvent(trx, clock, 'invoice.paid', invoice);
+    invoices.push(invoice);
+    byTime.set(now, [...(byTime.get(now) ?? []), row.id]);
+  }
+  for (const [now, ids] of byTime) {
+    await trx
+      .updateTable('invoices')
+      .set((eb) => ({
+        next_payment_attempt_at: null,
+        finalizes_at: null,
+        amount_paid: eb.ref('amount_due'),
+        status: 'paid',
+        paid_at: now,
+        updated_at: now,
+      }))
+      .where('id', 'in', ids)
+      .execute();
+  }
+  return invoices;
+}
+
+/**
+ * Sets `next_payment_attempt_at` of invoices `ids` to `at` (ISO 8601; null: none) in ONE
+ * statement, as updateInvoice would each (no event): a charge batch leasing its invoices.
+ */
+export async function setNextPaymentAttempts(
+  trx: Transaction<Database>,
+  ctx: Pick<InvoiceContext, 'clock'>,
+  ids: readonly string[],
+  at: string | null,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .updateTable('invoices')
+    .set({ next_payment_attempt_at: at, updated_at: ctx.clock.now().toISOString() })
+    .where('id', 'in', [...ids])
+    .execute();
+}
+
 /** What a credit note (or its void) moves on an invoice, minor units, signed: + when issued, − when voided. */
 export interface InvoiceCreditChange {
   /** Taken off `amount_due` (pre-payment), or given back to it (a void). */

@@ -1,7 +1,7 @@
 // The only writer of `invoice_payment_attempts` (SPEC §10). An attempt is inserted, and
 // committed, before its provider call (startAttempt), then given the call's outcome
 // (recordAttemptOutcome). Nothing here calls a provider.
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { ProviderName } from '../../shared/provider-names.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -44,6 +44,16 @@ export async function startAttempt(
     lease?: { owner: string; until: string };
   },
 ): Promise<PaymentAttemptRow> {
+  const row = pendingAttemptRow(clock, attempt);
+  await trx.insertInto('invoice_payment_attempts').values(row).execute();
+  return row;
+}
+
+/** What startAttempt takes: the attempt to start. */
+export type AttemptStart = Parameters<typeof startAttempt>[2];
+
+/** The row startAttempt inserts for `attempt` (a new id, `pending`), not written. */
+export function pendingAttemptRow(clock: Clock, attempt: AttemptStart): PaymentAttemptRow {
   const id = newId('paymentAttempt');
   const now = clock.now().toISOString();
   const row: InvoicePaymentAttemptsTable = {
@@ -66,8 +76,44 @@ export async function startAttempt(
     created_at: now,
     updated_at: now,
   };
-  await trx.insertInto('invoice_payment_attempts').values(row).execute();
   return row;
+}
+
+/**
+ * Inserts `rows` (made by pendingAttemptRow) in ONE statement: a charge batch's new attempts
+ * (billing/charges.ts claimCharges). The caller commits them before calling the provider.
+ */
+export async function insertAttempts(trx: Transaction<Database>, rows: readonly PaymentAttemptRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('invoice_payment_attempts')
+    .values([...rows])
+    .execute();
+}
+
+/**
+ * The unresolved charge (findUnresolvedCharge) of each of invoices `invoiceIds`, in ONE
+ * statement, locked on PostgreSQL; keyed by invoice id (an invoice without one is absent).
+ */
+export async function findUnresolvedCharges(
+  trx: Transaction<Database>,
+  invoiceIds: readonly string[],
+): Promise<Map<string, PaymentAttemptRow>> {
+  const found = new Map<string, PaymentAttemptRow>();
+  if (invoiceIds.length === 0) return found;
+  const rows = await forUpdate(
+    trx
+      .selectFrom('invoice_payment_attempts')
+      .selectAll()
+      .where('invoice_id', 'in', [...new Set(invoiceIds)])
+      .where('kind', '=', 'charge')
+      .where('status', 'in', ['pending', 'unknown'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc'),
+    trx,
+  ).execute();
+  for (const row of rows) if (!found.has(row.invoice_id)) found.set(row.invoice_id, row);
+  return found;
 }
 
 /** What a provider call came to, for recordAttemptOutcome. Times are ISO 8601. */
@@ -183,6 +229,61 @@ export async function recordChargeOutcome(
   };
   await trx.updateTable('invoice_payment_attempts').set(set).where('id', '=', attempt.id).execute();
   return { ...attempt, ...set };
+}
+
+/**
+ * recordChargeOutcome({status: 'succeeded', providerObjectId}) for several locked attempts:
+ * one statement per distinct time (one for a batch in one clock), the provider object ids
+ * that change given per row. Returns the rows after, in entry order.
+ */
+export async function recordChargesSucceeded(
+  trx: Transaction<Database>,
+  entries: readonly { clock: Clock; attempt: PaymentAttemptRow; providerObjectId: string | null }[],
+): Promise<PaymentAttemptRow[]> {
+  const after: PaymentAttemptRow[] = [];
+  const byTime = new Map<string, { ids: string[]; objects: [string, string | null][] }>();
+  for (const { clock, attempt, providerObjectId } of entries) {
+    const set = {
+      status: 'succeeded' as const,
+      provider_object_id: providerObjectId ?? attempt.provider_object_id,
+      url: attempt.url,
+      failure_code: null,
+      failure_message: null,
+      locked_until: null,
+      locked_by: null,
+      updated_at: clock.now().toISOString(),
+    };
+    after.push({ ...attempt, ...set });
+    const group = byTime.get(set.updated_at) ?? { ids: [], objects: [] };
+    group.ids.push(attempt.id);
+    if (set.provider_object_id !== attempt.provider_object_id) group.objects.push([attempt.id, set.provider_object_id]);
+    byTime.set(set.updated_at, group);
+  }
+  for (const [now, { ids, objects }] of byTime) {
+    const objectIds =
+      objects.length === 0
+        ? {}
+        : {
+            provider_object_id: sql<string | null>`case id ${sql.join(
+              objects.map(([id, object]) => sql`when ${id} then ${object}`),
+              sql` `,
+            )} else provider_object_id end`,
+          };
+    await trx
+      .updateTable('invoice_payment_attempts')
+      .set({
+        status: 'succeeded',
+        ...objectIds,
+        failure_code: null,
+        failure_message: null,
+        locked_until: null,
+        locked_by: null,
+        updated_at: now,
+      })
+      .where('id', 'in', ids)
+      .execute();
+  }
+  return after;
 }
 
 /**

@@ -292,6 +292,31 @@ export async function findDefaultPaymentMethod(
   return toChargeable(row, ctx);
 }
 
+/**
+ * findDefaultPaymentMethod for several customers in ONE statement (a charge batch's claim):
+ * each customer's default method, decrypted (the key cache of openSecret), keyed by customer
+ * id; a customer without a live method is absent. Reads only.
+ */
+export async function findDefaultPaymentMethods(
+  db: Kysely<Database>,
+  ctx: Pick<PaymentMethodContext, 'config'>,
+  customerIds: readonly string[],
+): Promise<Map<string, ChargeableMethod>> {
+  const found = new Map<string, ChargeableMethod>();
+  if (customerIds.length === 0) return found;
+  const rows = await db
+    .selectFrom('payment_methods')
+    .select([...CHARGE_COLUMNS, 'customer_id'])
+    .where('customer_id', 'in', [...new Set(customerIds)])
+    .where('status', '=', 'active')
+    .orderBy('default_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  // Newest default first: the first row of a customer is theirs.
+  for (const row of rows) if (!found.has(row.customer_id)) found.set(row.customer_id, toChargeable(row, ctx));
+  return found;
+}
+
 /** The columns a view needs (never the credential). */
 const VIEW_COLUMNS = [
   'id',

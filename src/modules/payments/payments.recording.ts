@@ -191,6 +191,42 @@ export async function recordPaymentReport(
   };
 }
 
+/** A new succeeded payment of a charge batch (insertSettledPayments): who reports it, at whose time. */
+export interface SettledPaymentInput {
+  /** The time it is recorded at (the customer's clock: SPEC §11). */
+  clock: Clock;
+  /** The report, attributed; its reference is the canonical one (no payment under it yet: the caller checked under its lock). */
+  input: PaymentInput;
+  /** The invoice it settles (`inv_…`): written with the payment, as linkPaymentToInvoice would after. */
+  invoiceId: string;
+}
+
+/**
+ * Records several new succeeded payments in ONE insert, each as recordPaymentReport records a
+ * new one (its `payment.succeeded`, whose `invoice_id` is still null, then counted) and
+ * already linked to the invoice it settles (linkPaymentToInvoice's change, written with the
+ * row). For a charge batch whose references the caller locked and found no payment under
+ * (billing/charges.batch.ts). Returns the payments as their events show them, in input order.
+ */
+export async function insertSettledPayments(
+  trx: Transaction<Database>,
+  entries: readonly SettledPaymentInput[],
+): Promise<Payment[]> {
+  if (entries.length === 0) return [];
+  const rows: PaymentRow[] = [];
+  const payments: Payment[] = [];
+  for (const { clock, input, invoiceId } of entries) {
+    const created = newPaymentRow(input, 'succeeded', clock.now().toISOString());
+    const payment = pickFields(paymentSchema, created);
+    await emitEvent(trx, clock, 'payment.succeeded', payment);
+    rows.push({ ...created, invoice_id: invoiceId, updated_at: clock.now().toISOString() });
+    payments.push(payment);
+  }
+  await trx.insertInto('payments').values(rows).execute();
+  await addToCount(trx, 'payments', rows.length);
+  return payments;
+}
+
 /**
  * Links payment `paymentId` to invoice `invoiceId` (`inv_…`), the invoice it settled (SPEC §9,
  * billing/settle.ts). No event of its own: `invoice.paid` (or the invoice's change) tells

@@ -222,6 +222,47 @@ export async function transitionSubscription(
   return subscription;
 }
 
+/**
+ * For several locked subscriptions, what a successful payment at `paidAt` (ISO 8601) does
+ * when it moves them: rememberPaymentTime('last_payment_succeeded_at', paidAt), then
+ * transitionSubscription(row, 'payment_succeeded') — the same rows and events (the event
+ * shows the row as transitionSubscription shows it), one statement per distinct change (one
+ * for a batch in one clock). Throws ForbiddenTransitionError (nothing written) when one of
+ * them cannot take the payment. Returns the subscriptions after, in entry order.
+ */
+export async function transitionSubscriptionsOnPayment(
+  trx: Transaction<Database>,
+  entries: readonly { clock: Clock; row: SubscriptionRow; paidAt: string }[],
+): Promise<Subscription[]> {
+  const transitions = entries.map(({ row }) => {
+    const transition = nextStatus(row.status, 'payment_succeeded');
+    if (!transition) throw new ForbiddenTransitionError(row.status, 'payment_succeeded');
+    return transition;
+  });
+  const subscriptions: Subscription[] = [];
+  const groups = new Map<string, { set: Partial<SubscriptionsTable>; ids: string[] }>();
+  for (const [index, { clock, row, paidAt }] of entries.entries()) {
+    const transition = transitions[index]!;
+    const remembered = row.last_payment_succeeded_at;
+    const remember = remembered === null || Date.parse(paidAt) > Date.parse(remembered);
+    const updated: SubscriptionRow = { ...row, status: transition.to, updated_at: clock.now().toISOString() };
+    const set = {
+      status: updated.status,
+      updated_at: updated.updated_at,
+      ...(remember ? { last_payment_succeeded_at: paidAt } : {}),
+    };
+    const key = JSON.stringify(set);
+    groups.set(key, { set, ids: [...(groups.get(key)?.ids ?? []), row.id] });
+    const subscription = toSubscription(updated);
+    await emitEvent(trx, clock, transition.topic, subscription);
+    subscriptions.push(subscription);
+  }
+  for (const { set, ids } of groups.values()) {
+    await trx.updateTable('subscriptions').set(set).where('id', 'in', ids).execute();
+  }
+  return subscriptions;
+}
+
 /** The fields a plan change (SPEC §13) reports as they were before: Stripe's `previous_attributes`. */
 export type PreviousAttributes = Partial<
   Pick<
