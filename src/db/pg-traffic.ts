@@ -166,6 +166,37 @@ export class StatementNames {
   }
 }
 
+/** A column as pg reads it from a RowDescription. */
+interface FieldDescription {
+  name: string;
+  dataTypeID: number;
+  format: string;
+}
+
+/** What pg 8's result builder (lib/result.js) keeps of a RowDescription. */
+interface ResultInternals {
+  addFields(this: ResultInternals, fields: FieldDescription[]): void;
+  fields: FieldDescription[];
+  _parsers: unknown[] | undefined;
+  _prebuiltEmptyResultObject: object;
+}
+
+interface RowShape {
+  fields: FieldDescription[];
+  parsers: unknown[] | undefined;
+  empty: object;
+}
+
+function sameColumns(a: FieldDescription[], b: FieldDescription[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.dataTypeID !== y.dataTypeID || x.format !== y.format) return false;
+  }
+  return true;
+}
+
 /**
  * A pool client that counts what it sends and lets BEGIN, SAVEPOINT, RELEASE and db/'s
  * answerless statements travel in front of the next statement (see the header). Kysely's
@@ -175,6 +206,8 @@ class TrafficClient {
   readonly #client: pg.PoolClient;
   readonly #traffic: DatabaseTraffic;
   readonly #names: StatementNames;
+  /** By statement name: the columns of its last answer, their parsers and pg's empty row. */
+  readonly #rowShapes = new Map<string, RowShape>();
   /** Statements waiting for the next one. */
   #waiting: Statement[] = [];
   #inTransaction = false;
@@ -206,11 +239,40 @@ class TrafficClient {
     // Statements without values (BEGIN, COMMIT, SAVEPOINT …) stay on the simple protocol.
     const name = values !== undefined && values.length > 0 ? this.#names.nameOf(text) : undefined;
     return new Promise((resolve, reject) => {
-      const query = new pg.Query({ text, values: values as unknown[] | undefined, name }, (error, result) =>
+      // Text and values as arguments: given a config object, pg copies it property by property.
+      const query = new pg.Query(text, values as unknown[] | undefined, (error, result) =>
         error ? reject(error) : resolve(result as unknown as QueryResultLike),
       );
+      if (name !== undefined) {
+        (query as unknown as { name: string }).name = name;
+        this.#reuseRowShape(query, name);
+      }
       this.#client.query(query);
     });
+  }
+
+  /**
+   * Lets `query` (prepared as `name`) reuse the row shape of the statement's earlier answers:
+   * PostgreSQL describes a prepared statement's columns on every execution, and pg builds the
+   * columns' parsers and an empty row object from that each time. Reused only while the
+   * columns are the same, name for name and type for type.
+   */
+  #reuseRowShape(query: pg.Query, name: string): void {
+    const result = (query as unknown as { _result: ResultInternals })._result;
+    const build = result.addFields;
+    const shapes = this.#rowShapes;
+    result.addFields = function (fields) {
+      const known = shapes.get(name);
+      if (known !== undefined && sameColumns(known.fields, fields)) {
+        this.fields = fields;
+        this._parsers = known.parsers;
+        this._prebuiltEmptyResultObject = known.empty;
+        return;
+      }
+      build.call(this, fields);
+      if (shapes.size >= MAX_NAMED_STATEMENTS * 2) shapes.clear();
+      shapes.set(name, { fields, parsers: this._parsers, empty: this._prebuiltEmptyResultObject });
+    };
   }
 
   /**
