@@ -33,7 +33,9 @@ import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposeDiscount, ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
 import type { Config } from '../config.ts';
 import { invoiceTaxes, type InvoiceTaxes, type TaxedParty } from './taxation.ts';
-import { invoiceUsage, recordBilledUsage, type UsageBill } from './usage-billing.ts';
+import { closeUsageSpan, type FreshSpan, invoiceUsage, recordBilledUsage, type UsageBill } from './usage-billing.ts';
+import { parseCharges } from '../modules/plans/plans.charges.ts';
+import { hasDefaultPaymentMethod } from '../modules/payment-methods/payment-methods.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 
 /**
@@ -215,7 +217,42 @@ async function issueUsageInvoice(
   usage: UsageBill,
   periodInvoiceId: string,
 ): Promise<void> {
-  if (usage.items.length === 0 && usage.spans.length === 0) return;
+  await issueUsageOnly(trx, ctx, subscription, plan, usage, {
+    periodEnd: issue.period.start.toISOString(),
+    finalizesAfter: issue.period.start,
+    nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
+    dueAt: issue.dueAt,
+    emptyBilledOn: periodInvoiceId,
+  });
+}
+
+/** Where and when a usage-only invoice bills (issueUsageOnly). */
+interface UsageOnlyIssue {
+  /** The end of the usage it bills (ISO 8601): its `period_end`. */
+  periodEnd: string;
+  /** A draft until this + INVOICE_FINALIZE_DELAY (a renewal's usage invoice); null: final at once. */
+  finalizesAfter: Date | null;
+  nextPaymentAttemptAt: string | null;
+  dueAt: string;
+  /** The invoice usage that bills no line is recorded against (late events bill against it); null: not recorded. */
+  emptyBilledOn: string | null;
+}
+
+/**
+ * A `usage` invoice of `subscription` billing `usage` alone (issueUsageInvoice,
+ * issueFinalUsageInvoice): the subscription's and customer's discounts but `once` ones, its
+ * taxes, the customer's credit; usage recorded billed in the same transaction. Returns the
+ * invoice, or null when nothing bills a line (then nothing is issued).
+ */
+async function issueUsageOnly(
+  trx: Transaction<Database>,
+  ctx: IssueContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  usage: UsageBill,
+  target: UsageOnlyIssue,
+): Promise<Invoice | null> {
+  if (usage.items.length === 0 && usage.spans.length === 0) return null;
   const balance = await spendableBalance(trx, subscription.customer_id, plan.currency);
   const discounts = await invoiceDiscounts(trx, subscription.id, subscription.customer_id);
   const onceIds = new Set(discounts.once.map(({ discount }) => discount.id));
@@ -234,11 +271,13 @@ async function issueUsageInvoice(
     ctx.pipeline ?? PIPELINE,
   );
   if (content.lines.length === 0) {
-    await recordBilledUsage(trx, ctx.clock, subscription.id, periodInvoiceId, usage);
-    return;
+    if (target.emptyBilledOn !== null) {
+      await recordBilledUsage(trx, ctx.clock, subscription.id, target.emptyBilledOn, usage);
+    }
+    return null;
   }
   const spanStart = Math.min(...usage.items.map((item) => Date.parse(item.period_start)));
-  const finalizesAt = finalizationTime(ctx, content, issue.period.start);
+  const finalizesAt = target.finalizesAfter === null ? null : finalizationTime(ctx, content, target.finalizesAfter);
   const { invoice } = await issueInvoice(trx, ctx, {
     customerId: subscription.customer_id,
     testClockId: subscription.test_clock_id,
@@ -246,9 +285,9 @@ async function issueUsageInvoice(
     kind: 'usage',
     currency: plan.currency,
     periodStart: new Date(spanStart).toISOString(),
-    periodEnd: issue.period.start.toISOString(),
-    nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
-    dueAt: finalizesAt ?? issue.dueAt,
+    periodEnd: target.periodEnd,
+    nextPaymentAttemptAt: target.nextPaymentAttemptAt,
+    dueAt: finalizesAt ?? target.dueAt,
     finalizesAt,
     content,
   });
@@ -256,10 +295,46 @@ async function issueUsageInvoice(
   await takeAppliedCredit(trx, ctx, invoice, subscription.test_clock_id);
   await creditNegativeTotal(trx, ctx, invoice, subscription.test_clock_id);
   if (finalizesAt !== null && Date.parse(finalizesAt) <= ctx.clock.now().getTime()) {
-    await finalizeInvoice(trx, ctx, await lockInvoice(trx, invoice.id), {
-      next_payment_attempt_at: issue.nextPaymentAttemptAt,
+    return finalizeInvoice(trx, ctx, await lockInvoice(trx, invoice.id), {
+      next_payment_attempt_at: target.nextPaymentAttemptAt,
     });
   }
+  return invoice;
+}
+
+/**
+ * The final invoice of a subscription that ends at `endAt` (ISO 8601): cancelled now, or at
+ * its period end by the worker (SPEC §15 "Cancelling"). Its usage not billed yet — the
+ * current period's up to `endAt` at the plan's charges, stretches closed by plan changes, usage
+ * given back by the drafts its cancel voided (releaseBilledUsage), late adjustments — is billed
+ * at once on a `usage` invoice: final (`open`, no draft: nothing follows it), due now and
+ * charged now when the customer has a saved method, or paid at once by credit. Returns it, or
+ * null when nothing bills a line (a plan without charges issues nothing). The caller holds the
+ * subscription's lock, in the cancel's transaction, before or after the transition. Throws
+ * MeterMissingError when a charged meter is gone.
+ */
+export async function issueFinalUsageInvoice(
+  trx: Transaction<Database>,
+  ctx: IssueContext,
+  subscription: SubscriptionRow,
+  endAt: string,
+): Promise<Invoice | null> {
+  const plan = await findPlan(trx, subscription.plan_id);
+  if (plan === undefined) return null;
+  if (parseCharges(plan.charges).length > 0) {
+    await closeUsageSpan(trx, ctx.clock, subscription, plan.id, endAt);
+  }
+  const usage = await invoiceUsage(trx, subscription, plan, endAt);
+  if (usage.items.length === 0) return null;
+  const now = ctx.clock.now().toISOString();
+  const charge = await hasDefaultPaymentMethod(trx, subscription.customer_id);
+  return issueUsageOnly(trx, ctx, subscription, plan, usage, {
+    periodEnd: endAt,
+    finalizesAfter: null,
+    nextPaymentAttemptAt: charge ? now : null,
+    dueAt: now,
+    emptyBilledOn: null,
+  });
 }
 
 /** Whose tax rates a period's invoice applies (SPEC §14): its subscription's, its plan's, its customer's. */
@@ -553,6 +628,8 @@ export interface PreviewTarget {
   subscriptionDiscount?: ComposeDiscount | null;
   /** The plan whose charges price the usage of the period ending at `periodStart` (SPEC §15); default the input's plan. */
   usagePlanId?: string;
+  /** The stretch a previewed change would close at its instant (openUsageSpan), billed at its plan's charges. */
+  closingSpan?: FreshSpan | null;
 }
 
 /**
@@ -590,6 +667,7 @@ export async function composePreview(
             { id: target.subscriptionId, customer_id: target.customerId },
             plan,
             target.periodStart,
+            target.closingSpan ? [target.closingSpan] : [],
           )
         ).items;
   const composed = composeInvoice({ ...input, discounts, usage }, ctx.pipeline ?? PIPELINE);

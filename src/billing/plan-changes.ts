@@ -54,7 +54,7 @@ import {
   taxedBy,
 } from './issue.ts';
 import { renewalTerms } from './renewal-terms.ts';
-import { closeUsageSpan } from './usage-billing.ts';
+import { closeUsageSpan, openUsageSpan } from './usage-billing.ts';
 import { withDiscount } from './subscriptions.ts';
 import type { SubscriptionDetail } from '../modules/subscriptions/subscriptions.schemas.ts';
 
@@ -451,6 +451,12 @@ export async function previewChange(
   const currency = to.plan.currency;
   const common = { subscriptionId: row.id, customerId: row.customer_id, currency };
   const plan = (await findPlan(db, to.plan.id))!;
+  // The stretch the change would close at its instant, as changeSubscription closes it (SPEC §15):
+  // the usage recorded so far bills at the old plan's charges.
+  const closingSpan =
+    decision.kind === 'new_period' || (decision.kind === 'same_period' && from.plan.id !== to.plan.id)
+      ? await openUsageSpan(db, stored, from.plan.id, decision.proration_date)
+      : null;
   if (decision.kind === 'new_period' || (decision.kind === 'same_period' && decision.behavior === 'always_invoice')) {
     const items = [...waiting.lines, ...decision.lines];
     if (decision.kind === 'same_period') {
@@ -476,6 +482,7 @@ export async function previewChange(
     return composePreview(db, ctx, {
       ...periodTarget(row, plan, to.quantity, decision.period, items, decision.proration_date),
       subscriptionDiscount,
+      closingSpan,
     });
   }
   // The renewal after the change: as renewalTerms will see the row once the change is made.
@@ -501,6 +508,9 @@ export async function previewChange(
       decision.kind === 'same_period' ? decision.proration_date : null,
     ),
     subscriptionDiscount,
+    closingSpan,
+    // The period ending bills at the plan in force at its end (a change scheduled for it not applied yet, SPEC §15).
+    usagePlanId: renewal.usagePlan.id,
   });
 }
 

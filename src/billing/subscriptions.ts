@@ -11,7 +11,8 @@ import { newId } from '../shared/ids.ts';
 import { lockCustomer } from '../modules/customers/customers.service.ts';
 import { type InvoiceContext, voidDraftsOfSubscription } from '../modules/invoices/invoices.lifecycle.ts';
 import { toSafeAmount } from './compose/rounding.ts';
-import { issueFirstPeriodInvoice } from './issue.ts';
+import { issueFinalUsageInvoice, issueFirstPeriodInvoice } from './issue.ts';
+import { releaseBilledUsage } from './usage-billing.ts';
 import { asksForDiscount, redeemDiscount } from './coupons.ts';
 import { findPlan } from '../modules/plans/plans.service.ts';
 import { findDiscount, toDiscount } from '../modules/coupons/coupons.discounts.ts';
@@ -126,14 +127,15 @@ export async function createSubscription(
 
 /**
  * Voids the subscription's drafts (a period not served, SPEC §12) and puts the proration
- * items they took back to wait for its next invoice (SPEC §13): they bill time already used.
+ * items and the usage they took back to wait for its next invoice (SPEC §13, §15): they bill
+ * time and usage already used.
  */
-async function voidUnsentDrafts(trx: Transaction<Database>, ctx: InvoiceContext, id: string): Promise<void> {
-  const voided = await voidDraftsOfSubscription(trx, ctx, id);
-  await releasePendingItems(
-    trx,
-    voided.map((invoice) => invoice.id),
-  );
+async function voidUnsentDrafts(trx: Transaction<Database>, ctx: InvoiceContext, row: SubscriptionRow): Promise<void> {
+  const voided = await voidDraftsOfSubscription(trx, ctx, row.id);
+  const ids = voided.map((invoice) => invoice.id);
+  await releasePendingItems(trx, ids);
+  // Their usage lines bill usage that was used: given back, billed by the next invoice with usage (SPEC §15).
+  await releaseBilledUsage(trx, ctx.clock, row, ids);
 }
 
 function cannotCancel(): StateConflictError {
@@ -179,7 +181,9 @@ export async function cancelSubscription(
         cancellation_comment: comment,
       });
       await closeOpenCase(trx, clock, id, 'cancelled');
-      await voidUnsentDrafts(trx, ctx, id);
+      await voidUnsentDrafts(trx, ctx, row);
+      // The usage up to now is billed on a final invoice, with what the voided drafts gave back (SPEC §15).
+      await issueFinalUsageInvoice(trx, ctx, row, now);
       return cancelled;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) throw cannotCancel();
@@ -203,7 +207,7 @@ export async function pauseSubscription(
     const ctx = await withClockFor(trx, apiCtx, row.test_clock_id);
     try {
       const paused = await transitionSubscription(trx, ctx.clock, row, 'pause');
-      await voidUnsentDrafts(trx, ctx, id);
+      await voidUnsentDrafts(trx, ctx, row);
       return paused;
     } catch (error) {
       if (error instanceof ForbiddenTransitionError) {

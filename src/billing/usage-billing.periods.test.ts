@@ -6,37 +6,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
+import { ingestCalls } from '../../test/helpers/usage.ts';
 import { createPlan, createSubscription } from '../../test/helpers/factories.ts';
 import { invoiceById, invoicesOf, reportPayment } from '../../test/helpers/invoice-payments.ts';
 import { PROVIDER_ENV } from '../../test/helpers/provider-events.ts';
 import { transactionWithRetry } from '../db/transaction.ts';
 import { createMeter } from '../modules/meters/meters.service.ts';
 import type { Invoice } from '../modules/invoices/invoices.lifecycle.ts';
-import { ingestUsageEvents } from '../modules/usage/usage.ingest.ts';
 import { issueRenewalInvoices } from '../worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from './subscription-payments.ts';
 import { renewSubscription } from './renewals.ts';
 import { MeterMissingError } from './usage-billing.ts';
 
 const DAY = 86_400_000;
-
-let transaction = 0;
-
-/** Ingests `count` calls of `customerId` at `at` (the app's clock must be within 5 minutes after it, ≤ 35 days later). */
-async function calls(app: TestApp, customerId: string, at: number, count: number, event = 'api_call') {
-  const events = Array.from({ length: count }, () => ({
-    transaction_id: `t-${(transaction += 1)}`,
-    customer_id: customerId,
-    event_name: event,
-    timestamp: new Date(at).toISOString(),
-    properties: {},
-  }));
-  const results = await ingestUsageEvents(app.deps.db, app.deps.clock, events);
-  assert.ok(
-    results.every((r) => r.status === 'accepted'),
-    JSON.stringify(results),
-  );
-}
 
 /** The app's clock moved to `at` (ms). */
 function setClock(app: TestApp, at: number) {
@@ -92,7 +74,7 @@ test('a period whose successor was paid in advance bills its usage once, on an i
   const { plan } = await callsPlan(app, 10);
   const { sub, start, end } = await activeSubscription(app, plan.id);
   setClock(app, start + 3 * DAY);
-  await calls(app, sub.customer_id, start + 3 * DAY, 7);
+  await ingestCalls(app, sub.customer_id, start + 3 * DAY, 7);
   // Nothing is payable: the payment issues the next period's invoice and pays it in advance.
   assert.equal((await reportPayment(app, { subscriptionId: sub.id, amount: 5000 })).status, 200);
   const advance = (await invoicesOf(app, sub.id))[1]!;
@@ -114,8 +96,8 @@ test('a period whose successor was paid in advance bills its usage once, on an i
 
   // Two late calls of the first period, and three of the second: the next renewal bills each once.
   setClock(app, end + 2 * DAY);
-  await calls(app, sub.customer_id, start + 20 * DAY, 2);
-  await calls(app, sub.customer_id, end + 2 * DAY, 3);
+  await ingestCalls(app, sub.customer_id, start + 20 * DAY, 2);
+  await ingestCalls(app, sub.customer_id, end + 2 * DAY, 3);
   const next = Date.parse(advance.period_end);
   setClock(app, next);
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
@@ -150,7 +132,7 @@ test('a period paid in advance with no usage to bill issues no usage invoice, an
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   assert.equal((await customerInvoices(app, sub.customer_id)).length, 2);
   setClock(app, end + DAY);
-  await calls(app, sub.customer_id, end - DAY, 4);
+  await ingestCalls(app, sub.customer_id, end - DAY, 4);
   const next = Date.parse((await invoicesOf(app, sub.id))[1]!.period_end);
   setClock(app, next);
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
@@ -167,7 +149,7 @@ test("a change to a plan without the meter bills the usage before it at the old 
   const { plan: flat } = await callsPlan(app, 0, 9000, 'Flat');
   const { sub, start, end } = await activeSubscription(app, metered.id);
   setClock(app, start + 5 * DAY);
-  await calls(app, sub.customer_id, start + 5 * DAY, 4);
+  await ingestCalls(app, sub.customer_id, start + 5 * DAY, 4);
   const change = start + 10 * DAY;
   setClock(app, change);
   const patched = await app.request('PATCH', `/api/subscriptions/${sub.id}`, {
@@ -176,8 +158,8 @@ test("a change to a plan without the meter bills the usage before it at the old 
   assert.equal(patched.status, 200, patched.text);
   // After the change: calls the flat plan does not charge, and one late call from before it.
   setClock(app, start + 12 * DAY);
-  await calls(app, sub.customer_id, start + 12 * DAY, 3);
-  await calls(app, sub.customer_id, start + 4 * DAY, 1);
+  await ingestCalls(app, sub.customer_id, start + 12 * DAY, 3);
+  await ingestCalls(app, sub.customer_id, start + 4 * DAY, 1);
 
   setClock(app, end);
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
@@ -187,7 +169,7 @@ test("a change to a plan without the meter bills the usage before it at the old 
 
   // A call of the metered stretch arrives late: the next renewal bills it at the metered price.
   setClock(app, end + DAY);
-  await calls(app, sub.customer_id, start + 9 * DAY, 1);
+  await ingestCalls(app, sub.customer_id, start + 9 * DAY, 1);
   const next = Date.parse(renewal.period_end);
   setClock(app, next);
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
@@ -210,7 +192,7 @@ test("a mid-period change between two metered plans splits the period at the cha
   const { plan: pro } = await callsPlan(app, 25, 9000, 'Pro');
   const { sub, start, end } = await activeSubscription(app, basic.id);
   setClock(app, start + 2 * DAY);
-  await calls(app, sub.customer_id, start + 2 * DAY, 6);
+  await ingestCalls(app, sub.customer_id, start + 2 * DAY, 6);
   const change = start + 8 * DAY;
   setClock(app, change);
   const patched = await app.request('PATCH', `/api/subscriptions/${sub.id}`, {
@@ -218,7 +200,7 @@ test("a mid-period change between two metered plans splits the period at the cha
   });
   assert.equal(patched.status, 200, patched.text);
   setClock(app, start + 9 * DAY);
-  await calls(app, sub.customer_id, start + 9 * DAY, 2);
+  await ingestCalls(app, sub.customer_id, start + 9 * DAY, 2);
   setClock(app, end);
   assert.equal(await issueRenewalInvoices.run(app.deps), 1);
   const renewal = (await invoicesOf(app, sub.id))[1]!;
@@ -234,7 +216,7 @@ test("a downgrade scheduled for the period end bills the ended period's usage at
   const { plan: basic } = await callsPlan(app, 10, 5000, 'Basic');
   const { sub, start, end } = await activeSubscription(app, pro.id);
   setClock(app, start + 2 * DAY);
-  await calls(app, sub.customer_id, start + 2 * DAY, 4);
+  await ingestCalls(app, sub.customer_id, start + 2 * DAY, 4);
   const patched = await app.request('PATCH', `/api/subscriptions/${sub.id}`, { body: { plan_id: basic.id } });
   assert.equal(patched.status, 200, patched.text);
   assert.equal(patched.body.pending_update.plan_id, basic.id);
@@ -265,7 +247,7 @@ test('an interval change bills the usage of the period it cuts short on the new 
   });
   const { sub, start } = await activeSubscription(app, monthly.id);
   setClock(app, start + 3 * DAY);
-  await calls(app, sub.customer_id, start + 3 * DAY, 5);
+  await ingestCalls(app, sub.customer_id, start + 3 * DAY, 5);
   const change = start + 6 * DAY;
   setClock(app, change);
   const patched = await app.request('PATCH', `/api/subscriptions/${sub.id}`, { body: { plan_id: yearly.id } });
@@ -280,7 +262,7 @@ test('a charge whose meter is gone refuses the renewal (MeterMissingError) inste
   const { plan, meter } = await callsPlan(app, 10);
   const { sub, start, end } = await activeSubscription(app, plan.id);
   setClock(app, start + DAY);
-  await calls(app, sub.customer_id, start + DAY, 3);
+  await ingestCalls(app, sub.customer_id, start + DAY, 3);
   // No route deletes a meter; a row removed behind the API's back must not lose the usage silently.
   await app.deps.db.deleteFrom('meters').where('id', '=', meter.id).execute();
   setClock(app, end);

@@ -56,8 +56,8 @@ export interface UsageBill {
   spans: string[];
 }
 
-/** A stretch of time whose usage is billed fresh, priced by one plan. */
-interface FreshSpan {
+/** A stretch of time whose usage is billed fresh, priced by one plan (ISO 8601 bounds, `[start, end)`). */
+export interface FreshSpan {
   planId: string;
   start: string;
   end: string;
@@ -77,14 +77,16 @@ interface FreshSpan {
  *   its start, or from the end of the last plan-change stretch inside it, by `endedPlan`'s
  *   charges (the plan in force at its end, before a change scheduled for it applies).
  * A (meter, period) recorded already is never billed fresh again. Items name their plan and
- * the meter's display_name. Reads only; recordBilledUsage writes. Throws MeterMissingError
- * when a charge's meter is gone.
+ * the meter's display_name. `closing`: stretches a change would close now (openUsageSpan), as
+ * if stored — a preview's (SPEC §15 "Preview"); nothing is written for them. Reads only;
+ * recordBilledUsage writes. Throws MeterMissingError when a charge's meter is gone.
  */
 export async function invoiceUsage(
   db: Db,
   subscription: UsageSubscription,
   endedPlan: Pick<PlanRow, 'id' | 'charges'>,
   periodStart: string,
+  closing: readonly FreshSpan[] = [],
 ): Promise<UsageBill> {
   const plans = new Map<string, StoredCharge[]>([[endedPlan.id, parseCharges(endedPlan.charges)]]);
   const chargesOf = async (planId: string): Promise<StoredCharge[]> => {
@@ -128,6 +130,8 @@ export async function invoiceUsage(
     start: iso(span.span_start),
     end: iso(span.span_end),
   }));
+  const closed = closing.filter((span) => Date.parse(span.end) <= Date.parse(periodStart));
+  fresh.push(...closed);
   if (previous !== undefined) {
     // The ended period's own plan bills it from the last plan change inside it, if any.
     const changed = await db
@@ -137,7 +141,11 @@ export async function invoiceUsage(
       .where('span_end', '>', previous.period_start)
       .where('span_end', '<=', periodStart)
       .executeTakeFirst();
-    const start = isTime(changed?.end) ? iso(changed.end) : iso(previous.period_start);
+    const ends = [
+      ...(isTime(changed?.end) ? [Date.parse(iso(changed.end))] : []),
+      ...closed.map((span) => Date.parse(span.end)).filter((end) => end > Date.parse(iso(previous.period_start))),
+    ];
+    const start = ends.length > 0 ? new Date(Math.max(...ends)).toISOString() : iso(previous.period_start);
     if (Date.parse(start) < Date.parse(periodStart)) fresh.push({ planId: endedPlan.id, start, end: periodStart });
   }
 
@@ -236,9 +244,19 @@ export async function recordBilledUsage(
         })
         .execute();
     } else {
+      // What was billed before is kept: a draft voided by a cancel or pause gives it back (releaseBilledUsage).
       await trx
         .updateTable('billed_usage')
-        .set({ quantity: item.quantity, amount, invoice_id: invoiceId, updated_at: now })
+        .set((eb) => ({
+          previous_quantity: eb.ref('quantity'),
+          previous_amount: eb.ref('amount'),
+          previous_invoice_id: eb.ref('invoice_id'),
+          previous_updated_at: eb.ref('updated_at'),
+          quantity: item.quantity,
+          amount,
+          invoice_id: invoiceId,
+          updated_at: now,
+        }))
         .where('subscription_id', '=', subscriptionId)
         .where('meter_id', '=', item.charge.meter_id)
         .where('period_start', '=', item.period_start)
@@ -270,26 +288,126 @@ export async function closeUsageSpan(
   planId: string,
   at: string,
 ): Promise<void> {
-  if (subscription.current_period_start === null) return;
-  const last = await trx
+  const span = await openUsageSpan(trx, subscription, planId, at);
+  if (span === null) return;
+  await trx
+    .insertInto('usage_spans')
+    .values({
+      subscription_id: subscription.id,
+      plan_id: span.planId,
+      span_start: span.start,
+      span_end: span.end,
+      invoice_id: null,
+      created_at: clock.now().toISOString(),
+    })
+    .execute();
+}
+
+/**
+ * The stretch of `subscription`'s current period a change at `at` (ISO 8601) would close on
+ * `planId` (closeUsageSpan writes it; a preview passes it to invoiceUsage): from the period's
+ * start, or the end of the last stretch closed inside it, to `at`. Null when empty or the
+ * subscription has no period.
+ */
+export async function openUsageSpan(
+  db: Db,
+  subscription: { id: string; current_period_start: string | null },
+  planId: string,
+  at: string,
+): Promise<FreshSpan | null> {
+  if (subscription.current_period_start === null) return null;
+  const last = await db
     .selectFrom('usage_spans')
     .select((eb) => eb.fn.max('span_end').as('end'))
     .where('subscription_id', '=', subscription.id)
     .where('span_end', '>', subscription.current_period_start)
     .executeTakeFirst();
   const start = isTime(last?.end) ? iso(last.end) : iso(subscription.current_period_start);
-  if (Date.parse(start) >= Date.parse(at)) return;
+  if (Date.parse(start) >= Date.parse(at)) return null;
+  return { planId, start, end: iso(at) };
+}
+
+/**
+ * Gives back what the drafts `invoiceIds` of subscription `subscription` billed of its usage,
+ * as they are voided by a cancel or a pause (SPEC §15 "Cancelling"): they bill a period that
+ * is not served, but the usage they bill was used. A period billed the first time by one of
+ * them is forgotten and becomes a stretch to bill (`usage_spans`, at the plan that priced it);
+ * a late adjustment goes back to what was billed before it; a plan change's stretch it billed
+ * waits for the next invoice with usage again. The next invoice that bills usage — the final
+ * one of a cancel (issueFinalUsageInvoice), or the renewal after a resume — bills them. The
+ * caller holds the subscription's lock, in the void's transaction.
+ */
+export async function releaseBilledUsage(
+  trx: Transaction<Database>,
+  clock: Clock,
+  subscription: { id: string; plan_id: string },
+  invoiceIds: readonly string[],
+): Promise<void> {
+  if (invoiceIds.length === 0) return;
   await trx
-    .insertInto('usage_spans')
-    .values({
-      subscription_id: subscription.id,
-      plan_id: planId,
-      span_start: start,
-      span_end: iso(at),
-      invoice_id: null,
-      created_at: clock.now().toISOString(),
-    })
+    .updateTable('usage_spans')
+    .set({ invoice_id: null })
+    .where('subscription_id', '=', subscription.id)
+    .where('invoice_id', 'in', invoiceIds)
     .execute();
+  const rows = await trx
+    .selectFrom('billed_usage')
+    .selectAll()
+    .where('subscription_id', '=', subscription.id)
+    .where('invoice_id', 'in', invoiceIds)
+    .execute();
+  const spans = new Map<number, { plan_id: string; start: string; end: string }>();
+  for (const row of rows) {
+    if (row.previous_invoice_id !== null && row.previous_quantity !== null && row.previous_amount !== null) {
+      await trx
+        .updateTable('billed_usage')
+        .set({
+          quantity: row.previous_quantity,
+          amount: row.previous_amount,
+          invoice_id: row.previous_invoice_id,
+          updated_at: row.previous_updated_at ?? row.updated_at,
+          previous_quantity: null,
+          previous_amount: null,
+          previous_invoice_id: null,
+          previous_updated_at: null,
+        })
+        .where('subscription_id', '=', subscription.id)
+        .where('meter_id', '=', row.meter_id)
+        .where('period_start', '=', row.period_start)
+        .execute();
+      continue;
+    }
+    await trx
+      .deleteFrom('billed_usage')
+      .where('subscription_id', '=', subscription.id)
+      .where('meter_id', '=', row.meter_id)
+      .where('period_start', '=', row.period_start)
+      .execute();
+    const start = iso(row.period_start);
+    spans.set(Date.parse(start), { plan_id: row.plan_id ?? subscription.plan_id, start, end: iso(row.period_end) });
+  }
+  const now = clock.now().toISOString();
+  for (const span of spans.values()) {
+    // A plan change's stretch starts there already (released above): it bills the same time.
+    const exists = await trx
+      .selectFrom('usage_spans')
+      .select('span_start')
+      .where('subscription_id', '=', subscription.id)
+      .where('span_start', '=', span.start)
+      .executeTakeFirst();
+    if (exists !== undefined) continue;
+    await trx
+      .insertInto('usage_spans')
+      .values({
+        subscription_id: subscription.id,
+        plan_id: span.plan_id,
+        span_start: span.start,
+        span_end: span.end,
+        invoice_id: null,
+        created_at: now,
+      })
+      .execute();
+  }
 }
 
 /**

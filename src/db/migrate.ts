@@ -45,6 +45,7 @@ import * as usageCoarseRollups from './migrations/0039_usage_coarse_rollups.ts';
 import * as consoleIndexes from './migrations/0040_console_indexes.ts';
 import * as invoiceKinds from './migrations/0041_invoice_kinds.ts';
 import * as usageSpans from './migrations/0042_usage_spans.ts';
+import * as billedUsagePrevious from './migrations/0047_billed_usage_previous.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -88,6 +89,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0040_console_indexes': consoleIndexes,
   '0041_invoice_kinds': invoiceKinds,
   '0042_usage_spans': usageSpans,
+  '0047_billed_usage_previous': billedUsagePrevious,
 };
 
 /** The names of every migration, in the order they apply. */

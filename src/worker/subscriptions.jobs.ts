@@ -15,6 +15,7 @@ import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
 import { voidUnpaidInvoices } from '../billing/settle.ts';
 import { renewSubscription } from '../billing/renewals.ts';
+import { issueFinalUsageInvoice } from '../billing/issue.ts';
 import { lockCustomerBalances } from '../modules/balances/balances.ledger.ts';
 import { transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
@@ -349,11 +350,17 @@ export const applyPeriodEndCancellations: Job = {
       log,
       CANCEL,
       (trx) => claimRows(periodEndDueQuery(trx, scope, now, true).limit(BATCH_SIZE), trx).execute(),
-      (trx, row) =>
-        transitionSubscription(trx, clock, row, 'period_end_cancel', {
+      async (trx, row) => {
+        const ended = await transitionSubscription(trx, clock, row, 'period_end_cancel', {
           cancel_at_period_end: false,
           ended_at: row.current_period_end,
-        }),
+        });
+        // The last period's usage is billed in arrears on a final invoice (SPEC §15 "Cancelling").
+        if (row.current_period_end !== null) {
+          await issueFinalUsageInvoice(trx, deps, row, new Date(row.current_period_end).toISOString());
+        }
+        return ended;
+      },
     );
   },
   dueNow: (deps) => periodEndDueQuery(deps.db, REAL_TIME, deps.clock.now().toISOString(), true),

@@ -20,6 +20,15 @@ export interface BilledUsageTable {
   invoice_id: string;
   created_at: string;
   updated_at: string;
+  /**
+   * What was billed before the last late adjustment (quantity, minor units, invoice, time),
+   * restored when that adjustment's invoice is a draft voided by a cancel or pause; null when
+   * the row was billed once only.
+   */
+  previous_quantity: string | null;
+  previous_amount: number | string | null;
+  previous_invoice_id: string | null;
+  previous_updated_at: string | null;
 }
 
 export type BilledUsageRow = Selectable<BilledUsageTable>;
