@@ -12,7 +12,7 @@
 // answer nobody reads (an advisory lock, a count delta, a NOTIFY) hand them over with
 // `sendWithNextStatement`: the same path, for db/ only — module code never names it.
 // A statement text with bound values sent a second time becomes a named prepared statement
-// (statementNames): each connection parses and analyses it once, and PostgreSQL plans it
+// (StatementNames): each connection parses and analyses it once, and PostgreSQL plans it
 // without parsing again — most of the server's CPU for a small indexed statement. A migration
 // that changes a prepared `select *`'s columns while the process runs makes PostgreSQL refuse
 // it ("cached plan must not change result type"): every name is then dropped for fresh ones,
