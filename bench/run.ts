@@ -48,6 +48,8 @@ if (smoke) {
   process.env.BENCH_PG_ROWS ??= '10';
   process.env.BILLING_RUN_N ??= '20';
   process.env.BILLING_RUN_PG_N ??= '20';
+  process.env.BILLING_RUN_IDLE_SETTLE_S ??= '1';
+  process.env.BILLING_RUN_IDLE_S ??= '1';
 }
 
 const settings = {

@@ -94,6 +94,17 @@ test(
     const stored = new Set((await db.selectFrom('provider_events').select('payload').execute()).map((r) => r.payload));
     for (const index of acknowledged) assert.ok(stored.has(bodies[index]!), `acknowledged event ${index} was stored`);
 
+    // The deliveries the killed process had leased would go out again once their leases run
+    // out (WEBHOOK_TIMEOUT + the dispatcher's 15 s margin, ≈ 17 s of waiting): end those leases
+    // now instead, as that wait would. The point here is that they are sent again, not how long
+    // a lease lasts (src/worker/webhook-dispatcher.test.ts runs a lease out on the injected clock).
+    await db
+      .updateTable('webhook_deliveries')
+      .set({ locked_until: new Date().toISOString() })
+      .where('locked_by', 'like', `%:${first.child.pid}:%`)
+      .where('status', '=', 'pending')
+      .execute();
+
     // Restart on the same database; the provider retries what was not acknowledged, and
     // (as providers do) a few that were.
     const second = await startService(t, env);

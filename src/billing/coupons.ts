@@ -14,6 +14,7 @@ import type { CouponRow, PromotionCodeRow } from '../db/tables/coupons.table.ts'
 import {
   type DiscountWithCoupon,
   discountsForSubscription,
+  discountsForSubscriptions,
   endDiscounts,
   insertDiscount,
   removeCustomerDiscount,
@@ -257,7 +258,26 @@ export async function invoiceDiscounts(
   customerId: string,
   subscriptionDiscount?: ComposeDiscount | null,
 ): Promise<InvoiceDiscounts> {
-  const found = await discountsForSubscription(db, subscriptionId, customerId);
+  return toInvoiceDiscounts(await discountsForSubscription(db, subscriptionId, customerId), subscriptionDiscount);
+}
+
+/**
+ * invoiceDiscounts for many subscriptions (`id`, `customer_id`) in one read: subscription id →
+ * its discounts, as invoiceDiscounts gives them (stored ones only).
+ */
+export async function invoiceDiscountsOf(
+  db: Kysely<Database> | Transaction<Database>,
+  subscriptions: readonly { id: string; customer_id: string }[],
+): Promise<Map<string, InvoiceDiscounts>> {
+  const found = await discountsForSubscriptions(db, subscriptions);
+  return new Map([...found].map(([id, discounts]) => [id, toInvoiceDiscounts(discounts)]));
+}
+
+/** What invoiceDiscounts makes of the discounts `found` (see there). */
+function toInvoiceDiscounts(
+  found: readonly DiscountWithCoupon[],
+  subscriptionDiscount?: ComposeDiscount | null,
+): InvoiceDiscounts {
   const usable = found.filter(
     ({ discount, coupon }) =>
       (coupon.duration !== 'once' || discount.ends_at === null) &&

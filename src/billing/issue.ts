@@ -22,12 +22,14 @@ import {
   finalizeInvoice,
   type Invoice,
   type InvoiceContext,
+  type InvoiceDraft,
   issueInvoice,
+  issueInvoices,
   lockInvoice,
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
-import { endUsedOnceDiscounts, invoiceDiscounts } from './coupons.ts';
+import { endUsedOnceDiscounts, invoiceDiscounts, type InvoiceDiscounts } from './coupons.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
 import type { ComposeDiscount, ComposedInvoice, ComposeInput, ComposeStep, InvoiceLineDraft } from './compose/types.ts';
@@ -108,6 +110,63 @@ function finalizationTime(ctx: IssueContext, content: ComposedInvoice, periodSta
   return new Date(periodStart.getTime() + ctx.config.invoiceFinalizeDelayMs).toISOString();
 }
 
+/** What a period's invoice is composed with besides its subscription and plan: read by the caller. */
+interface PeriodFacts {
+  /** The credit it may take (spendableBalance), minor units ≥ 0. */
+  balance: number;
+  discounts: InvoiceDiscounts;
+  taxes: InvoiceTaxes;
+  usage: UsageBill;
+}
+
+/**
+ * The content of the invoice of `issue` for `subscription` on `plan` (the pipeline, pure),
+ * when it is finalized (null: final at once) and the draft issueInvoice stores.
+ */
+function composePeriodInvoice(
+  ctx: IssueContext,
+  subscription: BilledSubscription,
+  plan: PlanRow,
+  issue: PeriodIssue,
+  facts: PeriodFacts,
+): { content: ComposedInvoice; finalizesAt: string | null; draft: InvoiceDraft } {
+  const start = issue.period.start.toISOString();
+  const end = issue.period.end.toISOString();
+  const content = composeInvoice(
+    periodInvoiceInput({
+      reason: issue.reason,
+      customerId: subscription.customer_id,
+      subscriptionId: subscription.id,
+      plan,
+      periodStart: start,
+      periodEnd: end,
+      quantity: subscription.quantity,
+      pendingItems: issue.pendingItems,
+      balance: facts.balance,
+      discounts: facts.discounts.compose,
+      taxRates: facts.taxes.tax_rates,
+      taxExempt: facts.taxes.tax_exempt,
+      usage: facts.usage.items,
+    }),
+    ctx.pipeline ?? PIPELINE,
+  );
+  const finalizesAt = issue.mayDraft ? finalizationTime(ctx, content, issue.period.start) : null;
+  const draft: InvoiceDraft = {
+    customerId: subscription.customer_id,
+    testClockId: subscription.test_clock_id,
+    subscriptionId: subscription.id,
+    currency: plan.currency,
+    periodStart: start,
+    periodEnd: end,
+    nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
+    // A draft's due time is its finalization: nothing can be paid on it before.
+    dueAt: finalizesAt === null ? issue.dueAt : finalizesAt,
+    finalizesAt,
+    content,
+  };
+  return { content, finalizesAt, draft };
+}
+
 /**
  * Issues (exactly once) the invoice of one period of `subscription` on `plan`: composed with
  * the customer's credit balance in the plan's currency, stored `open` (or `paid` at once when
@@ -135,38 +194,13 @@ async function issuePeriodInvoice(
   const usage = issue.billsUsage
     ? await invoiceUsage(trx, subscription, issue.usagePlan ?? plan, start)
     : { items: [], spans: [] };
-  const content = composeInvoice(
-    periodInvoiceInput({
-      reason: issue.reason,
-      customerId: subscription.customer_id,
-      subscriptionId: subscription.id,
-      plan,
-      periodStart: start,
-      periodEnd: end,
-      quantity: subscription.quantity,
-      pendingItems: issue.pendingItems,
-      balance,
-      discounts: discounts.compose,
-      taxRates: taxes.tax_rates,
-      taxExempt: taxes.tax_exempt,
-      usage: usage.items,
-    }),
-    ctx.pipeline ?? PIPELINE,
-  );
-  const finalizesAt = issue.mayDraft ? finalizationTime(ctx, content, issue.period.start) : null;
-  const issued = await issueInvoice(trx, ctx, {
-    customerId: subscription.customer_id,
-    testClockId: subscription.test_clock_id,
-    subscriptionId: subscription.id,
-    currency: plan.currency,
-    periodStart: start,
-    periodEnd: end,
-    nextPaymentAttemptAt: issue.nextPaymentAttemptAt,
-    // A draft's due time is its finalization: nothing can be paid on it before.
-    dueAt: finalizesAt === null ? issue.dueAt : finalizesAt,
-    finalizesAt,
-    content,
+  const { content, finalizesAt, draft } = composePeriodInvoice(ctx, subscription, plan, issue, {
+    balance,
+    discounts,
+    taxes,
+    usage,
   });
+  const issued = await issueInvoice(trx, ctx, draft);
   if (issued.created) {
     await recordBilledUsage(trx, ctx.clock, subscription.id, issued.invoice.id, usage);
     await takeAppliedCredit(trx, ctx, issued.invoice, subscription.test_clock_id);
@@ -439,6 +473,57 @@ export async function issueRenewalInvoice(
     billsUsage: true,
     usagePlan,
   });
+}
+
+/** One renewal of a batch, with what its invoice is composed from, read in bulk by the caller. */
+export interface PlainRenewal {
+  subscription: BilledSubscription;
+  plan: PlanRow;
+  period: Period;
+  /** As issueRenewalInvoice's. */
+  nextPaymentAttemptAt: string | null;
+  discounts: InvoiceDiscounts;
+  taxes: InvoiceTaxes;
+}
+
+/**
+ * The invoice issueRenewalInvoice would issue for `renewal` — a subscription whose customer
+ * has no credit in the plan's currency, with no items waiting, no usage to bill (its plan
+ * has no charges, nothing of a past plan is left to bill) and no invoice of the period yet —
+ * composed the same way (the same pipeline), as the draft to issue. Null when issuing it
+ * would write more than the invoice and its events (a `once` discount to end, a draft to
+ * finalize later, an invoice paid at once, credit from a negative total): such a renewal
+ * goes through issueRenewalInvoice. Pure.
+ */
+export function plainRenewalDraft(ctx: IssueContext, renewal: PlainRenewal): InvoiceDraft | null {
+  if (renewal.discounts.once.length > 0) return null;
+  const { content, finalizesAt, draft } = composePeriodInvoice(
+    ctx,
+    renewal.subscription,
+    renewal.plan,
+    {
+      reason: 'renewal',
+      period: renewal.period,
+      dueAt: renewal.period.start.toISOString(),
+      nextPaymentAttemptAt: renewal.nextPaymentAttemptAt,
+      mayDraft: true,
+    },
+    { balance: 0, discounts: renewal.discounts, taxes: renewal.taxes, usage: { items: [], spans: [] } },
+  );
+  if (finalizesAt !== null || content.amount_due === 0 || content.total < 0) return null;
+  return draft;
+}
+
+/**
+ * Issues the drafts plainRenewalDraft made, in a handful of statements (issueInvoices): the
+ * caller holds the subscriptions' locks and knows their periods have no invoice yet.
+ */
+export async function issuePlainRenewalInvoices(
+  trx: Transaction<Database>,
+  ctx: IssueContext,
+  drafts: readonly InvoiceDraft[],
+): Promise<Invoice[]> {
+  return issueInvoices(trx, ctx, drafts);
 }
 
 /**

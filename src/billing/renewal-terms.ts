@@ -42,14 +42,25 @@ export async function renewalTerms(
 ): Promise<RenewalTerms> {
   const current = await findPlan(db, row.plan_id);
   if (!current) throw new Error(`plan ${row.plan_id} of subscription ${row.id} is missing`);
+  let next: PlanRow | undefined;
+  if (row.pending_plan_id !== null) {
+    next = await findPlan(db, row.pending_plan_id);
+    if (!next) throw new Error(`plan ${row.pending_plan_id} scheduled for subscription ${row.id} is missing`);
+  }
+  return termsOn(row, current, next);
+}
+
+/**
+ * renewalTerms given the plans read already: `current` (`row.plan_id`'s) and `next` (its
+ * `pending_plan_id`'s, when it has one). Pure.
+ */
+export function termsOn(row: SubscriptionRow, current: PlanRow, next?: PlanRow): RenewalTerms {
   const end = row.current_period_end!;
   let plan = current;
   let quantity = row.quantity;
   let anchor = row.billing_cycle_anchor;
   const appliesPendingUpdate = row.pending_plan_id !== null;
-  if (row.pending_plan_id !== null) {
-    const next = await findPlan(db, row.pending_plan_id);
-    if (!next) throw new Error(`plan ${row.pending_plan_id} scheduled for subscription ${row.id} is missing`);
+  if (row.pending_plan_id !== null && next !== undefined) {
     if (changesInterval(current, next)) anchor = end;
     plan = next;
     quantity = row.pending_quantity ?? row.quantity;

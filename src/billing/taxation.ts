@@ -5,6 +5,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { TaxExempt } from '../db/tables/customers.table.ts';
+import type { TaxRateRow } from '../db/tables/tax-rates.table.ts';
 import { findTaxRatesForInvoice, parseTaxRateIds } from '../modules/tax-rates/tax-rates.service.ts';
 import type { ComposeTaxRate } from './compose/types.ts';
 
@@ -54,14 +55,25 @@ export async function invoiceTaxes(
     .select(['tax_rate_ids', 'tax_exempt'])
     .where('id', '=', party.customerId)
     .executeTakeFirst();
-  const ids = applicableTaxRateIds({
+  const ids = taxRateIdsOf(party, customer, defaults);
+  return toInvoiceTaxes(customer, await findTaxRatesForInvoice(db, ids));
+}
+
+/** The customer columns an invoice's taxes read. */
+type TaxedCustomer = { tax_rate_ids: string; tax_exempt: TaxExempt } | undefined;
+
+/** The rate ids `party`'s invoice applies (applicableTaxRateIds), `customer` its customer's row. */
+function taxRateIdsOf(party: TaxedParty, customer: TaxedCustomer, defaults: readonly string[]): readonly string[] {
+  return applicableTaxRateIds({
     subscription:
       party.subscriptionTaxRateIds === undefined ? undefined : parseTaxRateIds(party.subscriptionTaxRateIds),
     plan: party.planTaxRateIds === undefined ? undefined : parseTaxRateIds(party.planTaxRateIds),
     customer: customer === undefined ? [] : parseTaxRateIds(customer.tax_rate_ids),
     defaults,
   });
-  const rows = await findTaxRatesForInvoice(db, ids);
+}
+
+function toInvoiceTaxes(customer: TaxedCustomer, rows: readonly TaxRateRow[]): InvoiceTaxes {
   return {
     tax_exempt: customer?.tax_exempt ?? 'none',
     tax_rates: rows.map((row) => ({
@@ -71,4 +83,30 @@ export async function invoiceTaxes(
       inclusive: Boolean(row.inclusive),
     })),
   };
+}
+
+/**
+ * invoiceTaxes for many invoices' `parties` at once, in order: the customers in one read and
+ * every rate any of them applies in another (none when no list names one).
+ */
+export async function invoiceTaxesOf(
+  db: Kysely<Database> | Transaction<Database>,
+  parties: readonly TaxedParty[],
+  defaults: readonly string[],
+): Promise<InvoiceTaxes[]> {
+  if (parties.length === 0) return [];
+  const rows = await db
+    .selectFrom('customers')
+    .select(['id', 'tax_rate_ids', 'tax_exempt'])
+    .where('id', 'in', [...new Set(parties.map((party) => party.customerId))])
+    .execute();
+  const customers = new Map(rows.map((row) => [row.id, row]));
+  const lists = parties.map((party) => taxRateIdsOf(party, customers.get(party.customerId), defaults));
+  const rates = new Map((await findTaxRatesForInvoice(db, [...new Set(lists.flat())])).map((rate) => [rate.id, rate]));
+  return parties.map((party, i) =>
+    toInvoiceTaxes(
+      customers.get(party.customerId),
+      lists[i]!.flatMap((id) => rates.get(id) ?? []),
+    ),
+  );
 }

@@ -210,6 +210,36 @@ export async function invoiceUsage(
 }
 
 /**
+ * Which of subscriptions `subscriptionIds` have usage records an invoice starting at or before
+ * `periodStart` (ISO 8601) may bill although their plan charges nothing now: a plan-change
+ * stretch not billed yet, or a period billed within the lookback (its late usage). One read;
+ * a subscription not in it, on a plan with no charges, has no usage to bill (invoiceUsage
+ * would find nothing), so a batch skips invoiceUsage's reads for it.
+ */
+export async function subscriptionsWithUsageRecords(
+  db: Db,
+  subscriptionIds: readonly string[],
+  periodStart: string,
+): Promise<Set<string>> {
+  if (subscriptionIds.length === 0) return new Set();
+  const since = new Date(new Date(periodStart).getTime() - BILLED_LOOKBACK_MS).toISOString();
+  const rows = await db
+    .selectFrom('usage_spans')
+    .select('subscription_id')
+    .where('subscription_id', 'in', subscriptionIds)
+    .where('invoice_id', 'is', null)
+    .union(
+      db
+        .selectFrom('billed_usage')
+        .select('subscription_id')
+        .where('subscription_id', 'in', subscriptionIds)
+        .where('period_end', '>', since),
+    )
+    .execute();
+  return new Set(rows.map((row) => row.subscription_id));
+}
+
+/**
  * Records what `invoiceId` billed of `bill` (invoiceUsage's), in the caller's transaction —
  * the invoice's: a period billed the first time gets its `billed_usage` row (quantity, amount
  * in minor units — also when 0: late events then bill against it — and the plan that priced

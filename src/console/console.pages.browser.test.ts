@@ -13,7 +13,12 @@ import { createLoginLink } from '../modules/console-sessions/console-sessions.se
 const HOSTILE = '<img src=x onerror="document.title=\'pwned\'">';
 
 test('meters, credit notes, recent events and a new API key in a browser', async (t) => {
-  const [browser, app] = await Promise.all([launchBrowser(t), buildTestApp(t)]);
+  // Both at once, but both settled before going on: when the launch fails (no Chromium), the
+  // app must have registered its own closing first, or it keeps the test process alive.
+  const [launched, built] = await Promise.allSettled([launchBrowser(t), buildTestApp(t)]);
+  if (launched.status === 'rejected') throw launched.reason;
+  if (built.status === 'rejected') throw built.reason;
+  const [browser, app] = [launched.value, built.value];
   const meter = await app.request('POST', '/api/meters', {
     body: { event_name: 'api_calls', aggregation: 'count', display_name: HOSTILE },
   });

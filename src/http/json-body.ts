@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { ValidationError } from './errors.ts';
+import { noteJsonBodyText } from './text-guard.ts';
 
 /** Makes JSON the only accepted body type (Fastify's text/plain parser goes too), parsed by ours. */
 export function registerJsonBodyParser(app: FastifyInstance): void {
@@ -12,7 +13,9 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      const body: unknown = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+      noteJsonBodyText(body, text);
+      done(null, body);
     } catch {
       done(forbiddenKeyError(text) ?? new ValidationError('request body is not valid JSON'), undefined);
     }

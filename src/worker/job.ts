@@ -42,7 +42,23 @@ export interface Job {
    * one index read per tick instead of a transaction per job. A job without it runs every tick.
    */
   dueNow?(deps: Deps): DueProbe | null;
+  /**
+   * Real time only, for a job with `dueNow` and without `nextDueAt`: the earliest instant
+   * strictly after `after` at which its probe could first find a row without another write
+   * (a lease lapsing, a retry or an expiry coming due), or null when none will. An idle
+   * worker sleeps until the earliest of these and the clock-aware jobs' `nextDueAt` (runner.ts);
+   * a job with a probe and neither keeps the worker polling every WORKER_POLL_INTERVAL.
+   */
+  wakeAt?(deps: Deps, after: Date): Promise<Date | null>;
 }
+
+/**
+ * Longest idle sleep of the worker and of the webhook dispatcher, in WORKER_POLL_INTERVALs
+ * (SPEC §7): work written without a doorbell this process hears (another process on SQLite;
+ * a lost LISTEN connection on PostgreSQL) waits at most this long plus one pass. Rows due by
+ * time never wait for it (Job.wakeAt, nextDeliveryDueAt).
+ */
+export const IDLE_SLEEP_POLLS = 10;
 
 export interface WorkerLogger {
   error(object: object, message: string): void;

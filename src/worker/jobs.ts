@@ -26,6 +26,8 @@ const foldCountDeltasJob: Job = {
   // SQLite keeps no deltas (foldCountDeltas does nothing there).
   dueNow: ({ db, database }) =>
     database.dialect === 'postgres' ? db.selectFrom('row_count_deltas').select('id') : null,
+  // Deltas are written with the events of the same change: the outbox doorbell wakes the worker.
+  wakeAt: () => Promise.resolve(null),
 };
 
 /**

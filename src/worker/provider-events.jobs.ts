@@ -6,6 +6,8 @@
 import type { Job } from './job.ts';
 import { claimDueInboxRows, dueInboxRowsQuery } from '../inbox/inbox.ts';
 import { processEvents } from '../inbox/inbox.batches.ts';
+import { RETRIED_STATUSES } from '../inbox/inbox.status.ts';
+import { earliest } from '../db/scope.ts';
 
 const BATCH_SIZE = 50;
 
@@ -27,4 +29,14 @@ export const retryProviderEvents: Job = {
     return ids.length;
   },
   dueNow: (deps) => dueInboxRowsQuery(deps.db, deps.clock.now().toISOString()),
+  // The next row's retry or claim lease coming due.
+  wakeAt: async ({ db }, after) => {
+    const row = await db
+      .selectFrom('provider_events')
+      .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+      .where('next_attempt_at', '>', after.toISOString())
+      .where('status', 'in', RETRIED_STATUSES)
+      .executeTakeFirst();
+    return earliest([row?.due]);
+  },
 };

@@ -5,10 +5,23 @@
 // is a service instead: started with the worker, running its own loop, drained on stop().
 // Each tick first asks, in one statement, which jobs have anything due (Job.dueNow): an idle
 // worker then costs one index read per tick, whatever the number of jobs or of clock rows.
+// While that probe finds nothing, the worker sleeps past the poll: until the earliest instant
+// a row becomes due by time (Job.nextDueAt, Job.wakeAt), the outbox doorbell (a write in this
+// process, or on PostgreSQL in any) or IDLE_SLEEP_POLLS polls, whichever comes first.
 import { sql } from 'kysely';
 import { countAsWorker } from '../db/pg-traffic.ts';
+import { REAL_TIME } from '../db/scope.ts';
 import type { Deps } from '../deps.ts';
-import type { DueProbe, Job, RunningService, StopOptions, WorkerLogger, WorkerService } from './job.ts';
+import { onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
+import {
+  type DueProbe,
+  IDLE_SLEEP_POLLS,
+  type Job,
+  type RunningService,
+  type StopOptions,
+  type WorkerLogger,
+  type WorkerService,
+} from './job.ts';
 
 /** Most batches one job may run back to back in one tick, so others get their turn. */
 const MAX_BATCHES_PER_TICK = 20;
@@ -43,8 +56,17 @@ export class Worker {
   readonly #services: readonly WorkerService[];
   #runningServices: RunningService[] = [];
   #timer: NodeJS.Timeout | undefined;
+  /** When the pending timer fires (Date.now() ms). */
+  #fireAt = 0;
+  /** When the last tick ended (Date.now() ms). */
+  #lastTickEnd = 0;
   #running: Promise<unknown> | undefined;
   #stopped = true;
+  #unsubscribe: (() => void) | undefined;
+  /** The last tick's probe found nothing: the probed jobs and the instant they were asked at. */
+  #quiet: { asked: readonly Job[]; at: Date } | undefined;
+  /** The doorbell rang since the last tick began. */
+  #rang = false;
 
   /**
    * `jobs` and `services` come from the worker's one list (jobs.ts JOBS and SERVICES; tests
@@ -90,6 +112,8 @@ export class Worker {
    */
   async #dueJobs(): Promise<Set<Job>> {
     const due = new Set<Job>();
+    this.#quiet = undefined;
+    const at = this.#deps.clock.now();
     const { asked, query } = dueProbe(this.#deps, this.#jobs);
     for (const job of this.#jobs) if (!job.dueNow) due.add(job);
     if (!query) return due;
@@ -100,6 +124,7 @@ export class Worker {
       // is charged at once), which a probe taken before the tick cannot see.
       const first = asked.findIndex((_, i) => row[`j${i}`] === true || Number(row[`j${i}`]) === 1);
       if (first >= 0) for (const job of this.#jobs.slice(this.#jobs.indexOf(asked[first]!))) due.add(job);
+      else if (due.size === 0) this.#quiet = { asked, at };
     } catch (error) {
       this.#log.error({ err: error }, 'worker due probe failed; running every job');
       for (const job of asked) due.add(job);
@@ -120,13 +145,69 @@ export class Worker {
     this.#stopped = false;
     this.#runningServices = this.#services.map((service) => service.create(this.#deps, this.#log));
     for (const service of this.#runningServices) service.start();
-    const tick = () => {
-      this.#running = this.runOnce().finally(() => {
+    this.#unsubscribe = onOutboxActivity(() => this.#ring());
+    this.#schedule(0);
+  }
+
+  #schedule(delayMs: number): void {
+    clearTimeout(this.#timer);
+    this.#fireAt = Date.now() + delayMs;
+    this.#timer = setTimeout(() => this.#tick(), delayMs);
+  }
+
+  #tick(): void {
+    this.#timer = undefined;
+    this.#rang = false;
+    this.#running = this.runOnce()
+      .then(() => this.#sleepMs())
+      .then((delay) => {
         this.#running = undefined;
-        if (!this.#stopped) this.#timer = setTimeout(tick, this.#deps.config.workerPollIntervalMs);
+        this.#lastTickEnd = Date.now();
+        if (!this.#stopped)
+          this.#schedule(this.#rang ? Math.min(delay, this.#deps.config.workerPollIntervalMs) : delay);
       });
-    };
-    this.#timer = setTimeout(tick, 0);
+  }
+
+  /**
+   * How long to sleep after a tick: one poll, unless its probe found nothing — then until
+   * the earliest instant a row becomes due by time (each probed job's `nextDueAt` in real
+   * time, or `wakeAt`), at least one poll and at most IDLE_SLEEP_POLLS. A row due at t is so
+   * handled by t + one poll, as when polling every tick. One poll when any probed job can
+   * name no such instant, or when asking fails.
+   */
+  async #sleepMs(): Promise<number> {
+    const poll = this.#deps.config.workerPollIntervalMs;
+    const quiet = this.#quiet;
+    if (quiet === undefined || this.#stopped) return poll;
+    try {
+      const wakes = await Promise.all(
+        quiet.asked.map((job) => {
+          if (job.wakeAt) return job.wakeAt(this.#deps, quiet.at);
+          if (job.nextDueAt) return job.nextDueAt(this.#deps, REAL_TIME, quiet.at);
+          return Promise.resolve(quiet.at);
+        }),
+      );
+      let sleep = poll * IDLE_SLEEP_POLLS;
+      const now = this.#deps.clock.now().getTime();
+      for (const wake of wakes) if (wake !== null) sleep = Math.min(sleep, wake.getTime() - now);
+      return Math.max(poll, sleep);
+    } catch (error) {
+      this.#log.error({ err: error }, 'worker wake-up times failed; polling');
+      return poll;
+    }
+  }
+
+  /**
+   * The outbox doorbell (events/events.outbox-signal.ts): an idle sleep ends one poll after
+   * the last tick ended (at once if that has passed) — work written now is handled as soon
+   * as when polling, and a burst of writes costs at most one tick per poll.
+   */
+  #ring(): void {
+    this.#rang = true;
+    if (this.#stopped || this.#timer === undefined) return;
+    const now = Date.now();
+    const at = Math.max(now, this.#lastTickEnd + this.#deps.config.workerPollIntervalMs);
+    if (at < this.#fireAt) this.#schedule(at - now);
   }
 
   /**
@@ -137,6 +218,9 @@ export class Worker {
   async stop(options: StopOptions = {}): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
     const services = this.#runningServices;
     this.#runningServices = [];
     await Promise.all([this.#running, ...services.map((service) => service.stop(options))]);

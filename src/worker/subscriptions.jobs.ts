@@ -14,7 +14,7 @@ import { type Job, type WorkerLogger } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
 import { voidUnpaidInvoices } from '../billing/settle.ts';
-import { renewSubscription } from '../billing/renewals.ts';
+import { renewSubscription, renewSubscriptions } from '../billing/renewals.ts';
 import { issueFinalUsageInvoice } from '../billing/issue.ts';
 import { lockCustomerBalances } from '../modules/balances/balances.ledger.ts';
 import { transitionSubscription } from '../modules/subscriptions/subscriptions.lifecycle.ts';
@@ -262,6 +262,8 @@ export const issueRenewalInvoices: Job = {
         deferCounts(trx);
       },
       each: (trx: Transaction<Database>, row: SubscriptionRow) => renewSubscription(trx, deps, row),
+      // The batch in a handful of statements; a throw reruns it row by row through `each`.
+      all: (trx: Transaction<Database>, rows: readonly SubscriptionRow[]) => renewSubscriptions(trx, deps, rows),
       end: async (trx: Transaction<Database>) => {
         await flushEvents(trx);
         await flushCounts(trx);

@@ -14,7 +14,7 @@ import { claimRows } from '../db/locking.ts';
 import type { Deps } from '../deps.ts';
 import { emitEvent } from '../modules/events/events.service.ts';
 import type { Job, WorkerLogger } from './job.ts';
-import type { JobScope } from '../db/scope.ts';
+import { earliest, type JobScope } from '../db/scope.ts';
 import { testClockTime } from '../modules/test-clocks/test-clocks.time.ts';
 import { toTestClock } from '../modules/test-clocks/test-clocks.service.ts';
 import type { TestClockRow } from '../db/tables/test-clocks.table.ts';
@@ -201,5 +201,15 @@ export function advanceTestClocks(jobs: readonly Job[]): Job {
       return 1;
     },
     dueNow: (deps) => (deps.config.testClocks ? advancesToTakeQuery(deps.db, deps.clock.now()) : null),
+    // Another worker's lease lapsing (an advance asked for writes an event: the doorbell).
+    wakeAt: async ({ db }, after) => {
+      const row = await db
+        .selectFrom('test_clocks')
+        .select((eb) => eb.fn.min('lease_expires_at').as('due'))
+        .where('status', '=', 'advancing')
+        .where('lease_expires_at', '>', after.toISOString())
+        .executeTakeFirst();
+      return earliest([row?.due]);
+    },
   };
 }

@@ -7,7 +7,7 @@ import { answer, startReceiver } from '../../test/helpers/webhook-receiver.ts';
 import { buildWebhookTestApp, type WebhookTestApp } from '../../test/helpers/webhooks.ts';
 import { connectSecondInstance } from '../../test/helpers/app.ts';
 import { Worker } from './runner.ts';
-import { claimDueDeliveries } from '../modules/webhooks/webhooks.delivery-leases.ts';
+import { claimDueDeliveries, nextDeliveryDueAt } from '../modules/webhooks/webhooks.delivery-leases.ts';
 import { WebhookDispatcher, webhookDeliveryService } from './webhook-dispatcher.ts';
 import { fanOutEvents } from '../modules/webhooks/webhooks.fan-out.ts';
 import { setWebhookNetwork, webhookNetwork } from '../modules/webhooks/webhooks.network.ts';
@@ -241,3 +241,25 @@ test(
     assert.equal(attempts.length, 2 * count);
   },
 );
+
+test('an idle dispatcher wakes for the next delivery to come due: a retry, or a lease running out', async (t) => {
+  const app = await buildWebhookTestApp(t);
+  const receiver = await startReceiver(t, answer(500));
+  await createWebhookEndpoint(app, receiver.url);
+  await createCustomer(app);
+  const now = app.clock.now();
+  assert.equal(await nextDeliveryDueAt(app.deps.db, now), null, 'nothing pending yet');
+  await app.dispatcher.runUntilIdle(); // the attempt fails: a retry is scheduled
+  const [delivery] = await deliveryRows(app);
+  assert.equal(delivery!.status, 'pending');
+  const retry = await nextDeliveryDueAt(app.deps.db, app.clock.now());
+  assert.equal(retry?.toISOString(), new Date(delivery!.next_attempt_at!).toISOString());
+  assert.ok(retry!.getTime() > app.clock.now().getTime());
+  // Due now and leased by another worker: it comes due when the lease runs out.
+  const leased = new Date(app.clock.now().getTime() + 90 * SECONDS).toISOString();
+  await app.deps.db
+    .updateTable('webhook_deliveries')
+    .set({ next_attempt_at: app.clock.now().toISOString(), locked_until: leased })
+    .execute();
+  assert.equal((await nextDeliveryDueAt(app.deps.db, app.clock.now()))?.toISOString(), leased);
+});

@@ -8,12 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Deps } from '../deps.ts';
-import type { StopOptions, WorkerService } from './job.ts';
-import { onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
+import { IDLE_SLEEP_POLLS, type StopOptions, type WorkerService } from './job.ts';
+import { notifyOutboxActivity, onOutboxActivity } from '../modules/events/events.outbox-signal.ts';
 import { type AttemptResponse, WebhookClient } from '../modules/webhooks/webhooks.delivery-client.ts';
 import {
   type ClaimedDelivery,
   claimDueDeliveries,
+  nextDeliveryDueAt,
   type Outcome,
   recordOutcomes,
 } from '../modules/webhooks/webhooks.delivery-leases.ts';
@@ -165,7 +166,8 @@ export class WebhookDispatcher {
       this.#listener = new OutboxListener({
         url: config.database.url,
         schema: database.schema,
-        onRing: () => this.#ring(),
+        // Through the in-process wire: this dispatcher hears it, and so does the worker's idle sleep (runner.ts).
+        onRing: () => notifyOutboxActivity(),
         retryMs: config.workerPollIntervalMs,
         log: this.#log,
       });
@@ -207,8 +209,12 @@ export class WebhookDispatcher {
   async #run(): Promise<void> {
     while (!this.#stopped) {
       let more = false;
+      let quiet = false;
+      const at = this.#deps.clock.now();
       try {
-        more = (await this.pass()).more;
+        const pass = await this.pass();
+        more = pass.more;
+        quiet = pass.fannedOut === 0 && pass.started === 0 && this.#inFlight.size === 0;
       } catch (error) {
         this.#log.error({ err: error }, 'webhook pass failed');
       }
@@ -216,7 +222,24 @@ export class WebhookDispatcher {
       // SQLite runs queries synchronously: yield to I/O between passes so sends, their
       // responses and the API in this process are never starved by a backlog.
       if (more) await new Promise((resolve) => setImmediate(resolve));
-      else await this.#idle(this.#deps.config.workerPollIntervalMs);
+      else await this.#idle(quiet ? await this.#quietMs(at) : this.#deps.config.workerPollIntervalMs);
+    }
+  }
+
+  /**
+   * After a pass that found nothing (SPEC §7): sleep until the next delivery may come due
+   * (nextDeliveryDueAt, from the pass's `at`), at least one poll, at most IDLE_SLEEP_POLLS.
+   * A new event rings at once (the doorbell); one poll if asking fails.
+   */
+  async #quietMs(at: Date): Promise<number> {
+    const poll = this.#deps.config.workerPollIntervalMs;
+    try {
+      const next = await nextDeliveryDueAt(this.#deps.db, at);
+      const until = next === null ? poll * IDLE_SLEEP_POLLS : next.getTime() - this.#deps.clock.now().getTime();
+      return Math.max(poll, Math.min(poll * IDLE_SLEEP_POLLS, until));
+    } catch (error) {
+      this.#log.error({ err: error }, 'webhook wake-up time failed; polling');
+      return poll;
     }
   }
 

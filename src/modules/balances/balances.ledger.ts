@@ -68,6 +68,25 @@ const balanceOf = compiledQuery((db, param: Param<{ customerId: string; currency
 );
 
 /**
+ * The balances of customers `customerIds` in every currency they have one, in one read:
+ * customerBalance for a batch. Keyed `<customer id> <currency>`; minor units, signed; a
+ * (customer, currency) with no transaction is absent (0).
+ */
+export async function customerBalancesOf(
+  db: Kysely<Database> | Transaction<Database>,
+  customerIds: readonly string[],
+): Promise<Map<string, number>> {
+  if (customerIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('customer_balance_transactions')
+    .select(['customer_id', 'currency', (eb) => eb.fn.sum<string | number>('amount').as('balance')])
+    .where('customer_id', 'in', [...new Set(customerIds)])
+    .groupBy(['customer_id', 'currency'])
+    .execute();
+  return new Map(rows.map((row) => [`${row.customer_id} ${row.currency}`, Number(row.balance)]));
+}
+
+/**
  * Every non-zero balance of customer `customerId`: currency (ISO 4217) → minor units, in
  * currency order (GET /api/customers/{id} `balances`, SPEC §14). Empty when it has none.
  */

@@ -135,16 +135,59 @@ export async function discountsForSubscription(
       ]),
     )
     .execute();
-  const found = rows.map((row) => {
-    const record = row as unknown as Record<string, unknown>;
-    const coupon = Object.fromEntries(COUPON_COLUMNS.map((column) => [column, record[`cpn_${column}`]]));
-    const discount = Object.fromEntries(Object.entries(record).filter(([key]) => !key.startsWith('cpn_')));
-    return { discount: discount as unknown as DiscountRow, coupon: coupon as unknown as CouponRow };
-  });
+  const found = rows.map(splitDiscountRow);
   // The subscription's first.
   return found.sort(
     (a, b) => Number(a.discount.subscription_id === null) - Number(b.discount.subscription_id === null),
   );
+}
+
+/** A discount read beside its coupon's `cpn_<column>`s, as the two rows. */
+function splitDiscountRow(row: object): DiscountWithCoupon {
+  const record = row as Record<string, unknown>;
+  const coupon = Object.fromEntries(COUPON_COLUMNS.map((column) => [column, record[`cpn_${column}`]]));
+  const discount = Object.fromEntries(Object.entries(record).filter(([key]) => !key.startsWith('cpn_')));
+  return { discount: discount as unknown as DiscountRow, coupon: coupon as unknown as CouponRow };
+}
+
+/**
+ * discountsForSubscription for many subscriptions (`id` and `customer_id` each) in one read:
+ * subscription id → its discounts in the pipeline's order (its own, then its customer's).
+ */
+export async function discountsForSubscriptions(
+  db: Kysely<Database> | Transaction<Database>,
+  subscriptions: readonly { id: string; customer_id: string }[],
+): Promise<Map<string, DiscountWithCoupon[]>> {
+  const bySubscription = new Map<string, DiscountWithCoupon[]>(subscriptions.map((s) => [s.id, []]));
+  if (subscriptions.length === 0) return bySubscription;
+  const rows = await db
+    .selectFrom('discounts')
+    .innerJoin('coupons', 'coupons.id', 'discounts.coupon_id')
+    .selectAll('discounts')
+    .select(COUPON_COLUMNS.map((column) => `coupons.${column} as cpn_${column}` as const))
+    .where((eb) =>
+      eb.or([
+        eb(
+          'discounts.subscription_id',
+          'in',
+          subscriptions.map((s) => s.id),
+        ),
+        eb.and([
+          eb('discounts.customer_id', 'in', [...new Set(subscriptions.map((s) => s.customer_id))]),
+          eb('discounts.subscription_id', 'is', null),
+        ]),
+      ]),
+    )
+    .execute();
+  const ofCustomer = new Map<string, DiscountWithCoupon[]>();
+  for (const row of rows) {
+    const found = splitDiscountRow(row);
+    const { subscription_id, customer_id } = found.discount;
+    if (subscription_id !== null) bySubscription.get(subscription_id)?.push(found);
+    else ofCustomer.set(customer_id, [...(ofCustomer.get(customer_id) ?? []), found]);
+  }
+  for (const { id, customer_id } of subscriptions) bySubscription.get(id)!.push(...(ofCustomer.get(customer_id) ?? []));
+  return bySubscription;
 }
 
 /** The discount of subscription `subscriptionId`, or of customer `customerId` when `subscriptionId` is null. */

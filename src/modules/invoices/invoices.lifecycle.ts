@@ -195,38 +195,8 @@ export interface InvoiceDraft {
   finalizesAt?: string | null;
 }
 
-/**
- * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
- * when one exists already it is returned with `created: false` and nothing is written (a
- * one-off invoice, of no subscription, and a subscription's `proration` or `usage` invoice are always new). Called only by the billing core's
- * issue.ts, which composes `draft.content`.
- * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
- * owes 0) — or, given `draft.finalizesAt`, stores it `draft` with no number (finalizeInvoice numbers it later), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
- * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
- * hold between workers; the unique (subscription_id, period_start) index of `period` invoices is the backstop,
- * and its violation rolls the whole transaction back (so no number is lost). Lines and
- * totals are stored as `draft.content` has them, each line given an `il_…` id. Throws when a
- * line is in another currency than `draft.currency` or the totals do not add up (total = the
- * lines that addsToTotal, amount_due = max(total, 0) − applied_balance ≥ 0): content composeInvoice did not make.
- */
-export async function issueInvoice(
-  trx: Transaction<Database>,
-  ctx: InvoiceContext,
-  draft: InvoiceDraft,
-): Promise<{ invoice: Invoice; created: boolean }> {
-  const kind: InvoiceKind = draft.subscriptionId === null ? 'one_off' : (draft.kind ?? 'period');
-  const existing =
-    kind !== 'period'
-      ? undefined
-      : await trx
-          .selectFrom('invoices')
-          .selectAll()
-          .where('subscription_id', '=', draft.subscriptionId!)
-          .where('period_start', '=', draft.periodStart)
-          // A literal: the partial unique index's predicate.
-          .where('kind', '=', sql.lit('period'))
-          .executeTakeFirst();
-  if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
+/** Throws unless `draft.content` adds up as composeInvoice makes it (see issueInvoice). */
+function checkContent(draft: InvoiceDraft): void {
   const { content } = draft;
   const sum = content.lines.reduce((total, line) => (addsToTotal(line) ? total + BigInt(line.amount) : total), 0n);
   if (
@@ -239,16 +209,22 @@ export async function issueInvoice(
       `invoice content does not add up: lines in ${draft.currency}, total ${sum}, due ${content.amount_due}`,
     );
   }
+}
+
+/** The row issuing stores for `draft` (checked) of `kind`, numbered `number` (null: a draft). */
+function newInvoiceRow(
+  ctx: InvoiceContext,
+  draft: InvoiceDraft,
+  kind: InvoiceKind,
+  number: string | null,
+): InvoicesTable {
+  const { content } = draft;
   const now = ctx.clock.now().toISOString();
   const lines: InvoiceLine[] = content.lines.map((line) => ({ id: newId('invoiceLine'), ...line }));
   const finalizesAt = draft.finalizesAt ?? null;
-  const row: InvoicesTable = {
+  return {
     id: newId('invoice'),
-    // A draft's number is taken when it is finalized: a voided draft leaves no gap.
-    number:
-      finalizesAt === null
-        ? await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null))
-        : null,
+    number,
     customer_id: draft.customerId,
     test_clock_id: draft.testClockId ?? null,
     subscription_id: draft.subscriptionId,
@@ -282,6 +258,48 @@ export async function issueInvoice(
     created_at: now,
     updated_at: now,
   };
+}
+
+/**
+ * Issues the invoice of `draft`'s (subscription, period) in `trx`, exactly once (SPEC §9):
+ * when one exists already it is returned with `created: false` and nothing is written (a
+ * one-off invoice, of no subscription, and a subscription's `proration` or `usage` invoice are always new). Called only by the billing core's
+ * issue.ts, which composes `draft.content`.
+ * Otherwise it takes the next number of its sequence (invoiceNumberPrefix), stores the invoice `open` (or `paid` at once when it
+ * owes 0) — or, given `draft.finalizesAt`, stores it `draft` with no number (finalizeInvoice numbers it later), moves the kept `invoices` total (db/counts.ts) and emits `invoice.created` (and `invoice.paid`). The caller MUST hold the
+ * subscription's lock (lockSubscription / a claimed row): that is what makes "exactly once"
+ * hold between workers; the unique (subscription_id, period_start) index of `period` invoices is the backstop,
+ * and its violation rolls the whole transaction back (so no number is lost). Lines and
+ * totals are stored as `draft.content` has them, each line given an `il_…` id. Throws when a
+ * line is in another currency than `draft.currency` or the totals do not add up (total = the
+ * lines that addsToTotal, amount_due = max(total, 0) − applied_balance ≥ 0): content composeInvoice did not make.
+ */
+export async function issueInvoice(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  draft: InvoiceDraft,
+): Promise<{ invoice: Invoice; created: boolean }> {
+  const kind: InvoiceKind = draft.subscriptionId === null ? 'one_off' : (draft.kind ?? 'period');
+  const existing =
+    kind !== 'period'
+      ? undefined
+      : await trx
+          .selectFrom('invoices')
+          .selectAll()
+          .where('subscription_id', '=', draft.subscriptionId!)
+          .where('period_start', '=', draft.periodStart)
+          // A literal: the partial unique index's predicate.
+          .where('kind', '=', sql.lit('period'))
+          .executeTakeFirst();
+  if (existing) return { invoice: toInvoice(existing, ctx.config.publicUrl), created: false };
+  checkContent(draft);
+  const finalizesAt = draft.finalizesAt ?? null;
+  // A draft's number is taken when it is finalized: a voided draft leaves no gap.
+  const number =
+    finalizesAt === null
+      ? await nextInvoiceNumber(trx, invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null))
+      : null;
+  const row = newInvoiceRow(ctx, draft, kind, number);
   await trx.insertInto('invoices').values(row).execute();
   await addToCount(trx, 'invoices', 1);
   const invoice = toInvoice(row, ctx.config.publicUrl);
@@ -290,6 +308,94 @@ export async function issueInvoice(
     return { invoice: await transitionInvoice(trx, ctx, row, 'paid'), created: true };
   }
   return { invoice, created: true };
+}
+
+/**
+ * `count` (≥ 1) consecutive numbers of `prefix`'s sequence (see nextInvoiceNumber), in order,
+ * moved in `trx` by ONE statement: the counter advances by `count`, locked until commit on
+ * PostgreSQL; a rollback gives them all back (gap-free, SPEC §9).
+ */
+export async function nextInvoiceNumbers(trx: Transaction<Database>, prefix: string, count: number): Promise<string[]> {
+  const row = await trx
+    .insertInto('invoice_numbers')
+    .values({ prefix, last_number: count })
+    .onConflict((conflict) =>
+      conflict.column('prefix').doUpdateSet({ last_number: sql<number>`invoice_numbers.last_number + ${count}` }),
+    )
+    .returning('last_number')
+    .executeTakeFirstOrThrow();
+  const first = Number(row.last_number) - count + 1;
+  return Array.from({ length: count }, (_, i) => `${prefix}-${String(first + i).padStart(6, '0')}`);
+}
+
+/**
+ * The `period` invoices of `periods` (subscription id and period start, ISO 8601) that exist
+ * already, in one read: the batch form of issueInvoice's "issued already?" check. Keyed
+ * `<subscription id> <period start as epoch ms>`.
+ */
+export async function findPeriodInvoices(
+  db: Kysely<Database>,
+  periods: readonly { subscriptionId: string; periodStart: string }[],
+): Promise<Map<string, InvoiceRow>> {
+  const found = new Map<string, InvoiceRow>();
+  if (periods.length === 0) return found;
+  const rows = await db
+    .selectFrom('invoices')
+    .selectAll()
+    .where('subscription_id', 'in', [...new Set(periods.map((p) => p.subscriptionId))])
+    .where('period_start', 'in', [...new Set(periods.map((p) => p.periodStart))])
+    .where('kind', '=', sql.lit('period'))
+    .execute();
+  for (const row of rows) found.set(periodKey(row.subscription_id!, row.period_start), row);
+  return found;
+}
+
+/** findPeriodInvoices' key of a (subscription, period start). */
+export function periodKey(subscriptionId: string, periodStart: string): string {
+  return `${subscriptionId} ${Date.parse(periodStart)}`;
+}
+
+/**
+ * Issues new `open` invoices of `drafts` (each a subscription's `period` invoice, or as
+ * issueInvoice otherwise) in `trx` in a handful of statements: numbers taken per sequence in
+ * one statement each (in `drafts` order), the rows in one multi-row insert, the kept total
+ * moved once, `invoice.created` emitted for each (and `invoice.paid` for one owing 0), in
+ * order. The batch form of issueInvoice for drafts the caller KNOWS have no invoice yet
+ * (findPeriodInvoices, under the subscriptions' locks): it does not look; the unique
+ * (subscription_id, period_start) index of `period` invoices is the backstop and rolls the
+ * transaction back. Throws as issueInvoice for content that does not add up, and for a draft
+ * with `finalizesAt` (drafts go through issueInvoice).
+ */
+export async function issueInvoices(
+  trx: Transaction<Database>,
+  ctx: InvoiceContext,
+  drafts: readonly InvoiceDraft[],
+): Promise<Invoice[]> {
+  if (drafts.length === 0) return [];
+  const prefixes = new Map<string, number[]>();
+  drafts.forEach((draft, i) => {
+    checkContent(draft);
+    if ((draft.finalizesAt ?? null) !== null) throw new Error('issueInvoices issues final invoices only');
+    const prefix = invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null);
+    prefixes.set(prefix, [...(prefixes.get(prefix) ?? []), i]);
+  });
+  const numbers: string[] = [];
+  for (const [prefix, indexes] of prefixes) {
+    const taken = await nextInvoiceNumbers(trx, prefix, indexes.length);
+    indexes.forEach((index, j) => (numbers[index] = taken[j]!));
+  }
+  const rows = drafts.map((draft, i) =>
+    newInvoiceRow(ctx, draft, draft.subscriptionId === null ? 'one_off' : (draft.kind ?? 'period'), numbers[i]!),
+  );
+  await trx.insertInto('invoices').values(rows).execute();
+  await addToCount(trx, 'invoices', rows.length);
+  const invoices: Invoice[] = [];
+  for (const row of rows) {
+    const invoice = toInvoice(row, ctx.config.publicUrl);
+    await emitEvent(trx, ctx.clock, 'invoice.created', invoice);
+    invoices.push(row.amount_due === 0 ? await transitionInvoice(trx, ctx, row, 'paid') : invoice);
+  }
+  return invoices;
 }
 
 /**

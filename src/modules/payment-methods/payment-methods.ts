@@ -475,6 +475,22 @@ export async function hasDefaultPaymentMethod(db: Kysely<Database>, customerId: 
   return (await activeMethodOf.executeTakeFirst(db, { customerId })) !== undefined;
 }
 
+/** Which of customers `customerIds` have a default (active) payment method: hasDefaultPaymentMethod for a batch, one read. */
+export async function customersWithDefaultPaymentMethod(
+  db: Kysely<Database>,
+  customerIds: readonly string[],
+): Promise<Set<string>> {
+  if (customerIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('payment_methods')
+    .select('customer_id')
+    .distinct()
+    .where('customer_id', 'in', [...new Set(customerIds)])
+    .where('status', '=', 'active')
+    .execute();
+  return new Set(rows.map((row) => row.customer_id));
+}
+
 const activeMethodOf = compiledQuery((db, param: Param<{ customerId: string }>) =>
   db
     .selectFrom('payment_methods')

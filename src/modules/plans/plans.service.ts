@@ -108,6 +108,17 @@ export async function findPlan(db: Kysely<Database> | Transaction<Database>, id:
   return planById.executeTakeFirst(db, { id });
 }
 
+/** Plans `ids` in one read, by id (unknown ids absent): the batch form of findPlan. */
+export async function findPlans(
+  db: Kysely<Database> | Transaction<Database>,
+  ids: readonly string[],
+): Promise<Map<string, PlanRow>> {
+  const valid = [...new Set(ids)].filter((id) => isIdOf('plan', id));
+  if (valid.length === 0) return new Map();
+  const rows = await db.selectFrom('plans').selectAll().where('id', 'in', valid).execute();
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
 const planById = compiledQuery((db, param: Param<{ id: string }>) =>
   db.selectFrom('plans').selectAll().where('id', '=', param('id')),
 );

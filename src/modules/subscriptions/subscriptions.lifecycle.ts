@@ -2,7 +2,7 @@
 // consults the transition table, writes the row and emits its event in the caller's
 // transaction (SPEC §4, §6 outbox). The only writer of the table too (and of the provider
 // subscription references that name its rows): creation, payment times, a clock's delete.
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -264,6 +264,49 @@ export async function updateSubscription(
     previousAttributes === undefined ? subscription : { ...subscription, previous_attributes: previousAttributes };
   await emitEvent(trx, clock, topic, data);
   return subscription;
+}
+
+/** A subscription's period moved without its status (see updateSubscriptionPeriods). */
+export interface PeriodMove {
+  row: SubscriptionRow;
+  /** ISO 8601. */
+  current_period_start: string;
+  current_period_end: string;
+}
+
+/**
+ * updateSubscription for many rows at once, for the one change a renewal makes: each row's
+ * `current_period_start`/`current_period_end` set to its move's (and `updated_at` to now) in
+ * ONE statement (UPDATE … FROM a VALUES list, bound values), and `subscription.updated`
+ * emitted for each, in order — all in `trx`. The caller holds the rows' locks (a claimed
+ * batch). Returns the subscriptions after, in order.
+ */
+export async function updateSubscriptionPeriods(
+  trx: Transaction<Database>,
+  clock: Clock,
+  moves: readonly PeriodMove[],
+): Promise<Subscription[]> {
+  if (moves.length === 0) return [];
+  const now = clock.now().toISOString();
+  // VALUES lists are untyped text on PostgreSQL: the periods are cast to the column's type.
+  const time = isPostgres(trx) ? sql`::timestamptz` : sql``;
+  const values = sql.join(
+    moves.map((move) => sql`(${move.row.id}, ${move.current_period_start}, ${move.current_period_end})`),
+  );
+  await sql`update subscriptions set current_period_start = v.column2${time}, current_period_end = v.column3${time}, updated_at = ${now}
+    from (values ${values}) as v where subscriptions.id = v.column1`.execute(trx);
+  const updated: Subscription[] = [];
+  for (const move of moves) {
+    const subscription = toSubscription({
+      ...move.row,
+      current_period_start: move.current_period_start,
+      current_period_end: move.current_period_end,
+      updated_at: now,
+    });
+    await emitEvent(trx, clock, 'subscription.updated', subscription);
+    updated.push(subscription);
+  }
+  return updated;
 }
 
 /**

@@ -58,6 +58,22 @@ export async function waitingPendingItems<Line>(
   return { ids: rows.map((row) => row.id), lines: rows.map((row) => JSON.parse(row.line) as Line) };
 }
 
+/** Which of subscriptions `subscriptionIds` have items waiting (waitingPendingItems not empty), in one read. */
+export async function subscriptionsWithWaitingItems(
+  db: Kysely<Database> | Transaction<Database>,
+  subscriptionIds: readonly string[],
+): Promise<Set<string>> {
+  if (subscriptionIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('subscription_pending_items')
+    .select('subscription_id')
+    .distinct()
+    .where('subscription_id', 'in', subscriptionIds)
+    .where('invoice_id', 'is', null)
+    .execute();
+  return new Set(rows.map((row) => row.subscription_id));
+}
+
 /** Records that invoice `invoiceId` took items `ids` (read by waitingPendingItems under the subscription's lock). */
 export async function markPendingItemsInvoiced(
   trx: Transaction<Database>,

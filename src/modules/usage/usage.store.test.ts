@@ -9,7 +9,7 @@ import { createCustomer } from '../../../test/helpers/factories.ts';
 import type { MeterAggregation } from '../../db/tables/usage.table.ts';
 import { createMeter } from '../meters/meters.service.ts';
 import { aggregateUsage } from './usage.aggregate.ts';
-import { ingestUsageEvents } from './usage.ingest.ts';
+import { ingestionGroupStats, ingestUsageEvents } from './usage.ingest.ts';
 import { coverRange } from './usage.store.ts';
 
 let meterSequence = 0;
@@ -166,6 +166,46 @@ test('duplicates within a batch and across batches are acknowledged and counted 
     to: at(120),
   });
   assert.equal(total, '7');
+});
+
+test('requests in flight are written as one group: a key shared across them is accepted once, a bad event refused alone', async (t) => {
+  const app = await buildTestApp(t);
+  const customer = await createCustomer(app);
+  const m = await meter(app, 'sum');
+  const event = (tx: string, amount: number) => ({
+    transaction_id: tx,
+    customer_id: customer.id,
+    event_name: m.event_name,
+    timestamp: at(60),
+    properties: { amount },
+  });
+  const before = ingestionGroupStats(app.deps.db);
+  // Request k sends keys k and k + 1 (amount = key): keys 0…6 are each sent once or twice.
+  const requests: unknown[][] = [0, 1, 2, 3, 4, 5].map((k) => [event(`k${k}`, k), event(`k${k + 1}`, k + 1)]);
+  requests[2]!.push({ ...event('bad', 1), properties: { amount: 'NaN' } });
+  const results = await Promise.all(requests.map((events) => ingestUsageEvents(app.deps.db, app.clock, events)));
+  const after = ingestionGroupStats(app.deps.db);
+  assert.deepEqual(
+    { groups: after.groups - before.groups, items: after.items - before.items },
+    { groups: 1, items: 6 },
+  );
+  const statuses = results.map((r) => r.map((x) => x.status));
+  // In submission order: the first request to carry a key keeps it.
+  assert.deepEqual(statuses, [
+    ['accepted', 'accepted'],
+    ['duplicate', 'accepted'],
+    ['duplicate', 'accepted', 'rejected'],
+    ['duplicate', 'accepted'],
+    ['duplicate', 'accepted'],
+    ['duplicate', 'accepted'],
+  ]);
+  const total = await aggregateUsage(app.deps.db, {
+    customer_id: customer.id,
+    meter_id: m.id,
+    from: at(0),
+    to: at(120),
+  });
+  assert.equal(total, String(0 + 1 + 2 + 3 + 4 + 5 + 6));
 });
 
 test('coverRange: every instant of [from, to) in exactly one range, each level in whole buckets, the coarsest that fit', () => {

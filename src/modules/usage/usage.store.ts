@@ -8,10 +8,12 @@
 // duplicates (of an earlier batch, a retry, another instance: the key's primary key decides,
 // and a concurrent insert of the same key waits for the first to commit). Only the new events
 // are then stored, with their rollups per UTC minute, hour and day (count, exact sum, max,
-// latest) and, for unique_count meters, their distinct values per hour and day — all in the
-// caller's transaction. PostgreSQL does it all in ONE statement (arrays bound as parameters,
-// unnest, data-modifying CTEs): one round trip a batch. SQLite, in-process, runs a few
-// statements and adds decimals in JavaScript (its own arithmetic is binary floating point).
+// latest) and, for unique_count meters, their distinct values per hour and day — all in one
+// transaction, committed before appendBatch resolves. PostgreSQL does it all in ONE statement
+// (arrays bound as parameters, unnest, data-modifying CTEs), sent without BEGIN and COMMIT:
+// a single statement is its own transaction, so a batch costs one round trip. SQLite,
+// in-process, runs a few statements in one transaction and adds decimals in JavaScript (its
+// own arithmetic is binary floating point).
 //
 // aggregate: [from, to) is covered by the coarsest buckets that fit — whole days from the
 // daily rollups, the whole hours at either end from the hourly ones, the whole minutes left
@@ -19,10 +21,12 @@
 // so a month reads ≈ 31 + 46 + 118 small rows whatever its number of events. unique_count,
 // whose counts do not add up, counts the distinct values of the union of the daily and hourly
 // distinct-value rows and of the events of the partial hours at the ends.
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { isRetryableConflict } from '../../db/errors.ts';
 import type { MeterAggregation, UsageEventsTable, UsageRollupsTable } from '../../db/tables/usage.table.ts';
+import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import { addDecimals, canonicalDecimal, maxDecimal, scaled, unscaled } from './usage.decimal.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -44,11 +48,12 @@ export interface AggregateQuery {
 /** Where usage events are kept and how a period's value is read (SPEC §15). */
 export interface UsageStore {
   /**
-   * Stores `events` in `trx` (the caller commits): one outcome per event, in order.
-   * `duplicate` for an event whose (customer_id, transaction_id) is stored already or appears
-   * earlier in the batch: it is not stored again nor counted.
+   * Stores `events` and commits them — keys, events and rollups all or nothing, durable when
+   * the promise resolves: one outcome per event, in order. `duplicate` for an event whose
+   * (customer_id, transaction_id) is stored already or appears earlier in the batch: it is
+   * not stored again nor counted. Throws what the database throws (nothing is then stored).
    */
-  appendBatch(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]>;
+  appendBatch(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]>;
   /** The meter's value over the range as canonical decimal text; "0" when there are no events. */
   aggregate(db: Db, query: AggregateQuery): Promise<string>;
 }
@@ -172,7 +177,7 @@ function distinctCte(level: (typeof DISTINCT_LEVELS)[number]) {
  * with each column bound as one array (a fixed number of parameters whatever the batch size).
  * Returns the keys that were new, as `customer_id \0 transaction_id`.
  */
-async function appendPostgres(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
+async function appendPostgres(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
   const column = <K extends keyof NewUsageEvent>(name: K) => events.map((e) => e[name]);
   const { rows } = await sql<{ customer_id: string; transaction_id: string }>`
     with input as (
@@ -200,7 +205,7 @@ async function appendPostgres(trx: Transaction<Database>, events: readonly NewUs
       ],
       sql`, `,
     )}
-    select customer_id, transaction_id from keys`.execute(trx);
+    select customer_id, transaction_id from keys`.execute(db);
   return new Set(rows.map((row) => `${row.customer_id}\u0000${row.transaction_id}`));
 }
 
@@ -226,41 +231,67 @@ function parsedOf(events: readonly NewUsageEvent[]): Parsed[] {
   }));
 }
 
+/** One rollup being added up: a bucket's count, exact sum and max (scaled), and latest event. */
+interface Acc {
+  customer_id: string;
+  meter_id: string;
+  /** The bucket's start (epoch ms). */
+  bucket: number;
+  count: number;
+  sum: bigint;
+  max: bigint | null;
+  last: Parsed;
+}
+
+/** `last` is the later of the two: by timestamp, then transaction id in byte order. */
+function laterParsed(a: Parsed, b: Parsed): Parsed {
+  if (a.ms !== b.ms) return a.ms > b.ms ? a : b;
+  return compareBytes(a.event.transaction_id, b.event.transaction_id) > 0 ? a : b;
+}
+
 /**
- * The rollups of `events` (all new, parsed once) at bucket size `size`, one per customer,
- * meter and bucket: exact sums as BigInt, turned into decimal text once per bucket.
+ * `parts` (events as one-event rollups, or rollups of a finer level) added up per customer,
+ * meter and bucket of `size` ms. Each level is made from the one below it, so the events are
+ * walked once, whatever the number of levels.
  */
-function rollupsOf(events: readonly Parsed[], size: number): Rollup[] {
-  interface Acc {
-    first: Parsed;
-    bucket: number;
-    count: number;
-    sum: bigint;
-    max: bigint | null;
-    last: Parsed;
-  }
+function rollUp(parts: Iterable<Acc>, size: number): Acc[] {
   const byKey = new Map<string, Acc>();
-  for (const p of events) {
-    const bucket = Math.floor(p.ms / size) * size;
-    const key = `${p.event.customer_id}\u0000${p.event.meter_id}\u0000${bucket}`;
+  for (const part of parts) {
+    const bucket = Math.floor(part.bucket / size) * size;
+    const key = `${part.customer_id}\u0000${part.meter_id}\u0000${bucket}`;
     const current = byKey.get(key);
     if (!current) {
-      byKey.set(key, { first: p, bucket, count: 1, sum: p.value ?? 0n, max: p.value, last: p });
+      byKey.set(key, { ...part, bucket });
       continue;
     }
-    current.count += 1;
-    if (p.value !== null) {
-      current.sum += p.value;
-      if (current.max === null || p.value > current.max) current.max = p.value;
-    }
-    const last = current.last;
-    if (p.ms > last.ms || (p.ms === last.ms && compareBytes(p.event.transaction_id, last.event.transaction_id) > 0)) {
-      current.last = p;
-    }
+    current.count += part.count;
+    current.sum += part.sum;
+    if (part.max !== null && (current.max === null || part.max > current.max)) current.max = part.max;
+    current.last = laterParsed(current.last, part.last);
   }
-  return [...byKey.values()].map((acc) => ({
-    customer_id: acc.first.event.customer_id,
-    meter_id: acc.first.event.meter_id,
+  return [...byKey.values()];
+}
+
+/** The events (all new, parsed once) as one-event rollups at their own instant. */
+function* eventParts(events: readonly Parsed[]): Generator<Acc> {
+  for (const p of events) {
+    yield {
+      customer_id: p.event.customer_id,
+      meter_id: p.event.meter_id,
+      bucket: p.ms,
+      count: 1,
+      sum: p.value ?? 0n,
+      max: p.value,
+      last: p,
+    };
+  }
+}
+
+/** A rollup as its row: exact sums turned into decimal text once per bucket. */
+function rollupRow(acc: Acc): Rollup {
+  return {
+    customer_id: acc.customer_id,
+    meter_id: acc.meter_id,
     bucket: new Date(acc.bucket).toISOString(),
     event_count: acc.count,
     value_sum: unscaled(acc.sum),
@@ -268,7 +299,7 @@ function rollupsOf(events: readonly Parsed[], size: number): Rollup[] {
     last_timestamp: acc.last.event.timestamp,
     last_transaction_id: acc.last.event.transaction_id,
     last_value: acc.last.value === null ? null : unscaled(acc.last.value),
-  }));
+  };
 }
 
 /** `rollup` merged into `stored` (the row already there), as SQLite writes it back. */
@@ -333,26 +364,92 @@ function chunks<T>(rows: readonly T[]): T[][] {
   return out;
 }
 
+/**
+ * Rows per multi-row statement of the keys and events on SQLite, largest first: a batch of any
+ * size is sent as a few statements of these fixed shapes, so each shape's text is built and
+ * prepared once (a group's size varies; a statement per size would be prepared again and again).
+ */
+const SQLITE_ROW_SHAPES = [64, 16, 4, 1] as const;
+
+const KEY_INSERT = {
+  head: 'insert into "usage_event_keys" ("customer_id", "transaction_id", "received_at") values ',
+  width: 3,
+  tail: ' on conflict ("customer_id", "transaction_id") do nothing returning "customer_id", "transaction_id"',
+};
+const EVENT_INSERT = {
+  head: 'insert into "usage_events" ("id", "customer_id", "meter_id", "event_name", "transaction_id", "timestamp", "received_at", "value", "properties") values ',
+  width: 9,
+  tail: '',
+};
+const multiRowTexts = new Map<string, string>();
+
+/** `head (?, …), (?, …) tail` for `rows` rows of `width` placeholders, built once per shape. */
+function multiRowText(statement: { head: string; width: number; tail: string }, rows: number): string {
+  const key = `${statement.head}${rows}`;
+  let text = multiRowTexts.get(key);
+  if (text === undefined) {
+    const row = `(${Array.from({ length: statement.width }, () => '?').join(', ')})`;
+    text = `${statement.head}${Array.from({ length: rows }, () => row).join(', ')}${statement.tail}`;
+    multiRowTexts.set(key, text);
+  }
+  return text;
+}
+
+/**
+ * SQLite: runs `statement` over `rows` (each `width` values, bound as parameters) in the
+ * fixed shapes of SQLITE_ROW_SHAPES, without Kysely's builder (its per-value parsing and
+ * compiling cost more than the insert); returns the rows the statements return.
+ */
+async function insertRowsSqlite<R>(
+  trx: Transaction<Database>,
+  statement: { head: string; width: number; tail: string },
+  rows: readonly (readonly unknown[])[],
+): Promise<R[]> {
+  const out: R[] = [];
+  let at = 0;
+  for (const size of SQLITE_ROW_SHAPES) {
+    while (rows.length - at >= size) {
+      const parameters: unknown[] = [];
+      for (let i = at; i < at + size; i++) for (const value of rows[i]!) parameters.push(value);
+      const result = await trx.executeQuery<R>(CompiledQuery.raw(multiRowText(statement, size), parameters));
+      for (const row of result.rows) out.push(row);
+      at += size;
+    }
+  }
+  return out;
+}
+
 /** SQLite: keys, events, rollups per level, distinct values; returns the new keys. */
 async function appendSqlite(trx: Transaction<Database>, candidates: readonly NewUsageEvent[]): Promise<Set<string>> {
   const fresh = new Set<string>();
-  for (const part of chunks(candidates)) {
-    const inserted = await trx
-      .insertInto('usage_event_keys')
-      .values(
-        part.map((e) => ({ customer_id: e.customer_id, transaction_id: e.transaction_id, received_at: e.received_at })),
-      )
-      .onConflict((oc) => oc.columns(['customer_id', 'transaction_id']).doNothing())
-      .returning(['customer_id', 'transaction_id'])
-      .execute();
-    for (const row of inserted) fresh.add(`${row.customer_id}\u0000${row.transaction_id}`);
-  }
+  const inserted = await insertRowsSqlite<{ customer_id: string; transaction_id: string }>(
+    trx,
+    KEY_INSERT,
+    candidates.map((e) => [e.customer_id, e.transaction_id, e.received_at]),
+  );
+  for (const row of inserted) fresh.add(`${row.customer_id}\u0000${row.transaction_id}`);
   const stored = candidates.filter((e) => fresh.has(`${e.customer_id}\u0000${e.transaction_id}`));
   if (stored.length === 0) return fresh;
-  for (const part of chunks(stored)) await trx.insertInto('usage_events').values(part).execute();
-  const parsed = parsedOf(stored);
+  await insertRowsSqlite(
+    trx,
+    EVENT_INSERT,
+    stored.map((e) => [
+      e.id,
+      e.customer_id,
+      e.meter_id,
+      e.event_name,
+      e.transaction_id,
+      e.timestamp,
+      e.received_at,
+      e.value,
+      e.properties,
+    ]),
+  );
+  let parts: Iterable<Acc> = eventParts(parsedOf(stored));
   for (const level of ROLLUP_LEVELS) {
-    for (const part of chunks(rollupsOf(parsed, level.ms))) await upsertRollupsSqlite(trx, level.table, part);
+    const rollups = rollUp(parts, level.ms);
+    for (const part of chunks(rollups.map(rollupRow))) await upsertRollupsSqlite(trx, level.table, part);
+    parts = rollups;
   }
   const meterIds = [...new Set(stored.map((e) => e.meter_id))];
   const uniqueMeters = new Set(
@@ -388,7 +485,22 @@ async function appendSqlite(trx: Transaction<Database>, candidates: readonly New
   return fresh;
 }
 
-async function appendBatch(trx: Transaction<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]> {
+/**
+ * PostgreSQL: appendPostgres as its own transaction (autocommit), run again when PostgreSQL
+ * aborts it as a deadlock loser or serialization failure (see db/transaction.ts).
+ */
+async function appendPostgresCommitted(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<Set<string>> {
+  for (let run = 1; ; run++) {
+    try {
+      return await appendPostgres(db, events);
+    } catch (error) {
+      if (run >= TRANSACTION_ATTEMPTS || !isRetryableConflict(error)) throw error;
+      await waitBeforeRerun(run);
+    }
+  }
+}
+
+async function appendBatch(db: Kysely<Database>, events: readonly NewUsageEvent[]): Promise<AppendOutcome[]> {
   const outcomes: AppendOutcome[] = events.map(() => 'duplicate');
   // The first of the batch's events with a key stands for it; later ones are duplicates.
   const firstOf = new Map<string, number>();
@@ -403,7 +515,9 @@ async function appendBatch(trx: Transaction<Database>, events: readonly NewUsage
     .map(([key, i]) => ({ event: events[i]!, bytes: Buffer.from(key, 'utf8') }))
     .sort((a, b) => Buffer.compare(a.bytes, b.bytes))
     .map((c) => c.event);
-  const fresh = await (isPostgres(trx) ? appendPostgres(trx, candidates) : appendSqlite(trx, candidates));
+  const fresh = await (isPostgres(db)
+    ? appendPostgresCommitted(db, candidates)
+    : db.transaction().execute((trx) => appendSqlite(trx, candidates)));
   for (const [key, i] of firstOf) if (fresh.has(key)) outcomes[i] = 'accepted';
   return outcomes;
 }

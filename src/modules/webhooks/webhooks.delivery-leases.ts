@@ -8,6 +8,7 @@ import type { Config } from '../../config.ts';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { claimRows, forUpdate } from '../../db/locking.ts';
+import { earliest } from '../../db/scope.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { AttemptResponse } from './webhooks.delivery-client.ts';
 import { releaseEventDeliveries } from '../events/events.delivery-state.ts';
@@ -27,6 +28,31 @@ export interface ClaimedDelivery {
   secret: string | null;
   /** The event's `data` JSON, exactly as stored. */
   data: string;
+}
+
+/**
+ * The earliest instant strictly after `after` at which a pending delivery may come due
+ * without another write — its next attempt's time, or another worker's lease on it running
+ * out — or null (SPEC §7: the dispatcher's idle sleep). A superset: a delivery of a disabled
+ * endpoint counts too (an early wake-up costs one pass).
+ */
+export async function nextDeliveryDueAt(db: Kysely<Database>, after: Date): Promise<Date | null> {
+  const at = after.toISOString();
+  const [attempt, lease] = await Promise.all([
+    db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+      .where('status', '=', sql.lit('pending'))
+      .where('next_attempt_at', '>', at)
+      .executeTakeFirst(),
+    db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('locked_until').as('due'))
+      .where('status', '=', sql.lit('pending'))
+      .where('locked_until', '>', at)
+      .executeTakeFirst(),
+  ]);
+  return earliest([attempt?.due, lease?.due]);
 }
 
 export interface ClaimOptions {
