@@ -11,12 +11,23 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /**
  * True when `error` is PostgreSQL's verdict that the transaction lost a race and may simply be
- * run again: 40001 serialization_failure or 40P01 deadlock_detected. SQLite never reports
- * these (one writer at a time).
+ * run again: 40001 serialization_failure, 40P01 deadlock_detected, or a prepared statement a
+ * concurrent migration made stale (0A000 "cached plan must not change result type"; the rerun
+ * prepares it afresh, db/pg-traffic.ts). SQLite never reports these (one writer at a time).
  */
 export function isRetryableConflict(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return code === '40001' || code === '40P01';
+  return code === '40001' || code === '40P01' || isStalePreparedStatement(error);
+}
+
+/**
+ * True when `error` is PostgreSQL's refusal to run a prepared statement whose result columns
+ * a migration changed since it was prepared (0A000 "cached plan must not change result type").
+ * It is refused before it runs.
+ */
+export function isStalePreparedStatement(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return e?.code === '0A000' && typeof e.message === 'string' && e.message.includes('cached plan must not change');
 }
 
 /** True when `error` is PostgreSQL's 55P03 lock_not_available: a NOWAIT lock found the row held. */

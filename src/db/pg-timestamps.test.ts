@@ -8,6 +8,9 @@ import { readPgTimestamp } from './pg-timestamps.ts';
 test('PostgreSQL timestamp text reads as the same instant in every session time zone and year', () => {
   const cases: [string, string][] = [
     ['2026-01-15 10:00:00.123456+00', '2026-01-15T10:00:00.123Z'],
+    ['2026-01-15 10:00:00.1+00', '2026-01-15T10:00:00.100Z'],
+    ['2026-01-15 10:00:00.000999+00', '2026-01-15T10:00:00.000Z'],
+    ['2026-01-15 10:00:00+00', '2026-01-15T10:00:00.000Z'],
     ['2026-01-15 11:00:00.12+01', '2026-01-15T10:00:00.120Z'],
     ['2026-01-15 04:30:00-05:30', '2026-01-15T10:00:00.000Z'],
     // Africa/Lagos before 1919: local mean time, an offset in seconds.

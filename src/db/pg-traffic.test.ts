@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { buildTestApp } from '../../test/helpers/app.ts';
-import { ON_POSTGRES } from '../../test/helpers/database.ts';
-import { countAsWorker, sendWithNextStatement } from './pg-traffic.ts';
+import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../test/helpers/database.ts';
+import { openDatabase } from './connect.ts';
+import { countAsWorker, sendWithNextStatement, StatementNames } from './pg-traffic.ts';
+import { transactionWithRetry } from './transaction.ts';
 
 const pgOnly = { skip: !ON_POSTGRES && 'PostgreSQL only: SQLite has no round trips' };
 
@@ -145,3 +147,61 @@ test('work run inside countAsWorker counts as the worker’s too', pgOnly, async
     { total: 2, worker: 1 },
   );
 });
+
+test('a text is named the second time it is sent, up to a bound; stale() gives fresh names', () => {
+  const names = new StatementNames();
+  assert.equal(names.nameOf('select $1'), undefined);
+  const name = names.nameOf('select $1');
+  assert.ok(name);
+  assert.equal(names.nameOf('select $1'), name);
+  for (let i = 0; i < 600; i++) {
+    names.nameOf(`select ${i}, $1`);
+    names.nameOf(`select ${i}, $1`);
+  }
+  // Past the bound, new texts stay unnamed; named ones keep their name.
+  assert.equal(names.nameOf('select 1000, $1'), undefined);
+  assert.equal(names.nameOf('select 1000, $1'), undefined);
+  assert.equal(names.nameOf('select $1'), name);
+  names.stale();
+  assert.equal(names.nameOf('select $1'), undefined);
+  const fresh = names.nameOf('select $1');
+  assert.ok(fresh && fresh !== name);
+});
+
+test(
+  'a statement sent again runs prepared; a migration changing its columns meanwhile costs no failure outside a transaction and one rerun inside',
+  pgOnly,
+  async (t) => {
+    const database = await createTestDatabase();
+    t.after(() => database.drop());
+    // One connection: the prepared statement and the migration meet on it.
+    const handle = openDatabase({ kind: 'postgres', url: TEST_DATABASE_URL }, { schema: database.schema, poolSize: 1 });
+    t.after(() => handle.close());
+    const { db } = handle;
+    await sql`create table prepared_probe (id text primary key)`.execute(db);
+    await sql`insert into prepared_probe (id) values ('a')`.execute(db);
+    const read = async (on: typeof db) =>
+      (await sql<Record<string, unknown>>`select * from prepared_probe where id = ${'a'}`.execute(on)).rows;
+    // Once unnamed, then prepared, then run prepared (its row shape reused): the same rows.
+    for (let i = 0; i < 3; i++) assert.deepEqual(await read(db), [{ id: 'a' }]);
+    const prepared = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(db);
+    assert.deepEqual(
+      prepared.rows.map((row) => row.statement),
+      ['select * from prepared_probe where id = $1'],
+    );
+
+    await sql`alter table prepared_probe add column note text not null default 'x'`.execute(db);
+    assert.deepEqual(await read(db), [{ id: 'a', note: 'x' }]);
+
+    await read(db);
+    await read(db);
+    await sql`alter table prepared_probe add column more integer not null default 2`.execute(db);
+    let runs = 0;
+    const rows = await transactionWithRetry(db, async (trx) => {
+      runs++;
+      return read(trx);
+    });
+    assert.deepEqual(rows, [{ id: 'a', note: 'x', more: 2 }]);
+    assert.equal(runs, 2);
+  },
+);

@@ -11,15 +11,20 @@
 // one that commits without having sent anything. Functions of db/ that send statements whose
 // answer nobody reads (an advisory lock, a count delta, a NOTIFY) hand them over with
 // `sendWithNextStatement`: the same path, for db/ only — module code never names it.
-// Statements are not named prepared statements: a `select *` prepared on a connection fails
-// ("cached plan must not change result type") once a migration adds a column while the
-// process runs.
+// A statement text with bound values sent a second time becomes a named prepared statement
+// (StatementNames): each connection parses and analyses it once, and PostgreSQL plans it
+// without parsing again — most of the server's CPU for a small indexed statement. A migration
+// that changes a prepared `select *`'s columns while the process runs makes PostgreSQL refuse
+// it ("cached plan must not change result type"): every name is then dropped for fresh ones,
+// a statement outside a transaction is sent again at once, and a transaction fails with an
+// error transactionWithRetry reruns (db/errors.ts isRetryableConflict).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Writable } from 'node:stream';
 import pg from 'pg';
 import type { CompiledQuery, Kysely, RawBuilder, Transaction } from 'kysely';
 import { isPostgres } from './column-types.ts';
 import type { Database } from './database.ts';
+import { isStalePreparedStatement } from './errors.ts';
 
 /** Counts of messages sent to PostgreSQL (monotonic; zero on SQLite). */
 export interface TrafficCount {
@@ -83,28 +88,113 @@ interface Statement {
 const isBegin = (command: string) => command === 'begin' || command.startsWith('start transaction');
 const isSavepointOrRelease = (command: string) => /^(savepoint|release)\s/.test(command);
 
-/** The part of pg's Connection that writes statement texts (pg 8: parse for extended, query for simple). */
+/**
+ * The part of pg's Connection that writes statements (pg 8: parse and bind for extended, query
+ * for simple) and the texts of the named statements it has parsed or sent.
+ */
 interface WireConnection {
   parse(query: { text: string; name?: string }): void;
+  bind(config: { statement?: string }): void;
   query(text: string): void;
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements: Record<string, string>;
 }
 
 /**
  * Shows `listeners` the text of every statement `client` writes, as it goes onto the wire
- * (below pg and any wrapper: what the server is sent).
+ * (below pg and any wrapper: what the server is sent). A named statement's text is shown at
+ * each execution (its Bind), not only when it is parsed.
  */
 function watchWire(client: pg.Client, listeners: ReadonlySet<StatementListener>): void {
   const connection = (client as unknown as { connection: WireConnection }).connection;
   const parse = connection.parse.bind(connection);
+  const bind = connection.bind.bind(connection);
   const simple = connection.query.bind(connection);
   connection.parse = (query) => {
-    for (const listener of listeners) listener(query.text);
+    if (!query.name) for (const listener of listeners) listener(query.text);
     parse(query);
+  };
+  connection.bind = (config) => {
+    const name = config.statement;
+    const text = name ? (connection.parsedStatements[name] ?? connection.submittedNamedStatements[name]) : undefined;
+    if (text !== undefined) for (const listener of listeners) listener(text);
+    bind(config);
   };
   connection.query = (text) => {
     for (const listener of listeners) listener(text);
     simple(text);
   };
+}
+
+/** Distinct texts prepared under a name at most (per process; each connection parses those it runs). */
+const MAX_NAMED_STATEMENTS = 256;
+/** Texts seen once that are remembered at most; past it they are forgotten and start again. */
+const MAX_SEEN_ONCE = 4096;
+
+/**
+ * Names of prepared statements, by text: a text with bound values gets a name the second time
+ * it is sent (a text sent once — an ad hoc statement — costs the server nothing to keep), up
+ * to MAX_NAMED_STATEMENTS texts, so that what each connection keeps prepared stays bounded.
+ * `stale()` drops every name for fresh ones (a migration changed a prepared statement's
+ * columns); the statements under the old names stay on their connections, unused, until the
+ * connection closes.
+ */
+export class StatementNames {
+  #names = new Map<string, string>();
+  #seenOnce = new Set<string>();
+  #generation = 0;
+
+  /** The name to prepare `text` under, or undefined to send it unnamed. */
+  nameOf(text: string): string | undefined {
+    const name = this.#names.get(text);
+    if (name !== undefined || this.#names.size >= MAX_NAMED_STATEMENTS) return name;
+    if (!this.#seenOnce.has(text)) {
+      if (this.#seenOnce.size >= MAX_SEEN_ONCE) this.#seenOnce.clear();
+      this.#seenOnce.add(text);
+      return undefined;
+    }
+    this.#seenOnce.delete(text);
+    const fresh = `billing_${this.#generation}_${this.#names.size}`;
+    this.#names.set(text, fresh);
+    return fresh;
+  }
+
+  /** Drops every name: texts are prepared again, under new names. */
+  stale(): void {
+    this.#generation++;
+    this.#names.clear();
+  }
+}
+
+/** A column as pg reads it from a RowDescription. */
+interface FieldDescription {
+  name: string;
+  dataTypeID: number;
+  format: string;
+}
+
+/** What pg 8's result builder (lib/result.js) keeps of a RowDescription. */
+interface ResultInternals {
+  addFields(this: ResultInternals, fields: FieldDescription[]): void;
+  fields: FieldDescription[];
+  _parsers: unknown[] | undefined;
+  _prebuiltEmptyResultObject: object;
+}
+
+interface RowShape {
+  fields: FieldDescription[];
+  parsers: unknown[] | undefined;
+  empty: object;
+}
+
+function sameColumns(a: FieldDescription[], b: FieldDescription[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.dataTypeID !== y.dataTypeID || x.format !== y.format) return false;
+  }
+  return true;
 }
 
 /**
@@ -115,15 +205,19 @@ function watchWire(client: pg.Client, listeners: ReadonlySet<StatementListener>)
 class TrafficClient {
   readonly #client: pg.PoolClient;
   readonly #traffic: DatabaseTraffic;
+  readonly #names: StatementNames;
+  /** By statement name: the columns of its last answer, their parsers and pg's empty row. */
+  readonly #rowShapes = new Map<string, RowShape>();
   /** Statements waiting for the next one. */
   #waiting: Statement[] = [];
   #inTransaction = false;
   /** True while BEGIN itself is still waiting (nothing of the transaction was sent). */
   #beginWaiting = false;
 
-  constructor(client: pg.PoolClient, traffic: DatabaseTraffic) {
+  constructor(client: pg.PoolClient, traffic: DatabaseTraffic, names: StatementNames) {
     this.#client = client;
     this.#traffic = traffic;
+    this.#names = names;
   }
 
   get processID(): number | undefined {
@@ -142,12 +236,43 @@ class TrafficClient {
   }
 
   #submit({ text, values }: Statement): Promise<QueryResultLike> {
+    // Statements without values (BEGIN, COMMIT, SAVEPOINT …) stay on the simple protocol.
+    const name = values !== undefined && values.length > 0 ? this.#names.nameOf(text) : undefined;
     return new Promise((resolve, reject) => {
+      // Text and values as arguments: given a config object, pg copies it property by property.
       const query = new pg.Query(text, values as unknown[] | undefined, (error, result) =>
         error ? reject(error) : resolve(result as unknown as QueryResultLike),
       );
+      if (name !== undefined) {
+        (query as unknown as { name: string }).name = name;
+        this.#reuseRowShape(query, name);
+      }
       this.#client.query(query);
     });
+  }
+
+  /**
+   * Lets `query` (prepared as `name`) reuse the row shape of the statement's earlier answers:
+   * PostgreSQL describes a prepared statement's columns on every execution, and pg builds the
+   * columns' parsers and an empty row object from that each time. Reused only while the
+   * columns are the same, name for name and type for type.
+   */
+  #reuseRowShape(query: pg.Query, name: string): void {
+    const result = (query as unknown as { _result: ResultInternals })._result;
+    const build = result.addFields;
+    const shapes = this.#rowShapes;
+    result.addFields = function (fields) {
+      const known = shapes.get(name);
+      if (known !== undefined && sameColumns(known.fields, fields)) {
+        this.fields = fields;
+        this._parsers = known.parsers;
+        this._prebuiltEmptyResultObject = known.empty;
+        return;
+      }
+      build.call(this, fields);
+      if (shapes.size >= MAX_NAMED_STATEMENTS * 2) shapes.clear();
+      shapes.set(name, { fields, parsers: this._parsers, empty: this._prebuiltEmptyResultObject });
+    };
   }
 
   /**
@@ -158,7 +283,11 @@ class TrafficClient {
   async #send(last: Statement): Promise<QueryResultLike> {
     if (this.#waiting.length === 0) {
       count(this.#traffic, 1, 1);
-      return this.#submit(last);
+      try {
+        return await this.#submit(last);
+      } catch (error) {
+        throw this.#noted(error);
+      }
     }
     const statements = [...this.#waiting, last];
     this.#waiting = [];
@@ -173,8 +302,25 @@ class TrafficClient {
       stream.uncork();
     }
     const settled = await Promise.allSettled(answers);
-    for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+    for (const outcome of settled) if (outcome.status === 'rejected') throw this.#noted(outcome.reason);
     return (settled.at(-1) as PromiseFulfilledResult<QueryResultLike>).value;
+  }
+
+  /** `error`, after dropping every statement name when it says a prepared statement is stale. */
+  #noted(error: unknown): unknown {
+    if (isStalePreparedStatement(error)) this.#names.stale();
+    return error;
+  }
+
+  /** A statement outside a transaction: sent again, under a fresh name, if its prepared one was stale. */
+  async #sendAlone(statement: Statement): Promise<QueryResultLike> {
+    try {
+      return await this.#send(statement);
+    } catch (error) {
+      // Refused before it ran (at Bind): nothing happened, so sending it again is safe.
+      if (!isStalePreparedStatement(error)) throw error;
+      return this.#send(statement);
+    }
   }
 
   async query(text: unknown, values?: readonly unknown[]): Promise<unknown> {
@@ -205,7 +351,7 @@ class TrafficClient {
       this.#waiting = waiting;
       return this.#send({ text, values });
     }
-    return this.#send({ text, values });
+    return this.#inTransaction ? this.#send({ text, values }) : this.#sendAlone({ text, values });
   }
 }
 
@@ -228,6 +374,7 @@ export function trafficPool(
   listeners: ReadonlySet<StatementListener> = new Set(),
 ): PoolLike {
   const wrappers = new WeakMap<pg.PoolClient, TrafficClient>();
+  const names = new StatementNames();
   // Every client of the pool, also those used without Kysely (the commit version's read).
   pool.on('connect', (client) => watchWire(client, listeners));
   return {
@@ -235,7 +382,7 @@ export function trafficPool(
       const client = await pool.connect();
       let wrapper = wrappers.get(client);
       if (!wrapper) {
-        wrapper = new TrafficClient(client, traffic);
+        wrapper = new TrafficClient(client, traffic, names);
         wrappers.set(client, wrapper);
       }
       return wrapper;
