@@ -28,6 +28,43 @@ async function meter(app: TestApp, aggregation: MeterAggregation) {
   });
 }
 
+/** One event of each test: its key suffix, timestamp (ISO 8601) and properties. */
+interface EventRow {
+  tx: string;
+  ts: string;
+  amount: string | number;
+  user: string;
+}
+
+/**
+ * Ingests `rows` into every meter of `meters` (the count meter without properties), keyed
+ * `<meter name>-<tx>`; fails the test unless every event is accepted.
+ */
+async function sendToMeters(
+  app: TestApp,
+  customerId: string,
+  meters: Record<string, { event_name: string }>,
+  rows: readonly EventRow[],
+): Promise<void> {
+  for (const [name, m] of Object.entries(meters)) {
+    const results = await ingestUsageEvents(
+      app.deps.db,
+      app.clock,
+      rows.map((r) => ({
+        transaction_id: `${name}-${r.tx}`,
+        customer_id: customerId,
+        event_name: m.event_name,
+        timestamp: r.ts,
+        properties: name === 'count' ? {} : { amount: r.amount, user: r.user },
+      })),
+    );
+    assert.ok(
+      results.every((r) => r.status === 'accepted'),
+      JSON.stringify(results),
+    );
+  }
+}
+
 const at = (minute: number, second = 0, ms = 0) =>
   new Date(Date.parse('2026-01-15T09:00:00.000Z') + minute * 60_000 + second * 1000 + ms).toISOString();
 
@@ -48,24 +85,7 @@ test('every aggregation over whole minutes and partial ones, exact decimals', as
     { tx: 'c', ts: at(2, 0), amount: '100000000000000000.000000000001', user: 'u1' },
     { tx: 'd', ts: at(3, 30), amount: '-5', user: 'u3' },
   ];
-  for (const [name, m] of Object.entries(meters)) {
-    const results = await ingestUsageEvents(
-      app.deps.db,
-      app.clock,
-      rows.map((r) => ({
-        transaction_id: `${name}-${r.tx}`,
-        customer_id: customer.id,
-        event_name: m.event_name,
-        timestamp: r.ts,
-        properties: name === 'count' ? {} : { amount: r.amount, user: r.user },
-      })),
-    );
-    assert.deepEqual(
-      results.map((r) => r.status),
-      ['accepted', 'accepted', 'accepted', 'accepted'],
-      JSON.stringify(results),
-    );
-  }
+  await sendToMeters(app, customer.id, meters, rows);
   const value = (m: { id: string }, from: string, to: string) =>
     aggregateUsage(app.deps.db, { customer_id: customer.id, meter_id: m.id, from, to });
   // Whole range: rollups only, edges only, and mixed.
@@ -248,25 +268,7 @@ test('hourly and daily rollups: events straddling minute, hour, day and month bo
     last: await meter(app, 'last'),
     unique_count: await meter(app, 'unique_count'),
   };
-  const send = async (rows: { tx: string; ts: string; amount: string; user: string }[]) => {
-    for (const [name, m] of Object.entries(meters)) {
-      const results = await ingestUsageEvents(
-        app.deps.db,
-        app.clock,
-        rows.map((r) => ({
-          transaction_id: `${name}-${r.tx}`,
-          customer_id: customer.id,
-          event_name: m.event_name,
-          timestamp: r.ts,
-          properties: name === 'count' ? {} : { amount: r.amount, user: r.user },
-        })),
-      );
-      assert.ok(
-        results.every((r) => r.status === 'accepted'),
-        JSON.stringify(results),
-      );
-    }
-  };
+  const send = (rows: EventRow[]) => sendToMeters(app, customer.id, meters, rows);
   // January's last instant, February's first, and a day and an hour later.
   await send([
     { tx: 'a', ts: '2026-01-30T12:00:00.000Z', amount: '0.1', user: 'u1' },
