@@ -3,6 +3,7 @@
 // (recordAttemptOutcome). Nothing here calls a provider.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { ProviderName } from '../../shared/provider-names.ts';
+import { insertRows } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -84,11 +85,7 @@ export function pendingAttemptRow(clock: Clock, attempt: AttemptStart): PaymentA
  * (billing/charges.ts claimCharges). The caller commits them before calling the provider.
  */
 export async function insertAttempts(trx: Transaction<Database>, rows: readonly PaymentAttemptRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await trx
-    .insertInto('invoice_payment_attempts')
-    .values([...rows])
-    .execute();
+  await insertRows(trx, 'invoice_payment_attempts', rows);
 }
 
 /**
