@@ -435,6 +435,39 @@ export async function findChargesInFlight(
 }
 
 /**
+ * The `pending` charge attempts of test clock `testClockId`'s open invoices due for a charge
+ * (SPEC §11: what an advance must see resolved before it ends `ready`), with their lease's end
+ * (`locked_until`, real time) and the invoice's next attempt (the clock's time). Reads the
+ * clock's open invoices by index (invoices_open_by_due_at), each one's attempts by
+ * invoice; no lock.
+ */
+export async function findPendingChargesOfClock(
+  db: Kysely<Database>,
+  testClockId: string,
+): Promise<
+  { attempt_id: string; invoice_id: string; locked_until: string | null; next_payment_attempt_at: string | null }[]
+> {
+  return (
+    db
+      .selectFrom('invoices')
+      .innerJoin('invoice_payment_attempts', 'invoice_payment_attempts.invoice_id', 'invoices.id')
+      .select([
+        'invoice_payment_attempts.id as attempt_id',
+        'invoices.id as invoice_id',
+        'invoice_payment_attempts.locked_until',
+        'invoices.next_payment_attempt_at',
+      ])
+      .where('invoices.test_clock_id', '=', testClockId)
+      // Literals: SQLite uses the partial index only then.
+      .where('invoices.status', '=', sql.lit('open'))
+      .where('invoice_payment_attempts.kind', '=', 'charge')
+      .where('invoice_payment_attempts.status', '=', 'pending')
+      .orderBy('invoices.id')
+      .execute()
+  );
+}
+
+/**
  * The newest `pending` checkout attempt of invoice `invoiceId` at `provider` for exactly
  * `amount` (minor units) in `currency` whose lease runs after `leasedAfter` (ISO 8601): a Pay
  * button press calling the provider right now (SPEC §10 "Pay button"). Undefined when there is
