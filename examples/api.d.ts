@@ -3519,6 +3519,7 @@ export interface components {
      * @example {
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "billing_reason": "upcoming",
      *       "currency": "USD",
      *       "period_start": "2026-01-31T10:00:00.000Z",
      *       "period_end": "2026-02-15T10:00:00.000Z",
@@ -3562,6 +3563,11 @@ export interface components {
     InvoicePreview: {
       customer_id: string;
       subscription_id: string;
+      /**
+       * @description Always `upcoming`: Stripe's reason for an invoice not issued yet (SPEC §9 "Billing reason")
+       * @enum {string}
+       */
+      billing_reason: 'upcoming';
       /** @description ISO 4217, upper case */
       currency: string;
       /** Format: date-time */
@@ -5005,10 +5011,10 @@ export interface components {
       customer_id: string;
       subscription_id: string | null;
       /**
-       * @description Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_cycle` — a subscription period's invoice (the first one too) or a closed period's usage; `subscription_update` — a plan change's `always_invoice` prorations; `manual` — a one-off invoice of no subscription
+       * @description Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_create` — a subscription's first invoice, at its creation; `subscription_cycle` — a period's invoice (a renewal, a trial's end, a period paid in advance) or a closed period's usage; `subscription_update` — a plan change's invoice: its `always_invoice` prorations, or the new period an interval change or `billing_cycle_anchor: now` starts; `manual` — a one-off invoice of no subscription
        * @enum {string}
        */
-      billing_reason: 'subscription_cycle' | 'subscription_update' | 'manual';
+      billing_reason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'manual';
       /** @enum {string} */
       status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
@@ -5350,10 +5356,10 @@ export interface components {
       customer_id: string;
       subscription_id: string | null;
       /**
-       * @description Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_cycle` — a subscription period's invoice (the first one too) or a closed period's usage; `subscription_update` — a plan change's `always_invoice` prorations; `manual` — a one-off invoice of no subscription
+       * @description Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_create` — a subscription's first invoice, at its creation; `subscription_cycle` — a period's invoice (a renewal, a trial's end, a period paid in advance) or a closed period's usage; `subscription_update` — a plan change's invoice: its `always_invoice` prorations, or the new period an interval change or `billing_cycle_anchor: now` starts; `manual` — a one-off invoice of no subscription
        * @enum {string}
        */
-      billing_reason: 'subscription_cycle' | 'subscription_update' | 'manual';
+      billing_reason: 'subscription_create' | 'subscription_cycle' | 'subscription_update' | 'manual';
       /** @enum {string} */
       status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
@@ -9790,6 +9796,7 @@ export interface operations {
            * @example {
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "billing_reason": "upcoming",
            *       "currency": "USD",
            *       "period_start": "2026-01-31T10:00:00.000Z",
            *       "period_end": "2026-02-15T10:00:00.000Z",

@@ -29,6 +29,7 @@ import {
   updateInvoice,
 } from '../modules/invoices/invoices.lifecycle.ts';
 import { nextPeriodOnAnchor, type Period } from '../modules/subscriptions/subscriptions.billing-period.ts';
+import { BILLING_REASON_OF } from './billing-reasons.ts';
 import { endUsedOnceDiscounts, invoiceDiscounts, type InvoiceDiscounts } from './coupons.ts';
 import { oneOffInvoiceInput, periodInvoiceInput } from './compose/input.ts';
 import { composeInvoice, PIPELINE } from './compose/pipeline.ts';
@@ -155,6 +156,7 @@ function composePeriodInvoice(
     customerId: subscription.customer_id,
     testClockId: subscription.test_clock_id,
     subscriptionId: subscription.id,
+    billingReason: BILLING_REASON_OF[issue.reason],
     currency: plan.currency,
     periodStart: start,
     periodEnd: end,
@@ -317,6 +319,7 @@ async function issueUsageOnly(
     testClockId: subscription.test_clock_id,
     subscriptionId: subscription.id,
     kind: 'usage',
+    billingReason: BILLING_REASON_OF.renewal,
     currency: plan.currency,
     periodStart: new Date(spanStart).toISOString(),
     periodEnd: target.periodEnd,
@@ -651,9 +654,10 @@ export async function issueOneOffInvoice(
   const taxes = await invoiceTaxes(trx, party, ctx.config.defaultTaxRateIds ?? []);
   const subscriptionId = input.subscriptionId ?? null;
   const discounts = subscriptionId === null ? null : await invoiceDiscounts(trx, subscriptionId, input.customerId);
+  const reason = subscriptionId === null ? 'one_off' : 'subscription_update';
   const content = composeInvoice(
     oneOffInvoiceInput({
-      reason: subscriptionId === null ? 'one_off' : 'subscription_update',
+      reason,
       customerId: input.customerId,
       currency: input.currency,
       items: input.items,
@@ -669,6 +673,7 @@ export async function issueOneOffInvoice(
     testClockId: input.testClockId,
     subscriptionId,
     kind: 'proration',
+    billingReason: BILLING_REASON_OF[reason],
     currency: input.currency,
     periodStart: input.periodStart,
     periodEnd: input.periodEnd,
@@ -688,6 +693,8 @@ export async function issueOneOffInvoice(
 export interface InvoicePreview extends ComposedInvoice {
   customer_id: string;
   subscription_id: string;
+  /** Stripe's reason for an invoice not issued yet (SPEC §9 "Billing reason"). */
+  billing_reason: 'upcoming';
   currency: string;
   /** ISO 8601: the period the invoice covers. */
   period_start: string;
@@ -760,6 +767,7 @@ export async function composePreview(
     ...composed,
     customer_id: target.customerId,
     subscription_id: target.subscriptionId,
+    billing_reason: 'upcoming',
     currency: target.currency,
     period_start: target.periodStart,
     period_end: target.periodEnd,

@@ -84,6 +84,9 @@ export const invoicePreviewSchema = Type.Object(
   {
     customer_id: Type.String(),
     subscription_id: Type.String(),
+    billing_reason: StringEnum(['upcoming'], {
+      description: 'Always `upcoming`: Stripe\'s reason for an invoice not issued yet (SPEC §9 "Billing reason")',
+    }),
     currency: Type.String({ description: 'ISO 4217, upper case' }),
     period_start: timestamp,
     period_end: timestamp,
@@ -112,6 +115,7 @@ export const invoicePreviewSchema = Type.Object(
       {
         customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
         subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+        billing_reason: 'upcoming',
         currency: 'USD',
         period_start: '2026-01-31T10:00:00.000Z',
         period_end: '2026-02-15T10:00:00.000Z',

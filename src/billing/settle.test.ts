@@ -243,6 +243,7 @@ async function secondInvoice(app: TestApp, subscriptionId: string, start = '2026
     const { invoice } = await issueInvoice(trx, app.deps, {
       customerId: row.customer_id,
       subscriptionId: row.id,
+      billingReason: 'subscription_cycle',
       currency: plan.currency,
       periodStart: start,
       periodEnd: end,

@@ -46,6 +46,7 @@ import * as consoleIndexes from './migrations/0040_console_indexes.ts';
 import * as invoiceKinds from './migrations/0041_invoice_kinds.ts';
 import * as usageSpans from './migrations/0042_usage_spans.ts';
 import * as billedUsagePrevious from './migrations/0047_billed_usage_previous.ts';
+import * as invoiceBillingReasons from './migrations/0048_invoice_billing_reasons.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -90,6 +91,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0041_invoice_kinds': invoiceKinds,
   '0042_usage_spans': usageSpans,
   '0047_billed_usage_previous': billedUsagePrevious,
+  '0048_invoice_billing_reasons': invoiceBillingReasons,
 };
 
 /** The names of every migration, in the order they apply. */

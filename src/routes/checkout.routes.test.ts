@@ -29,6 +29,7 @@ async function openInvoice(app: TestApp, plan: Record<string, unknown> = {}): Pr
     return issueInvoice(trx, app.deps, {
       customerId: subscription.customer_id,
       subscriptionId: subscription.id,
+      billingReason: 'subscription_cycle',
       currency: found.currency,
       periodStart: start,
       periodEnd: '2026-02-15T10:00:00.000Z',

@@ -1,6 +1,6 @@
 // An invoice's `billing_reason` (SPEC §9 "Billing reason") over HTTP, on both databases: each
-// kind of invoice reads Stripe's reason for it on GET one, in the list, and in the
-// `invoice.created` event that webhooks deliver.
+// reason an invoice is issued for reads Stripe's word for it on GET one, in the list, and in
+// the `invoice.created` event that webhooks deliver; a preview reads `upcoming`.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, type TestApp } from '../../test/helpers/app.ts';
@@ -47,7 +47,7 @@ async function invoiceIds(app: TestApp, subscriptionId: string, kind: string): P
   return rows.map((row) => row.id);
 }
 
-test("a period's invoice, the first and a renewal, reads subscription_cycle", async (t) => {
+test("a subscription's first invoice reads subscription_create, its renewal subscription_cycle", async (t) => {
   const app = await buildTestApp(t);
   const sub = await createSubscription(app);
   await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, sub.id));
@@ -58,8 +58,51 @@ test("a period's invoice, the first and a renewal, reads subscription_cycle", as
   assert.ok(renewal, 'the renewal was issued');
   assert.deepEqual(
     [await reasonOf(app, first!), await reasonOf(app, renewal)],
+    ['subscription_create', 'subscription_cycle'],
+  );
+});
+
+test("a trial's first invoice, at its end, and a period paid in advance read subscription_cycle", async (t) => {
+  const app = await buildTestApp(t);
+  const sub = await createSubscription(app, { trialPeriodDays: 14 });
+  // Paid during the trial: the period after it is invoiced in advance.
+  await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, sub.id));
+  const trial = await createSubscription(app, { trialPeriodDays: 14 });
+  app.clock.set(new Date(sub.trial_end));
+  await runWorker(app.deps);
+  const [advance, ...moreAdvance] = await invoiceIds(app, sub.id, 'period');
+  const [trialEnd, ...moreTrial] = await invoiceIds(app, trial.id, 'period');
+  assert.deepEqual([moreAdvance.length, moreTrial.length], [0, 0]);
+  assert.deepEqual(
+    [await reasonOf(app, advance!), await reasonOf(app, trialEnd!)],
     ['subscription_cycle', 'subscription_cycle'],
   );
+});
+
+test("a plan change's new period — an interval change, billing_cycle_anchor now — reads subscription_update", async (t) => {
+  const app = await buildTestApp(t);
+  const yearly = await createPlan(app, { name: 'Pro yearly', amount: 50000, interval: 'year' });
+  const monthly = await createPlan(app, { name: 'Pro monthly', amount: 5000 });
+  const toYearly = await createSubscription(app, { planId: monthly.id });
+  const anchored = await createSubscription(app, { planId: monthly.id });
+  for (const sub of [toYearly, anchored]) {
+    await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, sub.id));
+  }
+  app.clock.set(new Date(Date.parse(START) + 10 * DAY));
+  const changes = [
+    app.request('PATCH', `/api/subscriptions/${toYearly.id}`, { body: { plan_id: yearly.id } }),
+    app.request('PATCH', `/api/subscriptions/${anchored.id}`, { body: { quantity: 2, billing_cycle_anchor: 'now' } }),
+  ];
+  for (const res of await Promise.all(changes)) assert.equal(res.status, 200, res.text);
+  const reasons: string[][] = [];
+  for (const sub of [toYearly, anchored]) {
+    const ids = await invoiceIds(app, sub.id, 'period');
+    reasons.push(await Promise.all(ids.map((id) => reasonOf(app, id))));
+  }
+  assert.deepEqual(reasons, [
+    ['subscription_create', 'subscription_update'],
+    ['subscription_create', 'subscription_update'],
+  ]);
 });
 
 test("a plan change's always_invoice invoice of prorations reads subscription_update", async (t) => {
@@ -127,4 +170,19 @@ test('a one-off invoice, of no subscription, reads manual', async (t) => {
   });
   assert.equal(invoice.subscription_id, null);
   assert.equal(await reasonOf(app, invoice.id), 'manual');
+});
+
+test('a preview, of the upcoming renewal or of a change, reads upcoming', async (t) => {
+  const app = await buildTestApp(t);
+  const pro = await createPlan(app, { name: 'Pro', amount: 10000 });
+  const sub = await createSubscription(app);
+  await app.deps.db.transaction().execute((trx) => applySuccessfulPayment(trx, app.deps, sub.id));
+  const upcoming = await app.request('POST', '/api/invoices/preview', { body: { subscription_id: sub.id } });
+  const change = await app.request('POST', '/api/invoices/preview', {
+    body: { subscription_id: sub.id, plan_id: pro.id, proration_behavior: 'always_invoice' },
+  });
+  assert.deepEqual(
+    [upcoming.status, upcoming.body.billing_reason, change.status, change.body.billing_reason],
+    [200, 'upcoming', 200, 'upcoming'],
+  );
 });

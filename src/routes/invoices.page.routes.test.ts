@@ -49,6 +49,7 @@ async function issue(
     return issueInvoice(trx, app.deps, {
       customerId: customer.id,
       subscriptionId: subscription.id,
+      billingReason: 'subscription_cycle',
       currency: planRow.currency,
       periodStart: START,
       periodEnd: END,

@@ -34,6 +34,7 @@ export async function issueTestInvoice(
     const { invoice } = await issueInvoice(trx, app.deps, {
       customerId: subscription.customer_id,
       subscriptionId: subscription.id,
+      billingReason: 'subscription_cycle',
       currency: plan.currency,
       periodStart,
       periodEnd,

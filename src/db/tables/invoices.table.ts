@@ -16,6 +16,18 @@ export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 export const INVOICE_KINDS = ['period', 'proration', 'usage', 'one_off'] as const;
 export type InvoiceKind = (typeof INVOICE_KINDS)[number];
 
+/**
+ * Why an invoice was issued, in the words of Stripe's `invoice.billing_reason` (SPEC §9
+ * "Billing reason"): the reasons an issued invoice can have (a preview's `upcoming` is never stored).
+ */
+export const INVOICE_BILLING_REASONS = [
+  'subscription_create',
+  'subscription_cycle',
+  'subscription_update',
+  'manual',
+] as const;
+export type InvoiceBillingReason = (typeof INVOICE_BILLING_REASONS)[number];
+
 export interface InvoicesTable {
   id: string;
   /**
@@ -27,6 +39,8 @@ export interface InvoicesTable {
   /** Null for a one-off invoice: `period`, `proration` and `usage` invoices belong to their subscription. */
   subscription_id: string | null;
   kind: InvoiceKind;
+  /** Written once by its issuer, who knows why (billing/issue.ts); never changes. */
+  billing_reason: InvoiceBillingReason;
   status: InvoiceStatus;
   /** ISO 4217, upper case. */
   currency: string;

@@ -21,6 +21,7 @@ function issue(deps: Deps, id: string, start: string, end = '2026-02-15T10:00:00
     return issueInvoice(trx, deps, {
       customerId: subscription.customer_id,
       subscriptionId: subscription.id,
+      billingReason: 'subscription_cycle',
       currency: plan.currency,
       periodStart: start,
       periodEnd: end,
@@ -91,6 +92,7 @@ test('an invoice is issued once per (subscription, period), numbered INV-000001,
       await issueInvoice(trx, app.deps, {
         customerId: subscription.customer_id,
         subscriptionId: subscription.id,
+        billingReason: 'subscription_cycle',
         currency: plan.currency,
         periodStart: '2026-02-15T10:00:00.000Z',
         periodEnd: '2026-03-15T10:00:00.000Z',
@@ -169,6 +171,7 @@ test('content that does not add up is refused before anything is written: no inv
       return issueInvoice(trx, app.deps, {
         customerId: subscription.customer_id,
         subscriptionId: subscription.id,
+        billingReason: 'subscription_cycle',
         currency: plan.currency,
         periodStart: start,
         periodEnd: end,

@@ -17,14 +17,13 @@ import type { Topic } from '../events/events.topics.ts';
 import { type InvoiceEvent, nextInvoiceStatus } from './invoices.status.ts';
 import {
   addsToTotal,
-  BILLING_REASON_OF_KIND,
   type Invoice,
   type InvoiceContent,
   type InvoiceLine,
   invoiceSchema,
   type InvoiceTaxAmount,
 } from './invoices.schemas.ts';
-import type { InvoiceKind, InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
+import type { InvoiceBillingReason, InvoiceKind, InvoiceRow, InvoicesTable } from '../../db/tables/invoices.table.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 
 export type { Invoice, InvoiceLine };
@@ -47,13 +46,11 @@ export function hostedInvoiceUrl(publicUrl: string, token: string): string {
  * An invoices row as the API and events show it: `lines` and `metadata` parsed,
  * `amount_remaining` = amount_due − amount_paid (minor units), `hosted_invoice_url` built
  * from `publicUrl` (PUBLIC_URL) and the row's token — null while it has no number (a draft, or
- * a draft voided): never final, so no page (Stripe's drafts have no hosted URL either);
- * `billing_reason` from the row's `kind` (BILLING_REASON_OF_KIND).
+ * a draft voided): never final, so no page (Stripe's drafts have no hosted URL either).
  */
 export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
   return pickFields(invoiceSchema, {
     ...row,
-    billing_reason: BILLING_REASON_OF_KIND[row.kind],
     subtotal: Number(row.subtotal),
     total_discount: Number(row.total_discount),
     total_tax: Number(row.total_tax),
@@ -182,6 +179,8 @@ export interface InvoiceDraft {
    * advance"), each always new. Ignored without a subscription (`one_off`).
    */
   kind?: Exclude<InvoiceKind, 'one_off'>;
+  /** Why it is issued, in Stripe's words (SPEC §9 "Billing reason"): stored as given. */
+  billingReason: InvoiceBillingReason;
   /** ISO 4217, upper case: every line must be in it. */
   currency: string;
   periodStart: string;
@@ -233,6 +232,7 @@ function newInvoiceRow(
     test_clock_id: draft.testClockId ?? null,
     subscription_id: draft.subscriptionId,
     kind,
+    billing_reason: draft.billingReason,
     status: finalizesAt === null ? 'open' : 'draft',
     currency: draft.currency,
     subtotal: content.subtotal,

@@ -2,7 +2,7 @@
 // document the routes and the `invoice.*` events, and the API types are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
-import type { InvoiceKind } from '../../db/tables/invoices.table.ts';
+import { INVOICE_BILLING_REASONS } from '../../db/tables/invoices.table.ts';
 import { paymentAttemptSchema } from '../payment-attempts/payment-attempts.schemas.ts';
 import { INVOICE_STATUSES } from './invoices.status.ts';
 
@@ -126,27 +126,6 @@ export interface InvoiceContent {
   amount_due: number;
 }
 
-/**
- * Why an invoice was issued, in the words of Stripe's `invoice.billing_reason` (SPEC §9
- * "Billing reason"); only the ones our invoices can be told apart by.
- */
-export const INVOICE_BILLING_REASONS = ['subscription_cycle', 'subscription_update', 'manual'] as const;
-export type InvoiceBillingReason = (typeof INVOICE_BILLING_REASONS)[number];
-
-/**
- * Each invoice kind's `billing_reason` (SPEC §9 "Billing reason"). A period's invoice is
- * Stripe's `subscription_cycle` — the first period's and a plan change's new period's too,
- * which Stripe calls `subscription_create` / `subscription_update`: the kind does not record
- * why a period was invoiced. A closed period's usage (a cancel's final invoice too) is billed
- * in arrears for a period that ended, as Stripe bills metered usage at the cycle.
- */
-export const BILLING_REASON_OF_KIND: { readonly [kind in InvoiceKind]: InvoiceBillingReason } = {
-  period: 'subscription_cycle',
-  usage: 'subscription_cycle',
-  proration: 'subscription_update',
-  one_off: 'manual',
-};
-
 /** The example invoice of the documents. */
 const INVOICE_EXAMPLE = {
   id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
@@ -211,7 +190,7 @@ export const invoiceSchema = Type.Object(
     subscription_id: Nullable(Type.String()),
     billing_reason: StringEnum(INVOICE_BILLING_REASONS, {
       description:
-        "Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_cycle` — a subscription period's invoice (the first one too) or a closed period's usage; `subscription_update` — a plan change's `always_invoice` prorations; `manual` — a one-off invoice of no subscription",
+        "Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_create` — a subscription's first invoice, at its creation; `subscription_cycle` — a period's invoice (a renewal, a trial's end, a period paid in advance) or a closed period's usage; `subscription_update` — a plan change's invoice: its `always_invoice` prorations, or the new period an interval change or `billing_cycle_anchor: now` starts; `manual` — a one-off invoice of no subscription",
     }),
     status: StringEnum(INVOICE_STATUSES),
     currency: Type.String({ description: 'ISO 4217, upper case' }),
