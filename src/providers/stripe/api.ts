@@ -418,7 +418,8 @@ export class StripeApi {
     const { signal, end } = deadlines.start(timeoutMs);
     let onAbort = () => {};
     const deadline = new Promise<never>((_, reject) => {
-      onAbort = () => reject(new ProviderCallError('stripe', 'timeout', `Stripe did not answer within ${timeoutMs} ms`));
+      onAbort = () =>
+        reject(new ProviderCallError('stripe', 'timeout', `Stripe did not answer within ${timeoutMs} ms`));
       signal.addEventListener('abort', onAbort, { once: true });
     });
     call.catch(() => {}); // a late failure after the deadline is nobody's to handle
