@@ -6,25 +6,54 @@ import { writeFileSync } from 'node:fs';
 import { DatabaseSync, StatementSync } from 'node:sqlite';
 
 let statements = 0;
-// With BENCH_STATEMENT_BREAKDOWN set, the count per statement text since the previous signal
-// too (written beside the total as `<file>.breakdown`).
-const breakdown = process.env.BENCH_STATEMENT_BREAKDOWN ? new Map<string, number>() : null;
+// With BENCH_STATEMENT_BREAKDOWN set, per statement text since the previous signal too: the
+// count, the process CPU spent in the call (ms; getrusage, so a commit's fsync wait is not in
+// it) and its wall time (ms), written beside the total as `<file>.breakdown`, most CPU first.
+interface Tally {
+  n: number;
+  cpuUs: number;
+  wallNs: bigint;
+}
+interface Started {
+  cpu: NodeJS.CpuUsage;
+  wall: bigint;
+}
+const breakdown = process.env.BENCH_STATEMENT_BREAKDOWN ? new Map<string, Tally>() : null;
+const start = (): Started => ({ cpu: process.cpuUsage(), wall: process.hrtime.bigint() });
+const tally = (text: string, started: Started) => {
+  const entry = breakdown!.get(text) ?? { n: 0, cpuUs: 0, wallNs: 0n };
+  const cpu = process.cpuUsage(started.cpu);
+  entry.n += 1;
+  entry.cpuUs += cpu.user + cpu.system;
+  entry.wallNs += process.hrtime.bigint() - started.wall;
+  breakdown!.set(text, entry);
+};
 const methods = ['all', 'get', 'run', 'iterate'] as const;
 for (const name of methods) {
   const original = StatementSync.prototype[name] as (...args: unknown[]) => unknown;
   Object.defineProperty(StatementSync.prototype, name, {
     value: function counted(this: StatementSync, ...args: unknown[]) {
       statements += 1;
-      if (breakdown) breakdown.set(this.sourceSQL, (breakdown.get(this.sourceSQL) ?? 0) + 1);
-      return original.apply(this, args);
+      if (!breakdown) return original.apply(this, args);
+      const started = start();
+      try {
+        return original.apply(this, args);
+      } finally {
+        tally(this.sourceSQL, started);
+      }
     },
   });
 }
 const exec = DatabaseSync.prototype.exec;
 DatabaseSync.prototype.exec = function counted(this: DatabaseSync, sql: string) {
   statements += 1;
-  if (breakdown) breakdown.set(sql, (breakdown.get(sql) ?? 0) + 1);
-  exec.call(this, sql);
+  if (!breakdown) return exec.call(this, sql);
+  const started = start();
+  try {
+    exec.call(this, sql);
+  } finally {
+    tally(sql, started);
+  }
 };
 
 const file = process.env.BENCH_STATEMENT_COUNT_FILE;
@@ -32,8 +61,16 @@ if (file) {
   process.on('SIGUSR2', () => {
     writeFileSync(file, String(statements));
     if (breakdown) {
-      const rows = [...breakdown].sort((a, b) => b[1] - a[1]);
-      writeFileSync(`${file}.breakdown`, rows.map(([text, n]) => `${n}\t${text.replace(/\s+/g, ' ')}`).join('\n'));
+      const rows = [...breakdown].sort((a, b) => b[1].cpuUs - a[1].cpuUs);
+      writeFileSync(
+        `${file}.breakdown`,
+        rows
+          .map(
+            ([text, { n, cpuUs, wallNs }]) =>
+              `${n}\t${(cpuUs / 1e3).toFixed(1)}\t${(Number(wallNs) / 1e6).toFixed(1)}\t${text.replace(/\s+/g, ' ')}`,
+          )
+          .join('\n'),
+      );
       breakdown.clear();
     }
   });

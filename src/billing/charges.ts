@@ -37,6 +37,7 @@ import {
 } from '../modules/invoices/invoices.lifecycle.ts';
 import type { InvoiceRow } from '../db/tables/invoices.table.ts';
 import { idTime } from '../shared/ids.ts';
+import { realClockOf } from '../shared/clock.ts';
 import { type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { lockReference, lockReferences } from '../modules/payments/payments.references.ts';
 import { recordSucceededCharges, type SucceededCharge } from './charges.batch.ts';
@@ -179,6 +180,10 @@ export async function claimCharges(
   const now = clock.now();
   const nowIso = now.toISOString();
   const until = new Date(now.getTime() + chargeLeaseMs(config)).toISOString();
+  // The attempt's lease is in real time, the invoice's next attempt in the scope's (SPEC §11: a
+  // test clock's time says nothing of how long a provider call takes); the same in real time.
+  const realNow = realClockOf(clock).now();
+  const lease = { owner, until: new Date(realNow.getTime() + chargeLeaseMs(config)).toISOString() };
   // One row's claim, each statement its own: the per-row fallback (a savepoint per row), and
   // the rare cases of the batched claim (a lease held elsewhere, nothing to charge, a resume).
   const claimOne = async (trx: Transaction<Database>, invoice: InvoiceRow): Promise<ClaimedCharge | undefined> => {
@@ -195,15 +200,17 @@ export async function claimCharges(
     preread: { method: ChargeableMethod | undefined; email: string | undefined } | undefined,
     writes: ClaimBatch | undefined,
   ): Promise<ClaimedCharge | undefined> => {
-    if (unresolved?.locked_until && unresolved.locked_until > nowIso) {
-      // Another worker is calling the provider for it: due again when its lease ends.
-      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: unresolved.locked_until });
+    if (unresolved?.locked_until && unresolved.locked_until > realNow.toISOString()) {
+      // Another worker is calling the provider for it: due again when its lease ends (a test
+      // clock's: one lease later in its time; its advance waits for the lease, SPEC §11).
+      const next = scope.testClockId === null ? unresolved.locked_until : until;
+      await updateInvoice(trx, deps, invoice, { next_payment_attempt_at: next });
       return undefined;
     }
     let attempt: PaymentAttemptRow;
     let method: ChargeableMethod | undefined;
     if (unresolved) {
-      attempt = await leaseAttempt(trx, clock, unresolved, { owner, until });
+      attempt = await leaseAttempt(trx, clock, unresolved, lease);
       method =
         unresolved.payment_method_id === null
           ? undefined
@@ -224,7 +231,7 @@ export async function claimCharges(
         amount: remaining,
         currency: invoice.currency,
         paymentMethodId: method.id,
-        lease: { owner, until },
+        lease,
       };
       if (writes) {
         attempt = pendingAttemptRow(clock, start);

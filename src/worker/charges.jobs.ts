@@ -1,6 +1,7 @@
 // The automatic-charge job (SPEC §10): the billing core's chargeDueInvoices on a schedule.
 import { sql } from 'kysely';
 import { CHARGE_CONCURRENCY, CHARGE_JOB, chargeDueInvoices, dueChargesQuery, OWNER } from '../billing/charges.ts';
+import { resumeLapsedCharges } from '../billing/charges.lapsed.ts';
 import { withRowRetries } from '../db/row-failures.ts';
 import { earliest, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { withHeldReports } from '../inbox/inbox.processing.ts';
@@ -33,4 +34,6 @@ export const chargeInvoices: Job = {
     };
     return withRowRetries(deps.db, CHARGE_JOB, scope, after, due());
   },
+  // A dead worker's charges of a test clock, before its advance ends (SPEC §11).
+  resumeLapsed: resumeLapsedCharges,
 };

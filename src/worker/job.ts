@@ -35,6 +35,14 @@ export interface Job {
    */
   nextDueAt?(deps: Deps, scope: JobScope, after: Date): Promise<Date | null>;
   /**
+   * For a clock-aware job whose work holds leases in real time (a charge's provider call):
+   * asked by a test clock's advance once nothing more is due up to its target (SPEC §11).
+   * Makes the scope's work whose lease lapsed in real time (its worker died) due at
+   * `deps.clock.now()` and returns how many (the advance runs the instant again), and the real
+   * time at which the earliest lease still live ends (the advance waits for it), or null.
+   */
+  resumeLapsed?(deps: Deps, scope: JobScope): Promise<{ resumed: number; heldUntil: Date | null }>;
+  /**
    * Real time only: the rows `run` would claim at `deps.clock.now()` (its claim's own query
    * and predicate, or a superset of them; no lock), or null when it certainly has nothing to
    * do (e.g. its feature is off). The runner asks every job's probe in ONE statement per

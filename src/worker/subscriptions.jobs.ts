@@ -21,6 +21,12 @@ import { transitionSubscription } from '../modules/subscriptions/subscriptions.l
 import type { SubscriptionRow } from '../db/tables/subscriptions.table.ts';
 
 const BATCH_SIZE = 50;
+/**
+ * Renewals per transaction: the batch is written set-based (renewSubscriptions), so a bigger
+ * batch costs little more than a small one, and on the 1st of the month each batch is a
+ * commit (docs/performance.md "The billing run").
+ */
+const RENEWAL_BATCH_SIZE = 100;
 
 /** The jobs' names: also the keys of their rows' failure records (db/row-failures.ts). */
 const EXPIRE = 'expire_incomplete_subscriptions';
@@ -244,13 +250,13 @@ export const expireIncompleteSubscriptions: Job = {
  */
 export const issueRenewalInvoices: Job = {
   name: RENEW,
-  batchSize: BATCH_SIZE,
+  batchSize: RENEWAL_BATCH_SIZE,
   run: async (deps, scope = REAL_TIME, log) => {
     const now = deps.clock.now().toISOString();
     const batch = {
       job: RENEW,
       claim: (trx: Transaction<Database>) =>
-        claimRows(periodEndDueQuery(trx, scope, now, false).limit(BATCH_SIZE), trx).execute(),
+        claimRows(periodEndDueQuery(trx, scope, now, false).limit(RENEWAL_BATCH_SIZE), trx).execute(),
       begin: async (trx: Transaction<Database>, rows: readonly SubscriptionRow[]) => {
         // Every balance the batch may spend, in one order, before any invoice takes a number.
         await lockCustomerBalances(

@@ -6,7 +6,10 @@
 // next, up to the target. The time reached is saved after every step, so a worker that
 // dies mid-advance leaves the next one to resume from there (the jobs are idempotent: a
 // rerun at the same instant finds nothing new). The lease is renewed while a step runs too,
-// and a worker that finds it lost stops. At the target: `ready`, `test_clock.ready`.
+// and a worker that finds it lost stops. Once nothing more is due up to the target, work a
+// dead worker left in doubt under a lease lapsed in real time (a charge's provider call) is
+// resolved at the last step, and work under a live lease is waited for (the advance's lease
+// set to end with it, Job.resumeLapsed). Then, at the target: `ready`, `test_clock.ready`.
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
@@ -137,10 +140,42 @@ async function nextDue(deps: Deps, jobs: readonly Job[], scope: JobScope, after:
   return best;
 }
 
+/** What the jobs' resumeLapsed found for `scope`, summed: invoices made due, the earliest live lease's end. */
+async function resumeLapsed(
+  deps: Deps,
+  jobs: readonly Job[],
+  scope: JobScope,
+): Promise<{ resumed: number; heldUntil: Date | null }> {
+  let resumed = 0;
+  let heldUntil: Date | null = null;
+  for (const job of jobs) {
+    if (!job.resumeLapsed) continue;
+    const found = await job.resumeLapsed(deps, scope);
+    resumed += found.resumed;
+    if (found.heldUntil !== null && (heldUntil === null || found.heldUntil < heldUntil)) heldUntil = found.heldUntil;
+  }
+  return { resumed, heldUntil };
+}
+
+/**
+ * Leaves the advance `advancing` until `until` (real time; another worker's lease on its work
+ * ends then): its own lease is set to end then, so a worker (this one, woken by wakeAt, or
+ * another) takes it over and resumes from the last step saved. Returns false: not finished.
+ */
+async function waitForLease(db: Kysely<Database>, lease: Lease, until: Date): Promise<false> {
+  await db
+    .updateTable('test_clocks')
+    .set({ lease_expires_at: until.toISOString() })
+    .where('id', '=', lease.id)
+    .where('lease_token', '=', lease.token)
+    .execute();
+  return false;
+}
+
 /**
  * Runs the advance of the clock in `row` (held by `lease`) from its `reached_time` to its
  * `frozen_time` (see the header). Returns false when the lease was lost midway (another
- * worker carries on) or the clock was deleted.
+ * worker carries on), the clock was deleted, or it waits for another worker's lease.
  */
 async function runAdvance(
   deps: Deps,
@@ -157,9 +192,17 @@ async function runAdvance(
     const clockDeps = { ...deps, clock: testClockTime(row.id, reached, deps.clock) };
     if (!(await runUntilQuiet(clockDeps, jobs, scope, keepLease, log))) return false;
     const next = await nextDue(deps, jobs, scope, reached);
-    if (next === null || next.getTime() > target.getTime()) break;
-    reached = next;
-    if (!(await saveStep(deps.db, deps.clock.now(), lease, reached))) return false;
+    if (next !== null && next.getTime() <= target.getTime()) {
+      reached = next;
+      if (!(await saveStep(deps.db, deps.clock.now(), lease, reached))) return false;
+      continue;
+    }
+    // Nothing more due up to the target. Work a dead worker left under a lapsed lease is
+    // resolved at this instant (run again); work under a live lease is waited for.
+    const doubt = await resumeLapsed(clockDeps, jobs, scope);
+    if (doubt.resumed > 0) continue;
+    if (doubt.heldUntil !== null) return waitForLease(deps.db, lease, doubt.heldUntil);
+    break;
   }
   return deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now().toISOString();

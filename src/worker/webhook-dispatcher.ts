@@ -33,7 +33,10 @@ export interface DispatcherOptions {
   maxInFlight?: number;
   /** Most requests in flight to one endpoint from this process (default 8). */
   maxPerEndpoint?: number;
-  /** Events fanned out per transaction (default 200). */
+  /**
+   * Events fanned out per transaction (default 1,000): a month's renewals write several events
+   * each, and each transaction costs a commit.
+   */
   fanOutBatch?: number;
   /** Outcomes recorded per transaction at most (default 500). */
   recordBatch?: number;
@@ -95,7 +98,7 @@ export class WebhookDispatcher {
     this.#deps = deps;
     this.#maxInFlight = options.maxInFlight ?? 64;
     this.#maxPerEndpoint = options.maxPerEndpoint ?? 8;
-    this.#fanOutBatch = options.fanOutBatch ?? 200;
+    this.#fanOutBatch = options.fanOutBatch ?? 1_000;
     this.#recordBatch = options.recordBatch ?? 500;
     this.#owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#random = options.random ?? Math.random;

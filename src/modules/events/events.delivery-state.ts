@@ -4,6 +4,7 @@
 import { type Compilable, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
+import { inList } from '../../db/bulk.ts';
 
 /**
  * Marks events fanned out at `now` (ISO) with `pendingDeliveries` deliveries each. With none
@@ -23,7 +24,7 @@ export async function markEventsFannedOut(
       pending_deliveries: pendingDeliveries,
       delivered_at: pendingDeliveries === 0 ? now : null,
     })
-    .where('id', 'in', eventIds)
+    .where('id', 'in', inList(trx, eventIds))
     .execute();
 }
 
@@ -52,7 +53,7 @@ export async function markEventsFannedOutWith(
       pending_deliveries: pendingDeliveries,
       delivered_at: pendingDeliveries === 0 ? now : null,
     })
-    .where('id', 'in', eventIds);
+    .where('id', 'in', inList(trx, eventIds));
   await sql`with written as (${write}) ${update}`.execute(trx);
 }
 
@@ -77,6 +78,6 @@ export async function releaseEventDeliveries(
         .else(eb.ref('delivered_at'))
         .end(),
     }))
-    .where('id', 'in', eventIds)
+    .where('id', 'in', inList(trx, eventIds))
     .execute();
 }

@@ -3,6 +3,7 @@
 import { type Compilable, type InsertQueryBuilder, type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
+import { insertRows } from '../../db/bulk.ts';
 import { addToCount, countRowsOf } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -122,9 +123,6 @@ type EventValues = {
 /** Events collected per transaction between deferEvents and flushEvents. */
 const deferredEvents = new WeakMap<Transaction<Database>, EventValues[]>();
 
-/** Rows per multi-row insert of flushEvents (7 bound values each: far below SQLite's limit). */
-const EVENT_ROWS_PER_INSERT = 500;
-
 /**
  * From now on, emitEvent in `trx` (this transaction object, not its savepoints) collects its
  * rows in memory (ids assigned at once, as always); flushEvents(trx) writes them in
@@ -142,10 +140,11 @@ export async function flushEvents(trx: Transaction<Database>): Promise<void> {
   const collected = deferredEvents.get(trx);
   deferredEvents.delete(trx);
   if (!collected || collected.length === 0) return;
-  for (let start = 0; start < collected.length; start += EVENT_ROWS_PER_INSERT) {
-    const rows = collected.slice(start, start + EVENT_ROWS_PER_INSERT).map((row) => ({ ...row, delivered_at: null }));
-    await trx.insertInto('events').values(rows).execute();
-  }
+  await insertRows(
+    trx,
+    'events',
+    collected.map((row) => ({ ...row, delivered_at: null })),
+  );
   await addToCount(trx, 'events', collected.length);
   await ringOutbox(trx);
 }

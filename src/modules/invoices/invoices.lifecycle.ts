@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import { addToCount } from '../../db/counts.ts';
+import { insertRows } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -377,7 +378,9 @@ export async function issueInvoices(
     checkContent(draft);
     if ((draft.finalizesAt ?? null) !== null) throw new Error('issueInvoices issues final invoices only');
     const prefix = invoiceNumberPrefix(ctx.config.invoicePrefix, draft.testClockId ?? null);
-    prefixes.set(prefix, [...(prefixes.get(prefix) ?? []), i]);
+    const indexes = prefixes.get(prefix);
+    if (indexes) indexes.push(i);
+    else prefixes.set(prefix, [i]);
   });
   const numbers: string[] = [];
   for (const [prefix, indexes] of prefixes) {
@@ -387,7 +390,7 @@ export async function issueInvoices(
   const rows = drafts.map((draft, i) =>
     newInvoiceRow(ctx, draft, draft.subscriptionId === null ? 'one_off' : (draft.kind ?? 'period'), numbers[i]!),
   );
-  await trx.insertInto('invoices').values(rows).execute();
+  await insertRows(trx, 'invoices', rows);
   await addToCount(trx, 'invoices', rows.length);
   const invoices: Invoice[] = [];
   for (const row of rows) {

@@ -3,6 +3,7 @@
 // (recordAttemptOutcome). Nothing here calls a provider.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { ProviderName } from '../../shared/provider-names.ts';
+import { insertRows } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -84,11 +85,7 @@ export function pendingAttemptRow(clock: Clock, attempt: AttemptStart): PaymentA
  * (billing/charges.ts claimCharges). The caller commits them before calling the provider.
  */
 export async function insertAttempts(trx: Transaction<Database>, rows: readonly PaymentAttemptRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await trx
-    .insertInto('invoice_payment_attempts')
-    .values([...rows])
-    .execute();
+  await insertRows(trx, 'invoice_payment_attempts', rows);
 }
 
 /**
@@ -435,6 +432,39 @@ export async function findChargesInFlight(
     .orderBy('invoice_payment_attempts.created_at')
     .orderBy('invoice_payment_attempts.id')
     .execute();
+}
+
+/**
+ * The `pending` charge attempts of test clock `testClockId`'s open invoices due for a charge
+ * (SPEC §11: what an advance must see resolved before it ends `ready`), with their lease's end
+ * (`locked_until`, real time) and the invoice's next attempt (the clock's time). Reads the
+ * clock's open invoices by index (invoices_open_by_due_at), each one's attempts by
+ * invoice; no lock.
+ */
+export async function findPendingChargesOfClock(
+  db: Kysely<Database>,
+  testClockId: string,
+): Promise<
+  { attempt_id: string; invoice_id: string; locked_until: string | null; next_payment_attempt_at: string | null }[]
+> {
+  return (
+    db
+      .selectFrom('invoices')
+      .innerJoin('invoice_payment_attempts', 'invoice_payment_attempts.invoice_id', 'invoices.id')
+      .select([
+        'invoice_payment_attempts.id as attempt_id',
+        'invoices.id as invoice_id',
+        'invoice_payment_attempts.locked_until',
+        'invoices.next_payment_attempt_at',
+      ])
+      .where('invoices.test_clock_id', '=', testClockId)
+      // Literals: SQLite uses the partial index only then.
+      .where('invoices.status', '=', sql.lit('open'))
+      .where('invoice_payment_attempts.kind', '=', 'charge')
+      .where('invoice_payment_attempts.status', '=', 'pending')
+      .orderBy('invoices.id')
+      .execute()
+  );
 }
 
 /**

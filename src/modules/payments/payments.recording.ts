@@ -4,6 +4,7 @@
 // `amount_refunded` is always the sum of the payment's succeeded refunds (payments.refund-totals.ts).
 import type { Transaction } from 'kysely';
 import { addToCount } from '../../db/counts.ts';
+import { insertRows } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
@@ -222,7 +223,7 @@ export async function insertSettledPayments(
     rows.push({ ...created, invoice_id: invoiceId, updated_at: clock.now().toISOString() });
     payments.push(payment);
   }
-  await trx.insertInto('payments').values(rows).execute();
+  await insertRows(trx, 'payments', rows);
   await addToCount(trx, 'payments', rows.length);
   return payments;
 }

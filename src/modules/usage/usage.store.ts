@@ -21,10 +21,11 @@
 // so a month reads ≈ 31 + 46 + 118 small rows whatever its number of events. unique_count,
 // whose counts do not add up, counts the distinct values of the union of the daily and hourly
 // distinct-value rows and of the events of the partial hours at the ends.
-import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { isRetryableConflict } from '../../db/errors.ts';
+import { runMultiRowSqlite } from '../../db/bulk.ts';
 import type { MeterAggregation, UsageEventsTable, UsageRollupsTable } from '../../db/tables/usage.table.ts';
 import { TRANSACTION_ATTEMPTS, waitBeforeRerun } from '../../db/transaction.ts';
 import { addDecimals, canonicalDecimal, maxDecimal, scaled, unscaled } from './usage.decimal.ts';
@@ -364,13 +365,7 @@ function chunks<T>(rows: readonly T[]): T[][] {
   return out;
 }
 
-/**
- * Rows per multi-row statement of the keys and events on SQLite, largest first: a batch of any
- * size is sent as a few statements of these fixed shapes, so each shape's text is built and
- * prepared once (a group's size varies; a statement per size would be prepared again and again).
- */
-const SQLITE_ROW_SHAPES = [64, 16, 4, 1] as const;
-
+/** The keys' and events' multi-row inserts on SQLite (fixed shapes: db/bulk.ts). */
 const KEY_INSERT = {
   head: 'insert into "usage_event_keys" ("customer_id", "transaction_id", "received_at") values ',
   width: 3,
@@ -381,48 +376,11 @@ const EVENT_INSERT = {
   width: 9,
   tail: '',
 };
-const multiRowTexts = new Map<string, string>();
-
-/** `head (?, …), (?, …) tail` for `rows` rows of `width` placeholders, built once per shape. */
-function multiRowText(statement: { head: string; width: number; tail: string }, rows: number): string {
-  const key = `${statement.head}${rows}`;
-  let text = multiRowTexts.get(key);
-  if (text === undefined) {
-    const row = `(${Array.from({ length: statement.width }, () => '?').join(', ')})`;
-    text = `${statement.head}${Array.from({ length: rows }, () => row).join(', ')}${statement.tail}`;
-    multiRowTexts.set(key, text);
-  }
-  return text;
-}
-
-/**
- * SQLite: runs `statement` over `rows` (each `width` values, bound as parameters) in the
- * fixed shapes of SQLITE_ROW_SHAPES, without Kysely's builder (its per-value parsing and
- * compiling cost more than the insert); returns the rows the statements return.
- */
-async function insertRowsSqlite<R>(
-  trx: Transaction<Database>,
-  statement: { head: string; width: number; tail: string },
-  rows: readonly (readonly unknown[])[],
-): Promise<R[]> {
-  const out: R[] = [];
-  let at = 0;
-  for (const size of SQLITE_ROW_SHAPES) {
-    while (rows.length - at >= size) {
-      const parameters: unknown[] = [];
-      for (let i = at; i < at + size; i++) for (const value of rows[i]!) parameters.push(value);
-      const result = await trx.executeQuery<R>(CompiledQuery.raw(multiRowText(statement, size), parameters));
-      for (const row of result.rows) out.push(row);
-      at += size;
-    }
-  }
-  return out;
-}
 
 /** SQLite: keys, events, rollups per level, distinct values; returns the new keys. */
 async function appendSqlite(trx: Transaction<Database>, candidates: readonly NewUsageEvent[]): Promise<Set<string>> {
   const fresh = new Set<string>();
-  const inserted = await insertRowsSqlite<{ customer_id: string; transaction_id: string }>(
+  const inserted = await runMultiRowSqlite<{ customer_id: string; transaction_id: string }>(
     trx,
     KEY_INSERT,
     candidates.map((e) => [e.customer_id, e.transaction_id, e.received_at]),
@@ -430,7 +388,7 @@ async function appendSqlite(trx: Transaction<Database>, candidates: readonly New
   for (const row of inserted) fresh.add(`${row.customer_id}\u0000${row.transaction_id}`);
   const stored = candidates.filter((e) => fresh.has(`${e.customer_id}\u0000${e.transaction_id}`));
   if (stored.length === 0) return fresh;
-  await insertRowsSqlite(
+  await runMultiRowSqlite(
     trx,
     EVENT_INSERT,
     stored.map((e) => [

@@ -121,7 +121,9 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
           });
         }
       }
-      eventsByCount.set(count, [...(eventsByCount.get(count) ?? []), event.id]);
+      const group = eventsByCount.get(count);
+      if (group) group.push(event.id);
+      else eventsByCount.set(count, [event.id]);
     }
 
     const inserts = [];
