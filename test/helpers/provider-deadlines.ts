@@ -17,10 +17,8 @@ export interface UnansweredRequests {
 export class FakeProviderDeadlines implements CallDeadlines, UnansweredRequests {
   /** Calls started and not ended: their deadlines' controllers. */
   readonly #open = new Set<AbortController>();
-  /** Requests the fakes hold unanswered whose call's deadline has not fired yet. */
-  #unanswered = 0;
-  /** Deadlines fired early whose request's connection is still open. */
-  #firedOpen = 0;
+  /** Requests the fakes hold unanswered, still open, whose call's deadline has not fired yet. */
+  readonly #unanswered = new Set<object>();
 
   start(timeoutMs: number): CallDeadline {
     const controller = new AbortController();
@@ -38,12 +36,11 @@ export class FakeProviderDeadlines implements CallDeadlines, UnansweredRequests 
   }
 
   unanswered(closed: Promise<void>): void {
-    this.#unanswered += 1;
+    const request = {};
+    this.#unanswered.add(request);
     void closed.then(() => {
-      // Closed by a deadline fired here (counted already), or by the client's own real-time
-      // deadline or the fake's shutdown: then it no longer waits for one.
-      if (this.#firedOpen > 0) this.#firedOpen -= 1;
-      else if (this.#unanswered > 0) this.#unanswered -= 1;
+      // Gone (fired here, its call's own real-time deadline passed, or the fake shut down).
+      this.#unanswered.delete(request);
       this.#fireWhenStuck();
     });
     this.#fireWhenStuck();
@@ -51,9 +48,8 @@ export class FakeProviderDeadlines implements CallDeadlines, UnansweredRequests 
 
   /** Every open call is held unanswered by a fake: their deadlines fire now. */
   #fireWhenStuck(): void {
-    if (this.#unanswered === 0 || this.#open.size !== this.#unanswered) return;
-    this.#firedOpen += this.#unanswered;
-    this.#unanswered = 0;
+    if (this.#unanswered.size === 0 || this.#open.size !== this.#unanswered.size) return;
+    this.#unanswered.clear();
     const stuck = [...this.#open];
     this.#open.clear();
     for (const controller of stuck) controller.abort(new DOMException('timed out', 'TimeoutError'));
