@@ -28,11 +28,11 @@ import { createDeps } from '../src/deps.ts';
 import { applySuccessfulPayment } from '../src/billing/subscription-payments.ts';
 import { createSubscription } from '../src/billing/subscriptions.ts';
 import { createCustomer } from '../src/modules/customers/customers.service.ts';
-import { savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
 import { createPlan } from '../src/modules/plans/plans.service.ts';
 import { advanceTestClock, createTestClock } from '../src/modules/test-clocks/test-clocks.service.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import { FakePaystack } from '../test/helpers/fake-paystack.ts';
+import { saveTestCard } from '../test/helpers/payment-methods.ts';
 import { BENCH_ENCRYPTION_KEY, SECRET as PAYSTACK_SECRET } from './notify.ts';
 import { adminQuery } from './postgres.ts';
 import { freePort, processCpuSeconds, startServer } from './servers.ts';
@@ -109,19 +109,7 @@ export async function seed(databaseUrl: string, n: number): Promise<string> {
       const sub = await createSubscription(deps.db, deps, { customer_id: customer.id, plan_id: plan.id });
       await deps.db.transaction().execute(async (trx) => {
         await applySuccessfulPayment(trx, deps, sub.id);
-        await savePaymentMethod(trx, deps, {
-          customerId: customer.id,
-          provider: 'paystack',
-          fingerprint: `SIG_run${i}`,
-          credential: `AUTH_run${i}`,
-          providerCustomerId: null,
-          email: null,
-          type: 'card',
-          brand: 'visa',
-          last4: '4081',
-          expMonth: 12,
-          expYear: 2030,
-        });
+        await saveTestCard(trx, deps, customer.id, 'paystack');
       });
     }
     return testClock.id;

@@ -15,13 +15,13 @@ import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
 import { CHARGE_CONCURRENCY, chargeDueInvoices } from '../src/billing/charges.ts';
 import { createCustomer } from '../src/modules/customers/customers.service.ts';
-import { savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
 import { createPlan } from '../src/modules/plans/plans.service.ts';
 import { issueRenewalInvoices } from '../src/worker/subscriptions.jobs.ts';
 import { applySuccessfulPayment } from '../src/billing/subscription-payments.ts';
 import { createSubscription } from '../src/billing/subscriptions.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { FakePaystack } from '../test/helpers/fake-paystack.ts';
+import { saveTestCard } from '../test/helpers/payment-methods.ts';
 import { DATA_ENCRYPTION_KEY, PAYSTACK_SECRET } from '../test/helpers/provider-events.ts';
 
 /** The target (docs/performance.md). */
@@ -63,19 +63,7 @@ export async function benchCharging(
       const sub = await createSubscription(deps.db, deps, { customer_id: customer.id, plan_id: plan.id });
       await deps.db.transaction().execute(async (trx) => {
         await applySuccessfulPayment(trx, deps, sub.id);
-        await savePaymentMethod(trx, deps, {
-          customerId: customer.id,
-          provider: 'paystack',
-          fingerprint: `SIG_bench${i}`,
-          credential: `AUTH_bench${i}`,
-          providerCustomerId: null,
-          email: null,
-          type: 'card',
-          brand: 'visa',
-          last4: '4081',
-          expMonth: 12,
-          expYear: 2030,
-        });
+        await saveTestCard(trx, deps, customer.id, 'paystack');
       });
     }
     clock.set(new Date('2026-02-15T10:00:00.000Z'));

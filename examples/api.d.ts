@@ -4953,6 +4953,7 @@ export interface components {
      *       "number": "INV-000042",
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "billing_reason": "subscription_cycle",
      *       "status": "open",
      *       "currency": "NGN",
      *       "subtotal": 500000,
@@ -5003,6 +5004,11 @@ export interface components {
       number: string | null;
       customer_id: string;
       subscription_id: string | null;
+      /**
+       * @description Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_cycle` — a subscription period's invoice (the first one too) or a closed period's usage; `subscription_update` — a plan change's `always_invoice` prorations; `manual` — a one-off invoice of no subscription
+       * @enum {string}
+       */
+      billing_reason: 'subscription_cycle' | 'subscription_update' | 'manual';
       /** @enum {string} */
       status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
@@ -5070,6 +5076,7 @@ export interface components {
      *           "number": "INV-000042",
      *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *           "billing_reason": "subscription_cycle",
      *           "status": "open",
      *           "currency": "NGN",
      *           "subtotal": 500000,
@@ -5272,6 +5279,7 @@ export interface components {
      *       "number": "INV-000042",
      *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *       "billing_reason": "subscription_cycle",
      *       "status": "open",
      *       "currency": "NGN",
      *       "subtotal": 500000,
@@ -5341,6 +5349,11 @@ export interface components {
       number: string | null;
       customer_id: string;
       subscription_id: string | null;
+      /**
+       * @description Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_cycle` — a subscription period's invoice (the first one too) or a closed period's usage; `subscription_update` — a plan change's `always_invoice` prorations; `manual` — a one-off invoice of no subscription
+       * @enum {string}
+       */
+      billing_reason: 'subscription_cycle' | 'subscription_update' | 'manual';
       /** @enum {string} */
       status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
       /** @description ISO 4217, upper case */
@@ -5565,6 +5578,7 @@ export interface components {
      *         "number": "INV-000042",
      *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
      *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+     *         "billing_reason": "subscription_cycle",
      *         "status": "open",
      *         "currency": "NGN",
      *         "subtotal": 500000,
@@ -9493,6 +9507,7 @@ export interface operations {
            *           "number": "INV-000042",
            *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *           "billing_reason": "subscription_cycle",
            *           "status": "open",
            *           "currency": "NGN",
            *           "subtotal": 500000,
@@ -9587,6 +9602,7 @@ export interface operations {
            *       "number": "INV-000042",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "billing_reason": "subscription_cycle",
            *       "status": "open",
            *       "currency": "NGN",
            *       "subtotal": 500000,
@@ -9854,6 +9870,7 @@ export interface operations {
            *       "number": "INV-000042",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "billing_reason": "subscription_cycle",
            *       "status": "open",
            *       "currency": "NGN",
            *       "subtotal": 500000,
@@ -9937,6 +9954,7 @@ export interface operations {
            *       "number": "INV-000042",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "billing_reason": "subscription_cycle",
            *       "status": "open",
            *       "currency": "NGN",
            *       "subtotal": 500000,
@@ -10020,6 +10038,7 @@ export interface operations {
            *       "number": "INV-000042",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "billing_reason": "subscription_cycle",
            *       "status": "open",
            *       "currency": "NGN",
            *       "subtotal": 500000,
@@ -10665,6 +10684,7 @@ export interface operations {
            *       "number": "INV-000042",
            *       "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
            *       "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+           *       "billing_reason": "subscription_cycle",
            *       "status": "open",
            *       "currency": "NGN",
            *       "subtotal": 500000,
@@ -14102,6 +14122,7 @@ export interface operations {
          *         "number": "INV-000042",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "billing_reason": "subscription_cycle",
          *         "status": "open",
          *         "currency": "NGN",
          *         "subtotal": 500000,
@@ -14193,6 +14214,7 @@ export interface operations {
          *         "number": "INV-000042",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "billing_reason": "subscription_cycle",
          *         "status": "open",
          *         "currency": "NGN",
          *         "subtotal": 500000,
@@ -14284,6 +14306,7 @@ export interface operations {
          *         "number": "INV-000042",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "billing_reason": "subscription_cycle",
          *         "status": "open",
          *         "currency": "NGN",
          *         "subtotal": 500000,
@@ -14375,6 +14398,7 @@ export interface operations {
          *         "number": "INV-000042",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "billing_reason": "subscription_cycle",
          *         "status": "open",
          *         "currency": "NGN",
          *         "subtotal": 500000,
@@ -14467,6 +14491,7 @@ export interface operations {
          *           "number": "INV-000042",
          *           "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *           "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *           "billing_reason": "subscription_cycle",
          *           "status": "open",
          *           "currency": "NGN",
          *           "subtotal": 500000,
@@ -14576,6 +14601,7 @@ export interface operations {
          *         "number": "INV-000042",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "billing_reason": "subscription_cycle",
          *         "status": "open",
          *         "currency": "NGN",
          *         "subtotal": 500000,
@@ -14667,6 +14693,7 @@ export interface operations {
          *         "number": "INV-000042",
          *         "customer_id": "cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
          *         "subscription_id": "sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G",
+         *         "billing_reason": "subscription_cycle",
          *         "status": "open",
          *         "currency": "NGN",
          *         "subtotal": 500000,

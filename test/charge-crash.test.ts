@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
-import { savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
 import { applySuccessfulPayment } from '../src/billing/subscription-payments.ts';
 import { FakePaystack } from './helpers/fake-paystack.ts';
+import { saveTestCard } from './helpers/payment-methods.ts';
 import { DATA_ENCRYPTION_KEY, PAYSTACK_SECRET } from './helpers/provider-events.ts';
 import { eventually, ownDatabaseUrl, startService } from './helpers/service.ts';
 
@@ -56,19 +56,7 @@ test(
     paystack.hold();
     await deps.db.transaction().execute(async (trx) => {
       await applySuccessfulPayment(trx, deps, subscription.id);
-      await savePaymentMethod(trx, deps, {
-        customerId: customer.id,
-        provider: 'paystack',
-        fingerprint: 'SIG_crash',
-        credential: 'AUTH_crash0test',
-        providerCustomerId: null,
-        email: null,
-        type: 'card',
-        brand: 'visa',
-        last4: '4081',
-        expMonth: 12,
-        expYear: 2030,
-      });
+      await saveTestCard(trx, deps, customer.id, 'paystack');
     });
     await deps.db
       .updateTable('subscriptions')

@@ -20,8 +20,9 @@ import { COMMAND_HELP, KEYS_HELP } from '../src/cli/help.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
 import { createCustomer } from '../src/modules/customers/customers.service.ts';
-import { findPaymentMethodToCharge, savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
+import { findPaymentMethodToCharge } from '../src/modules/payment-methods/payment-methods.ts';
 import { VERSION } from '../src/shared/version.ts';
+import { saveTestCard } from './helpers/payment-methods.ts';
 import { SHARED_SCHEMA_COMPILERS } from './helpers/schema-compilers.ts';
 
 const BIN = fileURLToPath(new URL('../bin/billing.js', import.meta.url));
@@ -106,22 +107,9 @@ async function saveMethodUnder(databaseUrl: string, key: string, credential: str
   const deps = await createDeps(loadConfig({ DATABASE_URL: databaseUrl, DATA_ENCRYPTION_KEY: key }));
   try {
     const customer = await createCustomer(deps.db, deps.clock, { email: 'ada@example.com' });
-    const { row } = await deps.db.transaction().execute((trx) =>
-      savePaymentMethod(trx, deps, {
-        customerId: customer.id,
-        provider: 'paystack',
-        fingerprint: `SIG_${credential}`,
-        credential,
-        providerCustomerId: null,
-        email: null,
-        type: 'card',
-        brand: 'visa',
-        last4: '4081',
-        expMonth: 12,
-        expYear: 2030,
-      }),
-    );
-    return row;
+    return await deps.db
+      .transaction()
+      .execute((trx) => saveTestCard(trx, deps, customer.id, 'paystack', { credential }));
   } finally {
     await deps.close();
   }

@@ -13,12 +13,12 @@ import { createSubscription } from '../src/billing/subscriptions.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
 import { createCustomer } from '../src/modules/customers/customers.service.ts';
-import { savePaymentMethod } from '../src/modules/payment-methods/payment-methods.ts';
 import { createPlan } from '../src/modules/plans/plans.service.ts';
 import { createTestClock } from '../src/modules/test-clocks/test-clocks.service.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import { FakePaystack } from './helpers/fake-paystack.ts';
 import { multiplyClockCustomers } from './helpers/multiply.ts';
+import { saveTestCard } from './helpers/payment-methods.ts';
 import { DATA_ENCRYPTION_KEY, PAYSTACK_SECRET } from './helpers/provider-events.ts';
 import { eventually, ownDatabaseUrl, startService } from './helpers/service.ts';
 
@@ -62,19 +62,7 @@ test(
     const subscription = await createSubscription(deps.db, deps, { customer_id: customer.id, plan_id: plan.id });
     await deps.db.transaction().execute(async (trx) => {
       await applySuccessfulPayment(trx, deps, subscription.id);
-      await savePaymentMethod(trx, deps, {
-        customerId: customer.id,
-        provider: 'paystack',
-        fingerprint: 'SIG_kill',
-        credential: 'AUTH_killrun0',
-        providerCustomerId: null,
-        email: null,
-        type: 'card',
-        brand: 'visa',
-        last4: '4081',
-        expMonth: 12,
-        expYear: 2030,
-      });
+      await saveTestCard(trx, deps, customer.id, 'paystack');
     });
     assert.equal(await multiplyClockCustomers(databaseUrl, clock.id, N - 1), N);
     const seededEvents = new Set((await deps.db.selectFrom('events').select('id').execute()).map((event) => event.id));

@@ -28,6 +28,7 @@ import { type RowFailureLog, runIsolatedBatch, whereNotWaitingRetry } from '../d
 import type { Deps } from '../deps.ts';
 import { type FailedRetry, finishRetryStep } from './dunning-steps.ts';
 import { deferEvents, emitEvent, flushEvents } from '../modules/events/events.service.ts';
+import { fanOutAsWritten } from '../modules/webhooks/webhooks.fan-out.ts';
 import {
   type Invoice,
   lockInvoice,
@@ -706,7 +707,8 @@ export async function recordChargeResults(
       for (const { charge, result } of ordered) {
         if (!recorded.has(charge.attempt.id)) await recordInTransaction(trx, deps, charge, result);
       }
-      await flushEvents(trx);
+      // Written fanned out: the webhook worker need not claim and rewrite them.
+      await flushEvents(trx, fanOutAsWritten(realClockOf(deps.clock)));
       await flushCounts(trx);
     });
   } catch {

@@ -10,6 +10,8 @@ import { claimRows } from '../db/locking.ts';
 import { runIsolatedBatch, whereNotWaitingRetry, withRowRetries } from '../db/row-failures.ts';
 import { deferCounts, flushCounts } from '../db/counts.ts';
 import { deferEvents, flushEvents } from '../modules/events/events.service.ts';
+import { fanOutAsWritten } from '../modules/webhooks/webhooks.fan-out.ts';
+import { realClockOf } from '../shared/clock.ts';
 import { type Job, type WorkerLogger } from './job.ts';
 import { earliest, type JobScope, REAL_TIME, whereInScope } from '../db/scope.ts';
 import { openOrCountDunningCase } from '../modules/dunning/dunning.cases.ts';
@@ -271,7 +273,8 @@ export const issueRenewalInvoices: Job = {
       // The batch in a handful of statements; a throw reruns it row by row through `each`.
       all: (trx: Transaction<Database>, rows: readonly SubscriptionRow[]) => renewSubscriptions(trx, deps, rows),
       end: async (trx: Transaction<Database>) => {
-        await flushEvents(trx);
+        // Written fanned out: the webhook worker need not claim and rewrite them.
+        await flushEvents(trx, fanOutAsWritten(realClockOf(deps.clock)));
         await flushCounts(trx);
       },
     };

@@ -31,6 +31,7 @@ export function fullInvoice(overrides: Partial<Invoice> = {}): Invoice {
     number: 'INV-000042',
     customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
     subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    billing_reason: 'subscription_cycle',
     status: 'open',
     currency: 'EUR',
     subtotal: 160000,

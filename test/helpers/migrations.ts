@@ -13,12 +13,15 @@ export const MIGRATION_CUSTOMER = 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G';
 /**
  * A database (SQLite in memory, or a PostgreSQL schema of its own) with every migration but
  * `migration` applied, and a customer `MIGRATION_CUSTOMER` created at `createdAt` (ISO 8601).
+ * `earlierOnly`: only the migrations named before `migration`, a database as it stood when
+ * `migration` was written (migrateToLatest then applies it and every later one, in order).
  * `db` is untyped: the tables are as they were before the migration. Closed after the test.
  */
 export async function databaseBefore(
   t: TestContext,
   migration: string,
   createdAt: string,
+  options: { earlierOnly?: boolean } = {},
 ): Promise<{ handle: DatabaseHandle; db: Kysely<any> }> {
   const database = await createTestDatabase();
   t.after(() => database.drop());
@@ -28,7 +31,10 @@ export async function databaseBefore(
   const handle = openDatabase(config, { schema: database.schema });
   t.after(() => handle.close());
   const db = handle.db as unknown as Kysely<any>;
-  const { [migration]: _underTest, ...before } = APP_MIGRATIONS;
+  const { [migration]: _underTest, ...others } = APP_MIGRATIONS;
+  const before = options.earlierOnly
+    ? Object.fromEntries(Object.entries(others).filter(([name]) => name < migration))
+    : others;
   await migrateToLatest(handle, before);
   await db
     .insertInto('customers')

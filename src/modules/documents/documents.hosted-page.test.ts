@@ -39,6 +39,7 @@ function invoice(overrides: Partial<Invoice> = {}): Invoice {
     number: 'INV-000042',
     customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
     subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+    billing_reason: 'subscription_cycle',
     status: 'open',
     currency: 'NGN',
     subtotal: 650000,

@@ -135,18 +135,51 @@ export function deferEvents(trx: Transaction<Database>): void {
   if (!deferredEvents.has(trx)) deferredEvents.set(trx, []);
 }
 
-/** Writes the events collected since deferEvents(trx) (see there) and stops collecting. */
-export async function flushEvents(trx: Transaction<Database>): Promise<void> {
+/**
+ * Fans events out as they are written (the webhooks module's fanOutAsWritten, handed in by a
+ * worker batch, SPEC §6): given the events about to be inserted, the time they count as fanned
+ * out (ISO 8601, real time), how many deliveries each gets, and the write of those deliveries,
+ * run once the events exist.
+ */
+export type InlineFanOut = (
+  trx: Transaction<Database>,
+  events: readonly { id: string; topic: string; emitted_at: string; created_at: string }[],
+) => Promise<{
+  fannedOutAt: string;
+  deliveries: number;
+  pendingOf: (eventId: string) => number;
+  write: () => Promise<void>;
+}>;
+
+/**
+ * Writes the events collected since deferEvents(trx) (see there) and stops collecting. With
+ * `fanOut`, they are written fanned out already (their deliveries with them; delivered at once
+ * when none is due), so the webhook worker never claims nor rewrites them: a batch's events
+ * cost one write each instead of two and a transaction of their own.
+ */
+export async function flushEvents(trx: Transaction<Database>, fanOut?: InlineFanOut): Promise<void> {
   const collected = deferredEvents.get(trx);
   deferredEvents.delete(trx);
   if (!collected || collected.length === 0) return;
+  const plan = fanOut === undefined ? undefined : await fanOut(trx, collected);
   await insertRows(
     trx,
     'events',
-    collected.map((row) => ({ ...row, delivered_at: null })),
+    collected.map((row) => {
+      if (plan === undefined) return { ...row, delivered_at: null };
+      const pending = plan.pendingOf(row.id);
+      return {
+        ...row,
+        fanned_out_at: plan.fannedOutAt,
+        pending_deliveries: pending,
+        delivered_at: pending === 0 ? plan.fannedOutAt : null,
+      };
+    }),
   );
+  await plan?.write();
   await addToCount(trx, 'events', collected.length);
-  await ringOutbox(trx);
+  // The webhook worker has work only when a delivery waits (or, without `fanOut`, the fan-out).
+  if (plan === undefined || plan.deliveries > 0) await ringOutbox(trx);
 }
 
 /**

@@ -17,6 +17,7 @@ import type { Topic } from '../events/events.topics.ts';
 import { type InvoiceEvent, nextInvoiceStatus } from './invoices.status.ts';
 import {
   addsToTotal,
+  BILLING_REASON_OF_KIND,
   type Invoice,
   type InvoiceContent,
   type InvoiceLine,
@@ -46,11 +47,13 @@ export function hostedInvoiceUrl(publicUrl: string, token: string): string {
  * An invoices row as the API and events show it: `lines` and `metadata` parsed,
  * `amount_remaining` = amount_due − amount_paid (minor units), `hosted_invoice_url` built
  * from `publicUrl` (PUBLIC_URL) and the row's token — null while it has no number (a draft, or
- * a draft voided): never final, so no page (Stripe's drafts have no hosted URL either).
+ * a draft voided): never final, so no page (Stripe's drafts have no hosted URL either);
+ * `billing_reason` from the row's `kind` (BILLING_REASON_OF_KIND).
  */
 export function toInvoice(row: InvoiceRow, publicUrl: string): Invoice {
   return pickFields(invoiceSchema, {
     ...row,
+    billing_reason: BILLING_REASON_OF_KIND[row.kind],
     subtotal: Number(row.subtotal),
     total_discount: Number(row.total_discount),
     total_tax: Number(row.total_tax),

@@ -2,6 +2,7 @@
 // document the routes and the `invoice.*` events, and the API types are their static types.
 import Type, { type Static } from 'typebox';
 import { metadataOut, Nullable, nullableTimestamp, pageOf, ref, StringEnum, timestamp } from '../../http/schemas.ts';
+import type { InvoiceKind } from '../../db/tables/invoices.table.ts';
 import { paymentAttemptSchema } from '../payment-attempts/payment-attempts.schemas.ts';
 import { INVOICE_STATUSES } from './invoices.status.ts';
 
@@ -125,12 +126,34 @@ export interface InvoiceContent {
   amount_due: number;
 }
 
+/**
+ * Why an invoice was issued, in the words of Stripe's `invoice.billing_reason` (SPEC §9
+ * "Billing reason"); only the ones our invoices can be told apart by.
+ */
+export const INVOICE_BILLING_REASONS = ['subscription_cycle', 'subscription_update', 'manual'] as const;
+export type InvoiceBillingReason = (typeof INVOICE_BILLING_REASONS)[number];
+
+/**
+ * Each invoice kind's `billing_reason` (SPEC §9 "Billing reason"). A period's invoice is
+ * Stripe's `subscription_cycle` — the first period's and a plan change's new period's too,
+ * which Stripe calls `subscription_create` / `subscription_update`: the kind does not record
+ * why a period was invoiced. A closed period's usage (a cancel's final invoice too) is billed
+ * in arrears for a period that ended, as Stripe bills metered usage at the cycle.
+ */
+export const BILLING_REASON_OF_KIND: { readonly [kind in InvoiceKind]: InvoiceBillingReason } = {
+  period: 'subscription_cycle',
+  usage: 'subscription_cycle',
+  proration: 'subscription_update',
+  one_off: 'manual',
+};
+
 /** The example invoice of the documents. */
 const INVOICE_EXAMPLE = {
   id: 'inv_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   number: 'INV-000042',
   customer_id: 'cus_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
   subscription_id: 'sub_01JD3Q7Z8X9Y0A1B2C3D4E5F6G',
+  billing_reason: 'subscription_cycle',
   status: 'open',
   currency: 'NGN',
   subtotal: 500000,
@@ -186,6 +209,10 @@ export const invoiceSchema = Type.Object(
     ),
     customer_id: Type.String(),
     subscription_id: Nullable(Type.String()),
+    billing_reason: StringEnum(INVOICE_BILLING_REASONS, {
+      description:
+        "Why it was issued, as Stripe's `billing_reason` (SPEC §9): `subscription_cycle` — a subscription period's invoice (the first one too) or a closed period's usage; `subscription_update` — a plan change's `always_invoice` prorations; `manual` — a one-off invoice of no subscription",
+    }),
     status: StringEnum(INVOICE_STATUSES),
     currency: Type.String({ description: 'ISO 4217, upper case' }),
     subtotal: signedMinorUnits('The subscription, proration, usage and adjustment lines: before discounts and taxes'),

@@ -4,15 +4,24 @@
 // fanned out in ONE transaction: a crash rolls the whole batch back, nothing half-done remains,
 // and the (event, endpoint) unique constraint makes a double write impossible anyway. The claim
 // reads the endpoints in its statement, and the deliveries travel with the marks.
-import { type Insertable, type Kysely, sql } from 'kysely';
+import { type Insertable, type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import { markEventsFannedOut, markEventsFannedOutWith } from '../events/events.delivery-state.ts';
+import type { InlineFanOut } from '../events/events.service.ts';
 import type { WebhookDeliveriesTable } from '../../db/tables/webhooks.table.ts';
 
 const INSERT_CHUNK = 500;
+
+/** An event as fan-out reads it. */
+interface FanOutEvent {
+  id: string;
+  topic: string;
+  emitted_at: string | null;
+  created_at: string;
+}
 
 /** A row of the claim: a claimed event (`text`: its topic) or an enabled endpoint (`text`: its topics, JSON). */
 interface ClaimedRow {
@@ -28,6 +37,56 @@ interface Subscriber {
   created_at: string;
   all: boolean;
   topics: ReadonlySet<string>;
+}
+
+/** An enabled endpoint as fan-out matches it: `events` is its topics' JSON text. */
+function toSubscriber(id: string, events: string, createdAt: string): Subscriber {
+  const topics = JSON.parse(events) as string[];
+  return { id, created_at: createdAt, all: topics.includes('*'), topics: new Set(topics) };
+}
+
+/**
+ * The deliveries of `events` to `subscribers` (the fan-out rule below, SPEC §6), pending and
+ * due at `now` (ISO 8601, real time), and the events grouped by how many deliveries each got.
+ */
+function deliveriesOf(
+  events: readonly FanOutEvent[],
+  subscribers: readonly Subscriber[],
+  now: string,
+): { rows: Insertable<WebhookDeliveriesTable>[]; eventsByCount: Map<number, string[]> } {
+  const rows: Insertable<WebhookDeliveriesTable>[] = [];
+  const eventsByCount = new Map<number, string[]>();
+  for (const event of events) {
+    let count = 0;
+    // Rows written before `emitted_at` existed were stamped with real time.
+    const emittedAt = event.emitted_at ?? event.created_at;
+    if (event.topic !== 'webhook.test') {
+      for (const endpoint of subscribers) {
+        if (endpoint.created_at > emittedAt) continue;
+        if (!endpoint.all && !endpoint.topics.has(event.topic)) continue;
+        count += 1;
+        rows.push({
+          id: newId('delivery'),
+          endpoint_id: endpoint.id,
+          event_id: event.id,
+          topic: event.topic,
+          status: 'pending',
+          attempt_count: 0,
+          next_attempt_at: now,
+          locked_until: null,
+          locked_by: null,
+          last_attempt_at: null,
+          delivered_at: null,
+          created_at: now,
+          updated_at: now,
+        });
+      }
+    }
+    const group = eventsByCount.get(count);
+    if (group) group.push(event.id);
+    else eventsByCount.set(count, [event.id]);
+  }
+  return { rows, eventsByCount };
 }
 
 /**
@@ -80,61 +139,14 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
       .map((row) => ({ id: row.id, topic: row.text, emitted_at: row.emitted_at, created_at: row.created_at }));
     if (events.length === 0) return 0;
 
-    const subscribers: Subscriber[] = claimed
+    const subscribers = claimed
       .filter((row) => row.kind === 'endpoint')
-      .map((endpoint) => {
-        const topics = JSON.parse(endpoint.text) as string[];
-        return {
-          id: endpoint.id,
-          created_at: endpoint.created_at,
-          all: topics.includes('*'),
-          topics: new Set(topics),
-        };
-      });
+      .map((endpoint) => toSubscriber(endpoint.id, endpoint.text, endpoint.created_at));
 
     const now = clock.now().toISOString();
-    const rows: Insertable<WebhookDeliveriesTable>[] = [];
-    const eventsByCount = new Map<number, string[]>();
-    for (const event of events) {
-      let count = 0;
-      // Rows written before `emitted_at` existed were stamped with real time.
-      const emittedAt = event.emitted_at ?? event.created_at;
-      if (event.topic !== 'webhook.test') {
-        for (const endpoint of subscribers) {
-          if (endpoint.created_at > emittedAt) continue;
-          if (!endpoint.all && !endpoint.topics.has(event.topic)) continue;
-          count += 1;
-          rows.push({
-            id: newId('delivery'),
-            endpoint_id: endpoint.id,
-            event_id: event.id,
-            topic: event.topic,
-            status: 'pending',
-            attempt_count: 0,
-            next_attempt_at: now,
-            locked_until: null,
-            locked_by: null,
-            last_attempt_at: null,
-            delivered_at: null,
-            created_at: now,
-            updated_at: now,
-          });
-        }
-      }
-      const group = eventsByCount.get(count);
-      if (group) group.push(event.id);
-      else eventsByCount.set(count, [event.id]);
-    }
+    const { rows, eventsByCount } = deliveriesOf(events, subscribers, now);
 
-    const inserts = [];
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      inserts.push(
-        trx
-          .insertInto('webhook_deliveries')
-          .values(rows.slice(i, i + INSERT_CHUNK))
-          .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing()),
-      );
-    }
+    const inserts = deliveryInserts(trx, rows);
     // The last chunk of deliveries travels with the first group's marks (one statement).
     const last = inserts.pop();
     for (const insert of inserts) await insert.execute();
@@ -145,4 +157,48 @@ export async function fanOutEvents(db: Kysely<Database>, clock: Clock, limit: nu
     for (const [count, ids] of groups) await markEventsFannedOut(trx, ids, count, now);
     return events.length;
   });
+}
+
+/** The inserts of delivery `rows`, in chunks; an (event, endpoint) pair written already is skipped. */
+function deliveryInserts(trx: Transaction<Database>, rows: readonly Insertable<WebhookDeliveriesTable>[]) {
+  const inserts = [];
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    inserts.push(
+      trx
+        .insertInto('webhook_deliveries')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .onConflict((oc) => oc.columns(['event_id', 'endpoint_id']).doNothing()),
+    );
+  }
+  return inserts;
+}
+
+/**
+ * The InlineFanOut of a worker batch (events.service.ts flushEvents): the batch's events are
+ * fanned out by the rule of fanOutEvents (above, SPEC §6) to the endpoints enabled as the
+ * batch's transaction reads them, and written fanned out at `clock`'s time (real time), so
+ * the webhook worker never claims them. An endpoint created while the batch runs is the
+ * same race as with fanOutEvents: it receives what is emitted after its creation commits.
+ */
+export function fanOutAsWritten(clock: Clock): InlineFanOut {
+  return async (trx, events) => {
+    const endpoints = await trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'events', 'created_at'])
+      .where('status', '=', 'enabled')
+      .execute();
+    const now = clock.now().toISOString();
+    const subscribers = endpoints.map((endpoint) => toSubscriber(endpoint.id, endpoint.events, endpoint.created_at));
+    const { rows, eventsByCount } = deliveriesOf(events, subscribers, now);
+    const pending = new Map<string, number>();
+    for (const [count, ids] of eventsByCount) if (count > 0) for (const id of ids) pending.set(id, count);
+    return {
+      fannedOutAt: now,
+      deliveries: rows.length,
+      pendingOf: (eventId) => pending.get(eventId) ?? 0,
+      write: async () => {
+        for (const insert of deliveryInserts(trx, rows)) await insert.execute();
+      },
+    };
+  };
 }
