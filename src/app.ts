@@ -14,7 +14,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { API_DOCUMENT } from './routes/api-document.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { registerResponseCache } from './http/response-cache.ts';
-import type { Route } from './http/route.ts';
+import { namedPlugin, type Route } from './http/route.ts';
 import { SHARED_SCHEMAS } from './http/schemas.ts';
 import { SCHEMA_CONTROLLER } from './http/serializer-compiler.ts';
 import { registerSecurityHeaders } from './http/security-headers.ts';
@@ -148,27 +148,41 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerOpenApi(app, API_DOCUMENT);
 
-  await app.register(async (api) => {
-    api.addHook('onRequest', authenticate(deps));
-    registerResponseCache(api, {
-      version: deps.database.commitVersion,
-      // Without a clock that notes its reads, a response computed from "now" could be kept.
-      maxBytes: noticesClockReads(deps.clock) ? deps.config.responseCacheBytes : 0,
-    });
-    for (const route of allRoutes(deps)) api.route(route);
-    // POST /api/notify verifies provider signatures on the exact bytes: its own context
-    // reads raw bodies, so the app's JSON parser never touches them.
-    await api.register(async (raw) => registerNotifyRoutes(raw, deps));
-  });
+  await app.register(
+    namedPlugin('api', async (api: FastifyInstance) => {
+      api.addHook('onRequest', authenticate(deps));
+      registerResponseCache(api, {
+        version: deps.database.commitVersion,
+        // Without a clock that notes its reads, a response computed from "now" could be kept.
+        maxBytes: noticesClockReads(deps.clock) ? deps.config.responseCacheBytes : 0,
+      });
+      for (const route of allRoutes(deps)) api.route(route);
+      // POST /api/notify verifies provider signatures on the exact bytes: its own context
+      // reads raw bodies, so the app's JSON parser never touches them.
+      await api.register(namedPlugin('notify', async (raw: FastifyInstance) => registerNotifyRoutes(raw, deps)));
+    }),
+  );
   // The hosted invoice page (/i/:token): public HTML for people, outside the API's context.
-  await app.register(async (pages) => registerHostedInvoicePages(pages, deps), { prefix: HOSTED_PAGE_PREFIX });
+  await app.register(
+    namedPlugin('hosted invoice pages', async (pages: FastifyInstance) => registerHostedInvoicePages(pages, deps)),
+    { prefix: HOSTED_PAGE_PREFIX },
+  );
   // A credit note's hosted page (/c/:token), likewise.
-  await app.register(async (pages) => registerHostedCreditNotePages(pages, deps), {
-    prefix: CREDIT_NOTE_PAGE_PREFIX,
-  });
+  await app.register(
+    namedPlugin('hosted credit note pages', async (pages: FastifyInstance) =>
+      registerHostedCreditNotePages(pages, deps),
+    ),
+    { prefix: CREDIT_NOTE_PAGE_PREFIX },
+  );
   // The customer portal (/portal): pages behind a link's cookie session, outside the API's context.
-  await app.register(async (portal) => registerPortalPages(portal, deps), { prefix: PORTAL_PREFIX });
+  await app.register(
+    namedPlugin('portal', async (portal: FastifyInstance) => registerPortalPages(portal, deps)),
+    { prefix: PORTAL_PREFIX },
+  );
   // The operator console (/console): HTML pages with a cookie session, outside the API's context.
-  await app.register(async (console) => registerConsole(console, deps), { prefix: CONSOLE_PREFIX });
+  await app.register(
+    namedPlugin('console', async (console: FastifyInstance) => registerConsole(console, deps)),
+    { prefix: CONSOLE_PREFIX },
+  );
   return app;
 }

@@ -6,6 +6,7 @@ import type { Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { hashKey } from './modules/api-keys/api-keys.keys.ts';
 import { KeyUsageRecorder } from './modules/api-keys/api-keys.usage.ts';
+import type { CallDeadlines } from './providers/provider-api.ts';
 import { createProviderApis, type ProviderApis } from './providers/provider-apis.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { noticeClockReads } from './shared/clock-reads.ts';
@@ -32,6 +33,8 @@ export interface DepsOptions {
   sqliteImage?: Uint8Array;
   /** Run pending migrations before returning (default true). */
   migrate?: boolean;
+  /** Where provider calls get their deadlines (tests with fake providers; default: real time). */
+  providerDeadlines?: CallDeadlines;
 }
 
 /** Opens and (by default) migrates the database, and wires the shared services. */
@@ -44,7 +47,7 @@ export async function createDeps(config: Readonly<Config>, options: DepsOptions 
     throw error;
   }
   const keyUsage = new KeyUsageRecorder(database.db);
-  const providers = createProviderApis(config);
+  const providers = createProviderApis(config, options.providerDeadlines);
   return {
     config,
     db: database.db,

@@ -1,7 +1,7 @@
 // Exactly once across a crash (SPEC §10): a service process charging a renewal invoice is
 // killed with SIGKILL after it committed the attempt and the provider charged the card, but
 // before the provider's answer reached it (the fake Paystack holds the answer). A new process
-// on the same database finds the attempt when its lease runs out, asks Paystack (verify)
+// on the same database finds the attempt once its lease is over, asks Paystack (verify)
 // instead of charging again, and records the payment: one charge at the provider, the
 // invoice paid. Runs on the SQLite file and on a PostgreSQL database of its own.
 import assert from 'node:assert/strict';
@@ -29,7 +29,7 @@ test(
       PAYSTACK_API_URL: paystack.url,
       DATA_ENCRYPTION_KEY,
       WORKER_POLL_INTERVAL: '100ms',
-      // The charge's lease is twice this: the restarted worker resolves the attempt 2 s after the claim.
+      // The charge's lease is twice this (ended by the test below rather than waited out).
       PROVIDER_TIMEOUT: '1s',
       RATE_LIMIT_MAX: '0',
     };
@@ -82,6 +82,36 @@ test(
       `committed before the call, unresolved: ${attempt.status}`,
     );
     assert.equal(paystack.chargeCount(attempt.reference), 1);
+
+    // The claim made the invoice due again at the lease's end, so a crash leaves it to the
+    // next worker then (2 s after the claim): end the lease now instead, as that wait would.
+    // The point here is what the next process does with the attempt, not how long a lease
+    // lasts (src/billing/charges.test.ts runs one out on the injected clock).
+    const invoice = await deps.db
+      .selectFrom('invoices')
+      .select('next_payment_attempt_at')
+      .where('id', '=', attempt.invoice_id)
+      .executeTakeFirstOrThrow();
+    if (attempt.status === 'pending') {
+      // The two are read from the clock one after the other: the same instant, give or take.
+      const apart = Math.abs(Date.parse(invoice.next_payment_attempt_at!) - Date.parse(attempt.locked_until!));
+      assert.ok(
+        apart < 1000,
+        `due again at the lease's end: ${invoice.next_payment_attempt_at}, ${attempt.locked_until}`,
+      );
+    }
+    const over = new Date(Date.now() - 1).toISOString();
+    await deps.db
+      .updateTable('invoice_payment_attempts')
+      .set({ locked_until: over })
+      .where('id', '=', attempt.id)
+      .where('locked_until', 'is not', null)
+      .execute();
+    await deps.db
+      .updateTable('invoices')
+      .set({ next_payment_attempt_at: over })
+      .where('id', '=', attempt.invoice_id)
+      .execute();
 
     const second = await startService(t, env);
     await eventually(

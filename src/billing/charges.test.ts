@@ -272,7 +272,7 @@ test('paystack: a paused charge waits for the customer (requires_action with the
 for (const provider of PROVIDER_NAMES) {
   test(`${provider}: the answer is lost (timeout): unknown, then resolved with the provider without a second charge`, async (t) => {
     const s = await setup(t, provider, { PROVIDER_TIMEOUT: '300ms' });
-    s.fake.hold();
+    s.fake.loseAnswers();
     await chargeDueInvoices(s.app.deps);
     let [attempt] = await listInvoiceAttempts(s.app.deps.db, s.invoiceId);
     assert.equal(attempt!.status, 'unknown');
@@ -494,6 +494,7 @@ test('a claimed charge is not claimed again while its lease lasts; after it, it 
   await until(() => s.paystack.heldCount === 1, 'the held charge');
   // A second worker at the same time finds nothing due.
   assert.equal(await chargeDueInvoices(s.app.deps, 'worker-b'), 0);
+  s.paystack.loseAnswers();
   await first; // timed out: unknown
   s.paystack.release();
   s.app.clock.advance(RESOLVE_DELAY_MS);

@@ -14,11 +14,13 @@
 // seed and path, and LEDGER_PROPERTY_SEED=<seed> replays it (with LEDGER_PROPERTY_PATH=<path>,
 // from the failing history on; LEDGER_PROPERTY_SHRINK=1 also shrinks it to a smallest failing
 // history). A seed replays the same run: time is the injected clock, the pages of other refunds
-// are the same for every history, and only injected faults time out. Each injected timeout
-// waits out PROVIDER_TIMEOUT in real time (the clients' deadline is real time): 300 ms here,
-// far above the fakes' local answers (none came late in 100 histories at a load of 15); a
-// process stalled longer turns an answer into a timeout, which the property must survive too,
-// but then the run is not quite its seed's. LEDGER_PROPERTY_TIMEOUT=1s replays with margin.
+// are the same for every history, and only injected faults time out. An injected timeout or
+// lost answer ends the client's call at once (test/helpers/provider-deadlines.ts: once no other
+// call waits for an answer) instead of waiting PROVIDER_TIMEOUT out; every call also keeps that
+// real-time deadline: 300 ms here, far above the fakes' local answers (none came late in 100
+// histories at a load of 15); a process stalled longer turns an answer into a timeout, which
+// the property must survive too, but then the run is not quite its seed's.
+// LEDGER_PROPERTY_TIMEOUT=1s replays with margin.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import test from 'node:test';
@@ -582,8 +584,8 @@ async function close(run: Run): Promise<void> {
 }
 
 test('the fake providers’ ledgers equal ours after any history of refunds, charges, retries, webhooks and faults', async (t) => {
-  // Long enough that only an injected fault times out (see the header), short because each
-  // injected one waits it out.
+  // Long enough that only an injected fault times out (see the header); the clock moves in
+  // steps this short time fits in (a refund's lease is PROVIDER_TIMEOUT and a minute).
   const app = await appWithFakeProviders(t, {
     PROVIDER_TIMEOUT: TIMEOUT,
     DUNNING_SCHEDULE: '1h,2h',

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AppError, errorResponse, ValidationError } from '../http/errors.ts';
 import { keysetParams, parseListParams } from '../http/lists.ts';
+import { namedPlugin } from '../http/route.ts';
 import type { ApiKeyView } from '../modules/api-keys/api-keys.service.ts';
 import { withActor } from '../shared/actor.ts';
 import {
@@ -212,7 +213,7 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
   );
 
   // Everything below needs a live session.
-  await app.register(async (signedIn) => {
+  const signedInPages = async (signedIn: FastifyInstance) => {
     signedIn.addHook('preHandler', async (request, reply) => {
       const token = sessionTokenOf(request);
       const session =
@@ -661,7 +662,8 @@ export async function registerConsole(app: FastifyInstance, deps: Deps): Promise
         });
       });
     }
-  });
+  };
+  await app.register(namedPlugin('console session', signedInPages));
 }
 
 /** `value` without its undefined fields (the services tell "absent" by the key). */

@@ -73,3 +73,13 @@ export function requiredScope(request: FastifyRequest): Scope {
   if (configured) return configured;
   return request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write';
 }
+
+/**
+ * `plugin` with the name Fastify shows for it (its plugin tree, its errors), as Fastify's
+ * `Symbol.for('fastify.display-name')` (Fastify's Server reference, "Plugins"). Without one,
+ * Fastify looks an unnamed plugin up among the exports of every loaded module at each
+ * registration: ≈ 0.5 ms of CPU a plugin, paid by every app built (the tests build hundreds).
+ */
+export function namedPlugin<T extends object>(name: string, plugin: T): T {
+  return Object.assign(plugin, { [Symbol.for('fastify.display-name')]: name });
+}

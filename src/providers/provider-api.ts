@@ -44,6 +44,29 @@ export class ProviderCallError extends Error {
   }
 }
 
+/** One provider call's deadline (CallDeadlines.start). */
+export interface CallDeadline {
+  /** Aborted when the call must end without an answer: it then fails as a `timeout`. */
+  signal: AbortSignal;
+  /** The call is over (answered or not): its deadline can go. */
+  end(): void;
+}
+
+/**
+ * Where provider calls get their deadlines (PROVIDER_TIMEOUT, in ms). In real time by default
+ * (realTimeDeadlines); tests with fake providers end a call the fake will never answer at
+ * once instead of waiting the timeout out (test/helpers/provider-deadlines.ts).
+ */
+export interface CallDeadlines {
+  /** Starts the deadline of a call that must be answered within `timeoutMs`. */
+  start(timeoutMs: number): CallDeadline;
+}
+
+/** Each call ends `timeoutMs` of real time after it started. */
+export const realTimeDeadlines: CallDeadlines = {
+  start: (timeoutMs) => ({ signal: AbortSignal.timeout(timeoutMs), end: () => {} }),
+};
+
 /** Provider credentials by shape: Paystack/Stripe secret, restricted and publishable keys, Stripe webhook secrets. */
 // No word boundary in front: `0sk_live_…` is still a key (over-redacting a word costs nothing).
 // Any case: `SK_LIVE_…` is the same key shouted back.

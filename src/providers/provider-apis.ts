@@ -2,6 +2,7 @@
 // provider without an API key has no client and cannot collect (it still receives events).
 import type { Config } from '../config.ts';
 import type { ProviderName } from '../shared/provider-names.ts';
+import type { CallDeadlines } from './provider-api.ts';
 import { PaystackApi } from './paystack/api.ts';
 import { StripeApi } from './stripe/api.ts';
 
@@ -20,19 +21,23 @@ export const API_KEY_VARIABLE: Record<ProviderName, string> = {
   stripe: 'STRIPE_API_KEY',
 };
 
-/** One client per provider that has an API key, with PROVIDER_TIMEOUT as each call's deadline. */
+/**
+ * One client per provider that has an API key, with PROVIDER_TIMEOUT as each call's deadline,
+ * in real time unless `deadlines` says otherwise (tests with fake providers).
+ */
 export function createProviderApis(
   config: Pick<Config, 'paystackSecretKey' | 'paystackApiUrl' | 'stripeApiKey' | 'stripeApiUrl' | 'providerTimeoutMs'>,
+  deadlines?: CallDeadlines,
 ): ProviderApis {
   const timeoutMs = config.providerTimeoutMs;
   const paystack =
     config.paystackSecretKey === ''
       ? undefined
-      : new PaystackApi({ baseUrl: config.paystackApiUrl, secretKey: config.paystackSecretKey, timeoutMs });
+      : new PaystackApi({ baseUrl: config.paystackApiUrl, secretKey: config.paystackSecretKey, timeoutMs, deadlines });
   const stripe =
     config.stripeApiKey === ''
       ? undefined
-      : new StripeApi({ apiUrl: config.stripeApiUrl, apiKey: config.stripeApiKey, timeoutMs });
+      : new StripeApi({ apiUrl: config.stripeApiUrl, apiKey: config.stripeApiKey, timeoutMs, deadlines });
   return {
     paystack,
     stripe,

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/deps.ts';
+import type { CallDeadlines } from '../../src/providers/provider-api.ts';
 import { ManualClock } from '../../src/shared/clock.ts';
 import { afterTest } from './after.ts';
 import { createMigratedTestDatabase, createTestDatabase, type MigratedTestDatabase, ON_POSTGRES } from './database.ts';
@@ -59,6 +60,8 @@ export interface TestAppOptions {
    * database stays for its first app to drop.
    */
   sameDatabaseAs?: TestApp;
+  /** Where provider calls get their deadlines (default: real time; see provider-deadlines.ts). */
+  providerDeadlines?: CallDeadlines;
 }
 
 /** The database a test app runs over (see TestAppOptions). */
@@ -102,6 +105,7 @@ export async function buildTestApp(t: TestContext, options: TestAppOptions = {})
     schema: database.schema,
     sqliteImage: database.sqliteImage,
     migrate: !database.migrated,
+    providerDeadlines: options.providerDeadlines,
   });
   const app = await buildApp(deps, {
     logStream: options.logStream as never,

@@ -18,6 +18,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import { afterTest } from './after.ts';
+import type { UnansweredRequests } from './provider-deadlines.ts';
 
 export interface RecordedCall {
   method: string;
@@ -218,7 +219,9 @@ export class FakeProviderServer {
   latencyMs = 0;
   /** Answers currently held back by hold(). */
   heldCount = 0;
-  #held: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Resolves true when the held answers are sent, false when they are lost (loseAnswers()). */
+  #held: { promise: Promise<boolean>; resolve: (send: boolean) => void } | undefined;
+  #losing = false;
 
   /**
    * From now on the fake acts on each request (a charge is made) but holds its answer back
@@ -226,16 +229,34 @@ export class FakeProviderServer {
    */
   hold(): void {
     if (this.#held) return;
-    let resolve = () => {};
-    const promise = new Promise<void>((done) => (resolve = done));
+    let resolve = (_send: boolean) => {};
+    const promise = new Promise<boolean>((done) => (resolve = done));
     this.#held = { promise, resolve };
+  }
+
+  /**
+   * The answers held so far, and every answer from now until release(), are lost: the fake
+   * acts on each request and never answers it (the client's call times out).
+   */
+  loseAnswers(): void {
+    this.#losing = true;
+    this.#held?.resolve(false);
+    this.#held = undefined;
   }
 
   /** Sends the answers hold() kept back, and answers at once again. */
   release(): void {
-    this.#held?.resolve();
+    this.#losing = false;
+    this.#held?.resolve(true);
     this.#held = undefined;
   }
+
+  /**
+   * Told of each request this fake leaves unanswered (a `timeout` or `lose` fault, a `hang`
+   * or `lost` override), so the client's deadline need not wait PROVIDER_TIMEOUT out in real
+   * time (provider-deadlines.ts; appWithFakeProviders sets it).
+   */
+  unansweredTo: UnansweredRequests | undefined;
 
   /** Stops the server, dropping connections (hung requests included). */
   async close(): Promise<void> {
@@ -265,10 +286,14 @@ export class FakeProviderServer {
     const authorized = request.headers.authorization === `Bearer ${this.#apiKey}`;
     const fault = this.#takeFault(call);
     const override = fault === undefined ? this.#overrides.shift() : undefined;
-    if (fault === 'timeout' || override === 'hang') return; // answered never; closed with the server
+    if (fault === 'timeout' || override === 'hang') {
+      this.#leaveUnanswered(response); // answered never; closed with the server
+      return;
+    }
     if (fault === 'lose' || override === 'lost') {
       if (authorized) await this.#handle(call);
-      return; // acted on, answered never
+      this.#leaveUnanswered(response); // acted on, answered never
+      return;
     }
     let answer: FakeAnswer;
     if (typeof fault === 'object') answer = fault;
@@ -279,12 +304,22 @@ export class FakeProviderServer {
     } else answer = override ?? (authorized ? await this.#handle(call) : this.#unauthorized);
     // Charging (automatic collection tests): the provider has acted; its answer waits.
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+    let lost = this.#losing;
     if (this.#held !== undefined) {
       this.heldCount += 1;
-      await this.#held.promise;
+      lost = !(await this.#held.promise);
+    }
+    if (lost) {
+      this.#leaveUnanswered(response); // acted on, answered never
+      return;
     }
     if (request.socket.destroyed) return;
     const text = JSON.stringify(answer.body);
     response.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(text);
+  }
+
+  #leaveUnanswered(response: ServerResponse): void {
+    const closed = response.destroyed ? Promise.resolve() : once(response, 'close').then(() => {});
+    this.unansweredTo?.unanswered(closed);
   }
 }

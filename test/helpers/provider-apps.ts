@@ -5,6 +5,7 @@ import type { TestContext } from 'node:test';
 import { buildTestApp, type TestApp } from './app.ts';
 import { FakePaystack } from './fake-paystack.ts';
 import { FakeStripe, STRIPE_API_KEY } from './fake-stripe.ts';
+import { FakeProviderDeadlines } from './provider-deadlines.ts';
 import { PROVIDER_ENV } from './provider-events.ts';
 
 export interface FakeProviders {
@@ -20,9 +21,14 @@ export async function appWithFakeProviders(
 ): Promise<TestApp & FakeProviders> {
   const paystack = await FakePaystack.start(t);
   const stripe = await FakeStripe.start(t);
+  // A call the fakes leave unanswered times out at once, not after PROVIDER_TIMEOUT.
+  const deadlines = new FakeProviderDeadlines();
+  paystack.unansweredTo = deadlines;
+  stripe.unansweredTo = deadlines;
   const app = await buildTestApp(t, {
     env: { ...PROVIDER_ENV, PAYSTACK_API_URL: paystack.url, STRIPE_API_KEY, STRIPE_API_URL: stripe.url, ...env },
     logStream: options.logStream,
+    providerDeadlines: deadlines,
   });
   return Object.assign(app, { paystack, stripe });
 }

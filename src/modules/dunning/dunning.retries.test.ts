@@ -371,7 +371,7 @@ test('without a saved method a step sends its reminder at once (hosted invoice U
 
 test('a retry without an answer: the reminder waits RETRY_WAIT_MS, goes out unanswered, and a later success still recovers', async (t) => {
   const s = await setup(t, 'paystack', ['success'], { env: { PROVIDER_TIMEOUT: '300ms' } });
-  s.paystack.hold();
+  s.paystack.loseAnswers();
   t.after(() => s.paystack.release());
   await runStep(s, 0);
   assert.equal(s.paystack.chargeCalls.length, 2, 'the retry reached Paystack');

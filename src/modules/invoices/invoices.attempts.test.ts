@@ -2,25 +2,13 @@
 // first, in the PaymentAttempt shape; lists, state changes and invoice.* events do not.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildTestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
-import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
-import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
 import { issueTestInvoice } from '../../../test/helpers/invoices.ts';
-import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
+import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
 
 test('GET /api/invoices/{id} lists its attempts in order with provider, reference, status, failure and timestamps; nothing else carries them', async (t) => {
-  const paystack = await FakePaystack.start(t);
-  const stripe = await FakeStripe.start(t);
-  const app = await buildTestApp(t, {
-    env: {
-      PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
-      PAYSTACK_API_URL: paystack.url,
-      STRIPE_API_KEY,
-      STRIPE_API_URL: stripe.url,
-      PROVIDER_TIMEOUT: '300ms',
-    },
-  });
+  const app = await appWithFakeProviders(t, { PROVIDER_TIMEOUT: '300ms' });
+  const { paystack, stripe } = app;
   const sub = await createSubscription(app, { plan: { amount: 5000, currency: 'NGN' } });
   const invoice = await issueTestInvoice(app, sub.id);
 

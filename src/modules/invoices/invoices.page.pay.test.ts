@@ -4,12 +4,13 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers/app.ts';
+import type { TestApp } from '../../../test/helpers/app.ts';
 import { createSubscription } from '../../../test/helpers/factories.ts';
-import { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
-import { FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
+import type { FakePaystack } from '../../../test/helpers/fake-paystack.ts';
+import { type FakeStripe, STRIPE_API_KEY } from '../../../test/helpers/fake-stripe.ts';
 import { issueTestInvoice, markTestInvoicePaid } from '../../../test/helpers/invoices.ts';
 import { PAYSTACK_SECRET } from '../../../test/helpers/provider-events.ts';
+import { appWithFakeProviders } from '../../../test/helpers/provider-apps.ts';
 import { LINK_REUSE_MARGIN_MS, UNDATED_LINK_REUSE_MS } from '../../billing/checkout.ts';
 import { listInvoiceAttempts } from '../payment-attempts/payment-attempts.ts';
 import { HOSTED_PAGE_CSP } from '../documents/documents.hosted-page.ts';
@@ -27,21 +28,11 @@ async function payApp(
   env: Record<string, string> = {},
   options: { logStream?: NodeJS.WritableStream } = {},
 ): Promise<PayApp> {
-  const paystack = await FakePaystack.start(t);
-  const stripe = await FakeStripe.start(t);
-  const app = await buildTestApp(t, {
-    env: {
-      BUSINESS_NAME: 'Acme Cloud Ltd',
-      PUBLIC_URL: 'https://billing.example.com',
-      PAYSTACK_SECRET_KEY: PAYSTACK_SECRET,
-      PAYSTACK_API_URL: paystack.url,
-      STRIPE_API_KEY,
-      STRIPE_API_URL: stripe.url,
-      ...env,
-    },
-    logStream: options.logStream,
-  });
-  return Object.assign(app, { paystack, stripe });
+  return appWithFakeProviders(
+    t,
+    { BUSINESS_NAME: 'Acme Cloud Ltd', PUBLIC_URL: 'https://billing.example.com', ...env },
+    { logStream: options.logStream },
+  );
 }
 
 /** The open first invoice of a new subscription (5000 NGN unless `plan` says) and its page's path. */

@@ -6,7 +6,7 @@
 // data}`; errors add `code`/`type`. Failures come back as ProviderCallError, never with the key.
 import { Agent, request } from 'undici';
 import { isObject, type JsonObject } from '../provider-values.ts';
-import { ProviderCallError, scrubProviderText } from '../provider-api.ts';
+import { type CallDeadlines, ProviderCallError, realTimeDeadlines, scrubProviderText } from '../provider-api.ts';
 
 /** The most bytes of an answer read: Paystack's largest answers here are a few KiB. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -18,6 +18,8 @@ export interface PaystackApiOptions {
   secretKey: string;
   /** PROVIDER_TIMEOUT in ms. */
   timeoutMs: number;
+  /** Where each call's deadline comes from (default: real time). */
+  deadlines?: CallDeadlines;
 }
 
 /** POST /transaction/initialize's body as we send it (SPEC §10). `amount` in minor units. */
@@ -302,8 +304,8 @@ export class PaystackApi {
 
   /** One call: the status and the parsed JSON body (undefined when not JSON). */
   async #call(method: 'GET' | 'POST', path: string, json?: unknown): Promise<{ status: number; body: unknown }> {
-    const { baseUrl, secretKey, timeoutMs } = this.#options;
-    const deadline = AbortSignal.timeout(timeoutMs);
+    const { baseUrl, secretKey, timeoutMs, deadlines = realTimeDeadlines } = this.#options;
+    const { signal: deadline, end } = deadlines.start(timeoutMs);
     try {
       const response = await request(`${baseUrl}${path}`, {
         method,
@@ -346,6 +348,8 @@ export class PaystackApi {
         'unavailable',
         `Paystack could not be reached${/^[A-Z_]+$/.test(code) ? ` (${code})` : ''}`,
       );
+    } finally {
+      end();
     }
   }
 

@@ -7,7 +7,7 @@
 // per call (PROVIDER_TIMEOUT) — the package's own timeout is per socket inactivity, so the
 // whole call is also raced against it.
 import Stripe from 'stripe';
-import { ProviderCallError, scrubProviderText } from '../provider-api.ts';
+import { type CallDeadlines, ProviderCallError, realTimeDeadlines, scrubProviderText } from '../provider-api.ts';
 
 export interface StripeApiOptions {
   /** STRIPE_API_URL: an origin such as https://api.stripe.com. */
@@ -16,6 +16,8 @@ export interface StripeApiOptions {
   apiKey: string;
   /** PROVIDER_TIMEOUT in ms. */
   timeoutMs: number;
+  /** Where each call's deadline comes from (default: real time). */
+  deadlines?: CallDeadlines;
 }
 
 /** A Checkout Session for one payment (SPEC §10). Amounts in minor units. */
@@ -412,13 +414,13 @@ export class StripeApi {
    * mapped, unless `raw` (the caller maps them itself).
    */
   async #withDeadline<T>(call: Promise<T>, action = 'create the Checkout Session', raw = false): Promise<T> {
-    const { timeoutMs } = this.#options;
-    let timer: NodeJS.Timeout | undefined;
+    const { timeoutMs, deadlines = realTimeDeadlines } = this.#options;
+    const { signal, end } = deadlines.start(timeoutMs);
+    let onAbort = () => {};
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new ProviderCallError('stripe', 'timeout', `Stripe did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      onAbort = () =>
+        reject(new ProviderCallError('stripe', 'timeout', `Stripe did not answer within ${timeoutMs} ms`));
+      signal.addEventListener('abort', onAbort, { once: true });
     });
     call.catch(() => {}); // a late failure after the deadline is nobody's to handle
     try {
@@ -427,7 +429,8 @@ export class StripeApi {
       if (raw && !(error instanceof ProviderCallError)) throw error;
       throw this.#mapError(error, action);
     } finally {
-      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      end();
     }
   }
 
