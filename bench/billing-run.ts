@@ -25,6 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { createDeps } from '../src/deps.ts';
+import { SQLITE_WAL_AUTOCHECKPOINT_PAGES } from '../src/db/connect.ts';
 import { applySuccessfulPayment } from '../src/billing/subscription-payments.ts';
 import { createSubscription } from '../src/billing/subscriptions.ts';
 import { createCustomer } from '../src/modules/customers/customers.service.ts';
@@ -280,8 +281,10 @@ function renewalWrites(
 /** The floor over the SQLite file `path` (a copy from before the advance): CPU ms per renewal. */
 function sqliteFloor(path: string, template: RenewalTemplate, full: boolean): number {
   const database = new DatabaseSync(path);
+  // The app's settings (db/connect.ts): the floor differs only in what it writes and how.
   database.exec('PRAGMA journal_mode = WAL');
   database.exec('PRAGMA synchronous = FULL');
+  database.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_WAL_AUTOCHECKPOINT_PAGES}`);
   try {
     const subs = database.prepare('select id, customer_id from subscriptions order by id').all() as {
       id: string;

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../test/helpers/database.ts';
-import { openDatabase } from './connect.ts';
+import { openDatabase, SQLITE_WAL_AUTOCHECKPOINT_PAGES } from './connect.ts';
 import { MIGRATION_NAMES, migrateToLatest } from './migrate.ts';
 
-test('SQLite files open with WAL, synchronous=FULL, foreign keys and a busy timeout', async (t) => {
+test('SQLite files open with WAL (checkpointed every SQLITE_WAL_AUTOCHECKPOINT_PAGES), synchronous=FULL, foreign keys and a busy timeout', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'billing-db-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const handle = openDatabase({ kind: 'sqlite', path: join(dir, 'nested', 'billing.db') });
@@ -20,6 +20,7 @@ test('SQLite files open with WAL, synchronous=FULL, foreign keys and a busy time
   assert.equal(await pragma('synchronous'), 2); // FULL
   assert.equal(await pragma('foreign_keys'), 1);
   assert.equal(await pragma('busy_timeout'), 5000);
+  assert.equal(await pragma('wal_autocheckpoint'), SQLITE_WAL_AUTOCHECKPOINT_PAGES);
 });
 
 test('migrations apply once; a second run applies nothing', async (t) => {

@@ -1,6 +1,6 @@
 // Deliveries as the API shows them (SPEC §3): the list of an endpoint's deliveries with
 // every attempt, a manual redelivery, and the `webhook.test` event sent to one endpoint only.
-import type { Kysely, Transaction } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -16,7 +16,12 @@ import { ringOutbox } from '../events/events.outbox-signal.ts';
 import type { Topic } from '../events/events.topics.ts';
 import { findEndpoint, lockEndpoint, toEndpoint } from './webhooks.endpoints.ts';
 import { type Delivery, type DeliveryAttempt, DELIVERY_SORT_FIELDS, deliverySchema } from './webhooks.schemas.ts';
-import type { AttemptRow, DeliveryRow, DeliveryStatus } from '../../db/tables/webhooks.table.ts';
+import type {
+  AttemptRow,
+  DeliveryRow,
+  DeliveryStatus,
+  WebhookDeliveriesTable,
+} from '../../db/tables/webhooks.table.ts';
 
 export type { Delivery, DeliveryAttempt };
 
@@ -133,6 +138,33 @@ export async function retryDelivery(
   return getDelivery(db, deliveryId);
 }
 
+/**
+ * A new delivery of event `eventId` (`topic`) to endpoint `endpointId`: pending, due at `now`
+ * (ISO 8601, real time), never tried. The one shape fan-out and insertDelivery write.
+ */
+export function pendingDeliveryRow(
+  endpointId: string,
+  eventId: string,
+  topic: string,
+  now: string,
+): Insertable<WebhookDeliveriesTable> {
+  return {
+    id: newId('delivery'),
+    endpoint_id: endpointId,
+    event_id: eventId,
+    topic,
+    status: 'pending',
+    attempt_count: 0,
+    next_attempt_at: now,
+    locked_until: null,
+    locked_by: null,
+    last_attempt_at: null,
+    delivered_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
 /** Writes a delivery row for an event to one endpoint, due now (in the caller's transaction). */
 export async function insertDelivery(
   trx: Transaction<Database>,
@@ -141,25 +173,9 @@ export async function insertDelivery(
   topic: Topic,
   now: string,
 ): Promise<string> {
-  const id = newId('delivery');
-  await trx
-    .insertInto('webhook_deliveries')
-    .values({
-      id,
-      endpoint_id: endpointId,
-      event_id: eventId,
-      topic,
-      status: 'pending',
-      next_attempt_at: now,
-      locked_until: null,
-      locked_by: null,
-      last_attempt_at: null,
-      delivered_at: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
+  const row = pendingDeliveryRow(endpointId, eventId, topic, now);
+  await trx.insertInto('webhook_deliveries').values(row).execute();
+  return row.id!;
 }
 
 /**

@@ -8,7 +8,7 @@ import { type Insertable, type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
-import { newId } from '../../shared/ids.ts';
+import { pendingDeliveryRow } from './webhooks.deliveries.ts';
 import { markEventsFannedOut, markEventsFannedOutWith } from '../events/events.delivery-state.ts';
 import type { InlineFanOut } from '../events/events.service.ts';
 import type { WebhookDeliveriesTable } from '../../db/tables/webhooks.table.ts';
@@ -65,21 +65,7 @@ function deliveriesOf(
         if (endpoint.created_at > emittedAt) continue;
         if (!endpoint.all && !endpoint.topics.has(event.topic)) continue;
         count += 1;
-        rows.push({
-          id: newId('delivery'),
-          endpoint_id: endpoint.id,
-          event_id: event.id,
-          topic: event.topic,
-          status: 'pending',
-          attempt_count: 0,
-          next_attempt_at: now,
-          locked_until: null,
-          locked_by: null,
-          last_attempt_at: null,
-          delivered_at: null,
-          created_at: now,
-          updated_at: now,
-        });
+        rows.push(pendingDeliveryRow(endpoint.id, event.id, event.topic, now));
       }
     }
     const group = eventsByCount.get(count);
