@@ -49,3 +49,24 @@ export async function databaseBefore(
     .execute();
   return { handle, db };
 }
+
+/**
+ * Writes a monthly plan `id` (NGN 50.00, `Pro`, active) created at `createdAt` (ISO 8601),
+ * with the plan columns every migration test's schema has (later columns keep their defaults).
+ */
+export async function insertMigrationPlan(db: Kysely<any>, id: string, createdAt: string): Promise<void> {
+  await db
+    .insertInto('plans')
+    .values({
+      id,
+      name: 'Pro',
+      amount: 5000,
+      currency: 'NGN',
+      interval: 'month',
+      interval_count: 1,
+      active: ON_POSTGRES ? true : 1,
+      created_at: createdAt,
+      updated_at: createdAt,
+    })
+    .execute();
+}

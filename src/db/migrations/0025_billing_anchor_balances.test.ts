@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
 import { migrateToLatest } from '../migrate.ts';
-import { databaseBefore, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
+import { databaseBefore, insertMigrationPlan, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
 
 const CREATED = '2026-01-15T10:00:00.000Z';
 const CUSTOMER = MIGRATION_CUSTOMER;
@@ -26,20 +26,7 @@ function subscription(id: string, status: string, period: [string | null, string
 
 test('0025 anchors existing subscriptions where their periods continue, and adds the credit ledger', async (t) => {
   const { handle, db } = await databaseBefore(t, '0025_billing_anchor_balances', CREATED);
-  await db
-    .insertInto('plans')
-    .values({
-      id: PLAN,
-      name: 'Pro',
-      amount: 5000,
-      currency: 'NGN',
-      interval: 'month',
-      interval_count: 1,
-      active: ON_POSTGRES ? true : 1,
-      created_at: CREATED,
-      updated_at: CREATED,
-    })
-    .execute();
+  await insertMigrationPlan(db, PLAN, CREATED);
   await db
     .insertInto('subscriptions')
     .values([

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ON_POSTGRES } from '../../../test/helpers/database.ts';
-import { databaseBefore, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
+import { databaseBefore, insertMigrationPlan, MIGRATION_CUSTOMER } from '../../../test/helpers/migrations.ts';
 import { migrateToLatest } from '../migrate.ts';
 
 const CREATED = '2026-01-15T10:00:00.000Z';
@@ -37,20 +37,7 @@ function invoice(
 
 test("0041 backfills each invoice's kind — period with a subscription, one_off without — and keeps one period invoice per (subscription, period)", async (t) => {
   const { handle, db } = await databaseBefore(t, '0041_invoice_kinds', CREATED, { earlierOnly: true });
-  await db
-    .insertInto('plans')
-    .values({
-      id: 'plan_A',
-      name: 'Pro',
-      amount: 5000,
-      currency: 'NGN',
-      interval: 'month',
-      interval_count: 1,
-      active: ON_POSTGRES ? true : 1,
-      created_at: CREATED,
-      updated_at: CREATED,
-    })
-    .execute();
+  await insertMigrationPlan(db, 'plan_A', CREATED);
   await db
     .insertInto('subscriptions')
     .values({
