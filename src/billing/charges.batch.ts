@@ -9,6 +9,7 @@
 // amount, another currency, a stale success, a held refund, a subscription that does not
 // move…) is left to the one-by-one path, in the same transaction.
 import type { Transaction } from 'kysely';
+import { inList } from '../db/bulk.ts';
 import type { Database } from '../db/database.ts';
 import { forUpdate } from '../db/locking.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -92,7 +93,7 @@ export async function recordSucceededCharges(
       trx
         .selectFrom('subscriptions')
         .selectAll()
-        .where('id', 'in', [...new Set([...subscriptionIds, ...alsoLock.subscriptionIds])])
+        .where('id', 'in', inList(trx, [...new Set([...subscriptionIds, ...alsoLock.subscriptionIds])]))
         .orderBy('id'),
       trx,
     ).execute(),
@@ -102,7 +103,7 @@ export async function recordSucceededCharges(
       trx
         .selectFrom('invoices')
         .selectAll()
-        .where('id', 'in', [...new Set([...invoiceIds, ...alsoLock.invoiceIds])])
+        .where('id', 'in', inList(trx, [...new Set([...invoiceIds, ...alsoLock.invoiceIds])]))
         .orderBy('id'),
       trx,
     ).execute(),
@@ -112,7 +113,7 @@ export async function recordSucceededCharges(
     trx
       .selectFrom('invoice_payment_attempts')
       .selectAll()
-      .where('invoice_id', 'in', invoiceIds)
+      .where('invoice_id', 'in', inList(trx, invoiceIds))
       .where('kind', '=', 'charge')
       .where('status', 'in', ['pending', 'unknown'])
       .orderBy('id'),
@@ -124,7 +125,7 @@ export async function recordSucceededCharges(
     await trx
       .selectFrom('customers')
       .select(['id', 'deleted_at', 'test_clock_id'])
-      .where('id', 'in', customerIds)
+      .where('id', 'in', inList(trx, customerIds))
       .execute(),
   );
   const planIds = [...new Set([...subscriptions.values()].map((row) => row.plan_id))];

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../config.ts';
+import { inList } from '../db/bulk.ts';
 import type { Database } from '../db/database.ts';
 import { claimRows } from '../db/locking.ts';
 import { deferCounts, flushCounts } from '../db/counts.ts';
@@ -270,7 +271,7 @@ export async function claimCharges(
         await findDefaultPaymentMethods(trx, deps, customerIds),
         customerIds.length === 0
           ? []
-          : await trx.selectFrom('customers').select(['id', 'email']).where('id', 'in', customerIds).execute(),
+          : await trx.selectFrom('customers').select(['id', 'email']).where('id', 'in', inList(trx, customerIds)).execute(),
       ];
       shared = {
         trx,

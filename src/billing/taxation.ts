@@ -3,6 +3,7 @@
 // whether the customer is taxed at all (`tax_exempt`). An archived rate keeps applying
 // where it is attached (as Stripe's do); it can only not be attached anew.
 import type { Kysely, Transaction } from 'kysely';
+import { inList } from '../db/bulk.ts';
 import type { Database } from '../db/database.ts';
 import type { TaxExempt } from '../db/tables/customers.table.ts';
 import type { TaxRateRow } from '../db/tables/tax-rates.table.ts';
@@ -98,7 +99,7 @@ export async function invoiceTaxesOf(
   const rows = await db
     .selectFrom('customers')
     .select(['id', 'tax_rate_ids', 'tax_exempt'])
-    .where('id', 'in', [...new Set(parties.map((party) => party.customerId))])
+    .where('id', 'in', inList(db, [...new Set(parties.map((party) => party.customerId))]))
     .execute();
   const customers = new Map(rows.map((row) => [row.id, row]));
   const lists = parties.map((party) => taxRateIdsOf(party, customers.get(party.customerId), defaults));

@@ -5,6 +5,7 @@
 // aggregates, and the record of what was billed (`billed_usage`, `usage_spans`), written
 // with the invoice.
 import type { Kysely, Transaction } from 'kysely';
+import { inList } from '../db/bulk.ts';
 import type { Database } from '../db/database.ts';
 import type { MeterRow } from '../db/tables/usage.table.ts';
 import type { PlanRow } from '../db/tables/plans.table.ts';
@@ -226,13 +227,13 @@ export async function subscriptionsWithUsageRecords(
   const rows = await db
     .selectFrom('usage_spans')
     .select('subscription_id')
-    .where('subscription_id', 'in', subscriptionIds)
+    .where('subscription_id', 'in', inList(db, subscriptionIds))
     .where('invoice_id', 'is', null)
     .union(
       db
         .selectFrom('billed_usage')
         .select('subscription_id')
-        .where('subscription_id', 'in', subscriptionIds)
+        .where('subscription_id', 'in', inList(db, subscriptionIds))
         .where('period_end', '>', since),
     )
     .execute();

@@ -87,9 +87,6 @@ export async function insertRows<T extends keyof Database & string>(
     }
     return;
   }
-  // Names from the code's own row objects, never a client's: still, only plain identifiers.
-  for (const column of columns)
-    if (!/^[a-z_][a-z0-9_]*$/.test(column)) throw new Error(`insertRows: bad column ${column}`);
   const statement = {
     head: `insert into "${table}" (${columns.map((column) => `"${column}"`).join(', ')}) values `,
     width: columns.length,
@@ -113,4 +110,25 @@ export function inList(db: Kysely<Database>, values: readonly string[]): RawBuil
   return isPostgres(db)
     ? sql<string>`(select unnest(${values}::text[]))`
     : sql<string>`(select value from json_each(${JSON.stringify(values)}))`;
+}
+
+/**
+ * A derived table `alias(columns…)` holding `rows` (each one string or null per column), as
+ * a FROM item whose text is the same for any number of rows: on SQLite ONE bound parameter
+ * (the rows' JSON, read by `json_each`), on PostgreSQL one text array per column (`unnest`,
+ * which keeps the rows' order). Every column is text: cast it where a type is needed. Usage:
+ * `sql\`… from ${rowsTable(db, 'v', ['id', 'at'], rows)} where t.id = v.id\``.
+ */
+export function rowsTable(
+  db: Kysely<Database>,
+  alias: string,
+  columns: readonly string[],
+  rows: readonly (readonly (string | null)[])[],
+): RawBuilder<unknown> {
+  if (isPostgres(db)) {
+    const arrays = columns.map((_, k) => sql`${rows.map((row) => row[k] ?? null)}::text[]`);
+    return sql`unnest(${sql.join(arrays)}) as ${sql.id(alias)}(${sql.join(columns.map((column) => sql.id(column)))})`;
+  }
+  const picks = columns.map((column, k) => sql`value ->> ${sql.lit(k)} as ${sql.id(column)}`);
+  return sql`(select ${sql.join(picks)} from json_each(${JSON.stringify(rows)})) as ${sql.id(alias)}`;
 }

@@ -9,6 +9,7 @@
 // and a row that goes through loses its record. Operators see them in the log and in
 // /metrics (`billing_worker_row_failures`).
 import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+import { inList } from './bulk.ts';
 import type { Database } from './database.ts';
 import { isRetryableConflict } from './errors.ts';
 import { sendWithNextStatement } from './pg-traffic.ts';
@@ -211,7 +212,10 @@ async function clearRowFailures(trx: Transaction<Database>, job: string, rows: r
       .where(
         'row_id',
         'in',
-        rows.map((row) => row.id),
+        inList(
+          trx,
+          rows.map((row) => row.id),
+        ),
       ),
   );
 }

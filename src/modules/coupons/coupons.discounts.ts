@@ -2,6 +2,7 @@
 // subscription of theirs) — the only writer of `discounts`. One per subscription and one of
 // the customer's own (unique indexes); a new customer discount replaces the old one.
 import type { Kysely, Transaction } from 'kysely';
+import { inList } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import type { CouponRow, DiscountRow } from '../../db/tables/coupons.table.ts';
 import { pickFields } from '../../http/schemas.ts';
@@ -170,10 +171,13 @@ export async function discountsForSubscriptions(
         eb(
           'discounts.subscription_id',
           'in',
-          subscriptions.map((s) => s.id),
+          inList(
+            db,
+            subscriptions.map((s) => s.id),
+          ),
         ),
         eb.and([
-          eb('discounts.customer_id', 'in', [...new Set(subscriptions.map((s) => s.customer_id))]),
+          eb('discounts.customer_id', 'in', inList(db, [...new Set(subscriptions.map((s) => s.customer_id))])),
           eb('discounts.subscription_id', 'is', null),
         ]),
       ]),
@@ -184,7 +188,11 @@ export async function discountsForSubscriptions(
     const found = splitDiscountRow(row);
     const { subscription_id, customer_id } = found.discount;
     if (subscription_id !== null) bySubscription.get(subscription_id)?.push(found);
-    else ofCustomer.set(customer_id, [...(ofCustomer.get(customer_id) ?? []), found]);
+    else {
+      const list = ofCustomer.get(customer_id);
+      if (list) list.push(found);
+      else ofCustomer.set(customer_id, [found]);
+    }
   }
   for (const { id, customer_id } of subscriptions) bySubscription.get(id)!.push(...(ofCustomer.get(customer_id) ?? []));
   return bySubscription;

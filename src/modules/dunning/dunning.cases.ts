@@ -3,8 +3,10 @@
 // recovered by a payment, closed by a cancel. The only writer of dunning_cases and
 // dunning_steps. Every change commits with its event in the caller's transaction (SPEC §6
 // outbox).
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
+import { inList } from '../../db/bulk.ts';
+import { isPostgres } from '../../db/column-types.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { pickFields } from '../../http/schemas.ts';
@@ -193,8 +195,10 @@ export async function findOpenCases(
     trx
       .selectFrom('dunning_cases')
       .selectAll()
-      .where('subscription_id', 'in', [...new Set(subscriptionIds)])
-      .where('status', '=', 'open')
+      .where('subscription_id', 'in', inList(trx, [...new Set(subscriptionIds)]))
+      // SQLite keeps no statistics and would walk every open case by the status index; the
+      // unary plus keeps it on the subscriptions' own index (PostgreSQL plans by statistics).
+      .where(isPostgres(trx) ? sql.ref('status') : sql`+status`, '=', 'open')
       .orderBy('id'),
     trx,
   ).execute();

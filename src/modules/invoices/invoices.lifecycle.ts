@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import { addToCount } from '../../db/counts.ts';
-import { insertRows } from '../../db/bulk.ts';
+import { insertRows, inList } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import { NotFoundError } from '../../http/errors.ts';
@@ -346,7 +346,7 @@ export async function findPeriodInvoices(
   const rows = await db
     .selectFrom('invoices')
     .selectAll()
-    .where('subscription_id', 'in', [...new Set(periods.map((p) => p.subscriptionId))])
+    .where('subscription_id', 'in', inList(db, [...new Set(periods.map((p) => p.subscriptionId))]))
     .where('period_start', 'in', [...new Set(periods.map((p) => p.periodStart))])
     .where('kind', '=', sql.lit('period'))
     .execute();
@@ -553,7 +553,9 @@ export async function markInvoicesPaidInFull(
     const invoice = toInvoice({ ...row, ...set }, config.publicUrl);
     await emitEvent(trx, clock, 'invoice.paid', invoice);
     invoices.push(invoice);
-    byTime.set(now, [...(byTime.get(now) ?? []), row.id]);
+    const ids = byTime.get(now);
+    if (ids) ids.push(row.id);
+    else byTime.set(now, [row.id]);
   }
   for (const [now, ids] of byTime) {
     await trx
@@ -566,7 +568,7 @@ export async function markInvoicesPaidInFull(
         paid_at: now,
         updated_at: now,
       }))
-      .where('id', 'in', ids)
+      .where('id', 'in', inList(trx, ids))
       .execute();
   }
   return invoices;
@@ -586,7 +588,7 @@ export async function setNextPaymentAttempts(
   await trx
     .updateTable('invoices')
     .set({ next_payment_attempt_at: at, updated_at: ctx.clock.now().toISOString() })
-    .where('id', 'in', [...ids])
+    .where('id', 'in', inList(trx, ids))
     .execute();
 }
 

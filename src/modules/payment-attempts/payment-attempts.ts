@@ -3,7 +3,7 @@
 // (recordAttemptOutcome). Nothing here calls a provider.
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { ProviderName } from '../../shared/provider-names.ts';
-import { insertRows } from '../../db/bulk.ts';
+import { insertRows, inList } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
 import type { Clock } from '../../shared/clock.ts';
@@ -102,7 +102,7 @@ export async function findUnresolvedCharges(
     trx
       .selectFrom('invoice_payment_attempts')
       .selectAll()
-      .where('invoice_id', 'in', [...new Set(invoiceIds)])
+      .where('invoice_id', 'in', inList(trx, [...new Set(invoiceIds)]))
       .where('kind', '=', 'charge')
       .where('status', 'in', ['pending', 'unknown'])
       .orderBy('created_at', 'desc')
@@ -277,7 +277,7 @@ export async function recordChargesSucceeded(
         locked_by: null,
         updated_at: now,
       })
-      .where('id', 'in', ids)
+      .where('id', 'in', inList(trx, ids))
       .execute();
   }
   return after;

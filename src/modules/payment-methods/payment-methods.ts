@@ -5,6 +5,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Config } from '../../config.ts';
 import type { ProviderName } from '../../shared/provider-names.ts';
+import { inList } from '../../db/bulk.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import type { Database } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
@@ -307,7 +308,7 @@ export async function findDefaultPaymentMethods(
   const rows = await db
     .selectFrom('payment_methods')
     .select([...CHARGE_COLUMNS, 'customer_id'])
-    .where('customer_id', 'in', [...new Set(customerIds)])
+    .where('customer_id', 'in', inList(db, [...new Set(customerIds)]))
     .where('status', '=', 'active')
     .orderBy('default_at', 'desc')
     .orderBy('id', 'desc')
@@ -510,7 +511,7 @@ export async function customersWithDefaultPaymentMethod(
     .selectFrom('payment_methods')
     .select('customer_id')
     .distinct()
-    .where('customer_id', 'in', [...new Set(customerIds)])
+    .where('customer_id', 'in', inList(db, [...new Set(customerIds)]))
     .where('status', '=', 'active')
     .execute();
   return new Set(rows.map((row) => row.customer_id));

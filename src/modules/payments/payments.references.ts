@@ -5,6 +5,7 @@
 // keyed by the PaymentIntent, and payments recorded under both before the link are merged —
 // so the end state does not depend on the order the events arrive in.
 import { sql, type Transaction } from 'kysely';
+import { rowsTable } from '../../db/bulk.ts';
 import { isPostgres } from '../../db/column-types.ts';
 import { compiledQuery, type Param } from '../../db/compiled-queries.ts';
 import { addToCount } from '../../db/counts.ts';
@@ -43,16 +44,22 @@ export async function lockReferences(
   references: readonly { provider: string; reference: string }[],
 ): Promise<void> {
   if (!isPostgres(trx) || references.length === 0) return;
-  const named = sql.join(references.map(({ provider, reference }) => sql`(${provider}, ${reference})`));
+  const named = () =>
+    rowsTable(
+      trx,
+      'n',
+      ['provider', 'reference'],
+      references.map(({ provider, reference }) => [provider, reference]),
+    );
   await lockKeys(
     trx,
     sql<{ key: string }>`select 'payment:' || provider || ':' || reference as key
     from (
       select provider, reference from (
-        select n.provider, n.reference from (values ${named}) as n(provider, reference)
+        select n.provider, n.reference from ${named()}
         union
         select r.provider, r.canonical_reference from payment_references r
-        join (values ${named}) as n(provider, reference) on r.provider = n.provider and r.reference = n.reference
+        join ${named()} on r.provider = n.provider and r.reference = n.reference
       ) as wanted
       order by provider collate "C", reference collate "C"
     ) as ordered`,
@@ -200,13 +207,18 @@ export async function lockPaymentsByReferences(
   const wanted = [...distinct.values()].sort((a, b) =>
     a.provider === b.provider ? compareText(a.reference, b.reference) : compareText(a.provider, b.provider),
   );
-  const named = sql.join(wanted.map(({ provider, reference }) => sql`(${provider}, ${reference})`));
-  // Both dialects: the named references as a CTE with column names; PostgreSQL locks each
-  // payment row in the lateral read (the shape of paymentByReferenceForUpdate).
+  const named = rowsTable(
+    trx,
+    'n',
+    ['provider', 'reference'],
+    wanted.map(({ provider, reference }) => [provider, reference]),
+  );
+  // Both dialects: the named references as a table with column names (one text for any
+  // batch); PostgreSQL locks each payment row in the lateral read (the shape of
+  // paymentByReferenceForUpdate).
   const query = isPostgres(trx)
-    ? sql<BatchPaymentRow>`with n(provider, reference) as (values ${named})
-      select n.provider as wanted_provider, n.reference as wanted_reference, r.canonical_reference as alias_of, p.*
-      from n
+    ? sql<BatchPaymentRow>`select n.provider as wanted_provider, n.reference as wanted_reference, r.canonical_reference as alias_of, p.*
+      from ${named}
       left join payment_references r on r.provider = n.provider and r.reference = n.reference
       left join lateral (
         select * from payments
@@ -214,9 +226,8 @@ export async function lockPaymentsByReferences(
           and r.canonical_reference is null
         for update
       ) as p on true`
-    : sql<BatchPaymentRow>`with n(provider, reference) as (values ${named})
-      select n.provider as wanted_provider, n.reference as wanted_reference, r.canonical_reference as alias_of, p.*
-      from n
+    : sql<BatchPaymentRow>`select n.provider as wanted_provider, n.reference as wanted_reference, r.canonical_reference as alias_of, p.*
+      from ${named}
       left join payment_references r on r.provider = n.provider and r.reference = n.reference
       left join payments p on p.provider = n.provider and p.provider_reference = n.reference`;
   const { rows } = await query.execute(trx);

@@ -3,6 +3,7 @@
 // transaction (SPEC §4, §6 outbox). The only writer of the table too (and of the provider
 // subscription references that name its rows): creation, payment times, a clock's delete.
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { inList, rowsTable } from '../../db/bulk.ts';
 import { addToCount } from '../../db/counts.ts';
 import type { Database } from '../../db/database.ts';
 import { forUpdate } from '../../db/locking.ts';
@@ -252,13 +253,15 @@ export async function transitionSubscriptionsOnPayment(
       ...(remember ? { last_payment_succeeded_at: paidAt } : {}),
     };
     const key = JSON.stringify(set);
-    groups.set(key, { set, ids: [...(groups.get(key)?.ids ?? []), row.id] });
+    const group = groups.get(key);
+    if (group) group.ids.push(row.id);
+    else groups.set(key, { set, ids: [row.id] });
     const subscription = toSubscription(updated);
     await emitEvent(trx, clock, transition.topic, subscription);
     subscriptions.push(subscription);
   }
   for (const { set, ids } of groups.values()) {
-    await trx.updateTable('subscriptions').set(set).where('id', 'in', ids).execute();
+    await trx.updateTable('subscriptions').set(set).where('id', 'in', inList(trx, ids)).execute();
   }
   return subscriptions;
 }
@@ -329,13 +332,16 @@ export async function updateSubscriptionPeriods(
 ): Promise<Subscription[]> {
   if (moves.length === 0) return [];
   const now = clock.now().toISOString();
-  // VALUES lists are untyped text on PostgreSQL: the periods are cast to the column's type.
+  // The moves' columns are text: the periods are cast to the column's type on PostgreSQL.
   const time = isPostgres(trx) ? sql`::timestamptz` : sql``;
-  const values = sql.join(
-    moves.map((move) => sql`(${move.row.id}, ${move.current_period_start}, ${move.current_period_end})`),
+  const moved = rowsTable(
+    trx,
+    'v',
+    ['id', 'period_start', 'period_end'],
+    moves.map((move) => [move.row.id, move.current_period_start, move.current_period_end]),
   );
-  await sql`update subscriptions set current_period_start = v.column2${time}, current_period_end = v.column3${time}, updated_at = ${now}
-    from (values ${values}) as v where subscriptions.id = v.column1`.execute(trx);
+  await sql`update subscriptions set current_period_start = v.period_start${time}, current_period_end = v.period_end${time}, updated_at = ${now}
+    from ${moved} where subscriptions.id = v.id`.execute(trx);
   const updated: Subscription[] = [];
   for (const move of moves) {
     const subscription = toSubscription({

@@ -2,6 +2,7 @@
 // the only writer of `subscription_pending_items`. Each item is a line rounded when its change
 // was made; the invoice that takes it records itself on the item, in its own transaction.
 import type { Kysely, Transaction } from 'kysely';
+import { inList } from '../../db/bulk.ts';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
@@ -68,7 +69,7 @@ export async function subscriptionsWithWaitingItems(
     .selectFrom('subscription_pending_items')
     .select('subscription_id')
     .distinct()
-    .where('subscription_id', 'in', subscriptionIds)
+    .where('subscription_id', 'in', inList(db, subscriptionIds))
     .where('invoice_id', 'is', null)
     .execute();
   return new Set(rows.map((row) => row.subscription_id));
