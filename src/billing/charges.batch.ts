@@ -93,7 +93,7 @@ export async function recordSucceededCharges(
       trx
         .selectFrom('subscriptions')
         .selectAll()
-        .where('id', 'in', inList(trx, [...new Set([...subscriptionIds, ...alsoLock.subscriptionIds])]))
+        .where(inList(trx, 'id', [...new Set([...subscriptionIds, ...alsoLock.subscriptionIds])]))
         .orderBy('id'),
       trx,
     ).execute(),
@@ -103,7 +103,7 @@ export async function recordSucceededCharges(
       trx
         .selectFrom('invoices')
         .selectAll()
-        .where('id', 'in', inList(trx, [...new Set([...invoiceIds, ...alsoLock.invoiceIds])]))
+        .where(inList(trx, 'id', [...new Set([...invoiceIds, ...alsoLock.invoiceIds])]))
         .orderBy('id'),
       trx,
     ).execute(),
@@ -113,7 +113,7 @@ export async function recordSucceededCharges(
     trx
       .selectFrom('invoice_payment_attempts')
       .selectAll()
-      .where('invoice_id', 'in', inList(trx, invoiceIds))
+      .where(inList(trx, 'invoice_id', invoiceIds))
       .where('kind', '=', 'charge')
       .where('status', 'in', ['pending', 'unknown'])
       .orderBy('id'),
@@ -125,7 +125,7 @@ export async function recordSucceededCharges(
     await trx
       .selectFrom('customers')
       .select(['id', 'deleted_at', 'test_clock_id'])
-      .where('id', 'in', inList(trx, customerIds))
+      .where(inList(trx, 'id', customerIds))
       .execute(),
   );
   const planIds = [...new Set([...subscriptions.values()].map((row) => row.plan_id))];

@@ -271,7 +271,11 @@ export async function claimCharges(
         await findDefaultPaymentMethods(trx, deps, customerIds),
         customerIds.length === 0
           ? []
-          : await trx.selectFrom('customers').select(['id', 'email']).where('id', 'in', inList(trx, customerIds)).execute(),
+          : await trx
+              .selectFrom('customers')
+              .select(['id', 'email'])
+              .where(inList(trx, 'id', customerIds))
+              .execute(),
       ];
       shared = {
         trx,

@@ -99,7 +99,7 @@ export async function invoiceTaxesOf(
   const rows = await db
     .selectFrom('customers')
     .select(['id', 'tax_rate_ids', 'tax_exempt'])
-    .where('id', 'in', inList(db, [...new Set(parties.map((party) => party.customerId))]))
+    .where(inList(db, 'id', [...new Set(parties.map((party) => party.customerId))]))
     .execute();
   const customers = new Map(rows.map((row) => [row.id, row]));
   const lists = parties.map((party) => taxRateIdsOf(party, customers.get(party.customerId), defaults));

@@ -227,13 +227,13 @@ export async function subscriptionsWithUsageRecords(
   const rows = await db
     .selectFrom('usage_spans')
     .select('subscription_id')
-    .where('subscription_id', 'in', inList(db, subscriptionIds))
+    .where(inList(db, 'subscription_id', subscriptionIds))
     .where('invoice_id', 'is', null)
     .union(
       db
         .selectFrom('billed_usage')
         .select('subscription_id')
-        .where('subscription_id', 'in', inList(db, subscriptionIds))
+        .where(inList(db, 'subscription_id', subscriptionIds))
         .where('period_end', '>', since),
     )
     .execute();

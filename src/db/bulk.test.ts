@@ -64,7 +64,11 @@ test('inList matches exactly the listed values, for none, one and many, in one s
   for (const picked of [[], [rows[3]!.id], rows.filter((_, i) => i % 3 === 1).map((row) => row.id)]) {
     // A value that looks like SQL or JSON is only ever a value.
     const asked = [...picked, `x' or '1'='1`, '"]', 'evt_missing'];
-    const query = db.selectFrom('events').select('id').where('id', 'in', inList(db, asked)).orderBy('id');
+    const query = db
+      .selectFrom('events')
+      .select('id')
+      .where(inList(db, 'id', asked))
+      .orderBy('id');
     texts.add(query.compile().sql);
     assert.deepEqual(
       (await query.execute()).map((row) => row.id),
@@ -76,7 +80,7 @@ test('inList matches exactly the listed values, for none, one and many, in one s
   const marked = await db
     .updateTable('events')
     .set({ delivered_at: '2026-02-01T00:00:00.000Z' })
-    .where('id', 'in', inList(db, [rows[0]!.id, rows[1]!.id]))
+    .where(inList(db, 'id', [rows[0]!.id, rows[1]!.id]))
     .executeTakeFirst();
   assert.equal(Number(marked.numUpdatedRows), 2);
   const raw = await db.executeQuery(

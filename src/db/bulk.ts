@@ -3,7 +3,7 @@
 // a new text: SQLite prepares it again (its statement cache churns) and PostgreSQL plans it
 // again, and Kysely parses and compiles every value. The billing run writes thousands of rows
 // a second this way (docs/performance.md "The billing run").
-import { CompiledQuery, type Insertable, type Kysely, type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type Insertable, type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { isPostgres } from './column-types.ts';
 import type { Database } from './database.ts';
 
@@ -100,16 +100,16 @@ export async function insertRows<T extends keyof Database & string>(
 }
 
 /**
- * The right-hand side of `column in …` for the strings `values`, as ONE bound parameter:
- * `(select value from json_each(?))` on SQLite (the JSON text of the list), `(select
- * unnest(?::text[]))` on PostgreSQL (the array). The statement's text is the same for any
- * number of values, so it is prepared and planned once. Usage:
- * `.where('id', 'in', inList(db, ids))`.
+ * `column` is one of the strings `values`, with the list bound as ONE parameter: `column in
+ * (select value from json_each(?))` on SQLite (the list's JSON text), `column = any(?::text[])`
+ * on PostgreSQL (an array; unlike a subquery, an index serves it inside an OR too). The text
+ * is the same for any number of values, so the statement is prepared and planned once; an
+ * empty list matches nothing. Usage: `.where(inList(db, 'id', ids))`.
  */
-export function inList(db: Kysely<Database>, values: readonly string[]): RawBuilder<string> {
+export function inList(db: Kysely<Database>, column: string, values: readonly string[]): RawBuilder<SqlBool> {
   return isPostgres(db)
-    ? sql<string>`(select unnest(${values}::text[]))`
-    : sql<string>`(select value from json_each(${JSON.stringify(values)}))`;
+    ? sql<SqlBool>`${sql.ref(column)} = any(${values}::text[])`
+    : sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}))`;
 }
 
 /**

@@ -210,10 +210,9 @@ async function clearRowFailures(trx: Transaction<Database>, job: string, rows: r
       .deleteFrom('worker_row_failures')
       .where('job', '=', job)
       .where(
-        'row_id',
-        'in',
         inList(
           trx,
+          'row_id',
           rows.map((row) => row.id),
         ),
       ),

@@ -168,16 +168,13 @@ export async function discountsForSubscriptions(
     .select(COUPON_COLUMNS.map((column) => `coupons.${column} as cpn_${column}` as const))
     .where((eb) =>
       eb.or([
-        eb(
+        inList(
+          db,
           'discounts.subscription_id',
-          'in',
-          inList(
-            db,
-            subscriptions.map((s) => s.id),
-          ),
+          subscriptions.map((s) => s.id),
         ),
         eb.and([
-          eb('discounts.customer_id', 'in', inList(db, [...new Set(subscriptions.map((s) => s.customer_id))])),
+          inList(db, 'discounts.customer_id', [...new Set(subscriptions.map((s) => s.customer_id))]),
           eb('discounts.subscription_id', 'is', null),
         ]),
       ]),

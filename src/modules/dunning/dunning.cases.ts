@@ -195,7 +195,7 @@ export async function findOpenCases(
     trx
       .selectFrom('dunning_cases')
       .selectAll()
-      .where('subscription_id', 'in', inList(trx, [...new Set(subscriptionIds)]))
+      .where(inList(trx, 'subscription_id', [...new Set(subscriptionIds)]))
       // SQLite keeps no statistics and would walk every open case by the status index; the
       // unary plus keeps it on the subscriptions' own index (PostgreSQL plans by statistics).
       .where(isPostgres(trx) ? sql.ref('status') : sql`+status`, '=', 'open')

@@ -24,7 +24,7 @@ export async function markEventsFannedOut(
       pending_deliveries: pendingDeliveries,
       delivered_at: pendingDeliveries === 0 ? now : null,
     })
-    .where('id', 'in', inList(trx, eventIds))
+    .where(inList(trx, 'id', eventIds))
     .execute();
 }
 
@@ -53,7 +53,7 @@ export async function markEventsFannedOutWith(
       pending_deliveries: pendingDeliveries,
       delivered_at: pendingDeliveries === 0 ? now : null,
     })
-    .where('id', 'in', inList(trx, eventIds));
+    .where(inList(trx, 'id', eventIds));
   await sql`with written as (${write}) ${update}`.execute(trx);
 }
 
@@ -78,6 +78,6 @@ export async function releaseEventDeliveries(
         .else(eb.ref('delivered_at'))
         .end(),
     }))
-    .where('id', 'in', inList(trx, eventIds))
+    .where(inList(trx, 'id', eventIds))
     .execute();
 }

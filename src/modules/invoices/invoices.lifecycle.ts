@@ -346,7 +346,7 @@ export async function findPeriodInvoices(
   const rows = await db
     .selectFrom('invoices')
     .selectAll()
-    .where('subscription_id', 'in', inList(db, [...new Set(periods.map((p) => p.subscriptionId))]))
+    .where(inList(db, 'subscription_id', [...new Set(periods.map((p) => p.subscriptionId))]))
     .where('period_start', 'in', [...new Set(periods.map((p) => p.periodStart))])
     .where('kind', '=', sql.lit('period'))
     .execute();
@@ -568,7 +568,7 @@ export async function markInvoicesPaidInFull(
         paid_at: now,
         updated_at: now,
       }))
-      .where('id', 'in', inList(trx, ids))
+      .where(inList(trx, 'id', ids))
       .execute();
   }
   return invoices;
@@ -588,7 +588,7 @@ export async function setNextPaymentAttempts(
   await trx
     .updateTable('invoices')
     .set({ next_payment_attempt_at: at, updated_at: ctx.clock.now().toISOString() })
-    .where('id', 'in', inList(trx, ids))
+    .where(inList(trx, 'id', ids))
     .execute();
 }
 

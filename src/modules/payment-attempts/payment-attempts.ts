@@ -102,7 +102,7 @@ export async function findUnresolvedCharges(
     trx
       .selectFrom('invoice_payment_attempts')
       .selectAll()
-      .where('invoice_id', 'in', inList(trx, [...new Set(invoiceIds)]))
+      .where(inList(trx, 'invoice_id', [...new Set(invoiceIds)]))
       .where('kind', '=', 'charge')
       .where('status', 'in', ['pending', 'unknown'])
       .orderBy('created_at', 'desc')
@@ -277,7 +277,7 @@ export async function recordChargesSucceeded(
         locked_by: null,
         updated_at: now,
       })
-      .where('id', 'in', inList(trx, ids))
+      .where(inList(trx, 'id', ids))
       .execute();
   }
   return after;

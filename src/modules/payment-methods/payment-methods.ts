@@ -308,7 +308,7 @@ export async function findDefaultPaymentMethods(
   const rows = await db
     .selectFrom('payment_methods')
     .select([...CHARGE_COLUMNS, 'customer_id'])
-    .where('customer_id', 'in', inList(db, [...new Set(customerIds)]))
+    .where(inList(db, 'customer_id', [...new Set(customerIds)]))
     .where('status', '=', 'active')
     .orderBy('default_at', 'desc')
     .orderBy('id', 'desc')
@@ -511,7 +511,7 @@ export async function customersWithDefaultPaymentMethod(
     .selectFrom('payment_methods')
     .select('customer_id')
     .distinct()
-    .where('customer_id', 'in', inList(db, [...new Set(customerIds)]))
+    .where(inList(db, 'customer_id', [...new Set(customerIds)]))
     .where('status', '=', 'active')
     .execute();
   return new Set(rows.map((row) => row.customer_id));

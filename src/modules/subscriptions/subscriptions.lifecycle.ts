@@ -261,7 +261,11 @@ export async function transitionSubscriptionsOnPayment(
     subscriptions.push(subscription);
   }
   for (const { set, ids } of groups.values()) {
-    await trx.updateTable('subscriptions').set(set).where('id', 'in', inList(trx, ids)).execute();
+    await trx
+      .updateTable('subscriptions')
+      .set(set)
+      .where(inList(trx, 'id', ids))
+      .execute();
   }
   return subscriptions;
 }

@@ -69,7 +69,7 @@ export async function subscriptionsWithWaitingItems(
     .selectFrom('subscription_pending_items')
     .select('subscription_id')
     .distinct()
-    .where('subscription_id', 'in', inList(db, subscriptionIds))
+    .where(inList(db, 'subscription_id', subscriptionIds))
     .where('invoice_id', 'is', null)
     .execute();
   return new Set(rows.map((row) => row.subscription_id));
