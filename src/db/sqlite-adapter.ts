@@ -3,6 +3,7 @@
 // one connection with its own mutex, so a transaction never interleaves with another query.
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import { type ArrayToObject, arrayToObject } from '../shared/object-shapes.ts';
 
 const STATEMENT_CACHE_LIMIT = 500;
 
@@ -18,12 +19,88 @@ function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   return parameters.map(toSqliteValue);
 }
 
-function adaptStatement(statement: StatementSync): SqliteStatement {
+/** How one statement's rows, read as arrays, become objects: its columns as of `version`. */
+interface RowShape {
+  toObject: ArrayToObject;
+  /** The schema version (`pragma schema_version`) read before `toObject`'s columns were. */
+  version: number;
+}
+
+/**
+ * Row objects for one connection's statements. node:sqlite's own row objects have a null
+ * prototype, which V8 keeps as dictionaries: spreading one costs ≈ 40× a plain object's copy
+ * and rows are spread into every event and response. So statements return arrays, turned
+ * into plain objects of one shape per statement (shared/object-shapes.ts; a repeated name
+ * keeps its last value, as node:sqlite's objects do) — cheaper to read as well.
+ * A statement's columns can change under it (`select *` after another process's migration:
+ * SQLite prepares it again on its next run), so each read checks the schema version after
+ * its rows came: versions only grow, so an unchanged version proves the columns are those
+ * the shape was made from; a changed one rebuilds the shape from the columns of the run that
+ * produced the rows. Costs one `pragma schema_version` (≈ 1.5 µs) per read.
+ */
+class RowShapes {
+  readonly #version: StatementSync;
+
+  constructor(database: DatabaseSync) {
+    this.#version = database.prepare('pragma schema_version');
+    this.#version.setReturnArrays(true);
+  }
+
+  #schemaVersion(): number {
+    return Number((this.#version.get() as unknown as unknown[])[0]);
+  }
+
+  /**
+   * Makes `statement` return arrays and gives its RowShape; undefined (node:sqlite's objects
+   * kept) for a statement without columns or with a column named `__proto__`.
+   */
+  shapeOf(statement: StatementSync): RowShape | undefined {
+    // The version first: a migration between the two reads leaves it older than the columns.
+    const version = this.#schemaVersion();
+    const names = statement.columns().map((column) => column.name);
+    if (names.length === 0 || names.includes('__proto__')) return undefined;
+    statement.setReturnArrays(true);
+    return { toObject: arrayToObject(names), version };
+  }
+
+  /** `shape`, current for rows `statement` has just produced (see the class). */
+  current(statement: StatementSync, shape: RowShape): ArrayToObject {
+    const version = this.#schemaVersion();
+    if (version !== shape.version) {
+      shape.toObject = arrayToObject(statement.columns().map((column) => column.name));
+      shape.version = version;
+    }
+    return shape.toObject;
+  }
+
+  /** `statement.all` with rows as plain objects. */
+  all(statement: StatementSync, shape: RowShape | undefined, parameters: ReadonlyArray<unknown>): unknown[] {
+    const rows = statement.all(...bind(parameters));
+    if (!shape) return rows;
+    return (rows as unknown as unknown[][]).map(this.current(statement, shape));
+  }
+
+  /** `statement.iterate` with rows as plain objects (the shape checked once the first row came). */
+  *iterate(statement: StatementSync, shape: RowShape | undefined, parameters: ReadonlyArray<unknown>) {
+    let toObject: ArrayToObject | undefined;
+    for (const values of statement.iterate(...bind(parameters))) {
+      if (!shape) {
+        yield values;
+        continue;
+      }
+      toObject ??= this.current(statement, shape);
+      yield toObject(values as unknown as unknown[]);
+    }
+  }
+}
+
+function adaptStatement(statement: StatementSync, rows: RowShapes): SqliteStatement {
+  const shape = rows.shapeOf(statement);
   return {
     reader: statement.columns().length > 0,
-    all: (parameters) => statement.all(...bind(parameters)),
+    all: (parameters) => rows.all(statement, shape, parameters),
     run: (parameters) => statement.run(...bind(parameters)),
-    iterate: (parameters) => statement.iterate(...bind(parameters)),
+    iterate: (parameters) => rows.iterate(statement, shape, parameters),
   };
 }
 
@@ -49,27 +126,29 @@ export interface AdaptedSqlite extends SqliteDatabase {
  */
 export function adaptNodeSqlite(database: DatabaseSync): AdaptedSqlite {
   const cache = new Map<string, SqliteStatement>();
-  const raw = new Map<string, StatementSync>();
+  const raw = new Map<string, { statement: StatementSync; shape: RowShape | undefined }>();
+  const rows = new RowShapes(database);
   return {
     close: () => database.close(),
     prepare(sql: string): SqliteStatement {
       let statement = cache.get(sql);
       if (!statement) {
         if (cache.size >= STATEMENT_CACHE_LIMIT) cache.clear();
-        statement = adaptStatement(database.prepare(sql));
+        statement = adaptStatement(database.prepare(sql), rows);
         cache.set(sql, statement);
       }
       return statement;
     },
     readNow(sql, parameters) {
       if (database.isTransaction) return undefined;
-      let statement = raw.get(sql);
-      if (!statement) {
+      let entry = raw.get(sql);
+      if (!entry) {
         if (raw.size >= STATEMENT_CACHE_LIMIT) raw.clear();
-        statement = database.prepare(sql);
-        raw.set(sql, statement);
+        const statement = database.prepare(sql);
+        entry = { statement, shape: rows.shapeOf(statement) };
+        raw.set(sql, entry);
       }
-      return statement.all(...bind(parameters));
+      return rows.all(entry.statement, entry.shape, parameters);
     },
   };
 }

@@ -5,6 +5,7 @@
 // `type: 'string'` + `enum`) rather than TypeBox's `anyOf` forms.
 import Type, { type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
 import { MAX_TIMESTAMP, MIN_TIMESTAMP } from '../shared/timestamps.ts';
+import { type KeyPicker, keyPicker } from '../shared/object-shapes.ts';
 import { ERROR_CODES } from './errors.ts';
 import { DEFAULT_LIMIT, type Page, pageSchema, type SimpleList, simpleListSchema } from './lists.ts';
 
@@ -195,24 +196,23 @@ export function StringEnum<const V extends readonly string[]>(
   return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
 }
 
-/** Each schema's property names, listed once (pickFields runs per row of every list page). */
-const PROPERTY_NAMES = new WeakMap<TObject, string[]>();
+/** Each schema's picker (pickFields runs per row of every list page and per event). */
+const PICKERS = new WeakMap<TObject, KeyPicker>();
 
 /**
  * The resource `schema` describes, taken from `row` (a table row or any superset of the
  * resource): exactly the schema's properties, in its order. Responses need no such step
  * (the response schema drops other properties when it serializes); event `data` and other
- * values stored as JSON do, so that a new column never leaks into them.
+ * values stored as JSON do, so that a new column never leaks into them. The object has one
+ * shape per schema (shared/object-shapes.ts), which V8 serialises and copies fast.
  */
 export function pickFields<S extends TObject>(schema: S, row: Static<S>): Static<S> {
-  let keys = PROPERTY_NAMES.get(schema);
-  if (keys === undefined) {
-    keys = Object.keys(schema.properties);
-    PROPERTY_NAMES.set(schema, keys);
+  let pick = PICKERS.get(schema);
+  if (pick === undefined) {
+    pick = keyPicker(Object.keys(schema.properties));
+    PICKERS.set(schema, pick);
   }
-  const picked: Record<string, unknown> = {};
-  for (const key of keys) picked[key] = (row as Record<string, unknown>)[key];
-  return picked as Static<S>;
+  return pick(row as Record<string, unknown>) as Static<S>;
 }
 
 /** ISO 8601 UTC timestamp with milliseconds. */
