@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { buildTestApp } from '../../test/helpers/app.ts';
-import { insertRows, inList } from './bulk.ts';
+import { insertRows, inList, rowsTable } from './bulk.ts';
 
 const eventRow = (i: number) => ({
   id: `evt_bulk${String(i).padStart(4, '0')}`,
@@ -87,4 +87,33 @@ test('inList matches exactly the listed values, for none, one and many, in one s
     CompiledQuery.raw('select count(*) as n from events where delivered_at is not null'),
   );
   assert.equal(Number((raw.rows[0] as { n: number | string }).n), 2);
+});
+
+test('rowsTable gives back every row in order, nulls and hostile text as values, in one statement text', async (t) => {
+  const { deps } = await buildTestApp(t);
+  const { db } = deps;
+  const texts = new Set<string>();
+  const lists: (string | null)[][][] = [
+    [],
+    [['a', null]],
+    [
+      ['b', `x' or '1'='1`],
+      ['"]', '?, $1 ;--'],
+      [null, '👩‍💻 \u202e'],
+      ['a', 'a'],
+    ],
+  ];
+  for (const rows of lists) {
+    const query = sql<{
+      k: string | null;
+      v: string | null;
+    }>`select v.k, v.v from ${rowsTable(db, 'v', ['k', 'v'], rows)}`;
+    texts.add(query.compile(db).sql);
+    const { rows: read } = await query.execute(db);
+    assert.deepEqual(
+      read.map((row) => [row.k, row.v]),
+      rows,
+    );
+  }
+  assert.equal(texts.size, 1, 'one text for every number of rows');
 });

@@ -23,12 +23,7 @@ test('a compiled shape is built once and runs with each call’s values, in and 
   await upsert.executeWrite(db, { name: 'payments', count: 7 });
   await db.transaction().execute(async (trx) => {
     await upsert.executeWrite(trx, { name: 'refunds', count: 3 });
-    // Plain objects for the comparison: node:sqlite rows have a null prototype.
-    const rows = await countByName.execute(trx, { name: 'refunds' });
-    assert.deepEqual(
-      rows.map((row) => ({ ...row })),
-      [{ count: 3 }],
-    );
+    assert.deepEqual(await countByName.execute(trx, { name: 'refunds' }), [{ count: 3 }]);
   });
   assert.equal((await countByName.executeTakeFirst(db, { name: 'payments' }))?.count, 7);
   assert.equal((await countByName.executeTakeFirst(db, { name: 'refunds' }))?.count, 3);
