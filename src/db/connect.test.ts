@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { test } from 'node:test';
 import { sql } from 'kysely';
 import { createTestDatabase, ON_POSTGRES, TEST_DATABASE_URL } from '../../test/helpers/database.ts';
@@ -21,6 +22,41 @@ test('SQLite files open with WAL (checkpointed every SQLITE_WAL_AUTOCHECKPOINT_P
   assert.equal(await pragma('foreign_keys'), 1);
   assert.equal(await pragma('busy_timeout'), 5000);
   assert.equal(await pragma('wal_autocheckpoint'), SQLITE_WAL_AUTOCHECKPOINT_PAGES);
+});
+
+test('opening a fresh SQLite file while another connection holds its write lock waits for it, not SQLITE_BUSY at once', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'billing-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'billing.db');
+  // A thread creates the file in rollback mode and holds its write lock for 300 ms, as a
+  // second process migrating the same fresh file would. Opening is synchronous, so the lock
+  // must be held by another thread for this one to wait on it.
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const holder = new Worker(
+    `const { DatabaseSync } = require('node:sqlite');
+     const { workerData } = require('node:worker_threads');
+     const database = new DatabaseSync(workerData.path);
+     database.exec('begin immediate');
+     database.exec('create table held (id integer)');
+     Atomics.store(workerData.signal, 0, 1);
+     Atomics.notify(workerData.signal, 0);
+     Atomics.wait(workerData.signal, 0, 1, 300);
+     database.exec('commit');
+     database.close();`,
+    { eval: true, workerData: { path, signal } },
+  );
+  const exited = new Promise((resolve) => holder.on('exit', resolve));
+  Atomics.wait(signal, 0, 0, 5000);
+  assert.equal(Atomics.load(signal, 0), 1, 'the holder took the lock');
+  const started = performance.now();
+  const handle = openDatabase({ kind: 'sqlite', path });
+  t.after(() => handle.close());
+  assert.ok(performance.now() - started >= 200, 'waited for the holder to commit');
+  await exited;
+  const mode = await sql.raw('pragma journal_mode').execute(handle.db);
+  assert.deepEqual(mode.rows, [{ journal_mode: 'wal' }]);
+  const tables = await sql.raw(`select name from sqlite_master where name = 'held'`).execute(handle.db);
+  assert.equal(tables.rows.length, 1, "the holder's table was committed first");
 });
 
 test('migrations apply once; a second run applies nothing', async (t) => {

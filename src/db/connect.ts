@@ -114,6 +114,34 @@ class ImmediateSqliteDialect extends SqliteDialect {
  */
 export const SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000;
 
+/** How long a SQLite connection waits for another process's lock before SQLITE_BUSY (ms). */
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+const SQLITE_BUSY = 5;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Puts a file in WAL mode, waiting up to SQLITE_BUSY_TIMEOUT_MS for other processes. On a
+ * file not yet in WAL (a fresh one) the switch writes the header from inside a read
+ * transaction, and SQLite then answers SQLITE_BUSY at once rather than call the busy
+ * handler (https://sqlite.org/c3ref/busy_handler.html: waiting could deadlock) whenever
+ * another process holds the write lock — processes opening one fresh file together. So the
+ * switch is retried, with pauses of 1 ms doubling to 50 ms, until the timeout.
+ * Throws node:sqlite's error when the lock outlasts the timeout or on any other error.
+ */
+function switchToWal(database: DatabaseSync): void {
+  const deadline = performance.now() + SQLITE_BUSY_TIMEOUT_MS;
+  for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+    try {
+      database.exec('PRAGMA journal_mode = WAL');
+      return;
+    } catch (error) {
+      if ((error as { errcode?: number }).errcode !== SQLITE_BUSY || performance.now() >= deadline) throw error;
+      // Opening is synchronous (node:sqlite), so the pause is too; it happens only at startup.
+      Atomics.wait(pause, 0, 0, wait);
+    }
+  }
+}
+
 function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle {
   const inMemory = path === ':memory:';
   if (!inMemory) mkdirSync(dirname(path), { recursive: true });
@@ -121,9 +149,9 @@ function openSqlite(path: string, image: Uint8Array | undefined): DatabaseHandle
   const database = new DatabaseSync(path);
   if (image) database.deserialize(image);
   // WAL lets readers run beside the writer; FULL makes every acknowledged commit durable.
-  // busy_timeout first: switching to WAL needs the lock another process may hold right now.
-  database.exec('PRAGMA busy_timeout = 5000');
-  if (!inMemory) database.exec('PRAGMA journal_mode = WAL');
+  // busy_timeout first: the statements below may meet another process's lock.
+  database.exec(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  if (!inMemory) switchToWal(database);
   database.exec('PRAGMA synchronous = FULL');
   database.exec('PRAGMA foreign_keys = ON');
   if (!inMemory) database.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_WAL_AUTOCHECKPOINT_PAGES}`);
