@@ -47,6 +47,7 @@ import * as invoiceKinds from './migrations/0041_invoice_kinds.ts';
 import * as usageSpans from './migrations/0042_usage_spans.ts';
 import * as billedUsagePrevious from './migrations/0047_billed_usage_previous.ts';
 import * as invoiceBillingReasons from './migrations/0048_invoice_billing_reasons.ts';
+import * as realTimeClockLeases from './migrations/0049_real_time_clock_leases.ts';
 
 /** Every migration, in order. A new one is a new file plus a line here. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -92,6 +93,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0042_usage_spans': usageSpans,
   '0047_billed_usage_previous': billedUsagePrevious,
   '0048_invoice_billing_reasons': invoiceBillingReasons,
+  '0049_real_time_clock_leases': realTimeClockLeases,
 };
 
 /** The names of every migration, in the order they apply. */

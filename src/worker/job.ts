@@ -35,7 +35,8 @@ export interface Job {
    */
   nextDueAt?(deps: Deps, scope: JobScope, after: Date): Promise<Date | null>;
   /**
-   * For a clock-aware job whose work holds leases in real time (a charge's provider call):
+   * For a clock-aware job whose work holds leases in real time (a charge's or a refund's
+   * provider call):
    * asked by a test clock's advance once nothing more is due up to its target (SPEC §11).
    * Makes the scope's work whose lease lapsed in real time (its worker died) due at
    * `deps.clock.now()` and returns how many (the advance runs the instant again), and the real

@@ -4,7 +4,8 @@
 // only when the look-up proves the provider has none — under a lease, so a
 // retry of the request and the worker never ask at once. It ends answered (still `pending`
 // until the provider's event), refused (`failed`), or due again a minute later. Clock-aware
-// (SPEC §11): a test clock customer's refund is resumed by its clock's advance, at its time.
+// (SPEC §11): a test clock customer's refund is resumed by its clock's advance, at its time;
+// its lease is in real time, and the advance waits for a live one before `ready`.
 import { AppError } from '../http/errors.ts';
 import { type Job } from './job.ts';
 import { REAL_TIME } from '../db/scope.ts';
@@ -15,6 +16,7 @@ import {
   nextRefundResumeAt,
 } from '../modules/payments/payments.refund-requests.ts';
 import { refundClock, refundLeaseMs, resolveRefund } from '../billing/refunds.ts';
+import { resumeLapsedRefunds } from '../billing/refunds.lapsed.ts';
 
 const BATCH_SIZE = 10;
 
@@ -53,4 +55,6 @@ export const resolveUnknownRefunds: Job = {
   },
   dueNow: (deps) => dueRefundRequestsQuery(deps.db, deps.clock.now().toISOString()),
   nextDueAt: (deps, scope, after) => nextRefundResumeAt(deps.db, scope, after),
+  // A dead caller's refunds of a test clock, before its advance ends (SPEC §11).
+  resumeLapsed: resumeLapsedRefunds,
 };

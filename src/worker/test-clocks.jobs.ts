@@ -7,9 +7,9 @@
 // dies mid-advance leaves the next one to resume from there (the jobs are idempotent: a
 // rerun at the same instant finds nothing new). The lease is renewed while a step runs too,
 // and a worker that finds it lost stops. Once nothing more is due up to the target, work a
-// dead worker left in doubt under a lease lapsed in real time (a charge's provider call) is
-// resolved at the last step, and work under a live lease is waited for (the advance's lease
-// set to end with it, Job.resumeLapsed). Then, at the target: `ready`, `test_clock.ready`.
+// dead caller left in doubt under a lease lapsed in real time (a charge's or a refund's
+// provider call) is resolved at the last step, and work under a live lease is waited for
+// (the advance's lease set to end with it, Job.resumeLapsed). Then, at the target: `ready`, `test_clock.ready`.
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';

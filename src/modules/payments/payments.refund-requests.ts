@@ -12,7 +12,7 @@ import { addToCount } from '../../db/counts.ts';
 import { claimRows } from '../../db/locking.ts';
 import type { Database } from '../../db/database.ts';
 import { transactionWithRetry } from '../../db/transaction.ts';
-import type { Clock } from '../../shared/clock.ts';
+import { type Clock, realClockOf } from '../../shared/clock.ts';
 import { newId } from '../../shared/ids.ts';
 import type { PaymentRow, RefundRow } from '../../db/tables/payments.table.ts';
 import { refundableAmount } from './payments.refund-totals.ts';
@@ -59,7 +59,9 @@ export async function findRefundRow(db: Kysely<Database>, id: string): Promise<R
  * still be refunded) on `payment` (locked by the caller) in `trx`, and counts it. Its
  * `provider_reference` is its own id until the provider names the refund. No event: the
  * provider's settles it (`payment.refunded` / `payment.refund_failed`). The caller commits it
- * before calling the provider.
+ * before calling the provider. Stamped with `clock` (a test clock's time, SPEC §11), but its
+ * lease (`claimed_until`) ends in real time: the provider call it guards takes real time
+ * however far an advance moves the clock.
  */
 export async function startRefundRequest(
   trx: Transaction<Database>,
@@ -71,8 +73,9 @@ export async function startRefundRequest(
   const at = clock.now();
   const now = at.toISOString();
   // The request's own call holds the lease; were it to die mid-call, the worker resumes the
-  // refund once the lease has passed.
-  const leaseEnd = new Date(at.getTime() + request.leaseMs).toISOString();
+  // refund once the lease has passed (real time) and `resume_at` has come (the clock's).
+  const leaseEnd = new Date(realClockOf(clock).now().getTime() + request.leaseMs).toISOString();
+  const resumeAt = new Date(at.getTime() + request.leaseMs).toISOString();
   const row: RefundRow = {
     id,
     payment_id: payment.id,
@@ -89,7 +92,7 @@ export async function startRefundRequest(
     request_key: request.requestKey,
     failure_reason: null,
     claimed_until: leaseEnd,
-    resume_at: leaseEnd,
+    resume_at: resumeAt,
     // A test clock's time stamps the row (SPEC §11): the job resolving it runs in that scope.
     test_clock_id: clock.testClockId ?? null,
   };
@@ -180,9 +183,10 @@ export async function markRefundUnknown(
 }
 
 /**
- * Takes the lease of refund `refund` for `leaseMs` when it is still `pending` without a
- * provider answer and nobody holds it (a retry of its request). Returns false when another
- * caller is asking the provider right now, or the refund no longer needs asking.
+ * Takes the lease of refund `refund` for `leaseMs` (real time, whatever `clock`) when it is
+ * still `pending` without a provider answer and nobody holds it (a retry of its request).
+ * Returns false when another caller is asking the provider right now, or the refund no
+ * longer needs asking.
  */
 export async function claimRefundRequest(
   db: Kysely<Database>,
@@ -190,7 +194,7 @@ export async function claimRefundRequest(
   refund: RefundRow,
   leaseMs: number,
 ): Promise<boolean> {
-  const at = clock.now();
+  const at = realClockOf(clock).now();
   const now = at.toISOString();
   const result = await db
     .updateTable('refunds')
@@ -205,10 +209,16 @@ export async function claimRefundRequest(
 
 /**
  * Pending refunds of `scope` without a provider answer whose `resume_at` has come at `now`
- * (ISO 8601) and whose lease (if any) has passed, oldest due first: what
- * claimDueRefundRequests claims, and the worker's due probe (worker/job.ts `dueNow`).
+ * (ISO 8601, the scope's time) and whose lease (if any) has passed at `realNow` (real time;
+ * the same as `now` for real-time refunds), oldest due first: what claimDueRefundRequests
+ * claims, and the worker's due probe (worker/job.ts `dueNow`).
  */
-export function dueRefundRequestsQuery(db: Kysely<Database>, now: string, scope: JobScope = REAL_TIME) {
+export function dueRefundRequestsQuery(
+  db: Kysely<Database>,
+  now: string,
+  scope: JobScope = REAL_TIME,
+  realNow: string = now,
+) {
   return whereInScope(
     db
       .selectFrom('refunds')
@@ -216,7 +226,7 @@ export function dueRefundRequestsQuery(db: Kysely<Database>, now: string, scope:
       .where('resume_at', '<=', now)
       .where('status', '=', 'pending')
       .where('provider_refund_id', 'is', null)
-      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', now)]))
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', realNow)]))
       .orderBy('resume_at')
       .orderBy('id'),
     'refunds.test_clock_id',
@@ -227,8 +237,8 @@ export function dueRefundRequestsQuery(db: Kysely<Database>, now: string, scope:
 /**
  * The worker's claim (SPEC §7: SKIP LOCKED and a lease): up to `limit` pending refunds of
  * `scope` (real time, or one test clock's: SPEC §11) without a provider answer whose
- * `resume_at` has come at `clock`'s now and whose lease (if any) has passed, oldest due
- * first, each leased for `leaseMs`. Returns them as claimed.
+ * `resume_at` has come at `clock`'s now and whose lease (if any) has passed in real time,
+ * oldest due first, each leased for `leaseMs` of real time. Returns them as claimed.
  */
 export async function claimDueRefundRequests(
   db: Kysely<Database>,
@@ -237,11 +247,12 @@ export async function claimDueRefundRequests(
   leaseMs: number,
   scope: JobScope = REAL_TIME,
 ): Promise<RefundRow[]> {
-  const at = clock.now();
-  const now = at.toISOString();
-  const leaseEnd = new Date(at.getTime() + leaseMs).toISOString();
+  const now = clock.now().toISOString();
+  const realAt = realClockOf(clock).now();
+  const leaseEnd = new Date(realAt.getTime() + leaseMs).toISOString();
   return transactionWithRetry(db, async (trx) => {
-    const rows = await claimRows(dueRefundRequestsQuery(trx, now, scope).limit(limit), trx).execute();
+    const due = dueRefundRequestsQuery(trx, now, scope, realAt.toISOString());
+    const rows = await claimRows(due.limit(limit), trx).execute();
     if (rows.length === 0) return [];
     await trx
       .updateTable('refunds')
@@ -273,4 +284,49 @@ export async function nextRefundResumeAt(db: Kysely<Database>, scope: JobScope, 
     scope,
   ).executeTakeFirst();
   return earliest([row?.due as string | null | undefined]);
+}
+
+/**
+ * Test clock `testClockId`'s pending refunds without a provider answer under a lease
+ * (`claimed_until`, real time): a caller asking the provider, or one that died doing so.
+ * Read by the clock's advance before it ends `ready` (billing/refunds.lapsed.ts).
+ */
+export async function findLeasedRefundsOfClock(
+  db: Kysely<Database>,
+  testClockId: string,
+): Promise<Pick<RefundRow, 'id' | 'claimed_until' | 'resume_at'>[]> {
+  return db
+    .selectFrom('refunds')
+    .select(['id', 'claimed_until', 'resume_at'])
+    .where('test_clock_id', '=', testClockId)
+    .where('status', '=', 'pending')
+    .where('provider_refund_id', 'is', null)
+    .where('claimed_until', 'is not', null)
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * Makes refunds `ids` due at `now` (ISO 8601, their clock's time) where they are still pending
+ * without a provider answer, their lease has lapsed at `realNow` (real time) and `resume_at`
+ * is later (or none): one conditional statement, so a caller that answered or took the lease
+ * since the read is left alone. Returns how many it moved.
+ */
+export async function resumeLapsedRefundsAt(
+  db: Kysely<Database>,
+  ids: readonly string[],
+  now: string,
+  realNow: string,
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await db
+    .updateTable('refunds')
+    .set({ resume_at: now })
+    .where('id', 'in', ids)
+    .where('status', '=', 'pending')
+    .where('provider_refund_id', 'is', null)
+    .where('claimed_until', '<=', realNow)
+    .where((eb) => eb.or([eb('resume_at', 'is', null), eb('resume_at', '>', now)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
 }
